@@ -1,0 +1,26 @@
+#include "proto/codec/event.h"
+
+namespace memtrace {
+
+const char* EventKindName(EventKind kind) {
+  switch (kind) {
+    case EventKind::kUnspecified: return "unspecified";
+    case EventKind::kAlloc: return "alloc";
+    case EventKind::kFree: return "free";
+    case EventKind::kPoolCreate: return "pool_create";
+    case EventKind::kPoolDestroy: return "pool_destroy";
+    case EventKind::kPoolTrim: return "pool_trim";
+    case EventKind::kVmmMap: return "vmm_map";
+    case EventKind::kVmmUnmap: return "vmm_unmap";
+    case EventKind::kOom: return "oom";
+    case EventKind::kStep: return "step";
+    case EventKind::kPhaseBegin: return "phase_begin";
+    case EventKind::kPhaseEnd: return "phase_end";
+    case EventKind::kDeviceSample: return "device_sample";
+    case EventKind::kHostSample: return "host_sample";
+    case EventKind::kLoss: return "loss";
+  }
+  return "invalid";
+}
+
+}  // namespace memtrace

@@ -1,0 +1,109 @@
+// The in-memory event model shared by the agent, the collector and the importers.
+//
+// Plain structs with no protobuf dependency, so analyses and translators can be tested on
+// values. The numeric values of EventKind equal memtrace.v1.EventKind on the wire.
+#ifndef MEMTRACE_PROTO_CODEC_EVENT_H_
+#define MEMTRACE_PROTO_CODEC_EVENT_H_
+
+#include <cstdint>
+#include <string>
+
+namespace memtrace {
+
+enum class EventKind : uint8_t {
+  kUnspecified = 0,
+  kAlloc = 1,
+  kFree = 2,
+  kPoolCreate = 3,
+  kPoolDestroy = 4,
+  kPoolTrim = 5,
+  kVmmMap = 6,
+  kVmmUnmap = 7,
+  kOom = 8,
+  kStep = 9,
+  kPhaseBegin = 10,
+  kPhaseEnd = 11,
+  kDeviceSample = 12,
+  kHostSample = 13,
+  kLoss = 14,
+};
+inline constexpr uint32_t kMaxEventKind = 14;
+
+// Values of memtrace.v1.MemoryKind (CUpti_ActivityMemoryKind plus pool and VMM).
+enum MemoryKindValue : uint32_t {
+  kMemoryUnknown = 0,
+  kMemoryPageable = 1,
+  kMemoryPinned = 2,
+  kMemoryDevice = 3,
+  kMemoryArray = 4,
+  kMemoryManaged = 5,
+  kMemoryDeviceStatic = 6,
+  kMemoryManagedStatic = 7,
+  kMemoryPool = 100,
+  kMemoryVmm = 101,
+};
+
+// Values of memtrace.v1.LossReason (carried in memory_kind of a kLoss event).
+enum LossReasonValue : uint32_t {
+  kLossUnspecified = 0,
+  kLossQueueFull = 1,
+  kLossSpoolFull = 2,
+  kLossCuptiDropped = 3,
+};
+
+// Values of memtrace.v1.StringKind.
+enum class StringKind : uint8_t {
+  kUnspecified = 0,
+  kTag = 1,
+  kSource = 2,
+  kPhase = 3,
+};
+
+// One recorded event. Field meaning depends on `kind` (see proto/memtrace/v1/events.proto):
+// alloc/free: address, bytes; step: aux = step number; samples: bytes = used, aux = total;
+// OOM: bytes = requested; loss: aux = events lost.
+struct Event {
+  uint64_t seq = 0;  // per (job, rank, attempt), >= 1, strictly increasing
+  int64_t ts_ns = 0;
+  EventKind kind = EventKind::kUnspecified;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  uint64_t aux = 0;
+  uint32_t tag_id = 0;     // string-table id of the innermost tag, 0 = none
+  uint32_t source_id = 0;  // string-table id of the owning shared object, 0 = none
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint32_t memory_kind = 0;  // MemoryKindValue, or LossReasonValue for kLoss
+
+  bool operator==(const Event& o) const {
+    return seq == o.seq && ts_ns == o.ts_ns && kind == o.kind && address == o.address &&
+           bytes == o.bytes && aux == o.aux && tag_id == o.tag_id && source_id == o.source_id &&
+           device == o.device && stream == o.stream && memory_kind == o.memory_kind;
+  }
+};
+
+// One string-table entry of a stream (tag, source or phase name).
+struct StringDef {
+  uint32_t id = 0;
+  StringKind kind = StringKind::kUnspecified;
+  std::string value;
+
+  bool operator==(const StringDef& o) const {
+    return id == o.id && kind == o.kind && value == o.value;
+  }
+};
+
+// The agent's view of its own health, sent with every batch.
+struct AgentCounterValues {
+  uint64_t events_recorded = 0;
+  uint64_t events_lost = 0;
+  uint64_t spool_bytes = 0;
+  uint64_t reconnects = 0;
+  uint64_t cupti_records_dropped = 0;
+};
+
+const char* EventKindName(EventKind kind);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_PROTO_CODEC_EVENT_H_
