@@ -1,0 +1,70 @@
+#include "query/analysis/timeline.h"
+
+#include "gtest/gtest.h"
+
+namespace memtrace::analysis {
+namespace {
+
+TEST(NameTableTest, InternsOnceAndReservesZeroForEmpty) {
+  NameTable t;
+  EXPECT_EQ(t.Intern(""), 0u);
+  NameId a = t.Intern("fsdp:params");
+  EXPECT_EQ(t.Intern("fsdp:params"), a);
+  EXPECT_NE(t.Intern("libnccl.so.2"), a);
+  EXPECT_EQ(t.Name(a), "fsdp:params");
+  EXPECT_EQ(t.Name(999), "");
+  EXPECT_EQ(t.Find("nope"), std::nullopt);
+  EXPECT_EQ(t.Find("fsdp:params"), a);
+}
+
+RankTimeline Rank(uint32_t rank, uint32_t attempt, std::vector<int64_t> steps) {
+  RankTimeline r;
+  r.rank = rank;
+  r.attempt = attempt;
+  for (int64_t s : steps) {
+    StepPoint p;
+    p.step = s;
+    r.steps.push_back(p);
+  }
+  return r;
+}
+
+TEST(SelectRanksTest, TakesEachRanksLatestAttemptOrdered) {
+  JobTimeline job;
+  job.ranks.push_back(Rank(2, 0, {0}));
+  job.ranks.push_back(Rank(0, 1, {0}));
+  job.ranks.push_back(Rank(0, 0, {0}));
+  std::vector<const RankTimeline*> ranks = SelectRanks(job);
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0]->rank, 0u);
+  EXPECT_EQ(ranks[0]->attempt, 1u);
+  EXPECT_EQ(ranks[1]->rank, 2u);
+  std::vector<const RankTimeline*> first = SelectRanks(job, 0);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0]->attempt, 0u);
+}
+
+TEST(StepGridTest, UnitesRaggedStepRanges) {
+  JobTimeline job;
+  job.ranks.push_back(Rank(0, 0, {0, 1, 2, 3}));
+  job.ranks.push_back(Rank(1, 0, {2, 3, 5}));
+  std::vector<const RankTimeline*> ranks = SelectRanks(job);
+  StepGrid grid = BuildStepGrid(ranks);
+  EXPECT_EQ(grid.steps, (std::vector<int64_t>{0, 1, 2, 3, 5}));
+  EXPECT_EQ(grid.index[0], (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(grid.index[1], (std::vector<uint32_t>{2, 3, 4}));
+}
+
+TEST(MetricTest, PicksTheNamedField) {
+  StepPoint p;
+  p.floor_bytes = 1;
+  p.end_bytes = 2;
+  p.peak_bytes = 3;
+  EXPECT_EQ(MetricValue(p, Metric::kFloor), 1u);
+  EXPECT_EQ(MetricValue(p, Metric::kEnd), 2u);
+  EXPECT_EQ(MetricValue(p, Metric::kPeak), 3u);
+  EXPECT_EQ(MetricName(Metric::kFloor), "floor");
+}
+
+}  // namespace
+}  // namespace memtrace::analysis
