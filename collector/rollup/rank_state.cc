@@ -1,0 +1,584 @@
+#include "collector/rollup/rank_state.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "collector/rollup/rank_state.pb.h"
+
+namespace memtrace::collector {
+
+namespace {
+
+constexpr uint32_t kCheckpointVersion = 1;
+constexpr int64_t kDefaultBucketNs = 1'000'000'000;
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// bucket * width, clamped instead of overflowing for timestamps near the int64 ends.
+int64_t BucketStart(int64_t bucket, int64_t width) {
+  int64_t out;
+  if (__builtin_mul_overflow(bucket, width, &out)) {
+    return bucket < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  }
+  return out;
+}
+
+int64_t BucketEnd(int64_t bucket, int64_t width) {
+  const int64_t start = BucketStart(bucket, width);
+  int64_t out;
+  if (__builtin_add_overflow(start, width, &out)) return std::numeric_limits<int64_t>::max();
+  return out;
+}
+
+template <typename Map>
+std::vector<typename Map::key_type> SortedKeys(const Map& map) {
+  std::vector<typename Map::key_type> keys;
+  keys.reserve(map.size());
+  for (const auto& [k, v] : map) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+void EncodeLive(const absl::flat_hash_map<uint64_t, LiveAllocation>& set, LiveColumns* out) {
+  const std::vector<uint64_t> addresses = SortedKeys(set);
+  const int n = static_cast<int>(addresses.size());
+  out->mutable_address_delta()->Reserve(n);
+  out->mutable_bytes()->Reserve(n);
+  out->mutable_seq()->Reserve(n);
+  out->mutable_ts_ns()->Reserve(n);
+  out->mutable_step()->Reserve(n);
+  out->mutable_tag_id()->Reserve(n);
+  out->mutable_source_id()->Reserve(n);
+  out->mutable_memory_kind()->Reserve(n);
+  uint64_t prev = 0;
+  for (uint64_t address : addresses) {
+    const LiveAllocation& a = set.at(address);
+    out->add_address_delta(static_cast<int64_t>(address - prev));
+    prev = address;
+    out->add_bytes(a.bytes);
+    out->add_seq(a.seq);
+    out->add_ts_ns(a.ts_ns);
+    out->add_step(a.step);
+    out->add_tag_id(a.tag_id);
+    out->add_source_id(a.source_id);
+    out->add_memory_kind(a.memory_kind);
+  }
+}
+
+absl::Status DecodeLive(const LiveColumns& in, const char* name,
+                        absl::flat_hash_map<uint64_t, LiveAllocation>* set) {
+  const int n = in.address_delta_size();
+  if (in.bytes_size() != n || in.seq_size() != n || in.ts_ns_size() != n || in.step_size() != n ||
+      in.tag_id_size() != n || in.source_id_size() != n || in.memory_kind_size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint ", name, " columns differ in length (", n, " addresses)"));
+  }
+  set->reserve(n);
+  uint64_t address = 0;
+  for (int i = 0; i < n; ++i) {
+    address += static_cast<uint64_t>(in.address_delta(i));
+    LiveAllocation a;
+    a.bytes = in.bytes(i);
+    a.seq = in.seq(i);
+    a.ts_ns = in.ts_ns(i);
+    a.step = in.step(i);
+    a.tag_id = in.tag_id(i);
+    a.source_id = in.source_id(i);
+    a.memory_kind = in.memory_kind(i);
+    if (!set->emplace(address, a).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint ", name, " repeats address ", address));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+bool IsHostMemoryKind(uint32_t memory_kind) {
+  return memory_kind == kMemoryPageable || memory_kind == kMemoryPinned;
+}
+
+void RankAnomalies::ToProto(v1::AnomalyCounts* out) const {
+  out->set_free_unknown(free_unknown);
+  out->set_alloc_over_live(alloc_over_live);
+  out->set_unmap_unknown(unmap_unknown);
+  out->set_time_backwards(time_backwards);
+  out->set_step_backwards(step_backwards);
+  out->set_phase_unmatched(phase_unmatched);
+}
+
+RankState::RankState(int64_t bucket_ns) : bucket_ns_(bucket_ns > 0 ? bucket_ns : kDefaultBucketNs) {}
+
+uint64_t RankState::pool_reserved_bytes() const {
+  uint64_t total = 0;
+  for (const auto& [address, bytes] : pools_) total += bytes;
+  return total;
+}
+
+void RankState::Apply(absl::Span<const Event> events, ClosedRollups* closed) {
+  for (const Event& e : events) Apply(e, closed);
+}
+
+void RankState::Apply(const Event& e, ClosedRollups* closed) {
+  if (events_applied_ == 0) {
+    first_ts_ns_ = e.ts_ns;
+    OpenAccumulator(&step_, current_step_, e.ts_ns);
+    OpenAccumulator(&bucket_, FloorDiv(e.ts_ns, bucket_ns_), e.ts_ns);
+  } else {
+    if (e.ts_ns < last_ts_ns_) ++anomalies_.time_backwards;
+    OnBucket(e, closed);
+  }
+  ++events_applied_;
+  last_seq_ = e.seq;
+  last_ts_ns_ = e.ts_ns;
+  step_.end_ns = std::max(step_.end_ns, e.ts_ns);
+
+  switch (e.kind) {
+    case EventKind::kAlloc:
+      AddAllocation(&allocs_, e);
+      break;
+    case EventKind::kFree:
+      if (!RemoveAllocation(&allocs_, e.address)) ++anomalies_.free_unknown;
+      break;
+    case EventKind::kVmmMap:
+      AddAllocation(&maps_, e);
+      break;
+    case EventKind::kVmmUnmap:
+      if (!RemoveAllocation(&maps_, e.address)) ++anomalies_.unmap_unknown;
+      break;
+    case EventKind::kPoolCreate:
+      pools_[e.address] = e.bytes;
+      break;
+    case EventKind::kPoolDestroy:
+      pools_.erase(e.address);
+      break;
+    case EventKind::kPoolTrim: {
+      // A trim releases reserved memory down to minBytesToKeep (aux); when the agent reports the
+      // pool's size after the trim (bytes), that is exact.
+      auto it = pools_.find(e.address);
+      if (it != pools_.end()) it->second = e.bytes != 0 ? e.bytes : std::min(it->second, e.aux);
+      break;
+    }
+    case EventKind::kOom:
+      ++ooms_;
+      if (first_oom_seq_ == 0) {
+        first_oom_seq_ = e.seq;
+        first_oom_ts_ns_ = e.ts_ns;
+        first_oom_bytes_ = e.bytes;
+      }
+      for (Accumulator* acc : {&step_, &bucket_}) {
+        ++acc->ooms;
+        acc->oom_requested_bytes = std::max(acc->oom_requested_bytes, e.bytes);
+      }
+      break;
+    case EventKind::kStep:
+      OnStep(e, closed);
+      break;
+    case EventKind::kPhaseBegin:
+      open_phases_.push_back(e.tag_id);
+      for (Accumulator* acc : {&step_, &bucket_}) {
+        PhaseStat* p = FindPhase(acc, e.tag_id);
+        p->peak = std::max(p->peak, live_bytes_);
+        p->ended = false;
+      }
+      break;
+    case EventKind::kPhaseEnd: {
+      auto it = std::find(open_phases_.rbegin(), open_phases_.rend(), e.tag_id);
+      if (it == open_phases_.rend()) {
+        ++anomalies_.phase_unmatched;
+        break;
+      }
+      open_phases_.erase(std::next(it).base());
+      // Still open when an outer range of the same name is: only the last end closes it.
+      if (std::find(open_phases_.begin(), open_phases_.end(), e.tag_id) != open_phases_.end()) {
+        break;
+      }
+      for (Accumulator* acc : {&step_, &bucket_}) {
+        PhaseStat* p = FindPhase(acc, e.tag_id);
+        p->end = live_bytes_;
+        p->ended = true;
+      }
+      break;
+    }
+    case EventKind::kDeviceSample:
+      for (Accumulator* acc : {&step_, &bucket_}) {
+        acc->device_used_max = std::max(acc->device_used_max, e.bytes);
+        if (e.aux != 0) acc->device_total = e.aux;
+      }
+      break;
+    case EventKind::kHostSample:
+      for (Accumulator* acc : {&step_, &bucket_}) {
+        acc->host_rss_max = std::max(acc->host_rss_max, e.bytes);
+      }
+      break;
+    case EventKind::kLoss:
+      for (Accumulator* acc : {&step_, &bucket_}) acc->events_lost += e.aux;
+      break;
+    case EventKind::kUnspecified:
+      break;
+  }
+}
+
+void RankState::OnStep(const Event& e, ClosedRollups* closed) {
+  const int64_t step = static_cast<int64_t>(e.aux);
+  if (!has_step_marker_) {
+    has_step_marker_ = true;
+    // Events before the first marker belong to step 0; a first marker "step 0" continues it,
+    // and a marker that is the stream's first event leaves no empty step 0 behind.
+    if (step == current_step_) return;
+    if (events_applied_ == 1) {
+      current_step_ = step;
+      step_.key = step;
+      return;
+    }
+  } else if (step == current_step_) {
+    return;  // a repeated marker of the same step
+  }
+  if (step < current_step_) ++anomalies_.step_backwards;
+  step_.end_ns = e.ts_ns;
+  if (closed != nullptr) closed->steps.push_back(Snapshot(step_, Axis::kStep));
+  ++steps_closed_;
+  current_step_ = step;
+  OpenAccumulator(&step_, step, e.ts_ns);
+}
+
+void RankState::OnBucket(const Event& e, ClosedRollups* closed) {
+  const int64_t bucket = FloorDiv(e.ts_ns, bucket_ns_);
+  // An event older than the open bucket (clock going back) is counted in the open one.
+  if (bucket <= bucket_.key) return;
+  if (closed != nullptr) closed->buckets.push_back(Snapshot(bucket_, Axis::kBucket));
+  OpenAccumulator(&bucket_, bucket, e.ts_ns);
+}
+
+void RankState::OpenAccumulator(Accumulator* acc, int64_t key, int64_t start_ns) {
+  Accumulator fresh;
+  fresh.open = true;
+  fresh.epoch = next_epoch_++;
+  fresh.key = key;
+  fresh.start_ns = start_ns;
+  fresh.end_ns = start_ns;
+  fresh.start_bytes = fresh.floor_bytes = fresh.peak_bytes = live_bytes_;
+  // Phases still open carry over: their peak within the new rollup starts at the live bytes now.
+  for (uint32_t id : open_phases_) FindPhase(&fresh, id);
+  *acc = std::move(fresh);
+}
+
+RankState::PhaseStat* RankState::FindPhase(Accumulator* acc, uint32_t id) {
+  for (PhaseStat& p : acc->phases) {
+    if (p.id == id) return &p;
+  }
+  acc->phases.push_back(PhaseStat{id, live_bytes_, live_bytes_, false});
+  return &acc->phases.back();
+}
+
+void RankState::AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set, const Event& e) {
+  LiveAllocation a;
+  a.bytes = e.bytes;
+  a.seq = e.seq;
+  a.ts_ns = e.ts_ns;
+  a.step = current_step_;
+  a.tag_id = e.tag_id;
+  a.source_id = e.source_id;
+  a.memory_kind = e.kind == EventKind::kVmmMap && e.memory_kind == kMemoryUnknown
+                      ? static_cast<uint32_t>(kMemoryVmm)
+                      : e.memory_kind;
+  auto [it, inserted] = set->try_emplace(e.address, a);
+  if (!inserted) {
+    // Its free was never seen (lost, or reordered): the old allocation cannot still be live.
+    ++anomalies_.alloc_over_live;
+    ChangeLive(it->second, /*add=*/false);
+    it->second = a;
+  }
+  ChangeLive(a, /*add=*/true);
+}
+
+bool RankState::RemoveAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set,
+                                 uint64_t address) {
+  auto it = set->find(address);
+  if (it == set->end()) return false;
+  ChangeLive(it->second, /*add=*/false);
+  set->erase(it);
+  return true;
+}
+
+void RankState::TouchGroup(GroupMap* groups, uint32_t id, uint64_t bytes, bool add) {
+  GroupLive& g = (*groups)[id];
+  if (g.step_epoch != step_.epoch) {
+    g.step_epoch = step_.epoch;
+    g.step_peak = g.live;
+  }
+  if (g.bucket_epoch != bucket_.epoch) {
+    g.bucket_epoch = bucket_.epoch;
+    g.bucket_peak = g.live;
+  }
+  g.live = add ? g.live + bytes : g.live - std::min(g.live, bytes);
+  g.step_peak = std::max(g.step_peak, g.live);
+  g.bucket_peak = std::max(g.bucket_peak, g.live);
+}
+
+void RankState::ChangeLive(const LiveAllocation& a, bool add) {
+  TouchGroup(&kinds_, a.memory_kind, a.bytes, add);
+  if (IsHostMemoryKind(a.memory_kind)) return;
+  TouchGroup(&tags_, a.tag_id, a.bytes, add);
+  TouchGroup(&sources_, a.source_id, a.bytes, add);
+  if (add) {
+    live_bytes_ += a.bytes;
+  } else {
+    live_bytes_ -= std::min(live_bytes_, a.bytes);
+  }
+  for (Accumulator* acc : {&step_, &bucket_}) {
+    acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
+    acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
+    if (add) {
+      ++acc->allocs;
+      acc->alloc_bytes += a.bytes;
+    } else {
+      ++acc->frees;
+      acc->free_bytes += a.bytes;
+    }
+    if (add) {
+      for (PhaseStat& p : acc->phases) {
+        if (!p.ended) p.peak = std::max(p.peak, live_bytes_);
+      }
+    }
+  }
+}
+
+v1::StepRollup RankState::OpenStepRollup() const { return Snapshot(step_, Axis::kStep); }
+
+v1::StepRollup RankState::OpenBucketRollup() const { return Snapshot(bucket_, Axis::kBucket); }
+
+v1::StepRollup RankState::Snapshot(const Accumulator& acc, Axis axis) const {
+  v1::StepRollup r;
+  r.set_step(acc.key);
+  if (axis == Axis::kBucket) {
+    r.set_start_ns(BucketStart(acc.key, bucket_ns_));
+    r.set_end_ns(BucketEnd(acc.key, bucket_ns_));
+  } else {
+    r.set_start_ns(acc.start_ns);
+    r.set_end_ns(acc.end_ns);
+  }
+  r.set_start_bytes(acc.start_bytes);
+  r.set_floor_bytes(acc.floor_bytes);
+  r.set_peak_bytes(acc.peak_bytes);
+  r.set_end_bytes(live_bytes_);
+  r.set_allocs(acc.allocs);
+  r.set_frees(acc.frees);
+  r.set_alloc_bytes(acc.alloc_bytes);
+  r.set_free_bytes(acc.free_bytes);
+  r.set_device_used_max(acc.device_used_max);
+  r.set_device_total(acc.device_total);
+  r.set_host_rss_max(acc.host_rss_max);
+  r.set_ooms(acc.ooms);
+  r.set_oom_requested_bytes(acc.oom_requested_bytes);
+  r.set_events_lost(acc.events_lost);
+  r.set_pool_reserved_bytes(pool_reserved_bytes());
+  const auto groups = [&](const GroupMap& map, auto* out) {
+    for (uint32_t id : SortedKeys(map)) {
+      const GroupLive& g = map.at(id);
+      const bool touched = axis == Axis::kStep ? g.step_epoch == acc.epoch
+                                               : g.bucket_epoch == acc.epoch;
+      const uint64_t peak = touched ? (axis == Axis::kStep ? g.step_peak : g.bucket_peak) : g.live;
+      if (g.live == 0 && peak == 0) continue;
+      v1::GroupBytes* gb = out->Add();
+      gb->set_id(id);
+      gb->set_live_bytes(g.live);
+      gb->set_peak_bytes(peak);
+    }
+  };
+  groups(tags_, r.mutable_by_tag());
+  groups(sources_, r.mutable_by_source());
+  groups(kinds_, r.mutable_by_memory_kind());
+  std::vector<PhaseStat> phases = acc.phases;
+  std::sort(phases.begin(), phases.end(),
+            [](const PhaseStat& a, const PhaseStat& b) { return a.id < b.id; });
+  for (const PhaseStat& p : phases) {
+    v1::GroupBytes* gb = r.add_by_phase();
+    gb->set_id(p.id);
+    gb->set_live_bytes(p.ended ? p.end : live_bytes_);
+    gb->set_peak_bytes(p.peak);
+  }
+  return r;
+}
+
+std::string RankState::Serialize() const {
+  RankStateRecord rec;
+  rec.set_version(kCheckpointVersion);
+  rec.set_bucket_ns(bucket_ns_);
+  EncodeLive(allocs_, rec.mutable_allocations());
+  EncodeLive(maps_, rec.mutable_mappings());
+  for (uint64_t address : SortedKeys(pools_)) {
+    rec.add_pool_address(address);
+    rec.add_pool_bytes(pools_.at(address));
+  }
+  const auto groups = [&](const GroupMap& map, auto* out) {
+    for (uint32_t id : SortedKeys(map)) {
+      const GroupLive& g = map.at(id);
+      const bool step_touched = step_.open && g.step_epoch == step_.epoch;
+      const bool bucket_touched = bucket_.open && g.bucket_epoch == bucket_.epoch;
+      if (!step_touched && !bucket_touched) continue;
+      GroupRecord* gr = out->Add();
+      gr->set_id(id);
+      gr->set_step_touched(step_touched);
+      if (step_touched) gr->set_step_peak(g.step_peak);
+      gr->set_bucket_touched(bucket_touched);
+      if (bucket_touched) gr->set_bucket_peak(g.bucket_peak);
+    }
+  };
+  groups(tags_, rec.mutable_tags());
+  groups(sources_, rec.mutable_sources());
+  groups(kinds_, rec.mutable_kinds());
+  for (uint32_t id : open_phases_) rec.add_open_phases(id);
+  const auto accumulator = [](const Accumulator& acc, AccumulatorRecord* out) {
+    out->set_open(acc.open);
+    v1::StepRollup* s = out->mutable_stats();
+    s->set_step(acc.key);
+    s->set_start_ns(acc.start_ns);
+    s->set_end_ns(acc.end_ns);
+    s->set_start_bytes(acc.start_bytes);
+    s->set_floor_bytes(acc.floor_bytes);
+    s->set_peak_bytes(acc.peak_bytes);
+    s->set_allocs(acc.allocs);
+    s->set_frees(acc.frees);
+    s->set_alloc_bytes(acc.alloc_bytes);
+    s->set_free_bytes(acc.free_bytes);
+    s->set_device_used_max(acc.device_used_max);
+    s->set_device_total(acc.device_total);
+    s->set_host_rss_max(acc.host_rss_max);
+    s->set_ooms(acc.ooms);
+    s->set_oom_requested_bytes(acc.oom_requested_bytes);
+    s->set_events_lost(acc.events_lost);
+    for (const PhaseStat& p : acc.phases) {
+      PhaseStatRecord* pr = out->add_phases();
+      pr->set_id(p.id);
+      pr->set_peak(p.peak);
+      pr->set_end(p.end);
+      pr->set_ended(p.ended);
+    }
+  };
+  accumulator(step_, rec.mutable_step());
+  accumulator(bucket_, rec.mutable_bucket());
+  rec.set_current_step(current_step_);
+  rec.set_has_step_marker(has_step_marker_);
+  rec.set_events_applied(events_applied_);
+  rec.set_last_seq(last_seq_);
+  rec.set_first_ts_ns(first_ts_ns_);
+  rec.set_last_ts_ns(last_ts_ns_);
+  anomalies_.ToProto(rec.mutable_anomalies());
+  rec.set_ooms(ooms_);
+  rec.set_first_oom_seq(first_oom_seq_);
+  rec.set_first_oom_ts_ns(first_oom_ts_ns_);
+  rec.set_first_oom_bytes(first_oom_bytes_);
+  rec.set_steps_closed(steps_closed_);
+  return rec.SerializeAsString();
+}
+
+absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
+  RankStateRecord rec;
+  if (!rec.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint of ", bytes.size(), " bytes does not parse"));
+  }
+  if (rec.version() != kCheckpointVersion) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint version ", rec.version(),
+                                                   ", this collector reads ", kCheckpointVersion));
+  }
+  if (rec.bucket_ns() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint bucket_ns ", rec.bucket_ns()));
+  }
+  if (rec.pool_address_size() != rec.pool_bytes_size()) {
+    return absl::InvalidArgumentError("checkpoint pool columns differ in length");
+  }
+  RankState s(rec.bucket_ns());
+  if (absl::Status st = DecodeLive(rec.allocations(), "allocations", &s.allocs_); !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = DecodeLive(rec.mappings(), "mappings", &s.maps_); !st.ok()) return st;
+  for (int i = 0; i < rec.pool_address_size(); ++i) s.pools_[rec.pool_address(i)] = rec.pool_bytes(i);
+
+  const auto accumulator = [](const AccumulatorRecord& in, uint64_t epoch, Accumulator* acc) {
+    const v1::StepRollup& st = in.stats();
+    acc->open = in.open();
+    acc->epoch = epoch;
+    acc->key = st.step();
+    acc->start_ns = st.start_ns();
+    acc->end_ns = st.end_ns();
+    acc->start_bytes = st.start_bytes();
+    acc->floor_bytes = st.floor_bytes();
+    acc->peak_bytes = st.peak_bytes();
+    acc->allocs = st.allocs();
+    acc->frees = st.frees();
+    acc->alloc_bytes = st.alloc_bytes();
+    acc->free_bytes = st.free_bytes();
+    acc->device_used_max = st.device_used_max();
+    acc->device_total = st.device_total();
+    acc->host_rss_max = st.host_rss_max();
+    acc->ooms = st.ooms();
+    acc->oom_requested_bytes = st.oom_requested_bytes();
+    acc->events_lost = st.events_lost();
+    for (const PhaseStatRecord& p : in.phases()) {
+      acc->phases.push_back(PhaseStat{p.id(), p.peak(), p.end(), p.ended()});
+    }
+  };
+  // Fresh epochs: 1 for the step, 2 for the bucket; groups untouched there keep epoch 0.
+  accumulator(rec.step(), 1, &s.step_);
+  accumulator(rec.bucket(), 2, &s.bucket_);
+  s.next_epoch_ = 3;
+
+  // Live bytes per group come from the live set, so they always agree with it.
+  for (const auto* set : {&s.allocs_, &s.maps_}) {
+    for (const auto& [address, a] : *set) {
+      s.kinds_[a.memory_kind].live += a.bytes;
+      if (IsHostMemoryKind(a.memory_kind)) continue;
+      s.tags_[a.tag_id].live += a.bytes;
+      s.sources_[a.source_id].live += a.bytes;
+      s.live_bytes_ += a.bytes;
+    }
+  }
+  const auto groups = [&](const auto& records, GroupMap* map) {
+    for (const GroupRecord& gr : records) {
+      GroupLive& g = (*map)[gr.id()];
+      if (gr.step_touched()) {
+        g.step_epoch = s.step_.epoch;
+        g.step_peak = std::max(gr.step_peak(), g.live);
+      }
+      if (gr.bucket_touched()) {
+        g.bucket_epoch = s.bucket_.epoch;
+        g.bucket_peak = std::max(gr.bucket_peak(), g.live);
+      }
+    }
+  };
+  groups(rec.tags(), &s.tags_);
+  groups(rec.sources(), &s.sources_);
+  groups(rec.kinds(), &s.kinds_);
+  s.open_phases_.assign(rec.open_phases().begin(), rec.open_phases().end());
+  s.current_step_ = rec.current_step();
+  s.has_step_marker_ = rec.has_step_marker();
+  s.events_applied_ = rec.events_applied();
+  s.last_seq_ = rec.last_seq();
+  s.first_ts_ns_ = rec.first_ts_ns();
+  s.last_ts_ns_ = rec.last_ts_ns();
+  const v1::AnomalyCounts& an = rec.anomalies();
+  s.anomalies_.free_unknown = an.free_unknown();
+  s.anomalies_.alloc_over_live = an.alloc_over_live();
+  s.anomalies_.unmap_unknown = an.unmap_unknown();
+  s.anomalies_.time_backwards = an.time_backwards();
+  s.anomalies_.step_backwards = an.step_backwards();
+  s.anomalies_.phase_unmatched = an.phase_unmatched();
+  s.ooms_ = rec.ooms();
+  s.first_oom_seq_ = rec.first_oom_seq();
+  s.first_oom_ts_ns_ = rec.first_oom_ts_ns();
+  s.first_oom_bytes_ = rec.first_oom_bytes();
+  s.steps_closed_ = rec.steps_closed();
+  return s;
+}
+
+}  // namespace memtrace::collector

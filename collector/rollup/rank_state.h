@@ -1,0 +1,191 @@
+// What the collector knows about one stream (job, rank, attempt) after applying its events in
+// order: the live set, live bytes by tag / source / memory kind, and the two open rollups (the
+// current step and the current time bucket). Pure: no storage, no RPC; the store persists what
+// Apply() emits and checkpoints the whole state with Serialize().
+//
+// Live bytes count device memory only: ALLOC events of host kinds (PAGEABLE, PINNED) are kept in
+// the live set and in by_memory_kind but not in live/floor/peak or by_tag/by_source. VMM_MAP
+// mappings count as live device memory; memory-pool reservations (POOL_*) are tracked apart.
+// Not thread-safe: one owner applies events.
+#ifndef MEMTRACE_COLLECTOR_ROLLUP_RANK_STATE_H_
+#define MEMTRACE_COLLECTOR_ROLLUP_RANK_STATE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "proto/codec/event.h"
+#include "proto/memtrace/v1/query.pb.h"
+
+namespace memtrace::collector {
+
+// One live allocation or VMM mapping, keyed by address in the live set.
+struct LiveAllocation {
+  uint64_t bytes = 0;
+  uint64_t seq = 0;  // the event that made it
+  int64_t ts_ns = 0;
+  int64_t step = 0;  // the step it was made in
+  uint32_t tag_id = 0;
+  uint32_t source_id = 0;
+  uint32_t memory_kind = 0;
+};
+
+// Events that do not fit the model; counted, never an error (agents lose events, CUPTI
+// reorders).
+struct RankAnomalies {
+  uint64_t free_unknown = 0;
+  uint64_t alloc_over_live = 0;
+  uint64_t unmap_unknown = 0;
+  uint64_t time_backwards = 0;
+  uint64_t step_backwards = 0;
+  uint64_t phase_unmatched = 0;
+
+  uint64_t total() const {
+    return free_unknown + alloc_over_live + unmap_unknown + time_backwards + step_backwards +
+           phase_unmatched;
+  }
+  void ToProto(v1::AnomalyCounts* out) const;
+};
+
+// The rollups that events closed: a step ends at the next STEP marker, a time bucket when an
+// event falls into a later bucket. Each is final; the store writes it once.
+struct ClosedRollups {
+  std::vector<v1::StepRollup> steps;
+  std::vector<v1::StepRollup> buckets;
+};
+
+// True for memory kinds that live on the host (pageable, pinned) rather than on the device.
+bool IsHostMemoryKind(uint32_t memory_kind);
+
+class RankState {
+ public:
+  // `bucket_ns` > 0 is the width of a time bucket: bucket index = floor(ts / bucket_ns).
+  explicit RankState(int64_t bucket_ns);
+
+  // Applies events in sequence order, appending any rollups they close to `closed` (which may
+  // be null when the caller only wants the state, e.g. a replay).
+  void Apply(absl::Span<const Event> events, ClosedRollups* closed);
+  void Apply(const Event& event, ClosedRollups* closed);
+
+  // Snapshots of the open step / time-bucket rollup, as they would be written if closed now.
+  // Only meaningful when events_applied() > 0.
+  v1::StepRollup OpenStepRollup() const;
+  v1::StepRollup OpenBucketRollup() const;
+
+  int64_t bucket_ns() const { return bucket_ns_; }
+  uint64_t live_bytes() const { return live_bytes_; }
+  int64_t current_step() const { return current_step_; }
+  // The time-bucket index of the open bucket.
+  int64_t current_bucket() const { return bucket_.key; }
+  uint64_t events_applied() const { return events_applied_; }
+  uint64_t last_seq() const { return last_seq_; }
+  int64_t first_ts_ns() const { return first_ts_ns_; }
+  int64_t last_ts_ns() const { return last_ts_ns_; }
+  const RankAnomalies& anomalies() const { return anomalies_; }
+  uint64_t ooms() const { return ooms_; }
+  // The first OOM event (0 when none) and the size it asked for.
+  uint64_t first_oom_seq() const { return first_oom_seq_; }
+  int64_t first_oom_ts_ns() const { return first_oom_ts_ns_; }
+  uint64_t first_oom_bytes() const { return first_oom_bytes_; }
+  uint64_t pool_reserved_bytes() const;
+  // Steps closed so far (the store checkpoints every N).
+  uint64_t steps_closed() const { return steps_closed_; }
+
+  // Live ALLOC allocations and live VMM mappings, by address.
+  const absl::flat_hash_map<uint64_t, LiveAllocation>& allocations() const { return allocs_; }
+  const absl::flat_hash_map<uint64_t, LiveAllocation>& mappings() const { return maps_; }
+
+  // The whole state (live set, groups, open rollups, counters) as bytes, and back. Deserialize
+  // rejects malformed input with INVALID_ARGUMENT.
+  std::string Serialize() const;
+  static absl::StatusOr<RankState> Deserialize(absl::string_view bytes);
+
+ private:
+  // Live bytes of one tag / source / memory kind, and the peak it reached within the open step
+  // and bucket. A peak is only valid when its epoch equals that rollup's epoch; otherwise the
+  // group was not touched there and its peak is its live value.
+  struct GroupLive {
+    uint64_t live = 0;
+    uint64_t step_peak = 0;
+    uint64_t bucket_peak = 0;
+    uint64_t step_epoch = 0;
+    uint64_t bucket_epoch = 0;
+  };
+  using GroupMap = absl::flat_hash_map<uint32_t, GroupLive>;
+
+  // A phase seen within one rollup: peak live bytes while open, live bytes when it ended.
+  struct PhaseStat {
+    uint32_t id = 0;
+    uint64_t peak = 0;
+    uint64_t end = 0;
+    bool ended = false;
+  };
+
+  // The scalar part of one open rollup.
+  struct Accumulator {
+    bool open = false;
+    uint64_t epoch = 0;
+    int64_t key = 0;
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    uint64_t start_bytes = 0;
+    uint64_t floor_bytes = 0;
+    uint64_t peak_bytes = 0;
+    uint64_t allocs = 0;
+    uint64_t frees = 0;
+    uint64_t alloc_bytes = 0;
+    uint64_t free_bytes = 0;
+    uint64_t device_used_max = 0;
+    uint64_t device_total = 0;
+    uint64_t host_rss_max = 0;
+    uint64_t ooms = 0;
+    uint64_t oom_requested_bytes = 0;
+    uint64_t events_lost = 0;
+    std::vector<PhaseStat> phases;
+  };
+  enum class Axis { kStep, kBucket };
+
+  void OpenAccumulator(Accumulator* acc, int64_t key, int64_t start_ns);
+  v1::StepRollup Snapshot(const Accumulator& acc, Axis axis) const;
+  PhaseStat* FindPhase(Accumulator* acc, uint32_t id);
+  void OnStep(const Event& e, ClosedRollups* closed);
+  void OnBucket(const Event& e, ClosedRollups* closed);
+  void AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set, const Event& e);
+  bool RemoveAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set, uint64_t address);
+  // Adds or removes `a` from the live totals and every group it counts in.
+  void ChangeLive(const LiveAllocation& a, bool add);
+  void TouchGroup(GroupMap* groups, uint32_t id, uint64_t bytes, bool add);
+
+  int64_t bucket_ns_;
+  absl::flat_hash_map<uint64_t, LiveAllocation> allocs_;
+  absl::flat_hash_map<uint64_t, LiveAllocation> maps_;
+  absl::flat_hash_map<uint64_t, uint64_t> pools_;
+  GroupMap tags_;
+  GroupMap sources_;
+  GroupMap kinds_;
+  std::vector<uint32_t> open_phases_;
+  Accumulator step_;
+  Accumulator bucket_;
+  uint64_t next_epoch_ = 1;
+  uint64_t live_bytes_ = 0;
+  int64_t current_step_ = 0;
+  bool has_step_marker_ = false;
+  uint64_t events_applied_ = 0;
+  uint64_t last_seq_ = 0;
+  int64_t first_ts_ns_ = 0;
+  int64_t last_ts_ns_ = 0;
+  RankAnomalies anomalies_;
+  uint64_t ooms_ = 0;
+  uint64_t first_oom_seq_ = 0;
+  int64_t first_oom_ts_ns_ = 0;
+  uint64_t first_oom_bytes_ = 0;
+  uint64_t steps_closed_ = 0;
+};
+
+}  // namespace memtrace::collector
+
+#endif  // MEMTRACE_COLLECTOR_ROLLUP_RANK_STATE_H_

@@ -1,0 +1,515 @@
+#include "collector/rollup/rank_state.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memtrace::collector {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr uint64_t kMiB = 1 << 20;
+
+// Builds an event sequence with consecutive sequence numbers; each call advances time by 1 ms
+// unless a timestamp is given.
+class Script {
+ public:
+  Script& Alloc(uint64_t address, uint64_t bytes, uint32_t tag = 0, uint32_t source = 0,
+                uint32_t kind = kMemoryDevice) {
+    Event e = Next(EventKind::kAlloc);
+    e.address = address;
+    e.bytes = bytes;
+    e.tag_id = tag;
+    e.source_id = source;
+    e.memory_kind = kind;
+    return Push(e);
+  }
+  Script& Free(uint64_t address) {
+    Event e = Next(EventKind::kFree);
+    e.address = address;
+    return Push(e);
+  }
+  Script& Map(uint64_t address, uint64_t bytes, uint32_t tag = 0) {
+    Event e = Next(EventKind::kVmmMap);
+    e.address = address;
+    e.bytes = bytes;
+    e.tag_id = tag;
+    return Push(e);
+  }
+  Script& Unmap(uint64_t address) {
+    Event e = Next(EventKind::kVmmUnmap);
+    e.address = address;
+    return Push(e);
+  }
+  Script& Step(int64_t step) {
+    Event e = Next(EventKind::kStep);
+    e.aux = static_cast<uint64_t>(step);
+    return Push(e);
+  }
+  Script& PhaseBegin(uint32_t id) {
+    Event e = Next(EventKind::kPhaseBegin);
+    e.tag_id = id;
+    return Push(e);
+  }
+  Script& PhaseEnd(uint32_t id) {
+    Event e = Next(EventKind::kPhaseEnd);
+    e.tag_id = id;
+    return Push(e);
+  }
+  Script& Simple(EventKind kind, uint64_t address, uint64_t bytes, uint64_t aux) {
+    Event e = Next(kind);
+    e.address = address;
+    e.bytes = bytes;
+    e.aux = aux;
+    return Push(e);
+  }
+  Script& At(int64_t ts_ns) {
+    ts_ = ts_ns - 1'000'000;
+    return *this;
+  }
+
+  const std::vector<Event>& events() const { return events_; }
+
+ private:
+  Event Next(EventKind kind) {
+    Event e;
+    e.seq = ++seq_;
+    ts_ += 1'000'000;
+    e.ts_ns = ts_;
+    e.kind = kind;
+    return e;
+  }
+  Script& Push(const Event& e) {
+    events_.push_back(e);
+    return *this;
+  }
+
+  uint64_t seq_ = 0;
+  int64_t ts_ = 10 * kSecond;
+  std::vector<Event> events_;
+};
+
+const v1::GroupBytes* FindGroup(const google::protobuf::RepeatedPtrField<v1::GroupBytes>& groups,
+                                uint32_t id) {
+  for (const v1::GroupBytes& g : groups) {
+    if (g.id() == id) return &g;
+  }
+  return nullptr;
+}
+
+TEST(RankStateTest, StepRollupsHaveKnownStartFloorPeakAndEnd) {
+  Script s;
+  s.Step(1).Alloc(0x1000, 100).Alloc(0x2000, 50).Free(0x1000).Alloc(0x3000, 10);
+  // Step 1: start 0, peak 150, floor 0 (at start), end 60.
+  s.Step(2).Free(0x2000).Free(0x3000).Alloc(0x4000, 500);
+  // Step 2: start 60, floor 0 (after both frees), peak 500, end 500.
+  s.Step(3);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+
+  ASSERT_EQ(closed.steps.size(), 2u);
+  const v1::StepRollup& s1 = closed.steps[0];
+  EXPECT_EQ(s1.step(), 1);
+  EXPECT_EQ(s1.start_bytes(), 0u);
+  EXPECT_EQ(s1.floor_bytes(), 0u);
+  EXPECT_EQ(s1.peak_bytes(), 150u);
+  EXPECT_EQ(s1.end_bytes(), 60u);
+  EXPECT_EQ(s1.allocs(), 3u);
+  EXPECT_EQ(s1.frees(), 1u);
+  EXPECT_EQ(s1.alloc_bytes(), 160u);
+  EXPECT_EQ(s1.free_bytes(), 100u);
+
+  const v1::StepRollup& s2 = closed.steps[1];
+  EXPECT_EQ(s2.step(), 2);
+  EXPECT_EQ(s2.start_bytes(), 60u);
+  EXPECT_EQ(s2.floor_bytes(), 0u);
+  EXPECT_EQ(s2.peak_bytes(), 500u);
+  EXPECT_EQ(s2.end_bytes(), 500u);
+  // A step runs from its marker to the next one.
+  EXPECT_EQ(s2.start_ns(), s.events()[5].ts_ns);
+  EXPECT_EQ(s2.end_ns(), s.events()[9].ts_ns);
+
+  EXPECT_EQ(state.current_step(), 3);
+  EXPECT_EQ(state.live_bytes(), 500u);
+  const v1::StepRollup open = state.OpenStepRollup();
+  EXPECT_EQ(open.step(), 3);
+  EXPECT_EQ(open.start_bytes(), 500u);
+  EXPECT_EQ(open.floor_bytes(), 500u);
+  EXPECT_EQ(open.peak_bytes(), 500u);
+}
+
+TEST(RankStateTest, RisingFloorShowsAcrossSteps) {
+  // A leak: each step allocates 10 MiB of activations (freed) and keeps 1 MiB.
+  Script s;
+  uint64_t address = 0x10000;
+  for (int step = 1; step <= 5; ++step) {
+    s.Step(step);
+    s.Alloc(address, 10 * kMiB, 1).Free(address);
+    address += 0x1000;
+    s.Alloc(address, kMiB, 2);
+    address += 0x1000;
+  }
+  s.Step(6);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    const v1::StepRollup& r = closed.steps[i];
+    EXPECT_EQ(r.floor_bytes(), i * kMiB) << "step " << r.step();
+    EXPECT_EQ(r.peak_bytes(), (i + 10) * kMiB) << "step " << r.step();
+    EXPECT_EQ(r.end_bytes(), (i + 1) * kMiB) << "step " << r.step();
+    const v1::GroupBytes* leak = FindGroup(r.by_tag(), 2);
+    ASSERT_NE(leak, nullptr);
+    EXPECT_EQ(leak->live_bytes(), (i + 1) * kMiB);
+    const v1::GroupBytes* act = FindGroup(r.by_tag(), 1);
+    ASSERT_NE(act, nullptr);
+    EXPECT_EQ(act->live_bytes(), 0u);
+    EXPECT_EQ(act->peak_bytes(), 10 * kMiB);
+  }
+}
+
+TEST(RankStateTest, EventsBeforeTheFirstStepBelongToStepZero) {
+  Script s;
+  s.Alloc(0x1, 7).Alloc(0x2, 3).Step(5).Alloc(0x3, 1);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 1u);
+  EXPECT_EQ(closed.steps[0].step(), 0);
+  EXPECT_EQ(closed.steps[0].peak_bytes(), 10u);
+  EXPECT_EQ(closed.steps[0].start_ns(), s.events()[0].ts_ns);
+  EXPECT_EQ(state.current_step(), 5);
+  // The allocation remembers the step it was made in.
+  EXPECT_EQ(state.allocations().at(0x1).step, 0);
+  EXPECT_EQ(state.allocations().at(0x3).step, 5);
+}
+
+TEST(RankStateTest, AStreamThatStartsWithAMarkerHasNoEmptyStepZero) {
+  Script s;
+  s.Step(7).Alloc(0x1, 5).Step(8);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 1u);
+  EXPECT_EQ(closed.steps[0].step(), 7);
+  EXPECT_EQ(closed.steps[0].start_ns(), s.events()[0].ts_ns);
+  EXPECT_EQ(state.allocations().at(0x1).step, 7);
+}
+
+TEST(RankStateTest, FirstMarkerForStepZeroContinuesTheImplicitStep) {
+  Script s;
+  s.Alloc(0x1, 7).Step(0).Alloc(0x2, 3).Step(0).Step(1);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 1u);
+  EXPECT_EQ(closed.steps[0].step(), 0);
+  EXPECT_EQ(closed.steps[0].allocs(), 2u);
+  EXPECT_EQ(closed.steps[0].end_bytes(), 10u);
+}
+
+TEST(RankStateTest, UnknownFreeAndDoubleFreeAreCountedNotApplied) {
+  Script s;
+  s.Alloc(0x1, 100).Free(0x99).Free(0x1).Free(0x1).Unmap(0x5);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), 0u);
+  EXPECT_EQ(state.anomalies().free_unknown, 2u);
+  EXPECT_EQ(state.anomalies().unmap_unknown, 1u);
+  EXPECT_EQ(state.anomalies().total(), 3u);
+  EXPECT_EQ(state.OpenStepRollup().frees(), 1u);
+}
+
+TEST(RankStateTest, AllocOverALiveAddressReplacesIt) {
+  Script s;
+  s.Alloc(0x1, 100, 1).Alloc(0x1, 30, 2);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), 30u);
+  EXPECT_EQ(state.anomalies().alloc_over_live, 1u);
+  EXPECT_EQ(state.allocations().at(0x1).tag_id, 2u);
+  const v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(FindGroup(r.by_tag(), 1)->live_bytes(), 0u);
+  EXPECT_EQ(FindGroup(r.by_tag(), 1)->peak_bytes(), 100u);
+  EXPECT_EQ(FindGroup(r.by_tag(), 2)->live_bytes(), 30u);
+}
+
+TEST(RankStateTest, VmmMappingsCountAsLiveDeviceMemory) {
+  Script s;
+  s.Map(0xA000, 2 * kMiB, 3).Map(0xC000, 2 * kMiB, 3).Alloc(0x1, 100).Unmap(0xA000);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), 2 * kMiB + 100);
+  EXPECT_EQ(state.mappings().size(), 1u);
+  const v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(r.peak_bytes(), 4 * kMiB + 100);
+  const v1::GroupBytes* vmm = FindGroup(r.by_memory_kind(), kMemoryVmm);
+  ASSERT_NE(vmm, nullptr);
+  EXPECT_EQ(vmm->live_bytes(), 2 * kMiB);
+  EXPECT_EQ(vmm->peak_bytes(), 4 * kMiB);
+  EXPECT_EQ(FindGroup(r.by_memory_kind(), kMemoryDevice)->live_bytes(), 100u);
+  // An unmap is not a free of an allocation.
+  Script t;
+  t.Map(0xA000, 10).Free(0xA000);
+  RankState other(kSecond);
+  other.Apply(t.events(), nullptr);
+  EXPECT_EQ(other.live_bytes(), 10u);
+  EXPECT_EQ(other.anomalies().free_unknown, 1u);
+}
+
+TEST(RankStateTest, HostAllocationsAreLiveButNotDeviceBytes) {
+  Script s;
+  s.Alloc(0x1, 1000, 1, 0, kMemoryPinned).Alloc(0x2, 10, 1, 0, kMemoryDevice);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), 10u);
+  EXPECT_EQ(state.allocations().size(), 2u);
+  const v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(r.peak_bytes(), 10u);
+  EXPECT_EQ(FindGroup(r.by_tag(), 1)->live_bytes(), 10u);
+  EXPECT_EQ(FindGroup(r.by_memory_kind(), kMemoryPinned)->live_bytes(), 1000u);
+  EXPECT_EQ(r.allocs(), 1u);
+}
+
+TEST(RankStateTest, PoolReservationsAreTrackedApartFromLiveBytes) {
+  Script s;
+  s.Simple(EventKind::kPoolCreate, 0xB00, 64 * kMiB, 0)
+      .Alloc(0x100, kMiB, 0, 0, kMemoryPool)
+      .Simple(EventKind::kPoolTrim, 0xB00, 0, 8 * kMiB);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), kMiB);
+  EXPECT_EQ(state.pool_reserved_bytes(), 8 * kMiB);
+  EXPECT_EQ(state.OpenStepRollup().pool_reserved_bytes(), 8 * kMiB);
+  Script t;
+  t.Simple(EventKind::kPoolCreate, 0x1, 5, 0).Simple(EventKind::kPoolDestroy, 0x1, 0, 0);
+  RankState other(kSecond);
+  other.Apply(t.events(), nullptr);
+  EXPECT_EQ(other.pool_reserved_bytes(), 0u);
+}
+
+TEST(RankStateTest, PhasesRecordPeakWhileOpenAndLiveAtEnd) {
+  constexpr uint32_t kRollout = 7, kUpdate = 8;
+  Script s;
+  s.Step(1).Alloc(0x1, 100);
+  s.PhaseBegin(kRollout).Alloc(0x2, 400).Free(0x2).Alloc(0x3, 50).PhaseEnd(kRollout);
+  s.PhaseBegin(kUpdate).Alloc(0x4, 1000).Free(0x4).Free(0x3);
+  s.Step(2);  // kUpdate still open across the boundary
+  s.Alloc(0x5, 20).PhaseEnd(kUpdate).Step(3);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 2u);
+  const v1::GroupBytes* rollout = FindGroup(closed.steps[0].by_phase(), kRollout);
+  ASSERT_NE(rollout, nullptr);
+  EXPECT_EQ(rollout->peak_bytes(), 500u);
+  EXPECT_EQ(rollout->live_bytes(), 150u);
+  const v1::GroupBytes* update = FindGroup(closed.steps[0].by_phase(), kUpdate);
+  ASSERT_NE(update, nullptr);
+  EXPECT_EQ(update->peak_bytes(), 1150u);
+  EXPECT_EQ(update->live_bytes(), 100u);  // open at step end: live then
+  const v1::GroupBytes* update2 = FindGroup(closed.steps[1].by_phase(), kUpdate);
+  ASSERT_NE(update2, nullptr);
+  EXPECT_EQ(update2->peak_bytes(), 120u);
+  EXPECT_EQ(update2->live_bytes(), 120u);
+  EXPECT_EQ(FindGroup(closed.steps[1].by_phase(), kRollout), nullptr);
+
+  Script t;
+  t.PhaseEnd(9);
+  RankState other(kSecond);
+  other.Apply(t.events(), nullptr);
+  EXPECT_EQ(other.anomalies().phase_unmatched, 1u);
+}
+
+TEST(RankStateTest, SamplesOomAndLossFillTheirFields) {
+  Script s;
+  s.Step(1)
+      .Simple(EventKind::kDeviceSample, 0, 30 * kMiB, 80 * kMiB)
+      .Simple(EventKind::kDeviceSample, 0, 50 * kMiB, 80 * kMiB)
+      .Simple(EventKind::kDeviceSample, 0, 40 * kMiB, 80 * kMiB)
+      .Simple(EventKind::kHostSample, 0, 7 * kMiB, 0)
+      .Simple(EventKind::kHostSample, 0, 5 * kMiB, 0)
+      .Simple(EventKind::kOom, 0, 2 * kMiB, 0)
+      .Simple(EventKind::kOom, 0, 9 * kMiB, 0)
+      .Simple(EventKind::kLoss, 0, 0, 12)
+      .Simple(EventKind::kLoss, 0, 0, 3);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  const v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(r.device_used_max(), 50 * kMiB);
+  EXPECT_EQ(r.device_total(), 80 * kMiB);
+  EXPECT_EQ(r.host_rss_max(), 7 * kMiB);
+  EXPECT_EQ(r.ooms(), 2u);
+  EXPECT_EQ(r.oom_requested_bytes(), 9 * kMiB);
+  EXPECT_EQ(r.events_lost(), 15u);
+  EXPECT_EQ(state.ooms(), 2u);
+  EXPECT_EQ(state.first_oom_seq(), 7u);
+  EXPECT_EQ(state.first_oom_bytes(), 2 * kMiB);
+  EXPECT_EQ(state.first_oom_ts_ns(), s.events()[6].ts_ns);
+}
+
+TEST(RankStateTest, TimeBucketsGiveAnAxisWithoutSteps) {
+  Script s;
+  s.At(10 * kSecond).Alloc(0x1, 100);
+  s.At(10 * kSecond + 500'000'000).Alloc(0x2, 100);
+  s.At(11 * kSecond + 1).Free(0x1);
+  s.At(13 * kSecond).Free(0x2).Alloc(0x3, 5);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  EXPECT_TRUE(closed.steps.empty());
+  ASSERT_EQ(closed.buckets.size(), 2u);
+  EXPECT_EQ(closed.buckets[0].step(), 10);
+  EXPECT_EQ(closed.buckets[0].start_ns(), 10 * kSecond);
+  EXPECT_EQ(closed.buckets[0].end_ns(), 11 * kSecond);
+  EXPECT_EQ(closed.buckets[0].peak_bytes(), 200u);
+  EXPECT_EQ(closed.buckets[0].end_bytes(), 200u);
+  EXPECT_EQ(closed.buckets[1].step(), 11);
+  EXPECT_EQ(closed.buckets[1].start_bytes(), 200u);
+  EXPECT_EQ(closed.buckets[1].end_bytes(), 100u);
+  EXPECT_EQ(closed.buckets[1].floor_bytes(), 100u);
+  // Bucket 12 saw no event and is not emitted; 13 is open.
+  EXPECT_EQ(state.current_bucket(), 13);
+  EXPECT_EQ(state.OpenBucketRollup().floor_bytes(), 0u);
+  EXPECT_EQ(state.OpenBucketRollup().end_bytes(), 5u);
+}
+
+TEST(RankStateTest, TimeGoingBackIsCountedAndStaysInTheOpenBucket) {
+  Script s;
+  s.At(5 * kSecond).Alloc(0x1, 1);
+  s.At(3 * kSecond).Alloc(0x2, 1);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  EXPECT_EQ(state.anomalies().time_backwards, 1u);
+  EXPECT_TRUE(closed.buckets.empty());
+  EXPECT_EQ(state.current_bucket(), 5);
+  EXPECT_EQ(state.OpenBucketRollup().allocs(), 2u);
+}
+
+TEST(RankStateTest, NegativeTimestampsUseFloorBuckets) {
+  Script s;
+  s.At(-1).Alloc(0x1, 1);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.current_bucket(), -1);
+}
+
+TEST(RankStateTest, StepGoingBackIsCounted) {
+  Script s;
+  s.Step(5).Step(3);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  EXPECT_EQ(state.anomalies().step_backwards, 1u);
+  EXPECT_EQ(state.current_step(), 3);
+}
+
+TEST(RankStateTest, SourceGroupsTrackLiveAndPeak) {
+  Script s;
+  s.Alloc(0x1, 10, 0, 4).Alloc(0x2, 20, 0, 5).Free(0x1);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  const v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(FindGroup(r.by_source(), 4)->live_bytes(), 0u);
+  EXPECT_EQ(FindGroup(r.by_source(), 4)->peak_bytes(), 10u);
+  EXPECT_EQ(FindGroup(r.by_source(), 5)->live_bytes(), 20u);
+}
+
+TEST(RankStateTest, GroupPeaksResetAtEachStep) {
+  Script s;
+  s.Alloc(0x1, 10, 1).Free(0x1).Step(1).Alloc(0x2, 3, 1);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  const v1::GroupBytes* g = FindGroup(state.OpenStepRollup().by_tag(), 1);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->peak_bytes(), 3u);
+}
+
+TEST(RankStateTest, SplittingASequenceAnywhereGivesTheSameRollups) {
+  // The store applies batch by batch and checkpoints in between: the result must not depend on
+  // where batches end or whether the state went through Serialize/Deserialize.
+  Script s;
+  uint64_t a = 0x100;
+  for (int step = 1; step <= 6; ++step) {
+    s.At(step * kSecond / 2).Step(step).PhaseBegin(9);
+    s.Alloc(a, 1000 + step, step % 3, 1).Map(a + 0x10000000, 2 * kMiB, 4);
+    s.Alloc(a + 8, 50, 2, 2).Free(a).PhaseEnd(9);
+    if (step % 2 == 0) s.Unmap(a + 0x10000000);
+    s.Simple(EventKind::kDeviceSample, 0, step * kMiB, 80 * kMiB);
+    a += 0x40;
+  }
+  s.Free(0x5555).PhaseBegin(9).Simple(EventKind::kPoolCreate, 0x77, 123, 0);
+  const std::vector<Event>& all = s.events();
+
+  RankState whole(kSecond);
+  ClosedRollups whole_closed;
+  whole.Apply(all, &whole_closed);
+
+  for (size_t cut = 0; cut <= all.size(); ++cut) {
+    RankState first(kSecond);
+    ClosedRollups closed;
+    first.Apply(absl::MakeConstSpan(all).subspan(0, cut), &closed);
+    absl::StatusOr<RankState> resumed = RankState::Deserialize(first.Serialize());
+    ASSERT_TRUE(resumed.ok()) << resumed.status();
+    resumed->Apply(absl::MakeConstSpan(all).subspan(cut), &closed);
+    ASSERT_EQ(closed.steps.size(), whole_closed.steps.size()) << "cut " << cut;
+    for (size_t i = 0; i < closed.steps.size(); ++i) {
+      EXPECT_EQ(closed.steps[i].SerializeAsString(), whole_closed.steps[i].SerializeAsString())
+          << "cut " << cut << " step " << closed.steps[i].step();
+    }
+    ASSERT_EQ(closed.buckets.size(), whole_closed.buckets.size()) << "cut " << cut;
+    for (size_t i = 0; i < closed.buckets.size(); ++i) {
+      EXPECT_EQ(closed.buckets[i].SerializeAsString(),
+                whole_closed.buckets[i].SerializeAsString())
+          << "cut " << cut << " bucket " << i;
+    }
+    EXPECT_EQ(resumed->OpenStepRollup().SerializeAsString(),
+              whole.OpenStepRollup().SerializeAsString())
+        << "cut " << cut;
+    EXPECT_EQ(resumed->OpenBucketRollup().SerializeAsString(),
+              whole.OpenBucketRollup().SerializeAsString())
+        << "cut " << cut;
+    EXPECT_EQ(resumed->live_bytes(), whole.live_bytes());
+    EXPECT_EQ(resumed->anomalies().total(), whole.anomalies().total());
+    EXPECT_EQ(resumed->Serialize(), whole.Serialize()) << "cut " << cut;
+  }
+}
+
+TEST(RankStateTest, SerializeKeepsEveryLiveAllocation) {
+  Script s;
+  s.Step(4).Alloc(0xFFFF000000000000ull, 5, 1, 2, kMemoryManaged).Alloc(0x10, 6).Map(0x20, 7);
+  s.Simple(EventKind::kOom, 0, 99, 0);
+  RankState state(kSecond * 2);
+  state.Apply(s.events(), nullptr);
+  absl::StatusOr<RankState> back = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->bucket_ns(), 2 * kSecond);
+  ASSERT_EQ(back->allocations().size(), 2u);
+  const LiveAllocation& big = back->allocations().at(0xFFFF000000000000ull);
+  EXPECT_EQ(big.bytes, 5u);
+  EXPECT_EQ(big.tag_id, 1u);
+  EXPECT_EQ(big.source_id, 2u);
+  EXPECT_EQ(big.step, 4);
+  EXPECT_EQ(big.seq, 2u);
+  EXPECT_EQ(big.ts_ns, s.events()[1].ts_ns);
+  EXPECT_EQ(big.memory_kind, kMemoryManaged);
+  EXPECT_EQ(back->mappings().at(0x20).memory_kind, kMemoryVmm);
+  EXPECT_EQ(back->live_bytes(), 18u);
+  EXPECT_EQ(back->current_step(), 4);
+  EXPECT_EQ(back->first_oom_seq(), 5u);
+  EXPECT_EQ(back->last_seq(), 5u);
+  EXPECT_EQ(back->events_applied(), 5u);
+}
+
+TEST(RankStateTest, DeserializeRejectsGarbage) {
+  EXPECT_EQ(RankState::Deserialize("\xff\xff\xff").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Parses as a message but has no version.
+  EXPECT_EQ(RankState::Deserialize("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace memtrace::collector
