@@ -1,0 +1,56 @@
+#include "query/cli/commands/jobs.h"
+
+#include "query/cli/query_client.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: memtrace jobs [common flags]\n"
+    "\n"
+    "Lists the jobs the collector has stored: ranks, events, the time of the first and last\n"
+    "event, and the span between them.";
+
+int RunJobs(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  CommonOptions common;
+  AddCommonFlags(io, flags, &common);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+
+  absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
+  if (!client.ok()) return ReportError(io, client.status());
+  absl::StatusOr<v1::ListJobsResponse> response = client->ListJobs();
+  if (!response.ok()) return ReportError(io, response.status());
+  WriteTable(JobsTable(*response), common.format, io.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+Table JobsTable(const v1::ListJobsResponse& response) {
+  Table table({{"job", ColumnType::kText},
+               {"ranks", ColumnType::kInt},
+               {"events", ColumnType::kInt},
+               {"first_event", ColumnType::kTimeNs},
+               {"last_event", ColumnType::kTimeNs},
+               {"span", ColumnType::kDurationNs}});
+  for (const v1::JobSummary& job : response.jobs()) {
+    Cell span;
+    if (job.first_ts_ns() != 0 && job.last_ts_ns() >= job.first_ts_ns()) {
+      span = int64_t{job.last_ts_ns() - job.first_ts_ns()};
+    }
+    table.AddRow({job.job_id(), uint64_t{job.ranks()}, uint64_t{job.events()},
+                  int64_t{job.first_ts_ns()}, int64_t{job.last_ts_ns()}, span});
+  }
+  return table;
+}
+
+Command JobsCommand() {
+  Command command{"jobs", "list the jobs the collector has stored", kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return RunJobs(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli

@@ -1,0 +1,44 @@
+#include "query/cli/commands/jobs.h"
+
+#include <sstream>
+
+#include "gtest/gtest.h"
+
+namespace memtrace::cli {
+namespace {
+
+TEST(JobsTableTest, ShowsEachJobWithItsSpan) {
+  v1::ListJobsResponse response;
+  v1::JobSummary* job = response.add_jobs();
+  job->set_job_id("sim-1");
+  job->set_ranks(8);
+  job->set_events(800000);
+  job->set_first_ts_ns(1'700'000'000'000'000'000);
+  job->set_last_ts_ns(1'700'000'100'500'000'000);
+  v1::JobSummary* empty = response.add_jobs();
+  empty->set_job_id("no-events");
+
+  std::ostringstream text, csv;
+  WriteText(JobsTable(response), text);
+  EXPECT_EQ(text.str(),
+            "job        ranks  events  first_event              last_event                  span\n"
+            "sim-1          8  800000  2023-11-14 22:13:20.000  2023-11-14 22:15:00.500  1m40.5s\n"
+            "no-events      0       0  -                        -                              -\n");
+  WriteCsv(JobsTable(response), csv);
+  EXPECT_EQ(csv.str(),
+            "job,ranks,events,first_event,last_event,span\n"
+            "sim-1,8,800000,1700000000000000000,1700000100500000000,100500000000\n"
+            "no-events,0,0,0,0,\n");
+}
+
+TEST(JobsCommandTest, PrintsHelpWithItsFlags) {
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  EXPECT_EQ(JobsCommand().run({"--help"}, io), kExitOk);
+  EXPECT_NE(out.str().find("Usage: memtrace jobs"), std::string::npos);
+  EXPECT_NE(out.str().find("--timeout DURATION"), std::string::npos);
+  EXPECT_EQ(err.str(), "");
+}
+
+}  // namespace
+}  // namespace memtrace::cli

@@ -1,0 +1,96 @@
+#include "query/cli/commands/ranks.h"
+
+#include "absl/strings/str_cat.h"
+#include "query/cli/query_client.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: memtrace ranks --job JOB [common flags]\n"
+    "\n"
+    "One row per rank of JOB as the collector stored it: host, local rank, attempt, how the\n"
+    "rank was identified (env: RANK from the launcher; host+device+pid otherwise), events\n"
+    "stored, the highest durable sequence number, whether the agent closed its stream\n"
+    "cleanly (complete), the agent's counters (events lost, spool bytes), the time of the\n"
+    "last acknowledged batch, live bytes, the current step and anomalies the collector\n"
+    "counted (frees of unknown addresses, double frees, time going back).";
+
+int RunRanks(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  CommonOptions common;
+  std::string job;
+  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", &job);
+  AddCommonFlags(io, flags, &common);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  if (job.empty()) return ReportError(io, absl::InvalidArgumentError("--job is required"), "ranks");
+
+  absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
+  if (!client.ok()) return ReportError(io, client.status());
+  absl::StatusOr<v1::ListRanksResponse> response = client->ListRanks(job);
+  if (!response.ok()) return ReportError(io, response.status());
+  if (response->ranks().empty()) {
+    return ReportError(io, absl::NotFoundError(absl::StrCat("job '", job, "' has no ranks at ",
+                                                            common.collector)));
+  }
+  WriteTable(RanksTable(*response, common.format != OutputFormat::kTable), common.format,
+             io.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
+  std::vector<Column> columns = {{"rank", ColumnType::kInt},
+                                 {"host", ColumnType::kText},
+                                 {"local", ColumnType::kInt},
+                                 {"attempt", ColumnType::kInt}};
+  if (detailed) {
+    columns.insert(columns.end(), {{"world_size", ColumnType::kInt},
+                                   {"pid", ColumnType::kInt},
+                                   {"device", ColumnType::kInt},
+                                   {"launcher", ColumnType::kText},
+                                   {"first_event", ColumnType::kTimeNs},
+                                   {"last_event", ColumnType::kTimeNs}});
+  }
+  columns.insert(columns.end(), {{"identified_by", ColumnType::kText},
+                                 {"events", ColumnType::kInt},
+                                 {"durable_seq", ColumnType::kInt},
+                                 {"complete", ColumnType::kBool},
+                                 {"lost", ColumnType::kInt},
+                                 {"spool", ColumnType::kBytes},
+                                 {"last_ack", ColumnType::kTimeNs},
+                                 {"live", ColumnType::kBytes},
+                                 {"step", ColumnType::kInt},
+                                 {"anomalies", ColumnType::kInt}});
+  Table table(std::move(columns));
+  for (const v1::RankSummary& rank : response.ranks()) {
+    const v1::RankIdentity& id = rank.identity();
+    std::vector<Cell> row = {uint64_t{rank.rank()}, id.host(), int64_t{id.local_rank()},
+                             uint64_t{id.attempt()}};
+    if (detailed) {
+      row.insert(row.end(), {int64_t{id.world_size()}, uint64_t{id.pid()},
+                             int64_t{id.device_index()}, id.launcher(),
+                             int64_t{rank.first_ts_ns()}, int64_t{rank.last_ts_ns()}});
+    }
+    row.insert(row.end(), {rank.identified_by(), uint64_t{rank.events_stored()},
+                           uint64_t{rank.durable_seq()}, rank.complete(),
+                           uint64_t{rank.counters().events_lost()},
+                           uint64_t{rank.counters().spool_bytes()},
+                           int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
+                           int64_t{rank.current_step()}, uint64_t{rank.anomalies()}});
+    table.AddRow(std::move(row));
+  }
+  return table;
+}
+
+Command RanksCommand() {
+  Command command{"ranks", "per-rank identity, stored events, agent health and live bytes",
+                  kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return RunRanks(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli

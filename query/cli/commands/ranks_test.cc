@@ -1,0 +1,72 @@
+#include "query/cli/commands/ranks.h"
+
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace memtrace::cli {
+namespace {
+
+v1::ListRanksResponse OneRank() {
+  v1::ListRanksResponse response;
+  v1::RankSummary* rank = response.add_ranks();
+  rank->set_rank(5);
+  v1::RankIdentity* id = rank->mutable_identity();
+  id->set_job_id("j");
+  id->set_rank(5);
+  id->set_local_rank(5);
+  id->set_world_size(8);
+  id->set_host("sim-node-0");
+  id->set_pid(4242);
+  id->set_device_index(5);
+  id->set_launcher("simulator");
+  rank->set_identified_by("env");
+  rank->set_events_stored(1000);
+  rank->set_durable_seq(1000);
+  rank->set_complete(true);
+  rank->mutable_counters()->set_events_lost(3);
+  rank->mutable_counters()->set_spool_bytes(4096);
+  rank->set_last_ack_unix_ns(1'700'000'000'000'000'000);
+  rank->set_live_bytes(3ull << 30);
+  rank->set_current_step(99);
+  rank->set_anomalies(2);
+  return response;
+}
+
+TEST(RanksTableTest, TextTableShowsIdentityStorageAndHealthInHumanUnits) {
+  std::ostringstream out;
+  WriteText(RanksTable(OneRank(), /*detailed=*/false), out);
+  EXPECT_EQ(out.str(),
+            "rank  host        local  attempt  identified_by  events  durable_seq  complete  lost"
+            "     spool  last_ack                     live  step  anomalies\n"
+            "   5  sim-node-0      5        0  env              1000         1000  yes          3"
+            "  4.00 KiB  2023-11-14 22:13:20.000  3.00 GiB    99          2\n");
+}
+
+TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
+  std::ostringstream out;
+  WriteCsv(RanksTable(OneRank(), /*detailed=*/true), out);
+  EXPECT_EQ(out.str(),
+            "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
+            "identified_by,events,durable_seq,complete,lost,spool,last_ack,live,step,anomalies\n"
+            "5,sim-node-0,5,0,8,4242,5,simulator,0,0,env,1000,1000,true,3,4096,"
+            "1700000000000000000,3221225472,99,2\n");
+}
+
+TEST(RanksCommandTest, RequiresAJob) {
+  std::ostringstream out, err;
+  CommandIo io{out, err, "127.0.0.1:1"};
+  EXPECT_EQ(RanksCommand().run({}, io), kExitUsage);
+  EXPECT_EQ(err.str(), "memtrace ranks: --job is required\n");
+}
+
+TEST(RanksCommandTest, ReportsAnUnreachableCollector) {
+  std::ostringstream out, err;
+  CommandIo io{out, err, "127.0.0.1:1"};
+  EXPECT_EQ(RanksCommand().run({"--job", "j"}, io), kExitError);
+  EXPECT_TRUE(absl::StartsWith(err.str(), "memtrace: cannot reach collector at 127.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace memtrace::cli

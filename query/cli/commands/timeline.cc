@@ -1,0 +1,255 @@
+#include "query/cli/commands/timeline.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "query/cli/query_client.h"
+#include "query/cli/time_arg.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: memtrace timeline --job JOB [--rank R] [--from T --to T] [--by step|time]\n"
+    "                         [--steps A:B] [--every N] [--wide [--value floor|peak|end]]\n"
+    "\n"
+    "Per-rank live bytes from the collector's rollups: for each step (--by step, the default)\n"
+    "or time bucket (--by time) the floor (lowest), peak (highest) and end (last) live bytes\n"
+    "and how much end changed since the rank's previous row. A rising end/floor on one rank\n"
+    "is a leak on that rank; a high peak with a flat floor is a spike.\n"
+    "\n"
+    "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
+    "RFC 3339 (2026-12-02T16:54:03Z). --steps, --every and --wide only shape what is printed.";
+
+bool InKeyRange(int64_t key, const TimelineView& view) {
+  return (!view.first_key || key >= *view.first_key) && (!view.last_key || key <= *view.last_key);
+}
+
+// The points of one rank that the view shows, in order.
+std::vector<const v1::TimelinePoint*> ShownPoints(const v1::RankTimelineProto& rank,
+                                                  const TimelineView& view) {
+  std::vector<const v1::TimelinePoint*> in_range;
+  for (const v1::TimelinePoint& point : rank.points()) {
+    if (InKeyRange(point.key(), view)) in_range.push_back(&point);
+  }
+  if (view.every <= 1) return in_range;
+  std::vector<const v1::TimelinePoint*> shown;
+  for (size_t i = 0; i < in_range.size(); ++i) {
+    if (i % view.every == 0 || i + 1 == in_range.size()) shown.push_back(in_range[i]);
+  }
+  return shown;
+}
+
+uint64_t PointValue(const v1::TimelinePoint& point, TimelineValue value) {
+  switch (value) {
+    case TimelineValue::kFloor:
+      return point.floor_bytes();
+    case TimelineValue::kPeak:
+      return point.peak_bytes();
+    case TimelineValue::kEnd:
+      break;
+  }
+  return point.end_bytes();
+}
+
+std::string KeyColumn(const TimelineView& view) {
+  return view.axis == v1::TIMELINE_AXIS_TIME ? "bucket" : "step";
+}
+
+Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) {
+  bool any_attempt = false;
+  for (const v1::RankTimelineProto& rank : response.ranks()) any_attempt |= rank.attempt() != 0;
+  std::vector<Column> columns = {{"rank", ColumnType::kInt}};
+  if (any_attempt) columns.push_back({"attempt", ColumnType::kInt});
+  columns.insert(columns.end(), {{KeyColumn(view), ColumnType::kInt},
+                                 {"start", ColumnType::kTimeNs},
+                                 {"floor", ColumnType::kBytes},
+                                 {"peak", ColumnType::kBytes},
+                                 {"end", ColumnType::kBytes},
+                                 {"end_change", ColumnType::kSignedBytes}});
+  Table table(std::move(columns));
+  for (const v1::RankTimelineProto& rank : response.ranks()) {
+    const v1::TimelinePoint* previous = nullptr;
+    for (const v1::TimelinePoint* point : ShownPoints(rank, view)) {
+      std::vector<Cell> row = {uint64_t{rank.rank()}};
+      if (any_attempt) row.push_back(uint64_t{rank.attempt()});
+      Cell change;
+      if (previous != nullptr) {
+        change = static_cast<int64_t>(point->end_bytes() - previous->end_bytes());
+      }
+      row.insert(row.end(), {int64_t{point->key()}, int64_t{point->start_ns()},
+                             uint64_t{point->floor_bytes()}, uint64_t{point->peak_bytes()},
+                             uint64_t{point->end_bytes()}, change});
+      table.AddRow(std::move(row));
+      previous = point;
+    }
+  }
+  return table;
+}
+
+Table WideTable(const v1::TimelineResponse& response, const TimelineView& view) {
+  std::vector<Column> columns = {{KeyColumn(view), ColumnType::kInt}};
+  std::set<int64_t> keys;
+  std::vector<std::map<int64_t, uint64_t>> values;
+  for (const v1::RankTimelineProto& rank : response.ranks()) {
+    columns.push_back({rank.attempt() == 0 ? absl::StrCat("r", rank.rank())
+                                           : absl::StrCat("r", rank.rank(), ".", rank.attempt()),
+                       ColumnType::kBytes});
+    std::map<int64_t, uint64_t>& by_key = values.emplace_back();
+    for (const v1::TimelinePoint& point : rank.points()) {
+      if (!InKeyRange(point.key(), view)) continue;
+      by_key[point.key()] = PointValue(point, view.value);
+      keys.insert(point.key());
+    }
+  }
+  Table table(std::move(columns));
+  std::vector<int64_t> ordered(keys.begin(), keys.end());
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    if (view.every > 1 && i % view.every != 0 && i + 1 != ordered.size()) continue;
+    std::vector<Cell> row = {int64_t{ordered[i]}};
+    for (const std::map<int64_t, uint64_t>& by_key : values) {
+      auto it = by_key.find(ordered[i]);
+      row.push_back(it == by_key.end() ? Cell() : Cell(uint64_t{it->second}));
+    }
+    table.AddRow(std::move(row));
+  }
+  return table;
+}
+
+struct TimelineArgs {
+  std::string job;
+  std::optional<uint32_t> rank;
+  std::string from;
+  std::string to;
+  TimelineView view;
+};
+
+int RunTimeline(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  CommonOptions common;
+  TimelineArgs a;
+  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", &a.job);
+  flags.AddOptionalUint32("rank", "R", "only this rank", &a.rank);
+  flags.AddString("from", "T", "only steps/buckets from time T (see Times above)", &a.from);
+  flags.AddString("to", "T", "only steps/buckets up to time T", &a.to);
+  flags.Add("by", "step|time", "one row per step (default) or per time bucket",
+            [&a](absl::string_view v) {
+              if (v == "step") {
+                a.view.axis = v1::TIMELINE_AXIS_STEP;
+              } else if (v == "time") {
+                a.view.axis = v1::TIMELINE_AXIS_TIME;
+              } else {
+                return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not step or time"));
+              }
+              return absl::OkStatus();
+            });
+  flags.Add("steps", "A:B", "only steps (or bucket indices) A..B inclusive; A: and :B are open",
+            [&a](absl::string_view v) { return ParseKeyRange(v, &a.view); });
+  flags.Add("every", "N", "only every N-th row of each rank, plus its last",
+            [&a](absl::string_view v) {
+              if (!absl::SimpleAtoi(v, &a.view.every) || a.view.every < 1) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("'", v, "' is not a positive integer"));
+              }
+              return absl::OkStatus();
+            });
+  flags.AddBool("wide", "one row per step, one column per rank (the --value of each)",
+                &a.view.wide);
+  flags.Add("value", "floor|peak|end", "what --wide shows (default end)",
+            [&a](absl::string_view v) {
+              if (v == "floor") {
+                a.view.value = TimelineValue::kFloor;
+              } else if (v == "peak") {
+                a.view.value = TimelineValue::kPeak;
+              } else if (v == "end") {
+                a.view.value = TimelineValue::kEnd;
+              } else {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("'", v, "' is not floor, peak or end"));
+              }
+              return absl::OkStatus();
+            });
+  AddCommonFlags(io, flags, &common);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  auto usage_error = [&io](std::string message) {
+    return ReportError(io, absl::InvalidArgumentError(message), "timeline");
+  };
+  if (a.job.empty()) return usage_error("--job is required");
+
+  v1::TimelineRequest request;
+  request.set_job_id(a.job);
+  request.set_axis(a.view.axis);
+  if (a.rank) request.set_rank(*a.rank);
+  for (auto [text, name, setter] :
+       {std::make_tuple(&a.from, "--from", &v1::TimelineRequest::set_from_ns),
+        std::make_tuple(&a.to, "--to", &v1::TimelineRequest::set_to_ns)}) {
+    if (text->empty()) continue;
+    absl::StatusOr<int64_t> ns = ParseTimeArg(*text, io.now);
+    if (!ns.ok()) return usage_error(absl::StrCat(name, ": ", ns.status().message()));
+    (request.*setter)(*ns);
+  }
+  if (request.from_ns() != 0 && request.to_ns() != 0 && request.from_ns() > request.to_ns()) {
+    return usage_error(absl::StrCat("--from (", request.from_ns(), ") is after --to (",
+                                    request.to_ns(), ")"));
+  }
+
+  absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
+  if (!client.ok()) return ReportError(io, client.status());
+  absl::StatusOr<v1::TimelineResponse> response = client->Timeline(request);
+  if (!response.ok()) return ReportError(io, response.status());
+  if (response->ranks().empty()) {
+    return ReportError(io, absl::NotFoundError(
+                               a.rank ? absl::StrCat("rank ", *a.rank, " of job '", a.job,
+                                                     "' has no timeline at ", common.collector)
+                                      : absl::StrCat("job '", a.job, "' has no timeline at ",
+                                                     common.collector)));
+  }
+  WriteTable(TimelineTable(*response, a.view), common.format, io.out);
+  return kExitOk;
+}
+
+}  // namespace
+
+absl::Status ParseKeyRange(absl::string_view text, TimelineView* view) {
+  auto bad = [&text]() {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not a step range (A:B, A:, :B or A)"));
+  };
+  size_t colon = text.find(':');
+  absl::string_view first = text.substr(0, colon);
+  absl::string_view last = colon == absl::string_view::npos ? first : text.substr(colon + 1);
+  int64_t value = 0;
+  std::optional<int64_t> a, b;
+  if (!first.empty()) {
+    if (!absl::SimpleAtoi(first, &value)) return bad();
+    a = value;
+  }
+  if (!last.empty()) {
+    if (!absl::SimpleAtoi(last, &value)) return bad();
+    b = value;
+  }
+  if ((!a && !b) || (a && b && *a > *b)) return bad();
+  view->first_key = a;
+  view->last_key = b;
+  return absl::OkStatus();
+}
+
+Table TimelineTable(const v1::TimelineResponse& response, const TimelineView& view) {
+  return view.wide ? WideTable(response, view) : LongTable(response, view);
+}
+
+Command TimelineCommand() {
+  Command command{"timeline", "per-rank live bytes (floor, peak, end) per step or time bucket",
+                  kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return RunTimeline(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli

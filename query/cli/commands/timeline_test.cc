@@ -1,0 +1,166 @@
+#include "query/cli/commands/timeline.h"
+
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// Two ranks over steps 0..4: rank 0 flat at 100 MiB, rank 1 rising by 10 MiB a step.
+v1::TimelineResponse TwoRanks() {
+  v1::TimelineResponse response;
+  for (uint32_t r = 0; r < 2; ++r) {
+    v1::RankTimelineProto* rank = response.add_ranks();
+    rank->set_rank(r);
+    for (int64_t step = 0; step < 5; ++step) {
+      v1::TimelinePoint* p = rank->add_points();
+      p->set_key(step);
+      p->set_start_ns(1'700'000'000'000'000'000 + step * 1'000'000'000);
+      p->set_end_ns(p->start_ns() + 1'000'000'000);
+      uint64_t end = (100 + r * 10 * step) * kMiB;
+      p->set_floor_bytes(end - kMiB);
+      p->set_peak_bytes(end + 50 * kMiB);
+      p->set_end_bytes(end);
+    }
+  }
+  return response;
+}
+
+std::string Csv(const Table& table) {
+  std::ostringstream out;
+  WriteCsv(table, out);
+  return out.str();
+}
+
+TEST(TimelineTableTest, LongFormHasOneRowPerRankAndStepWithTheChangeOfEnd) {
+  Table table = TimelineTable(TwoRanks(), TimelineView());
+  ASSERT_EQ(table.rows().size(), 10u);
+  std::vector<std::string> names;
+  for (const Column& c : table.columns()) names.push_back(c.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"rank", "step", "start", "floor", "peak", "end",
+                                             "end_change"}));
+  // Rank 1, step 3: end 130 MiB, 10 MiB more than step 2.
+  const std::vector<Cell>& row = table.rows()[8];
+  EXPECT_EQ(std::get<uint64_t>(row[0]), 1u);
+  EXPECT_EQ(std::get<int64_t>(row[1]), 3);
+  EXPECT_EQ(std::get<uint64_t>(row[5]), 130 * kMiB);
+  EXPECT_EQ(std::get<int64_t>(row[6]), static_cast<int64_t>(10 * kMiB));
+  // The first row of each rank has no previous row to compare with.
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(table.rows()[5][6]));
+}
+
+TEST(TimelineTableTest, StepRangeAndEveryKeepTheLastPointOfEachRank) {
+  TimelineView view;
+  ASSERT_TRUE(ParseKeyRange("1:4", &view).ok());
+  view.every = 2;
+  Table table = TimelineTable(TwoRanks(), view);
+  // Steps 1..4, every 2nd from the first shown (1, 3) plus the last (4), for both ranks.
+  std::vector<int64_t> steps;
+  for (const auto& row : table.rows()) steps.push_back(std::get<int64_t>(row[1]));
+  EXPECT_EQ(steps, (std::vector<int64_t>{1, 3, 4, 1, 3, 4}));
+  // end_change is relative to the previous shown row: step 3 vs step 1 of rank 1 = 20 MiB.
+  EXPECT_EQ(std::get<int64_t>(table.rows()[4][6]), static_cast<int64_t>(20 * kMiB));
+}
+
+TEST(TimelineTableTest, WideFormHasOneColumnPerRankHoldingTheChosenValue) {
+  TimelineView view;
+  view.wide = true;
+  view.value = TimelineValue::kFloor;
+  ASSERT_TRUE(ParseKeyRange("3:", &view).ok());
+  EXPECT_EQ(Csv(TimelineTable(TwoRanks(), view)),
+            absl::StrCat("step,r0,r1\n", "3,", 99 * kMiB, ",", 129 * kMiB, "\n", "4,", 99 * kMiB,
+                         ",", 139 * kMiB, "\n"));
+}
+
+TEST(TimelineTableTest, WideFormLeavesMissingStepsEmptyAndNamesAttempts) {
+  v1::TimelineResponse response = TwoRanks();
+  response.mutable_ranks(1)->set_attempt(1);
+  response.mutable_ranks(1)->mutable_points()->RemoveLast();
+  TimelineView view;
+  view.wide = true;
+  ASSERT_TRUE(ParseKeyRange("4", &view).ok());
+  EXPECT_EQ(Csv(TimelineTable(response, view)), absl::StrCat("step,r0,r1.1\n4,", 100 * kMiB, ",\n"));
+}
+
+TEST(TimelineTableTest, TimeAxisNamesTheKeyColumnBucketAndShowsAttemptsWhenPresent) {
+  v1::TimelineResponse response = TwoRanks();
+  response.mutable_ranks(0)->set_attempt(2);
+  TimelineView view;
+  view.axis = v1::TIMELINE_AXIS_TIME;
+  Table table = TimelineTable(response, view);
+  EXPECT_EQ(table.columns()[1].name, "attempt");
+  EXPECT_EQ(table.columns()[2].name, "bucket");
+  EXPECT_EQ(std::get<uint64_t>(table.rows()[0][1]), 2u);
+}
+
+TEST(ParseKeyRangeTest, AcceptsClosedOpenAndSingleRanges) {
+  TimelineView view;
+  ASSERT_TRUE(ParseKeyRange("10:20", &view).ok());
+  EXPECT_EQ(view.first_key, 10);
+  EXPECT_EQ(view.last_key, 20);
+  ASSERT_TRUE(ParseKeyRange(":7", &view).ok());
+  EXPECT_FALSE(view.first_key.has_value());
+  EXPECT_EQ(view.last_key, 7);
+  ASSERT_TRUE(ParseKeyRange("5", &view).ok());
+  EXPECT_EQ(view.first_key, 5);
+  EXPECT_EQ(view.last_key, 5);
+}
+
+TEST(ParseKeyRangeTest, RejectsMalformedAndBackwardRanges) {
+  for (const char* text : {"", ":", "a:b", "5:3", "1:2:3", "x"}) {
+    TimelineView view;
+    absl::Status s = ParseKeyRange(text, &view);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << text;
+  }
+}
+
+class TimelineCommandTest : public ::testing::Test {
+ protected:
+  int Run(std::vector<std::string> args) {
+    CommandIo io{out_, err_, "127.0.0.1:1"};
+    return TimelineCommand().run(args, io);
+  }
+  std::ostringstream out_;
+  std::ostringstream err_;
+};
+
+TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--rank", "1"}, "memtrace timeline: --job is required\n"},
+           {{"--job", "j", "--rank", "abc"},
+            "memtrace timeline: --rank: 'abc' is not a non-negative integer below 2^32\n"},
+           {{"--job", "j", "--by", "hour"}, "memtrace timeline: --by: 'hour' is not step or time\n"},
+           {{"--job", "j", "--from", "yesterday"},
+            "memtrace timeline: --from: 'yesterday' is not a time: use ns since the epoch, now, "
+            "now-15m, -90s or RFC 3339\n"},
+           {{"--job", "j", "--from", "200", "--to", "100"},
+            "memtrace timeline: --from (200) is after --to (100)\n"},
+           {{"--job", "j", "--every", "0"}, "memtrace timeline: --every: '0' is not a positive integer\n"},
+           {{"--job", "j", "--value", "max"},
+            "memtrace timeline: --value: 'max' is not floor, peak or end\n"},
+       }) {
+    err_.str("");
+    EXPECT_EQ(Run(c.args), kExitUsage) << c.args[0];
+    EXPECT_EQ(err_.str(), c.error);
+  }
+  EXPECT_EQ(out_.str(), "");
+}
+
+TEST_F(TimelineCommandTest, ReportsAnUnreachableCollectorWithExitCodeOne) {
+  EXPECT_EQ(Run({"--job", "j", "--timeout", "3s"}), kExitError);
+  EXPECT_TRUE(absl::StartsWith(err_.str(), "memtrace: cannot reach collector at 127.0.0.1:1: "))
+      << err_.str();
+  const std::string err = err_.str();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+}
+
+}  // namespace
+}  // namespace memtrace::cli

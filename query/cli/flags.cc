@@ -1,0 +1,147 @@
+#include "query/cli/flags.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace memtrace::cli {
+
+void FlagSet::Add(std::string name, std::string value_name, std::string help, Setter setter) {
+  flags_.push_back({std::move(name), std::move(value_name), std::move(help), std::move(setter)});
+}
+
+void FlagSet::AddString(std::string name, std::string value_name, std::string help,
+                        std::string* target) {
+  Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
+    *target = std::string(v);
+    return absl::OkStatus();
+  });
+}
+
+void FlagSet::AddInt(std::string name, std::string value_name, std::string help,
+                     int64_t* target) {
+  Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
+    if (!absl::SimpleAtoi(v, target)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not an integer"));
+    }
+    return absl::OkStatus();
+  });
+}
+
+void FlagSet::AddOptionalUint32(std::string name, std::string value_name, std::string help,
+                                std::optional<uint32_t>* target) {
+  Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
+    uint32_t value = 0;
+    // SimpleAtoi accepts a leading '+' and surrounding spaces; a rank is plain digits.
+    if (v.empty() || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        !absl::SimpleAtoi(v, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
+    }
+    *target = value;
+    return absl::OkStatus();
+  });
+}
+
+void FlagSet::AddBool(std::string name, std::string help, bool* target) {
+  Add(std::move(name), "", std::move(help), [target](absl::string_view v) {
+    if (!absl::SimpleAtob(v, target)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not true or false"));
+    }
+    return absl::OkStatus();
+  });
+}
+
+void FlagSet::AddDuration(std::string name, std::string value_name, std::string help,
+                          absl::Duration* target) {
+  Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
+    int64_t seconds = 0;
+    absl::Duration d;
+    if (absl::SimpleAtoi(v, &seconds)) {
+      d = absl::Seconds(seconds);
+    } else if (!absl::ParseDuration(std::string(v), &d)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", v, "' is not a duration (e.g. 10s, 500ms, 2m)"));
+    }
+    if (d <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a positive duration"));
+    }
+    *target = d;
+    return absl::OkStatus();
+  });
+}
+
+const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
+  for (const Flag& flag : flags_) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& args) const {
+  Parsed parsed;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      parsed.positional.insert(parsed.positional.end(), args.begin() + i + 1, args.end());
+      break;
+    }
+    if (arg == "--help" || arg == "-h") {
+      parsed.help = true;
+      return parsed;
+    }
+    if (!absl::StartsWith(arg, "-") || arg == "-") {
+      parsed.positional.push_back(arg);
+      continue;
+    }
+    // Both -name and --name are accepted, as with Abseil and gflags.
+    absl::string_view body = arg;
+    body.remove_prefix(absl::StartsWith(body, "--") ? 2 : 1);
+    std::optional<std::string> inline_value;
+    if (size_t eq = body.find('='); eq != absl::string_view::npos) {
+      inline_value = std::string(body.substr(eq + 1));
+      body = body.substr(0, eq);
+    }
+    const Flag* flag = Find(body);
+    if (flag == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", body));
+    }
+    std::string value;
+    if (inline_value.has_value()) {
+      value = *inline_value;
+    } else if (flag->value_name.empty()) {
+      value = "true";
+    } else if (i + 1 < args.size()) {
+      // The next argument is the value even when it starts with '-' ("--from -5m").
+      value = args[++i];
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag->name, " needs a value (", flag->value_name, ")"));
+    }
+    if (absl::Status s = flag->setter(value); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag->name, ": ", s.message()));
+    }
+  }
+  return parsed;
+}
+
+std::string FlagSet::Describe() const {
+  std::vector<std::string> lefts;
+  size_t width = 0;
+  for (const Flag& flag : flags_) {
+    lefts.push_back(absl::StrCat("  --", flag.name, flag.value_name.empty() ? "" : " ",
+                                 flag.value_name));
+    width = std::max(width, lefts.back().size());
+  }
+  std::string out;
+  for (size_t i = 0; i < flags_.size(); ++i) {
+    absl::StrAppend(&out, lefts[i], std::string(width - lefts[i].size() + 3, ' '),
+                    flags_[i].help, "\n");
+  }
+  return out;
+}
+
+}  // namespace memtrace::cli

@@ -1,0 +1,68 @@
+// A small command-line flag parser for the memtrace CLI and the simulator: named flags with
+// typed setters, `--name value` or `--name=value`, positional arguments kept in order, `--help`
+// reported to the caller, and one-line errors naming the flag and the bad value.
+//
+// Abseil's flags are process-global; commands need their own flag sets (and tests need several
+// in one process), hence this.
+#ifndef MEMTRACE_QUERY_CLI_FLAGS_H_
+#define MEMTRACE_QUERY_CLI_FLAGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace memtrace::cli {
+
+// The set of flags one command accepts. Targets are borrowed: they must outlive Parse().
+class FlagSet {
+ public:
+  // Sets a flag from its text value; returns INVALID_ARGUMENT with a reason (without the flag's
+  // name, which Parse() adds) when the value is bad.
+  using Setter = std::function<absl::Status(absl::string_view value)>;
+
+  // Registers --name. `value_name` is shown in help ("--job JOB"); an empty one marks a boolean
+  // flag that takes no value (but accepts --name=true/false).
+  void Add(std::string name, std::string value_name, std::string help, Setter setter);
+
+  void AddString(std::string name, std::string value_name, std::string help, std::string* target);
+  void AddInt(std::string name, std::string value_name, std::string help, int64_t* target);
+  void AddOptionalUint32(std::string name, std::string value_name, std::string help,
+                         std::optional<uint32_t>* target);
+  void AddBool(std::string name, std::string help, bool* target);
+  // Durations in Abseil's syntax ("5s", "250ms", "1m30s"); a bare integer means seconds.
+  void AddDuration(std::string name, std::string value_name, std::string help,
+                   absl::Duration* target);
+
+  struct Parsed {
+    bool help = false;  // --help or -h was given; nothing else was checked after it
+    std::vector<std::string> positional;
+  };
+  // Applies `args` in order. "--" ends flag parsing. Unknown flags, missing values and bad
+  // values are INVALID_ARGUMENT with a message such as "--rank: 'abc' is not an integer".
+  absl::StatusOr<Parsed> Parse(const std::vector<std::string>& args) const;
+
+  // One line per flag, "  --name VALUE   help", in registration order.
+  std::string Describe() const;
+
+ private:
+  struct Flag {
+    std::string name;
+    std::string value_name;
+    std::string help;
+    Setter setter;
+  };
+  const Flag* Find(absl::string_view name) const;
+
+  std::vector<Flag> flags_;
+};
+
+}  // namespace memtrace::cli
+
+#endif  // MEMTRACE_QUERY_CLI_FLAGS_H_

@@ -1,0 +1,99 @@
+#include "query/cli/flags.h"
+
+#include "gtest/gtest.h"
+
+namespace memtrace::cli {
+namespace {
+
+struct Values {
+  std::string job;
+  int64_t count = 0;
+  std::optional<uint32_t> rank;
+  bool wide = false;
+  absl::Duration timeout = absl::Seconds(10);
+};
+
+FlagSet MakeFlags(Values* v) {
+  FlagSet flags;
+  flags.AddString("job", "JOB", "the job id", &v->job);
+  flags.AddInt("count", "N", "how many", &v->count);
+  flags.AddOptionalUint32("rank", "R", "only this rank", &v->rank);
+  flags.AddBool("wide", "one column per rank", &v->wide);
+  flags.AddDuration("timeout", "DURATION", "RPC deadline", &v->timeout);
+  return flags;
+}
+
+TEST(FlagSetTest, ParsesSpaceAndEqualsFormsAndKeepsPositionals) {
+  Values v;
+  absl::StatusOr<FlagSet::Parsed> parsed = MakeFlags(&v).Parse(
+      {"first", "--job", "j1", "--count=-3", "-rank", "7", "--wide", "--timeout=250ms", "last"});
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(v.job, "j1");
+  EXPECT_EQ(v.count, -3);
+  EXPECT_EQ(v.rank, 7u);
+  EXPECT_TRUE(v.wide);
+  EXPECT_EQ(v.timeout, absl::Milliseconds(250));
+  EXPECT_FALSE(parsed->help);
+  EXPECT_EQ(parsed->positional, (std::vector<std::string>{"first", "last"}));
+}
+
+TEST(FlagSetTest, TakesTheNextArgumentAsValueEvenWhenItStartsWithADash) {
+  Values v;
+  ASSERT_TRUE(MakeFlags(&v).Parse({"--job", "-5m"}).ok());
+  EXPECT_EQ(v.job, "-5m");
+}
+
+TEST(FlagSetTest, DoubleDashEndsFlags) {
+  Values v;
+  absl::StatusOr<FlagSet::Parsed> parsed = MakeFlags(&v).Parse({"--", "--job", "x"});
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_EQ(v.job, "");
+  EXPECT_EQ(parsed->positional, (std::vector<std::string>{"--job", "x"}));
+}
+
+TEST(FlagSetTest, ReportsHelp) {
+  Values v;
+  absl::StatusOr<FlagSet::Parsed> parsed = MakeFlags(&v).Parse({"--rank", "abc", "-h"});
+  // The bad --rank comes first and is reported first.
+  EXPECT_FALSE(parsed.ok());
+  parsed = MakeFlags(&v).Parse({"--help", "--rank", "abc"});
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_TRUE(parsed->help);
+}
+
+TEST(FlagSetTest, NamesTheFlagAndValueOfEachError) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--rank", "abc"}, "--rank: 'abc' is not a non-negative integer below 2^32"},
+           {{"--rank", "-1"}, "--rank: '-1' is not a non-negative integer below 2^32"},
+           {{"--rank", "4294967296"}, "--rank: '4294967296' is not a non-negative integer below 2^32"},
+           {{"--count", "1.5"}, "--count: '1.5' is not an integer"},
+           {{"--wide=maybe"}, "--wide: 'maybe' is not true or false"},
+           {{"--timeout", "soon"}, "--timeout: 'soon' is not a duration (e.g. 10s, 500ms, 2m)"},
+           {{"--timeout", "0s"}, "--timeout: '0s' is not a positive duration"},
+           {{"--bogus"}, "unknown flag --bogus"},
+           {{"--job"}, "--job needs a value (JOB)"},
+       }) {
+    Values v;
+    absl::StatusOr<FlagSet::Parsed> parsed = MakeFlags(&v).Parse(c.args);
+    ASSERT_FALSE(parsed.ok()) << c.args[0];
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(parsed.status().message(), c.message);
+  }
+}
+
+TEST(FlagSetTest, DescribesFlagsInRegistrationOrderAligned) {
+  Values v;
+  EXPECT_EQ(MakeFlags(&v).Describe(),
+            "  --job JOB            the job id\n"
+            "  --count N            how many\n"
+            "  --rank R             only this rank\n"
+            "  --wide               one column per rank\n"
+            "  --timeout DURATION   RPC deadline\n");
+}
+
+}  // namespace
+}  // namespace memtrace::cli

@@ -1,0 +1,28 @@
+// memtrace: the command-line client of a memtrace collector.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "query/cli/command.h"
+#include "query/cli/commands/jobs.h"
+#include "query/cli/commands/ranks.h"
+#include "query/cli/commands/timeline.h"
+#include "query/cli/dispatch.h"
+
+int main(int argc, char** argv) {
+  using namespace memtrace::cli;
+  // The command table: add a subcommand here (see query/cli/command.h).
+  const std::vector<Command> commands = {
+      JobsCommand(),
+      RanksCommand(),
+      TimelineCommand(),
+  };
+  CommandIo io{std::cout, std::cerr};
+  if (const char* env = std::getenv("MEMTRACE_COLLECTOR"); env != nullptr && *env != '\0') {
+    io.default_collector = env;
+  }
+  int code = RunCli(commands, std::vector<std::string>(argv + 1, argv + argc), io);
+  std::cout.flush();
+  return code;
+}

@@ -1,0 +1,54 @@
+// A client of the collector's memtrace.v1.Query service that turns every gRPC failure into an
+// absl::Status whose one-line message says what went wrong in the user's terms ("cannot reach
+// collector at 127.0.0.1:7431: ...", or the collector's own NOT_FOUND message).
+#ifndef MEMTRACE_QUERY_CLI_QUERY_CLIENT_H_
+#define MEMTRACE_QUERY_CLI_QUERY_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/memtrace/v1/query.grpc.pb.h"
+
+namespace memtrace::cli {
+
+class QueryClient {
+ public:
+  // Prepares a channel to `address` (host:port); nothing is contacted until the first call.
+  // Each call waits at most `timeout`. INVALID_ARGUMENT for an empty address.
+  static absl::StatusOr<QueryClient> Create(std::string address, absl::Duration timeout);
+
+  // Thread-safe (gRPC stubs are).
+  absl::StatusOr<v1::ListJobsResponse> ListJobs() const;
+  absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& job_id) const;
+  absl::StatusOr<v1::TimelineResponse> Timeline(const v1::TimelineRequest& request) const;
+  absl::StatusOr<v1::GetRollupsResponse> GetRollups(const v1::GetRollupsRequest& request) const;
+
+  const std::string& address() const { return address_; }
+
+ private:
+  QueryClient(std::string address, absl::Duration timeout, std::shared_ptr<grpc::Channel> channel);
+
+  template <typename Request, typename Response, typename Method>
+  absl::StatusOr<Response> Call(absl::string_view rpc, const Request& request,
+                                Method method) const;
+
+  std::string address_;
+  absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::shared_ptr<v1::Query::Stub> stub_;
+};
+
+// Maps the gRPC status of a failed call `rpc` to `address` into an absl::Status with the same
+// code and a message naming the collector when the failure is about reaching it (UNAVAILABLE,
+// DEADLINE_EXCEEDED, UNIMPLEMENTED); otherwise the collector's own message is kept.
+absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view address,
+                            absl::string_view rpc, absl::Duration timeout);
+
+}  // namespace memtrace::cli
+
+#endif  // MEMTRACE_QUERY_CLI_QUERY_CLIENT_H_
