@@ -43,6 +43,14 @@ uint32_t PiecesOf(uint64_t bytes, uint64_t piece) {
   return static_cast<uint32_t>(std::max<uint64_t>(1, bytes / piece));
 }
 
+// The phase whose working memory is the activations: the first with peak_bytes == 0.
+std::string ActivationPhase(const JobSpec& spec) {
+  for (const Phase& p : spec.phases) {
+    if (p.peak_bytes == 0) return p.name;
+  }
+  return "";
+}
+
 uint64_t Capacity(const JobSpec& spec) {
   return spec.device_total > spec.context_bytes ? spec.device_total - spec.context_bytes : 0;
 }
@@ -105,6 +113,7 @@ std::vector<Block> Contents(const JobSpec& spec, uint32_t rank, int64_t step, Mo
           noise ? Round2MiB(Uniform(spec.seed, rank, step, 2) * spec.activation_noise_bytes) : 0;
       transient.tag = "activations";
       transient.bytes = spec.activation_bytes + jitter;
+      transient.phase = ActivationPhase(spec);
     }
     for (const Phase& p : spec.phases) {
       if (p.peak_bytes > transient.bytes) {
@@ -226,7 +235,8 @@ SimulatedJob Simulate(const JobSpec& spec) {
       for (const Phase& ph : spec.phases) {
         GroupBytes g;
         g.name = names.Intern(ph.name);
-        g.peak_bytes = std::min(base + ph.peak_bytes + retained_now, p.peak_bytes);
+        uint64_t working = ph.peak_bytes > 0 ? ph.peak_bytes : spec.activation_bytes;
+        g.peak_bytes = std::min(base + working + retained_now, p.peak_bytes);
         g.live_bytes = base + retained_now;
         p.by_phase.push_back(g);
       }
@@ -249,8 +259,8 @@ RankLiveSet LiveAt(const JobSpec& spec, uint32_t rank, int64_t step, Moment mome
   live.at_step = step;
   live.at_ns = spec.start_ns + step * spec.step_ns + spec.step_ns / 2;
   if (moment == Moment::kPeak) {
-    for (const Phase& p : spec.phases) {
-      if (p.peak_bytes > spec.activation_bytes) live.open_phases = {p.name};
+    for (const Block& b : Contents(spec, rank, step, moment, true, nullptr)) {
+      if (b.transient && !b.phase.empty()) live.open_phases = {b.phase};
     }
   }
   uint64_t address = 0x7f0000000000ull + (uint64_t{rank} << 40);

@@ -43,7 +43,8 @@ struct Spike {
 };
 
 // An RL phase run once per step (rollout, actor_update, ...) with its own transient peak,
-// allocated under a tag named like the phase. retained_bytes > 0 plants memory allocated in the
+// allocated under a tag named like the phase; peak_bytes 0 marks the phase whose working memory
+// is the activations (actor_update). retained_bytes > 0 plants memory allocated in the
 // phase that stays live after it closes: one block kept from retained_from_step on, or with
 // retained_accumulates a new block in every step.
 struct Phase {

@@ -1,0 +1,224 @@
+#include "query/analysis/diverged.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "query/analysis/robust_stats.h"
+
+namespace memtrace::analysis {
+namespace {
+
+constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
+
+struct Cell {
+  double deviation = kMissing;  // NaN: rank has no value or step not comparable
+  double z = 0;
+  double threshold = 0;
+  int8_t flag = 0;  // +1 / -1 outside the cohort on that side, 0 inside
+};
+
+double Threshold(const DivergenceParams& p, double cohort_median) {
+  return std::max(static_cast<double>(p.min_excess_bytes),
+                  p.min_excess_fraction * std::fabs(cohort_median));
+}
+
+double RobustZ(double deviation, double scale) {
+  if (scale > 0) return deviation / scale;
+  if (deviation == 0) return 0;
+  return deviation > 0 ? std::numeric_limits<double>::infinity()
+                       : -std::numeric_limits<double>::infinity();
+}
+
+uint64_t ToBytes(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(std::llround(v)); }
+
+}  // namespace
+
+DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& params) {
+  DivergenceReport report;
+  report.job_id = job.job_id;
+  report.params = params;
+  std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
+  report.ranks = static_cast<uint32_t>(ranks.size());
+  if (ranks.size() < 3) {
+    report.status = DivergenceStatus::kTooFewRanks;
+    report.message = absl::StrCat("a cohort needs at least 3 ranks; job '", job.job_id,
+                                  "' has ", ranks.size());
+    return report;
+  }
+  const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
+  StepGrid grid = BuildStepGrid(ranks);
+  const size_t R = ranks.size();
+  const size_t S = grid.steps.size();
+
+  // Absolute metric per rank per grid step; NaN where the rank has no point.
+  std::vector<double> value(R * S, kMissing);
+  std::vector<const StepPoint*> point(R * S, nullptr);
+  for (size_t r = 0; r < R; ++r) {
+    for (size_t i = 0; i < ranks[r]->steps.size(); ++i) {
+      size_t at = r * S + grid.index[r][i];
+      point[at] = &ranks[r]->steps[i];
+      value[at] = static_cast<double>(MetricValue(ranks[r]->steps[i], params.metric));
+    }
+  }
+
+  // Each rank's own baseline: its median over the first baseline_steps points after warm-up.
+  std::vector<double> baseline(R, 0);
+  if (params.relative_to_baseline) {
+    std::vector<double> window;
+    for (size_t r = 0; r < R; ++r) {
+      window.clear();
+      for (size_t s = params.warmup_steps; s < S && window.size() < params.baseline_steps; ++s) {
+        if (!std::isnan(value[r * S + s])) window.push_back(value[r * S + s]);
+      }
+      baseline[r] = window.empty() ? 0 : MedianInPlace(absl::MakeSpan(window));
+    }
+    Spread b = RobustSpread(baseline);
+    double threshold = Threshold(params, b.median);
+    for (size_t r = 0; r < R; ++r) {
+      double offset = baseline[r] - b.median;
+      if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {
+        report.offsets.push_back({ranks[r]->rank, ToBytes(baseline[r]), ToBytes(b.median),
+                                  static_cast<int64_t>(std::llround(offset))});
+      }
+    }
+  }
+
+  std::vector<Cell> cells(R * S);
+  std::vector<double> cohort_median(S, kMissing);
+  std::vector<double> rel, work;
+  std::vector<size_t> members;
+  bool first = true;
+  for (size_t s = params.warmup_steps; s < S; ++s) {
+    rel.clear();
+    work.clear();
+    members.clear();
+    for (size_t r = 0; r < R; ++r) {
+      double v = value[r * S + s];
+      if (std::isnan(v)) continue;
+      members.push_back(r);
+      rel.push_back(v - baseline[r]);
+      work.push_back(v);
+    }
+    if (members.size() < 3) continue;
+    cohort_median[s] = MedianInPlace(absl::MakeSpan(work));
+    Spread spread = RobustSpread(rel);
+    double threshold = Threshold(params, cohort_median[s]);
+    for (size_t m = 0; m < members.size(); ++m) {
+      Cell& c = cells[members[m] * S + s];
+      c.deviation = rel[m] - spread.median;
+      c.z = RobustZ(c.deviation, spread.scale);
+      c.threshold = threshold;
+      if (std::fabs(c.deviation) >= threshold && std::fabs(c.z) >= params.min_z) {
+        c.flag = c.deviation > 0 ? 1 : -1;
+      }
+    }
+    if (first) report.first_step = grid.steps[s];
+    first = false;
+    report.last_step = grid.steps[s];
+    ++report.steps_compared;
+  }
+  if (report.steps_compared == 0) {
+    report.status = DivergenceStatus::kTooFewSteps;
+    report.message = absl::StrCat("no step after the ", params.warmup_steps,
+                                  " warm-up steps had 3 ranks to compare (job has ", S,
+                                  " steps)");
+    return report;
+  }
+
+  for (size_t r = 0; r < R; ++r) {
+    // Compared steps of this rank, in order; a step the rank (or the cohort) lacks is skipped:
+    // it neither extends nor breaks a run.
+    std::vector<size_t> seq;
+    for (size_t s = 0; s < S; ++s) {
+      if (!std::isnan(cells[r * S + s].deviation)) seq.push_back(s);
+    }
+    // A run counts flagged steps on one side. A step that is not flagged but where the rank is
+    // still more than a quarter of the threshold out on that side (e.g. the cohort's spread
+    // widened because other ranks spiked in that step) neither counts nor breaks it; being back
+    // near the cohort, or flagged on the other side, breaks it.
+    size_t run_start = 0, run_len = 0;
+    int8_t run_flag = 0;
+    std::optional<size_t> onset_pos;
+    for (size_t i = 0; i < seq.size() && !onset_pos.has_value(); ++i) {
+      const Cell& c = cells[r * S + seq[i]];
+      if (c.flag != 0 && c.flag == run_flag) {
+        ++run_len;
+      } else if (c.flag == 0 && run_flag != 0 && c.deviation * run_flag > c.threshold / 4) {
+        continue;
+      } else {
+        run_flag = c.flag;
+        run_start = i;
+        run_len = c.flag != 0 ? 1 : 0;
+      }
+      if (run_len >= k) onset_pos = run_start;
+    }
+    if (!onset_pos.has_value()) continue;
+    // The run from the onset: how long it lasted (with the same tolerance).
+    size_t run_end = *onset_pos;
+    int8_t flag = cells[r * S + seq[*onset_pos]].flag;
+    for (size_t i = *onset_pos + 1; i < seq.size(); ++i) {
+      const Cell& c = cells[r * S + seq[i]];
+      if (c.flag == flag) {
+        run_end = i;
+      } else if (c.flag != 0 || c.deviation * flag <= c.threshold / 4) {
+        break;
+      }
+    }
+
+    RankDivergence d;
+    d.rank = ranks[r]->rank;
+    d.attempt = ranks[r]->attempt;
+    d.host = ranks[r]->host;
+    size_t s = seq[*onset_pos];
+    const Cell& c = cells[r * S + s];
+    d.onset_step = grid.steps[s];
+    d.onset_ns = point[r * S + s]->start_ns;
+    d.value_bytes = ToBytes(value[r * S + s]);
+    d.cohort_median_bytes = ToBytes(cohort_median[s]);
+    d.excess_bytes = static_cast<int64_t>(std::llround(c.deviation));
+    d.robust_z = c.z;
+    d.direction = flag;
+    d.run_steps = static_cast<uint32_t>(grid.steps[seq[run_end]] - grid.steps[s] + 1);
+    size_t dep = *onset_pos;
+    while (dep > 0) {
+      const Cell& prev = cells[r * S + seq[dep - 1]];
+      if (prev.deviation * flag > prev.threshold / 4) {
+        --dep;
+      } else {
+        break;
+      }
+    }
+    d.departure_step = grid.steps[seq[dep]];
+    size_t last = seq.back();
+    d.last_step = grid.steps[last];
+    d.last_value_bytes = ToBytes(value[r * S + last]);
+    d.last_cohort_median_bytes = ToBytes(cohort_median[last]);
+    d.last_excess_bytes = static_cast<int64_t>(std::llround(cells[r * S + last].deviation));
+    report.diverged.push_back(std::move(d));
+  }
+  std::sort(report.diverged.begin(), report.diverged.end(),
+            [](const RankDivergence& a, const RankDivergence& b) {
+              if (a.onset_step != b.onset_step) return a.onset_step < b.onset_step;
+              if (a.departure_step != b.departure_step) return a.departure_step < b.departure_step;
+              return a.rank < b.rank;
+            });
+  if (report.diverged.empty()) {
+    report.status = DivergenceStatus::kNoneDiverged;
+    report.message = absl::StrFormat(
+        "no rank diverged: all %u ranks stayed within the cohort over steps %d..%d", report.ranks,
+        report.first_step, report.last_step);
+  } else {
+    const RankDivergence& d = report.diverged.front();
+    report.status = DivergenceStatus::kDiverged;
+    report.message = absl::StrFormat(
+        "rank %u diverged first, at step %d (%s the cohort for %u steps); %u rank(s) followed",
+        d.rank, d.onset_step, d.direction > 0 ? "above" : "below", d.run_steps,
+        report.diverged.size() - 1);
+  }
+  return report;
+}
+
+}  // namespace memtrace::analysis

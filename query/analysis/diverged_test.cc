@@ -1,0 +1,167 @@
+#include "query/analysis/diverged.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "gtest/gtest.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+using sim::Simulate;
+
+TEST(DivergenceTest, ReportsLeakingRankFiveAtItsOnset) {
+  sim::JobSpec spec = sim::LeakJob(/*rank=*/5, /*start_step=*/30);
+  JobTimeline job = Simulate(spec).timeline;
+  DivergenceReport report = FindDivergence(job);
+  ASSERT_EQ(report.status, DivergenceStatus::kDiverged) << report.message;
+  ASSERT_EQ(report.diverged.size(), 1u);
+  const RankDivergence& d = report.diverged[0];
+  EXPECT_EQ(d.rank, 5u);
+  EXPECT_LE(std::abs(d.onset_step - 30), 5) << "onset " << d.onset_step;
+  EXPECT_LE(std::abs(d.departure_step - 30), 2) << "departure " << d.departure_step;
+  EXPECT_EQ(d.direction, 1);
+  EXPECT_GT(d.value_bytes, d.cohort_median_bytes);
+  EXPECT_GE(d.excess_bytes, int64_t{410 * kMiB});  // 2% of a ~21 GiB floor
+  EXPECT_EQ(d.onset_ns, job.ranks[5].steps[d.onset_step].start_ns);
+  // By the last step it holds ~70 leaked steps more than the cohort.
+  EXPECT_NEAR(double(d.last_excess_bytes), 69.0 * 128 * kMiB, 4.0 * 128 * kMiB);
+  EXPECT_EQ(d.last_step, 99);
+  EXPECT_TRUE(report.offsets.empty());
+}
+
+TEST(DivergenceTest, ListsFollowersInOnsetOrder) {
+  sim::JobSpec spec = sim::LeakJob(5, 30);
+  spec.growths.push_back({2, "leak:other", "libfoo.so", 60, 256 * kMiB});
+  spec.growths.push_back({7, "leak:third", "libfoo.so", 45, 256 * kMiB});
+  DivergenceReport report = FindDivergence(Simulate(spec).timeline);
+  ASSERT_EQ(report.diverged.size(), 3u);
+  EXPECT_EQ(report.diverged[0].rank, 5u);
+  EXPECT_EQ(report.diverged[1].rank, 7u);
+  EXPECT_EQ(report.diverged[2].rank, 2u);
+  EXPECT_LE(std::abs(report.diverged[1].onset_step - 45), 5);
+  EXPECT_LE(std::abs(report.diverged[2].onset_step - 60), 5);
+}
+
+TEST(DivergenceTest, HealthyJobWithSpikesHasNoDivergence) {
+  DivergenceReport report = FindDivergence(Simulate(sim::HealthyJob()).timeline);
+  EXPECT_EQ(report.status, DivergenceStatus::kNoneDiverged) << report.message;
+  EXPECT_TRUE(report.diverged.empty());
+  EXPECT_TRUE(report.offsets.empty());
+  EXPECT_EQ(report.steps_compared, 95u);
+  EXPECT_NE(report.message.find("no rank diverged"), std::string::npos);
+}
+
+TEST(DivergenceTest, GrowthOnEveryRankIsNoDivergence) {
+  DivergenceReport report = FindDivergence(Simulate(sim::GradAccumulationJob()).timeline);
+  EXPECT_EQ(report.status, DivergenceStatus::kNoneDiverged) << report.message;
+}
+
+TEST(DivergenceTest, AFloorSpikeShorterThanThePersistenceWindowDoesNotCount) {
+  sim::JobSpec spec = sim::HealthyJob();
+  // Rank 1 holds 4 GiB for 4 whole steps in a row, once: under k = 5.
+  for (int64_t s = 40; s < 44; ++s) spec.spikes.push_back({1, "burst", 1000, s, 4 * kGiB, true});
+  JobTimeline job = Simulate(spec).timeline;
+  EXPECT_TRUE(FindDivergence(job).diverged.empty());
+  DivergenceParams shorter;
+  shorter.persistence_steps = 3;
+  DivergenceReport report = FindDivergence(job, shorter);
+  ASSERT_EQ(report.diverged.size(), 1u);
+  EXPECT_EQ(report.diverged[0].rank, 1u);
+  EXPECT_EQ(report.diverged[0].onset_step, 40);
+  EXPECT_EQ(report.diverged[0].run_steps, 4u);
+}
+
+TEST(DivergenceTest, ConstantOffsetIsAnOffsetNotADivergence) {
+  sim::JobSpec spec = sim::HealthyJob();
+  spec.offsets.push_back({0, "rank0:extra", 1 * kGiB});
+  JobTimeline job = Simulate(spec).timeline;
+  DivergenceReport report = FindDivergence(job);
+  EXPECT_TRUE(report.diverged.empty());
+  ASSERT_EQ(report.offsets.size(), 1u);
+  EXPECT_EQ(report.offsets[0].rank, 0u);
+  EXPECT_NEAR(double(report.offsets[0].offset_bytes), double(kGiB), 128.0 * kMiB);
+  // Compared on absolute values, the same rank is out of the cohort from the first step.
+  DivergenceParams absolute;
+  absolute.relative_to_baseline = false;
+  DivergenceReport abs_report = FindDivergence(job, absolute);
+  ASSERT_EQ(abs_report.diverged.size(), 1u);
+  EXPECT_EQ(abs_report.diverged[0].rank, 0u);
+  EXPECT_EQ(abs_report.diverged[0].onset_step, 5);
+}
+
+TEST(DivergenceTest, ARankThatDropsIsReportedBelow) {
+  sim::JobSpec spec = sim::HealthyJob();
+  spec.offsets.push_back({4, "rank4:cache", 3 * kGiB});
+  JobTimeline job = Simulate(spec).timeline;
+  // From step 50, rank 4 releases its 3 GiB cache.
+  for (StepPoint& p : job.ranks[4].steps) {
+    if (p.step >= 50) p.floor_bytes -= 3 * kGiB;
+  }
+  DivergenceReport report = FindDivergence(job);
+  ASSERT_EQ(report.diverged.size(), 1u);
+  EXPECT_EQ(report.diverged[0].rank, 4u);
+  EXPECT_EQ(report.diverged[0].direction, -1);
+  EXPECT_EQ(report.diverged[0].onset_step, 50);
+}
+
+TEST(DivergenceTest, IdenticalRanksStillNeedTheByteThreshold) {
+  JobTimeline job;
+  job.job_id = "identical";
+  for (uint32_t r = 0; r < 4; ++r) {
+    RankTimeline t;
+    t.rank = r;
+    for (int64_t s = 0; s < 30; ++s) {
+      StepPoint p;
+      p.step = s;
+      p.floor_bytes = 20 * kGiB + (r == 2 && s >= 10 ? 2 * kMiB : 0);
+      t.steps.push_back(p);
+    }
+    job.ranks.push_back(t);
+  }
+  // MAD is 0: rank 2's 2 MiB has an infinite z but is far under the byte threshold.
+  EXPECT_TRUE(FindDivergence(job).diverged.empty());
+  for (StepPoint& p : job.ranks[2].steps) {
+    if (p.step >= 10) p.floor_bytes += 1 * kGiB;
+  }
+  DivergenceReport report = FindDivergence(job);
+  ASSERT_EQ(report.diverged.size(), 1u);
+  EXPECT_TRUE(std::isinf(report.diverged[0].robust_z));
+  EXPECT_EQ(report.diverged[0].onset_step, 10);
+}
+
+TEST(DivergenceTest, TwoRanksAreTooFewForACohort) {
+  sim::JobSpec spec = sim::LeakJob(1, 30);
+  spec.ranks = 2;
+  DivergenceReport report = FindDivergence(Simulate(spec).timeline);
+  EXPECT_EQ(report.status, DivergenceStatus::kTooFewRanks);
+  EXPECT_TRUE(report.diverged.empty());
+  EXPECT_NE(report.message.find("at least 3 ranks"), std::string::npos);
+}
+
+TEST(DivergenceTest, OnlyWarmUpStepsAreTooFewSteps) {
+  sim::JobSpec spec = sim::HealthyJob();
+  spec.steps = 4;
+  DivergenceReport report = FindDivergence(Simulate(spec).timeline);
+  EXPECT_EQ(report.status, DivergenceStatus::kTooFewSteps);
+}
+
+TEST(DivergenceTest, StepsMissingOnARankNeitherCountNorBreakItsRun) {
+  sim::JobSpec spec = sim::LeakJob(5, 30);
+  JobTimeline job = Simulate(spec).timeline;
+  // Rank 5 lost every other rollup after step 40 (e.g. a dropped stream segment).
+  std::vector<StepPoint> kept;
+  for (StepPoint& p : job.ranks[5].steps) {
+    if (p.step <= 40 || p.step % 2 == 0) kept.push_back(p);
+  }
+  job.ranks[5].steps = kept;
+  DivergenceReport report = FindDivergence(job);
+  ASSERT_EQ(report.diverged.size(), 1u);
+  EXPECT_EQ(report.diverged[0].rank, 5u);
+  EXPECT_LE(std::abs(report.diverged[0].onset_step - 30), 5);
+}
+
+}  // namespace
+}  // namespace memtrace::analysis

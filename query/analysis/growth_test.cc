@@ -1,0 +1,123 @@
+#include "query/analysis/growth.h"
+
+#include "gtest/gtest.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+using sim::Simulate;
+
+TEST(GrowthTest, NamesTheLeakedTagOnRankFiveOnly) {
+  JobTimeline job = Simulate(sim::LeakJob(5, 30, 128 * kMiB)).timeline;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 1u);
+  const GroupGrowth& g = report.groups[0];
+  EXPECT_EQ(g.name, sim::kLeakTag);
+  EXPECT_EQ(g.scope, GrowthScope::kSomeRanks);
+  EXPECT_EQ(g.ranks_growing, 1u);
+  EXPECT_EQ(g.ranks_with_group, 1u);
+  ASSERT_EQ(g.ranks.size(), 1u);
+  EXPECT_EQ(g.ranks[0].rank, 5u);
+  // The leak runs over 70 of the 95 fitted steps: Theil-Sen sees most of its 128 MiB/step.
+  EXPECT_GT(g.ranks[0].bytes_per_step, 0.8 * 128 * kMiB);
+  EXPECT_LT(g.ranks[0].bytes_per_step, 1.05 * 128 * kMiB);
+  EXPECT_EQ(report.first_step, 5);
+  EXPECT_EQ(report.last_step, 99);
+}
+
+TEST(GrowthTest, WindowAfterTheOnsetMeasuresThePlantedRate) {
+  JobTimeline job = Simulate(sim::LeakJob(5, 30, 128 * kMiB)).timeline;
+  GrowthParams params;
+  params.window_steps = 50;
+  GrowthReport report = FindGrowth(job, params);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_NEAR(report.groups[0].ranks[0].bytes_per_step, 128.0 * kMiB, 0.01 * 128 * kMiB);
+  EXPECT_EQ(report.first_step, 50);
+}
+
+TEST(GrowthTest, ByRankAndByTagRankPointAtRankFive) {
+  JobTimeline job = Simulate(sim::LeakJob(5, 30, 128 * kMiB)).timeline;
+  GrowthParams by_rank;
+  by_rank.by = GrowthBy::kRank;
+  GrowthReport r = FindGrowth(job, by_rank);
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].rank, 5u);
+  EXPECT_EQ(r.groups[0].scope, GrowthScope::kSomeRanks);
+
+  GrowthParams by_tag_rank;
+  by_tag_rank.by = GrowthBy::kTagRank;
+  GrowthReport tr = FindGrowth(job, by_tag_rank);
+  ASSERT_EQ(tr.groups.size(), 1u);
+  EXPECT_EQ(tr.groups[0].name, sim::kLeakTag);
+  EXPECT_EQ(tr.groups[0].rank, 5u);
+  // Series holding memory at some step end: params, grads, adam, nccl, allocator cache and the
+  // checkpoint on every rank, prefetch on rank 6, the leak on rank 5 (eval is freed in-step).
+  EXPECT_EQ(tr.groups_examined, 8u * 6 + 1 + 1);
+}
+
+TEST(GrowthTest, GradientsGrowingOnEveryRankAreAllRanks) {
+  JobTimeline job = Simulate(sim::GradAccumulationJob()).timeline;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 1u);
+  const GroupGrowth& g = report.groups[0];
+  EXPECT_EQ(g.name, "fsdp:grads");
+  EXPECT_EQ(g.scope, GrowthScope::kAllRanks);
+  EXPECT_EQ(g.ranks_growing, 8u);
+  EXPECT_EQ(g.ranks.size(), 8u);
+  EXPECT_NEAR(g.median_bytes_per_step, 64.0 * kMiB, 0.02 * 64 * kMiB);
+  EXPECT_NEAR(g.total_bytes_per_step, 8 * 64.0 * kMiB, 8 * 0.02 * 64 * kMiB);
+
+  GrowthParams by_rank;
+  by_rank.by = GrowthBy::kRank;
+  GrowthReport r = FindGrowth(job, by_rank);
+  EXPECT_EQ(r.groups.size(), 8u);
+  for (const GroupGrowth& one : r.groups) EXPECT_EQ(one.scope, GrowthScope::kAllRanks);
+}
+
+TEST(GrowthTest, HealthyJobWithNoiseAndSpikesGrowsNowhere) {
+  JobTimeline job = Simulate(sim::HealthyJob()).timeline;
+  for (GrowthBy by : {GrowthBy::kTag, GrowthBy::kRank, GrowthBy::kTagRank, GrowthBy::kSource,
+                      GrowthBy::kSourceRank}) {
+    GrowthParams params;
+    params.by = by;
+    GrowthReport report = FindGrowth(job, params);
+    EXPECT_TRUE(report.groups.empty()) << GrowthByName(by) << ": " << report.groups[0].name;
+    EXPECT_GT(report.groups_examined, 0u);
+  }
+}
+
+TEST(GrowthTest, BySourceNamesTheLibraryThatGrows) {
+  sim::JobSpec spec = sim::HealthyJob();
+  // NCCL registering a new buffer for every new communicator, on every rank.
+  spec.growths.push_back({-1, "nccl:buffers", "libnccl.so.2", 20, 32 * kMiB});
+  JobTimeline job = Simulate(spec).timeline;
+  GrowthParams params;
+  params.by = GrowthBy::kSource;
+  GrowthReport report = FindGrowth(job, params);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].name, "libnccl.so.2");
+  EXPECT_EQ(report.groups[0].scope, GrowthScope::kAllRanks);
+}
+
+TEST(GrowthTest, AOneTimeJumpWithinNoiseIsNotGrowth) {
+  sim::JobSpec spec = sim::HealthyJob();
+  // A leak too slow to matter: 32 MiB over the whole run.
+  spec.growths.push_back({2, "slow", "libtorch_cuda.so", 50, 1 * kMiB / 2});
+  JobTimeline job = Simulate(spec).timeline;
+  EXPECT_TRUE(FindGrowth(job).groups.empty());
+}
+
+TEST(GrowthTest, RanksGroupsFastestFirst) {
+  sim::JobSpec spec = sim::LeakJob(5, 10, 64 * kMiB);
+  spec.growths.push_back({1, "leak:fast", "libfoo.so", 10, 256 * kMiB});
+  JobTimeline job = Simulate(spec).timeline;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 2u);
+  EXPECT_EQ(report.groups[0].name, "leak:fast");
+  EXPECT_EQ(report.groups[1].name, sim::kLeakTag);
+}
+
+}  // namespace
+}  // namespace memtrace::analysis
