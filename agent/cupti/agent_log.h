@@ -1,0 +1,41 @@
+// The agent's diagnostics on stderr: every line starts with "memtrace-agent: ", and each kind of
+// message is printed once per process, so a hot path that keeps failing cannot flood the log of
+// the training job it is attached to.
+#ifndef MEMTRACE_AGENT_CUPTI_AGENT_LOG_H_
+#define MEMTRACE_AGENT_CUPTI_AGENT_LOG_H_
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+
+namespace memtrace {
+namespace cupti {
+
+class AgentLog {
+ public:
+  // Writes to `out` (stderr when null); the stream is not owned.
+  explicit AgentLog(std::FILE* out = nullptr);
+
+  // Prints "memtrace-agent: <message>" unless a message of this `kind` was printed before.
+  // Returns whether it printed. Thread-safe.
+  bool Once(std::string_view kind, std::string_view message);
+
+  // Prints unconditionally (for the few lines that must always appear, e.g. the start banner).
+  void Always(std::string_view message);
+
+ private:
+  void Write(std::string_view message);
+
+  std::FILE* out_;
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::string> printed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cupti
+}  // namespace memtrace
+
+#endif  // MEMTRACE_AGENT_CUPTI_AGENT_LOG_H_

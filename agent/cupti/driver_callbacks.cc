@@ -1,0 +1,460 @@
+#include "agent/cupti/driver_callbacks.h"
+
+#include <optional>
+#include <utility>
+
+namespace memtrace {
+namespace cupti {
+namespace {
+
+// Per-thread nesting of allocation calls. CUPTI calls back synchronously on the thread that
+// made the API call, so the nesting (runtime cudaMalloc -> driver cuMemAlloc_v2) is a property
+// of the thread; a thread_local keeps the allocation path free of locks. It is shared by all
+// DriverCallbacks instances, which is harmless because ENTER and EXIT always pair up.
+struct ThreadCall {
+  int depth = 0;
+  uint32_t tag_id = 0;
+  uint32_t source_id = 0;
+};
+thread_local ThreadCall tls_call;
+
+struct AllocApi {
+  uint64_t requested = 0;
+  uint32_t memory_kind = kMemoryUnknown;
+  bool vmm_create = false;
+};
+
+// The allocation calls we follow, with their requested size read from the params struct.
+std::optional<AllocApi> ClassifyAlloc(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                      const void* params) {
+  if (params == nullptr) return std::nullopt;
+  AllocApi a;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+        a.requested = static_cast<const cuMemAlloc_v2_params*>(params)->bytesize;
+        a.memory_kind = kMemoryDevice;
+        return a;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+        auto* p = static_cast<const cuMemAllocPitch_v2_params*>(params);
+        a.requested = uint64_t{p->WidthInBytes} * p->Height;
+        a.memory_kind = kMemoryDevice;
+        return a;
+      }
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+        a.requested = static_cast<const cuMemAllocManaged_params*>(params)->bytesize;
+        a.memory_kind = kMemoryManaged;
+        return a;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+        // The _ptsz params struct has the same layout.
+        a.requested = static_cast<const cuMemAllocAsync_params*>(params)->bytesize;
+        a.memory_kind = kMemoryPool;
+        return a;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+        a.requested = static_cast<const cuMemAllocFromPoolAsync_params*>(params)->bytesize;
+        a.memory_kind = kMemoryPool;
+        return a;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemCreate:
+        a.requested = static_cast<const cuMemCreate_params*>(params)->size;
+        a.memory_kind = kMemoryVmm;
+        a.vmm_create = true;
+        return a;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2:
+        a.requested = static_cast<const cuMemAllocHost_v2_params*>(params)->bytesize;
+        a.memory_kind = kMemoryPinned;
+        return a;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
+        a.requested = static_cast<const cudaMalloc_v3020_params*>(params)->size;
+        a.memory_kind = kMemoryDevice;
+        return a;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020: {
+        auto* p = static_cast<const cudaMallocPitch_v3020_params*>(params);
+        a.requested = uint64_t{p->width} * p->height;
+        a.memory_kind = kMemoryDevice;
+        return a;
+      }
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000:
+        a.requested = static_cast<const cudaMallocManaged_v6000_params*>(params)->size;
+        a.memory_kind = kMemoryManaged;
+        return a;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020:
+        a.requested = static_cast<const cudaMallocAsync_v11020_params*>(params)->size;
+        a.memory_kind = kMemoryPool;
+        return a;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020:
+        a.requested = static_cast<const cudaMallocFromPoolAsync_v11020_params*>(params)->size;
+        a.memory_kind = kMemoryPool;
+        return a;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020:
+        a.requested = static_cast<const cudaMallocHost_v3020_params*>(params)->size;
+        a.memory_kind = kMemoryPinned;
+        return a;
+      default:
+        return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+bool IsOutOfMemory(const ApiCall& call) {
+  if (call.return_value == nullptr) return false;
+  if (call.domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    return *static_cast<const CUresult*>(call.return_value) == CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  return *static_cast<const cudaError_t*>(call.return_value) == cudaErrorMemoryAllocation;
+}
+
+bool Succeeded(const ApiCall& call) {
+  return call.return_value != nullptr &&
+         *static_cast<const CUresult*>(call.return_value) == CUDA_SUCCESS;
+}
+
+// NVTX W variants carry wchar_t text; names are ASCII in practice, anything else becomes '?'.
+std::string Narrow(const wchar_t* text) {
+  std::string out;
+  if (text == nullptr) return out;
+  for (; *text != 0 && out.size() < 4096; ++text) {
+    out.push_back(*text > 0 && *text < 128 ? static_cast<char>(*text) : '?');
+  }
+  return out;
+}
+
+std::string Ascii(const char* text) { return text == nullptr ? std::string() : text; }
+
+}  // namespace
+
+DriverCallbacks::DriverCallbacks(EventSink* sink, NvtxTracker* nvtx, CorrelationTable* correlation,
+                                 SourceFn source, Clock clock)
+    : sink_(sink),
+      nvtx_(nvtx),
+      correlation_(correlation),
+      source_(std::move(source)),
+      clock_(std::move(clock)) {}
+
+std::vector<CUpti_CallbackId> DriverCallbacks::DriverCallbackIds() {
+  return {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
+          CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+          CUPTI_DRIVER_TRACE_CBID_cuMemMap,
+          CUPTI_DRIVER_TRACE_CBID_cuMemUnmap};
+}
+
+std::vector<CUpti_CallbackId> DriverCallbacks::RuntimeCallbackIds() {
+  return {CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020};
+}
+
+std::vector<CUpti_CallbackId> DriverCallbacks::NvtxCallbackIds() {
+  return {CUPTI_CBID_NVTX_nvtxMarkA,
+          CUPTI_CBID_NVTX_nvtxMarkW,
+          CUPTI_CBID_NVTX_nvtxMarkEx,
+          CUPTI_CBID_NVTX_nvtxRangeStartA,
+          CUPTI_CBID_NVTX_nvtxRangeStartW,
+          CUPTI_CBID_NVTX_nvtxRangeStartEx,
+          CUPTI_CBID_NVTX_nvtxRangeEnd,
+          CUPTI_CBID_NVTX_nvtxRangePushA,
+          CUPTI_CBID_NVTX_nvtxRangePushW,
+          CUPTI_CBID_NVTX_nvtxRangePushEx,
+          CUPTI_CBID_NVTX_nvtxRangePop,
+          CUPTI_CBID_NVTX_nvtxDomainMarkEx,
+          CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+          CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
+          CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+          CUPTI_CBID_NVTX_nvtxDomainRangePop,
+          CUPTI_CBID_NVTX_nvtxDomainRegisterStringA};
+}
+
+void DriverCallbacks::OnApi(const ApiCall& call) {
+  if (std::optional<AllocApi> alloc = ClassifyAlloc(call.domain, call.cbid, call.params)) {
+    if (call.site == CUPTI_API_ENTER) {
+      OnAllocEnter(call);
+    } else {
+      OnAllocExit(call);
+    }
+    return;
+  }
+  if (call.domain == CUPTI_CB_DOMAIN_DRIVER_API && call.site == CUPTI_API_EXIT) OnVmmExit(call);
+}
+
+void DriverCallbacks::OnAllocEnter(const ApiCall& call) {
+  ThreadCall& t = tls_call;
+  if (t.depth++ == 0) {
+    alloc_calls_.fetch_add(1, std::memory_order_relaxed);
+    t.tag_id = nvtx_->CurrentTag();
+    t.source_id = source_ ? source_() : 0;
+  }
+  CorrelationInfo info;
+  info.tag_id = t.tag_id;
+  info.source_id = t.source_id;
+  info.vmm =
+      call.domain == CUPTI_CB_DOMAIN_DRIVER_API && call.cbid == CUPTI_DRIVER_TRACE_CBID_cuMemCreate;
+  correlation_->Put(call.correlation_id, info);
+}
+
+void DriverCallbacks::OnAllocExit(const ApiCall& call) {
+  ThreadCall& t = tls_call;
+  const AllocApi alloc = *ClassifyAlloc(call.domain, call.cbid, call.params);
+  uint32_t tag_id = t.tag_id;
+  uint32_t source_id = t.source_id;
+  if (t.depth == 0) {
+    // An EXIT without its ENTER (callbacks were enabled in between): no stored context.
+    tag_id = nvtx_->CurrentTag();
+    source_id = 0;
+  } else {
+    --t.depth;
+  }
+  // Only the outermost call reports, so a runtime call that fails inside its driver call is one
+  // OOM, not two.
+  if (t.depth == 0 && IsOutOfMemory(call)) {
+    ooms_.fetch_add(1, std::memory_order_relaxed);
+    Event e;
+    e.kind = EventKind::kOom;
+    e.ts_ns = clock_();
+    e.bytes = alloc.requested;
+    e.tag_id = tag_id;
+    e.source_id = source_id;
+    e.memory_kind = alloc.memory_kind;
+    sink_->Record(e);
+  }
+  if (alloc.vmm_create && Succeeded(call)) {
+    auto* p = static_cast<const cuMemCreate_params*>(call.params);
+    if (p->handle != nullptr) {
+      VmmHandle h;
+      h.size = p->size;
+      h.source_id = source_id;
+      h.tag_id = tag_id;
+      if (p->prop != nullptr && p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        h.device = static_cast<uint32_t>(p->prop->location.id);
+      }
+      absl::MutexLock lock(&vmm_mu_);
+      handles_[static_cast<uint64_t>(*p->handle)] = h;
+    }
+  }
+}
+
+void DriverCallbacks::OnVmmExit(const ApiCall& call) {
+  if (call.params == nullptr || !Succeeded(call)) return;
+  switch (call.cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {
+      auto* p = static_cast<const cuMemMap_params*>(call.params);
+      Event e;
+      e.kind = EventKind::kVmmMap;
+      e.ts_ns = clock_();
+      e.address = p->ptr;
+      e.bytes = p->size;
+      e.memory_kind = kMemoryVmm;
+      e.tag_id = nvtx_->CurrentTag();
+      {
+        absl::MutexLock lock(&vmm_mu_);
+        auto h = handles_.find(static_cast<uint64_t>(p->handle));
+        if (h != handles_.end()) {
+          e.source_id = h->second.source_id;
+          e.device = h->second.device;
+          if (e.tag_id == 0) e.tag_id = h->second.tag_id;
+        } else {
+          vmm_unknown_handles_.fetch_add(1, std::memory_order_relaxed);
+        }
+        // Bounded: a process cannot have more live mappings than device memory / 2 MiB, but a
+        // program that never unmaps must not grow this forever.
+        if (mappings_.size() < (size_t{1} << 20)) mappings_[p->ptr] = Mapping{p->size, e.device};
+      }
+      vmm_maps_.fetch_add(1, std::memory_order_relaxed);
+      sink_->Record(e);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      auto* p = static_cast<const cuMemUnmap_params*>(call.params);
+      Event e;
+      e.kind = EventKind::kVmmUnmap;
+      e.ts_ns = clock_();
+      e.address = p->ptr;
+      e.bytes = p->size;
+      e.memory_kind = kMemoryVmm;
+      {
+        absl::MutexLock lock(&vmm_mu_);
+        // One cuMemUnmap may cover several earlier maps: forget all inside the range.
+        auto first = mappings_.lower_bound(p->ptr);
+        if (first != mappings_.end() && first->first == p->ptr) e.device = first->second.device;
+        auto last = mappings_.lower_bound(p->ptr + p->size);
+        mappings_.erase(first, last);
+      }
+      vmm_unmaps_.fetch_add(1, std::memory_order_relaxed);
+      sink_->Record(e);
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {
+      auto* p = static_cast<const cuMemRelease_params*>(call.params);
+      absl::MutexLock lock(&vmm_mu_);
+      handles_.erase(static_cast<uint64_t>(p->handle));
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+std::string DriverCallbacks::NvtxName(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return std::string();
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII:
+      return Ascii(a->message.ascii);
+    case NVTX_MESSAGE_TYPE_UNICODE:
+      return Narrow(a->message.unicode);
+    case NVTX_MESSAGE_TYPE_REGISTERED: {
+      absl::MutexLock lock(&strings_mu_);
+      auto it = registered_.find(reinterpret_cast<uint64_t>(a->message.registered));
+      return it == registered_.end() ? std::string() : it->second;
+    }
+    default:
+      return std::string();
+  }
+}
+
+void DriverCallbacks::OnNvtx(CUpti_CallbackId cbid, const void* params, const void* return_value) {
+  if (params == nullptr) return;
+  nvtx_calls_.fetch_add(1, std::memory_order_relaxed);
+  std::string name;
+  uint64_t domain = 0;
+  enum class Op { kPush, kPop, kStart, kEnd, kMark, kRegister, kNone } op = Op::kNone;
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+      op = Op::kPush;
+      name = Ascii(static_cast<const nvtxRangePushA_params*>(params)->message);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePushW:
+      op = Op::kPush;
+      name = Narrow(static_cast<const nvtxRangePushW_params*>(params)->message);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      op = Op::kPush;
+      name = NvtxName(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+      auto* p = static_cast<const nvtxDomainRangePushEx_params*>(params);
+      op = Op::kPush;
+      domain = reinterpret_cast<uint64_t>(p->domain);
+      name = NvtxName(p->core.eventAttrib);
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+      op = Op::kPop;
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+      op = Op::kPop;
+      domain =
+          reinterpret_cast<uint64_t>(static_cast<const nvtxDomainRangePop_params*>(params)->domain);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+      op = Op::kStart;
+      name = Ascii(static_cast<const nvtxRangeStartA_params*>(params)->message);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartW:
+      op = Op::kStart;
+      name = Narrow(static_cast<const nvtxRangeStartW_params*>(params)->message);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+      op = Op::kStart;
+      name = NvtxName(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+      op = Op::kStart;
+      name = NvtxName(static_cast<const nvtxDomainRangeStartEx_params*>(params)->core.eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+      nvtx_->End(static_cast<const nvtxRangeEnd_params*>(params)->id);
+      return;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+      nvtx_->End(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id);
+      return;
+    case CUPTI_CBID_NVTX_nvtxMarkA:
+      op = Op::kMark;
+      name = Ascii(static_cast<const nvtxMarkA_params*>(params)->message);
+      break;
+    case CUPTI_CBID_NVTX_nvtxMarkW:
+      op = Op::kMark;
+      name = Narrow(static_cast<const nvtxMarkW_params*>(params)->message);
+      break;
+    case CUPTI_CBID_NVTX_nvtxMarkEx:
+      op = Op::kMark;
+      name = NvtxName(static_cast<const nvtxMarkEx_params*>(params)->eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainMarkEx:
+      op = Op::kMark;
+      name = NvtxName(static_cast<const nvtxDomainMarkEx_params*>(params)->core.eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA: {
+      auto* p = static_cast<const nvtxDomainRegisterStringA_params*>(params);
+      if (return_value == nullptr || p->string == nullptr) return;
+      auto handle = *static_cast<const nvtxStringHandle_t*>(return_value);
+      absl::MutexLock lock(&strings_mu_);
+      if (registered_.size() < 65536) {
+        registered_[reinterpret_cast<uint64_t>(handle)] = p->string;
+      }
+      return;
+    }
+    default:
+      return;
+  }
+  switch (op) {
+    case Op::kPush:
+      // An unnamed push still opens a level, so that its pop closes the right one.
+      if (name.empty()) nvtx_unnamed_.fetch_add(1, std::memory_order_relaxed);
+      nvtx_->Push(domain, name);
+      return;
+    case Op::kPop:
+      nvtx_->Pop(domain);
+      return;
+    case Op::kStart:
+      if (return_value == nullptr) {
+        // Without the id the range could never be ended: only its step meaning is kept.
+        nvtx_->Mark(name);
+        return;
+      }
+      if (name.empty()) nvtx_unnamed_.fetch_add(1, std::memory_order_relaxed);
+      nvtx_->Start(*static_cast<const nvtxRangeId_t*>(return_value), name);
+      return;
+    case Op::kMark:
+      nvtx_->Mark(name);
+      return;
+    default:
+      return;
+  }
+}
+
+DriverCallbackStats DriverCallbacks::stats() const {
+  DriverCallbackStats s;
+  s.alloc_calls = alloc_calls_.load();
+  s.ooms = ooms_.load();
+  s.vmm_maps = vmm_maps_.load();
+  s.vmm_unmaps = vmm_unmaps_.load();
+  s.vmm_unknown_handles = vmm_unknown_handles_.load();
+  s.nvtx_calls = nvtx_calls_.load();
+  s.nvtx_unnamed = nvtx_unnamed_.load();
+  return s;
+}
+
+}  // namespace cupti
+}  // namespace memtrace

@@ -1,0 +1,182 @@
+#include "agent/cupti/nvtx_tracker.h"
+
+#include <utility>
+
+namespace memtrace {
+namespace cupti {
+
+NvtxTracker::NvtxTracker(EventSink* sink, RangeClassifier classifier, Clock clock)
+    : sink_(sink), classifier_(std::move(classifier)), clock_(std::move(clock)) {}
+
+NvtxTracker::OpenRange NvtxTracker::Open(std::string_view name, uint64_t domain, bool is_start,
+                                         uint64_t start_id) {
+  OpenRange r;
+  r.name = std::string(name);
+  r.cls = classifier_.Classify(name);
+  r.domain = domain;
+  r.is_start = is_start;
+  r.start_id = start_id;
+  if (r.cls.kind == RangeClass::Kind::kStep) {
+    Event e;
+    e.kind = EventKind::kStep;
+    e.ts_ns = clock_();
+    e.aux = r.cls.step;
+    sink_->Record(e);
+  } else if (r.cls.kind == RangeClass::Kind::kPhase) {
+    r.tag_id = sink_->Intern(StringKind::kPhase, r.cls.phase);
+    Event e;
+    e.kind = EventKind::kPhaseBegin;
+    e.ts_ns = clock_();
+    e.tag_id = r.tag_id;
+    sink_->Record(e);
+  }
+  return r;
+}
+
+void NvtxTracker::Close(const OpenRange& range) {
+  if (range.cls.kind != RangeClass::Kind::kPhase) return;
+  Event e;
+  e.kind = EventKind::kPhaseEnd;
+  e.ts_ns = clock_();
+  e.tag_id = range.tag_id;
+  sink_->Record(e);
+}
+
+void NvtxTracker::Push(uint64_t domain, std::string_view name) {
+  const std::thread::id self = std::this_thread::get_id();
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.pushes;
+    ThreadRanges& t = threads_[self];
+    if (t.open.size() >= kMaxDepth) {
+      ++t.overflow;
+      ++stats_.overflowed;
+      return;
+    }
+  }
+  // Classification and the sink calls happen outside mu_; only this thread touches its own
+  // push/pop entries, so nothing can change between the two critical sections that matters.
+  OpenRange r = Open(name, domain, /*is_start=*/false, 0);
+  absl::MutexLock lock(&mu_);
+  if (r.cls.kind == RangeClass::Kind::kStep) ++stats_.steps;
+  if (r.cls.kind == RangeClass::Kind::kPhase) ++stats_.phases;
+  threads_[self].open.push_back(std::move(r));
+}
+
+void NvtxTracker::Pop(uint64_t domain) {
+  const std::thread::id self = std::this_thread::get_id();
+  OpenRange closed;
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.pops;
+    auto it = threads_.find(self);
+    if (it == threads_.end()) {
+      ++stats_.pops_without_push;
+      return;
+    }
+    ThreadRanges& t = it->second;
+    if (t.overflow > 0) {
+      --t.overflow;
+      return;
+    }
+    auto& open = t.open;
+    auto r = open.rbegin();
+    while (r != open.rend() && (r->is_start || r->domain != domain)) ++r;
+    if (r == open.rend()) {
+      ++stats_.pops_without_push;
+      return;
+    }
+    closed = std::move(*r);
+    open.erase(std::next(r).base());
+    if (open.empty()) threads_.erase(it);
+  }
+  Close(closed);
+}
+
+void NvtxTracker::Start(uint64_t id, std::string_view name) {
+  const std::thread::id self = std::this_thread::get_id();
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.starts;
+    ThreadRanges& t = threads_[self];
+    if (t.open.size() >= kMaxDepth) {
+      ++stats_.overflowed;
+      if (t.open.empty()) threads_.erase(self);
+      return;
+    }
+  }
+  OpenRange r = Open(name, 0, /*is_start=*/true, id);
+  absl::MutexLock lock(&mu_);
+  if (r.cls.kind == RangeClass::Kind::kStep) ++stats_.steps;
+  if (r.cls.kind == RangeClass::Kind::kPhase) ++stats_.phases;
+  threads_[self].open.push_back(std::move(r));
+  start_owner_[id] = self;
+}
+
+void NvtxTracker::End(uint64_t id) {
+  OpenRange closed;
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.ends;
+    auto owner = start_owner_.find(id);
+    if (owner == start_owner_.end()) {
+      ++stats_.ends_unknown_id;
+      return;
+    }
+    auto it = threads_.find(owner->second);
+    start_owner_.erase(owner);
+    if (it == threads_.end()) {
+      ++stats_.ends_unknown_id;
+      return;
+    }
+    auto& open = it->second.open;
+    auto r = open.rbegin();
+    while (r != open.rend() && !(r->is_start && r->start_id == id)) ++r;
+    if (r == open.rend()) {
+      ++stats_.ends_unknown_id;
+      return;
+    }
+    closed = std::move(*r);
+    open.erase(std::next(r).base());
+    if (open.empty() && it->second.overflow == 0) threads_.erase(it);
+  }
+  Close(closed);
+}
+
+void NvtxTracker::Mark(std::string_view name) {
+  std::optional<uint64_t> step = classifier_.ParseStep(name);
+  if (!step) return;
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.steps;
+  }
+  Event e;
+  e.kind = EventKind::kStep;
+  e.ts_ns = clock_();
+  e.aux = *step;
+  sink_->Record(e);
+}
+
+uint32_t NvtxTracker::CurrentTag() {
+  const std::thread::id self = std::this_thread::get_id();
+  absl::MutexLock lock(&mu_);
+  auto it = threads_.find(self);
+  if (it == threads_.end()) return 0;
+  for (auto r = it->second.open.rbegin(); r != it->second.open.rend(); ++r) {
+    // Unnamed ranges (an unreadable NVTX message) keep their level but name nothing.
+    if (r->cls.kind != RangeClass::Kind::kTag || r->name.empty()) continue;
+    // Interned once per open range: the sink never calls back into the tracker, so holding
+    // mu_ across Intern cannot deadlock.
+    if (r->tag_id == 0) r->tag_id = sink_->Intern(StringKind::kTag, r->name);
+    return r->tag_id;
+  }
+  return 0;
+}
+
+NvtxStats NvtxTracker::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace cupti
+}  // namespace memtrace

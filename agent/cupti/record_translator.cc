@@ -1,0 +1,201 @@
+#include "agent/cupti/record_translator.h"
+
+#include <optional>
+#include <string_view>
+
+#include "agent/cupti/alloc_source.h"
+
+namespace memtrace {
+namespace cupti {
+namespace {
+
+uint32_t MemoryKindOf(const CUpti_ActivityMemory4& r) {
+  if (r.memoryPoolConfig.memoryPoolType != CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID) {
+    return kMemoryPool;
+  }
+  const uint32_t k = static_cast<uint32_t>(r.memoryKind);
+  // CUpti_ActivityMemoryKind values 0..7 are memtrace.v1.MemoryKind values.
+  return k <= kMemoryManagedStatic ? k : kMemoryUnknown;
+}
+
+// CUPTI_INVALID_STREAM_ID marks a synchronous operation; memtrace uses 0 for "no stream".
+uint32_t StreamOf(uint32_t stream_id) {
+  return stream_id == CUPTI_INVALID_STREAM_ID ? 0 : stream_id;
+}
+
+}  // namespace
+
+RecordTranslator::RecordTranslator(EventSink* sink, const CorrelationTable* correlation,
+                                   const RangeClassifier* classifier, TranslatorOptions options)
+    : sink_(sink), correlation_(correlation), classifier_(classifier), options_(options) {}
+
+void RecordTranslator::Translate(const CUpti_Activity* record) {
+  if (record == nullptr) return;
+  records_.fetch_add(1, std::memory_order_relaxed);
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      TranslateMemory(*reinterpret_cast<const CUpti_ActivityMemory4*>(record));
+      return;
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+      TranslatePool(*reinterpret_cast<const CUpti_ActivityMemoryPool3*>(record));
+      return;
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      TranslateMarker(*reinterpret_cast<const CUpti_ActivityMarker2*>(record));
+      return;
+    default:
+      other_records_.fetch_add(1, std::memory_order_relaxed);
+      return;
+  }
+}
+
+size_t RecordTranslator::TranslateBuffer(uint8_t* buffer, size_t valid_size) {
+  if (buffer == nullptr || valid_size == 0) return 0;
+  size_t n = 0;
+  CUpti_Activity* record = nullptr;
+  // CUPTI_ERROR_MAX_LIMIT_REACHED ends the buffer; CUPTI_ERROR_INVALID_KIND (an incomplete
+  // record after a forced flush) ends it too: nothing after it can be walked.
+  while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {
+    Translate(record);
+    ++n;
+  }
+  return n;
+}
+
+uint32_t RecordTranslator::SourceFromPath(const char* path) {
+  if (path == nullptr || *path == '\0') return 0;
+  std::string base(Basename(path));
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = source_ids_.find(base);
+    if (it != source_ids_.end()) return it->second;
+  }
+  const uint32_t id = sink_->Intern(StringKind::kSource, base);
+  absl::MutexLock lock(&mu_);
+  if (source_ids_.size() < 4096) source_ids_.emplace(std::move(base), id);
+  return id;
+}
+
+void RecordTranslator::TranslateMemory(const CUpti_ActivityMemory4& r) {
+  Event e;
+  switch (r.memoryOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION:
+      e.kind = EventKind::kAlloc;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE:
+      e.kind = EventKind::kFree;
+      break;
+    default:
+      invalid_records_.fetch_add(1, std::memory_order_relaxed);
+      return;
+  }
+  std::optional<CorrelationInfo> info;
+  if (correlation_ != nullptr) info = correlation_->Find(r.correlationId);
+  if (info && info->vmm) {
+    // cuMemCreate's physical memory has no address until cuMemMap; VMM_MAP events count it.
+    vmm_records_skipped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  e.ts_ns = static_cast<int64_t>(r.timestamp);
+  e.address = r.address;
+  e.bytes = r.bytes;
+  e.device = r.deviceId;
+  e.stream = StreamOf(r.streamId);
+  e.memory_kind = MemoryKindOf(r);
+  if (info) {
+    correlated_.fetch_add(1, std::memory_order_relaxed);
+    if (e.kind == EventKind::kAlloc) {
+      e.tag_id = info->tag_id;
+      e.source_id = info->source_id;
+      if (info->tag_id != 0) tagged_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (e.kind == EventKind::kAlloc && e.source_id == 0) e.source_id = SourceFromPath(r.source);
+  memory_records_.fetch_add(1, std::memory_order_relaxed);
+  sink_->Record(e);
+}
+
+void RecordTranslator::TranslatePool(const CUpti_ActivityMemoryPool3& r) {
+  Event e;
+  switch (r.memoryPoolOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED:
+      e.kind = EventKind::kPoolCreate;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED:
+      e.kind = EventKind::kPoolDestroy;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED:
+      e.kind = EventKind::kPoolTrim;
+      e.aux = r.minBytesToKeep;
+      break;
+    default:
+      invalid_records_.fetch_add(1, std::memory_order_relaxed);
+      return;
+  }
+  e.ts_ns = static_cast<int64_t>(r.timestamp);
+  e.address = r.address;
+  e.bytes = r.size;
+  e.device = r.deviceId;
+  e.memory_kind = kMemoryPool;
+  pool_records_.fetch_add(1, std::memory_order_relaxed);
+  sink_->Record(e);
+}
+
+void RecordTranslator::TranslateMarker(const CUpti_ActivityMarker2& r) {
+  marker_records_.fetch_add(1, std::memory_order_relaxed);
+  if (!options_.markers_drive_steps || classifier_ == nullptr) return;
+  const uint32_t flags = static_cast<uint32_t>(r.flags);
+  const int64_t ts = static_cast<int64_t>(r.timestamp);
+  if ((flags & CUPTI_ACTIVITY_FLAG_MARKER_END) != 0) {
+    uint32_t phase_id = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = open_phases_.find(r.id);
+      if (it == open_phases_.end()) return;
+      phase_id = it->second;
+      open_phases_.erase(it);
+    }
+    Event e;
+    e.kind = EventKind::kPhaseEnd;
+    e.ts_ns = ts;
+    e.tag_id = phase_id;
+    sink_->Record(e);
+    return;
+  }
+  const bool start = (flags & CUPTI_ACTIVITY_FLAG_MARKER_START) != 0;
+  const bool instant = (flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) != 0;
+  if ((!start && !instant) || r.name == nullptr) return;
+  RangeClass cls = classifier_->Classify(r.name);
+  Event e;
+  e.ts_ns = ts;
+  if (cls.kind == RangeClass::Kind::kStep) {
+    e.kind = EventKind::kStep;
+    e.aux = cls.step;
+    sink_->Record(e);
+  } else if (cls.kind == RangeClass::Kind::kPhase && start) {
+    e.kind = EventKind::kPhaseBegin;
+    e.tag_id = sink_->Intern(StringKind::kPhase, cls.phase);
+    {
+      absl::MutexLock lock(&mu_);
+      if (open_phases_.size() >= 4096) open_phases_.clear();
+      open_phases_[r.id] = e.tag_id;
+    }
+    sink_->Record(e);
+  }
+}
+
+TranslatorStats RecordTranslator::stats() const {
+  TranslatorStats s;
+  s.records = records_.load();
+  s.memory_records = memory_records_.load();
+  s.pool_records = pool_records_.load();
+  s.marker_records = marker_records_.load();
+  s.vmm_records_skipped = vmm_records_skipped_.load();
+  s.tagged = tagged_.load();
+  s.correlated = correlated_.load();
+  s.other_records = other_records_.load();
+  s.invalid_records = invalid_records_.load();
+  return s;
+}
+
+}  // namespace cupti
+}  // namespace memtrace

@@ -1,0 +1,96 @@
+// Translates CUPTI activity records into memtrace events:
+// - CUPTI_ACTIVITY_KIND_MEMORY2 (CUpti_ActivityMemory4): ALLOC / FREE with address, bytes,
+//   memory kind (MEMORY_KIND_POOL when the record names a memory pool), device and stream, plus
+//   the tag and source stored under the record's correlation id by the API callbacks (or, when
+//   CUPTI's allocation-source tracking is on, the record's own `source` path).
+// - CUPTI_ACTIVITY_KIND_MEMORY_POOL (CUpti_ActivityMemoryPool3): POOL_CREATE / POOL_DESTROY /
+//   POOL_TRIM (aux = minBytesToKeep) with pool address and size.
+// - CUPTI_ACTIVITY_KIND_MARKER (CUpti_ActivityMarker2): only when markers_drive_steps is set
+//   (no callback subscriber, so NVTX callbacks are unavailable), STEP and PHASE_BEGIN/END from
+//   the range names; otherwise markers are counted and dropped, the callbacks already did it.
+//
+// The struct layouts are those of CUPTI 13 (cupti_activity.h 13.0): the caller must only
+// feed records from a libcupti whose cuptiGetVersion() is >= 130000.
+#ifndef MEMTRACE_AGENT_CUPTI_RECORD_TRANSLATOR_H_
+#define MEMTRACE_AGENT_CUPTI_RECORD_TRANSLATOR_H_
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/cupti/correlation_table.h"
+#include "agent/cupti/range_classifier.h"
+#include "agent/stream/event_sink.h"
+
+namespace memtrace {
+namespace cupti {
+
+struct TranslatorOptions {
+  // Turn MARKER records into STEP / PHASE events (activity-only mode).
+  bool markers_drive_steps = false;
+};
+
+struct TranslatorStats {
+  uint64_t records = 0;         // every record seen
+  uint64_t memory_records = 0;  // MEMORY2 records turned into events
+  uint64_t pool_records = 0;
+  uint64_t marker_records = 0;       // MARKER records seen (translated or not)
+  uint64_t vmm_records_skipped = 0;  // MEMORY2 records of cuMemCreate (VMM events cover them)
+  uint64_t tagged = 0;               // MEMORY2 allocations that got a tag from the callbacks
+  uint64_t correlated = 0;           // MEMORY2 records found in the correlation table
+  uint64_t other_records = 0;        // kinds we do not translate
+  uint64_t invalid_records = 0;      // a known kind with an unknown operation type
+};
+
+class RecordTranslator {
+ public:
+  // `sink`, `correlation` (may be null) and `classifier` must outlive the translator.
+  RecordTranslator(EventSink* sink, const CorrelationTable* correlation,
+                   const RangeClassifier* classifier, TranslatorOptions options);
+
+  // Translates one record. Thread-safe.
+  void Translate(const CUpti_Activity* record);
+
+  // Walks a completed activity buffer with cuptiActivityGetNextRecord and translates every
+  // record in it. Returns the number of records walked. Thread-safe.
+  size_t TranslateBuffer(uint8_t* buffer, size_t valid_size);
+
+  TranslatorStats stats() const;
+
+ private:
+  void TranslateMemory(const CUpti_ActivityMemory4& r);
+  void TranslatePool(const CUpti_ActivityMemoryPool3& r);
+  void TranslateMarker(const CUpti_ActivityMarker2& r);
+  uint32_t SourceFromPath(const char* path);
+
+  EventSink* sink_;
+  const CorrelationTable* correlation_;
+  const RangeClassifier* classifier_;
+  const TranslatorOptions options_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, uint32_t> source_ids_ ABSL_GUARDED_BY(mu_);
+  // Marker id -> interned phase name, for phase ranges still open (activity-only mode).
+  absl::flat_hash_map<uint32_t, uint32_t> open_phases_ ABSL_GUARDED_BY(mu_);
+
+  std::atomic<uint64_t> records_{0};
+  std::atomic<uint64_t> memory_records_{0};
+  std::atomic<uint64_t> pool_records_{0};
+  std::atomic<uint64_t> marker_records_{0};
+  std::atomic<uint64_t> vmm_records_skipped_{0};
+  std::atomic<uint64_t> tagged_{0};
+  std::atomic<uint64_t> correlated_{0};
+  std::atomic<uint64_t> other_records_{0};
+  std::atomic<uint64_t> invalid_records_{0};
+};
+
+}  // namespace cupti
+}  // namespace memtrace
+
+#endif  // MEMTRACE_AGENT_CUPTI_RECORD_TRANSLATOR_H_
