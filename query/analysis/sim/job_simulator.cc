@@ -59,7 +59,7 @@ uint64_t Capacity(const JobSpec& spec) {
 // (used for the planted capacity step). At kPeak, the transient block is cut to what fits the
 // device when stop_at_oom is set (the allocation that would not fit failed).
 std::vector<Block> Contents(const JobSpec& spec, uint32_t rank, int64_t step, Moment moment,
-                            bool noise, bool* overflow) {
+                            bool noise, bool* overflow, const std::string* in_phase = nullptr) {
   std::vector<Block> out;
   bool after_backward = step >= 1 || moment != Moment::kFloor;
   bool after_optimizer = step >= 1 || moment == Moment::kEnd;
@@ -116,6 +116,18 @@ std::vector<Block> Contents(const JobSpec& spec, uint32_t rank, int64_t step, Mo
       transient.phase = ActivationPhase(spec);
     }
     for (const Phase& p : spec.phases) {
+      if (in_phase != nullptr) {
+        // The moment is this phase's own peak, not the step's.
+        if (p.name != *in_phase) continue;
+        if (p.peak_bytes == 0) {
+          transient.phase = p.name;
+          continue;
+        }
+        transient.tag = p.name;
+        transient.phase = p.name;
+        transient.bytes = p.peak_bytes;
+        continue;
+      }
       if (p.peak_bytes > transient.bytes) {
         transient.tag = p.name;
         transient.phase = p.name;
@@ -177,6 +189,9 @@ int64_t FirstOverflowStep(const JobSpec& spec, uint32_t rank, int64_t max_steps,
   }
   return -1;
 }
+
+RankLiveSet LiveAtMoment(const JobSpec& spec, uint32_t rank, int64_t step, Moment moment,
+                         const std::string* in_phase);
 
 }  // namespace
 
@@ -254,17 +269,29 @@ SimulatedJob Simulate(const JobSpec& spec) {
 }
 
 RankLiveSet LiveAt(const JobSpec& spec, uint32_t rank, int64_t step, Moment moment) {
+  return LiveAtMoment(spec, rank, step, moment, nullptr);
+}
+
+RankLiveSet LiveInPhase(const JobSpec& spec, uint32_t rank, int64_t step,
+                        const std::string& phase) {
+  return LiveAtMoment(spec, rank, step, Moment::kPeak, &phase);
+}
+
+namespace {
+
+RankLiveSet LiveAtMoment(const JobSpec& spec, uint32_t rank, int64_t step, Moment moment,
+                         const std::string* in_phase) {
   RankLiveSet live;
   live.rank = rank;
   live.at_step = step;
   live.at_ns = spec.start_ns + step * spec.step_ns + spec.step_ns / 2;
   if (moment == Moment::kPeak) {
-    for (const Block& b : Contents(spec, rank, step, moment, true, nullptr)) {
+    for (const Block& b : Contents(spec, rank, step, moment, true, nullptr, in_phase)) {
       if (b.transient && !b.phase.empty()) live.open_phases = {b.phase};
     }
   }
   uint64_t address = 0x7f0000000000ull + (uint64_t{rank} << 40);
-  for (const Block& b : Contents(spec, rank, step, moment, true, nullptr)) {
+  for (const Block& b : Contents(spec, rank, step, moment, true, nullptr, in_phase)) {
     auto add = [&](int64_t alloc_step, uint64_t bytes) {
       LiveAllocation a;
       a.tag = b.tag;
@@ -289,6 +316,8 @@ RankLiveSet LiveAt(const JobSpec& spec, uint32_t rank, int64_t step, Moment mome
   }
   return live;
 }
+
+}  // namespace
 
 int64_t PlantedCapacityStep(const JobSpec& spec, uint32_t rank, int64_t max_steps) {
   return FirstOverflowStep(spec, rank, max_steps, /*noise=*/false);

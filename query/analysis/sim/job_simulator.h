@@ -109,6 +109,8 @@ enum class Moment { kFloor, kPeak, kEnd };
 // The allocations live on `rank` at `moment` of `step`, as the collector's live set would hold
 // them (at kPeak of an OOM step: what was live when the allocation failed).
 RankLiveSet LiveAt(const JobSpec& spec, uint32_t rank, int64_t step, Moment moment);
+// The allocations live at the peak of `phase` within `step` (that phase open).
+RankLiveSet LiveInPhase(const JobSpec& spec, uint32_t rank, int64_t step, const std::string& phase);
 
 // The first step at which `rank`'s noiseless peak plus context no longer fits device_total, or
 // -1 if never within max_steps. The planted answer for headroom forecasts.

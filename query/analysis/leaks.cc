@@ -1,0 +1,272 @@
+#include "query/analysis/leaks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "query/analysis/robust_stats.h"
+
+namespace memtrace::analysis {
+namespace {
+
+uint64_t ToBytes(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(std::llround(v)); }
+
+double MedianOf(const std::vector<double>& v, size_t begin, size_t end) {
+  return Median(absl::MakeConstSpan(v.data() + begin, end - begin));
+}
+
+RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen& fitter) {
+  RankCurve out;
+  out.rank = rank.rank;
+  CurveEvidence& e = out.evidence;
+  size_t skip = std::min<size_t>(params.warmup_steps, rank.steps.size());
+  size_t n = rank.steps.size() - skip;
+  e.points = static_cast<uint32_t>(n);
+  if (n == 0) {
+    out.curve = CurveClass::kTooShort;
+    return out;
+  }
+  std::vector<double> x, floor, peak;
+  for (size_t i = skip; i < rank.steps.size(); ++i) {
+    x.push_back(static_cast<double>(rank.steps[i].step));
+    floor.push_back(static_cast<double>(rank.steps[i].floor_bytes));
+    peak.push_back(static_cast<double>(rank.steps[i].peak_bytes));
+  }
+  e.first_step = rank.steps[skip].step;
+  e.last_step = rank.steps.back().step;
+  size_t few = std::max<size_t>(3, n / 10);
+  few = std::min(few, n);
+  e.floor_start_bytes = ToBytes(MedianOf(floor, 0, few));
+  e.floor_end_bytes = ToBytes(MedianOf(floor, n - few, n));
+  e.median_peak_bytes = ToBytes(Median(peak));
+  if (n < params.min_points) {
+    out.curve = CurveClass::kTooShort;
+    return out;
+  }
+
+  TrendFit all = fitter.Fit(x, floor);
+  e.floor_bytes_per_step = all.slope;
+  e.floor_growth_bytes = all.slope * (x.back() - x.front());
+  e.floor_trend_z = all.trend_z;
+  size_t half = n / 2;
+  TrendFit recent = fitter.Fit(absl::MakeConstSpan(x).subspan(half),
+                               absl::MakeConstSpan(floor).subspan(half));
+  e.recent_bytes_per_step = recent.slope;
+  e.recent_trend_z = recent.trend_z;
+  auto [lo, hi] = std::minmax_element(floor.begin(), floor.end());
+  const double min_growth = static_cast<double>(params.min_growth_bytes);
+  bool rising = all.slope > 0 && e.floor_growth_bytes >= min_growth && *hi - *lo >= min_growth &&
+                all.trend_z >= params.min_trend_z;
+  bool still_rising = recent.slope >= 0.25 * all.slope && recent.trend_z >= 2.0;
+  bool leak = rising && still_rising;
+  if (leak) {
+    double tolerance = static_cast<double>(e.floor_start_bytes) + min_growth / 2;
+    size_t i = n;
+    while (i > 0 && floor[i - 1] > tolerance) --i;
+    e.rising_since_step = static_cast<int64_t>(x[std::min(i, n - 1)]);
+  }
+
+  // Peaks measured against the floor trend, so memory held for a whole step (a checkpoint) and
+  // memory only at the peak (an eval pass) both count, while a leak's rising peaks do not.
+  std::vector<double> over(n);
+  for (size_t i = 0; i < n; ++i) over[i] = peak[i] - (all.intercept + all.slope * x[i]);
+  Spread s = RobustSpread(over);
+  double cut = s.median + std::max(static_cast<double>(params.min_spike_bytes),
+                                   params.spike_mad_factor * s.scale);
+  std::vector<int64_t> spikes;
+  for (size_t i = 0; i < n; ++i) {
+    if (over[i] <= cut) continue;
+    spikes.push_back(static_cast<int64_t>(x[i]));
+    uint64_t excess = ToBytes(over[i] - s.median);
+    if (excess > e.max_spike_excess_bytes) {
+      e.max_spike_excess_bytes = excess;
+      e.max_spike_step = static_cast<int64_t>(x[i]);
+    }
+  }
+  e.spike_steps = static_cast<uint32_t>(spikes.size());
+  if (spikes.size() >= 2) {
+    std::vector<double> gaps;
+    for (size_t i = 1; i < spikes.size(); ++i) gaps.push_back(double(spikes[i] - spikes[i - 1]));
+    e.spike_period_steps = static_cast<int64_t>(std::llround(Median(gaps)));
+  }
+  e.first_spikes.assign(spikes.begin(), spikes.begin() + std::min<size_t>(8, spikes.size()));
+  bool spiky = !spikes.empty() && spikes.size() <= params.max_spike_fraction * n;
+  out.curve = leak ? CurveClass::kLeak : spiky ? CurveClass::kSpikes : CurveClass::kPlateau;
+  return out;
+}
+
+bool InPhase(const std::vector<std::string>& open, const std::string& phase) {
+  return std::find(open.begin(), open.end(), phase) != open.end();
+}
+
+// Tags that hold a phase's own memory: the phase's name, or it followed by ':' or '/'.
+bool TagOfPhase(absl::string_view tag, absl::string_view phase) {
+  if (!absl::StartsWith(tag, phase)) return false;
+  return tag.size() == phase.size() || tag[phase.size()] == ':' || tag[phase.size()] == '/';
+}
+
+struct Agg {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t oldest = 0;
+  int64_t newest = 0;
+  std::vector<int64_t> steps;
+  void Add(const LiveAllocation& a) {
+    if (count == 0 || a.step_allocated < oldest) oldest = a.step_allocated;
+    if (count == 0 || a.step_allocated > newest) newest = a.step_allocated;
+    ++count;
+    bytes += a.bytes;
+    steps.push_back(a.step_allocated);
+  }
+  uint32_t Distinct() {
+    std::sort(steps.begin(), steps.end());
+    return static_cast<uint32_t>(std::unique(steps.begin(), steps.end()) - steps.begin());
+  }
+};
+
+void FindCandidates(const RankLiveSet& set, int64_t warmup_end, const LeakParams& params,
+                    LeakReport& report) {
+  std::map<std::pair<std::string, std::string>, Agg> candidates;
+  std::map<std::tuple<std::string, std::string, std::string>, Agg> survivors;
+  for (const LiveAllocation& a : set.allocations) {
+    if (a.step_allocated >= warmup_end &&
+        set.at_step - a.step_allocated >= static_cast<int64_t>(params.min_boundaries)) {
+      candidates[{a.tag, a.source}].Add(a);
+    }
+    if (!a.phase.empty() && (a.step_allocated < set.at_step || !InPhase(set.open_phases, a.phase))) {
+      survivors[{a.phase, a.tag, a.source}].Add(a);
+    }
+  }
+  std::vector<LeakCandidate> mine;
+  for (auto& [key, agg] : candidates) {
+    LeakCandidate c;
+    c.rank = set.rank;
+    c.tag = key.first;
+    c.source = key.second;
+    c.count = agg.count;
+    c.bytes = agg.bytes;
+    c.oldest_step = agg.oldest;
+    c.newest_step = agg.newest;
+    c.distinct_steps = agg.Distinct();
+    c.at_step = set.at_step;
+    mine.push_back(std::move(c));
+  }
+  std::sort(mine.begin(), mine.end(), [](const LeakCandidate& a, const LeakCandidate& b) {
+    return a.bytes > b.bytes;
+  });
+  if (mine.size() > params.top_n) mine.resize(params.top_n);
+  report.candidates.insert(report.candidates.end(), mine.begin(), mine.end());
+  for (auto& [key, agg] : survivors) {
+    if (agg.bytes < params.min_phase_bytes) continue;
+    PhaseSurvivor p;
+    p.rank = set.rank;
+    std::tie(p.phase, p.tag, p.source) = key;
+    p.count = agg.count;
+    p.bytes = agg.bytes;
+    p.oldest_step = agg.oldest;
+    p.at_step = set.at_step;
+    p.open_phases = set.open_phases;
+    report.phase_survivors.push_back(std::move(p));
+  }
+}
+
+void FindResidues(const JobTimeline& job, const RankTimeline& rank, const LeakParams& params,
+                  LeakReport& report) {
+  // Per phase id: the tag ids holding its memory, and the per-step residues.
+  struct PerPhase {
+    std::vector<NameId> tags;
+    uint32_t phase_steps = 0;
+    std::vector<double> residues;
+  };
+  std::map<NameId, PerPhase> phases;
+  for (size_t i = std::min<size_t>(params.warmup_steps, rank.steps.size());
+       i < rank.steps.size(); ++i) {
+    const StepPoint& p = rank.steps[i];
+    for (const GroupBytes& ph : p.by_phase) {
+      auto [it, inserted] = phases.try_emplace(ph.name);
+      PerPhase& per = it->second;
+      if (inserted) {
+        const std::string& phase = job.names.Name(ph.name);
+        for (NameId id = 1; id < job.names.size(); ++id) {
+          if (TagOfPhase(job.names.Name(id), phase)) per.tags.push_back(id);
+        }
+      }
+      ++per.phase_steps;
+      uint64_t residue = 0;
+      for (const GroupBytes& t : p.by_tag) {
+        if (std::find(per.tags.begin(), per.tags.end(), t.name) != per.tags.end()) {
+          residue += t.live_bytes;
+        }
+      }
+      if (residue >= params.min_phase_bytes) per.residues.push_back(static_cast<double>(residue));
+    }
+  }
+  for (auto& [name, per] : phases) {
+    uint32_t needed = std::min(params.min_residue_steps, per.phase_steps);
+    if (per.residues.empty() || per.residues.size() < needed) continue;
+    PhaseResidue r;
+    r.rank = rank.rank;
+    r.phase = job.names.Name(name);
+    r.phase_steps = per.phase_steps;
+    r.residue_steps = static_cast<uint32_t>(per.residues.size());
+    r.last_residue_bytes = ToBytes(per.residues.back());
+    r.max_residue_bytes = ToBytes(*std::max_element(per.residues.begin(), per.residues.end()));
+    r.median_residue_bytes = ToBytes(Median(per.residues));
+    report.phase_residues.push_back(std::move(r));
+  }
+}
+
+}  // namespace
+
+absl::string_view CurveClassName(CurveClass c) {
+  switch (c) {
+    case CurveClass::kPlateau:
+      return "plateau";
+    case CurveClass::kSpikes:
+      return "spikes";
+    case CurveClass::kLeak:
+      return "leak";
+    case CurveClass::kTooShort:
+      return "too-short";
+  }
+  return "plateau";
+}
+
+LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
+                     const LeakParams& params) {
+  LeakReport report;
+  report.job_id = job.job_id;
+  report.params = params;
+  std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
+  report.ranks = static_cast<uint32_t>(ranks.size());
+  TheilSen fitter(params.max_pairs);
+  absl::flat_hash_map<uint32_t, int64_t> warmup_end;
+  for (const RankTimeline* r : ranks) {
+    // The first step after warm-up (allocations from it on are candidates).
+    if (params.warmup_steps < r->steps.size()) {
+      warmup_end[r->rank] = r->steps[params.warmup_steps].step;
+    } else if (!r->steps.empty()) {
+      warmup_end[r->rank] = r->steps.back().step + 1;
+    }
+    if (params.rank.has_value() && r->rank != *params.rank) continue;
+    report.curves.push_back(Classify(*r, params, fitter));
+    if (report.curves.back().curve == CurveClass::kLeak) ++report.leaking_ranks;
+    FindResidues(job, *r, params, report);
+  }
+  for (const RankLiveSet& set : live) {
+    if (params.rank.has_value() && set.rank != *params.rank) continue;
+    auto it = warmup_end.find(set.rank);
+    FindCandidates(set, it != warmup_end.end() ? it->second : int64_t{params.warmup_steps},
+                   params, report);
+  }
+  std::stable_sort(report.candidates.begin(), report.candidates.end(),
+                   [](const LeakCandidate& a, const LeakCandidate& b) { return a.rank < b.rank; });
+  std::sort(report.phase_survivors.begin(), report.phase_survivors.end(),
+            [](const PhaseSurvivor& a, const PhaseSurvivor& b) { return a.bytes > b.bytes; });
+  return report;
+}
+
+}  // namespace memtrace::analysis

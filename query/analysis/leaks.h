@@ -1,0 +1,142 @@
+// `leaks`: is each rank's memory a plateau, spikes, or a leak (a rising floor); which live
+// allocations are the candidates; and which phase's memory outlives the phase.
+//
+// Curve (per rank, from rollups, after warm-up):
+//   leak    the step floors rise: Theil-Sen slope > 0 with fitted growth >= min_growth_bytes and
+//           trend z >= min_trend_z over the window, and still rising in its second half
+//           (slope >= a quarter of the whole window's, trend z >= 2). A floor that jumped once and
+//           then stayed is not a leak.
+//   spikes  not a leak, and some steps' peaks stand above the floor trend by more than
+//           max(min_spike_bytes, spike_mad_factor x the peaks' robust spread), in at most
+//           max_spike_fraction of the steps (more often than that is the job's normal peak).
+//   plateau neither.
+// Candidates (from live sets): allocations made after warm-up that are still live across at least
+// min_boundaries step boundaries, grouped by rank, tag and source, with counts, bytes, and how
+// many distinct steps made them (a leak allocates in many steps; a late cache growth in one).
+// Phases (verl-style rollout / actor_update / ...):
+//   - from live sets: memory allocated while phase P was open that is live at a moment when
+//     that instance of P has ended (allocated in an earlier step, or P is not open now);
+//   - from rollups alone: bytes under a tag named like a phase ("rollout", or "rollout:..." /
+//     "rollout/...": the agent tags an allocation with its innermost NVTX range, so memory
+//     allocated directly inside a phase carries its name) still live at the end of steps in
+//     which the phase ran, in at least min_residue_steps of them. Rollups cannot tell a phase
+//     still open at the step boundary from one that closed; live sets can.
+#ifndef MEMTRACE_QUERY_ANALYSIS_LEAKS_H_
+#define MEMTRACE_QUERY_ANALYSIS_LEAKS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "query/analysis/live_set.h"
+#include "query/analysis/timeline.h"
+
+namespace memtrace::analysis {
+
+struct LeakParams {
+  std::optional<uint32_t> rank;  // only this rank
+  uint32_t warmup_steps = 5;
+  uint64_t min_growth_bytes = 64 * kMiB;
+  double min_trend_z = 3.0;
+  uint32_t min_points = 8;
+  uint64_t min_spike_bytes = 512 * kMiB;
+  double spike_mad_factor = 5.0;
+  double max_spike_fraction = 0.2;
+  uint32_t min_boundaries = 3;
+  uint32_t top_n = 20;  // candidates per rank
+  uint64_t min_phase_bytes = 64 * kMiB;
+  uint32_t min_residue_steps = 3;
+  uint32_t max_pairs = 2048;
+  std::optional<uint32_t> attempt;
+};
+
+enum class CurveClass { kPlateau, kSpikes, kLeak, kTooShort };
+absl::string_view CurveClassName(CurveClass c);
+
+struct CurveEvidence {
+  int64_t first_step = 0;
+  int64_t last_step = 0;
+  uint32_t points = 0;
+  // Medians of the first and last few floors of the window.
+  uint64_t floor_start_bytes = 0;
+  uint64_t floor_end_bytes = 0;
+  double floor_bytes_per_step = 0;
+  double floor_growth_bytes = 0;
+  double floor_trend_z = 0;
+  double recent_bytes_per_step = 0;  // second half of the window
+  double recent_trend_z = 0;
+  // For a leak: the step after the last one whose floor was within min_growth_bytes / 2 of the
+  // window's starting floor; -1 otherwise.
+  int64_t rising_since_step = -1;
+  uint64_t median_peak_bytes = 0;
+  uint32_t spike_steps = 0;
+  uint64_t max_spike_excess_bytes = 0;  // above the typical peak over the floor trend
+  int64_t max_spike_step = -1;
+  int64_t spike_period_steps = 0;  // median gap between spikes; 0 with fewer than 2
+  std::vector<int64_t> first_spikes;  // up to 8 spike steps
+};
+
+struct RankCurve {
+  uint32_t rank = 0;
+  CurveClass curve = CurveClass::kPlateau;
+  CurveEvidence evidence;
+};
+
+struct LeakCandidate {
+  uint32_t rank = 0;
+  std::string tag;
+  std::string source;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t oldest_step = 0;
+  int64_t newest_step = 0;
+  uint32_t distinct_steps = 0;
+  int64_t at_step = 0;  // the live set's moment
+};
+
+// Memory of `phase` found live after that phase instance ended (from a live set).
+struct PhaseSurvivor {
+  uint32_t rank = 0;
+  std::string phase;
+  std::string tag;
+  std::string source;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t oldest_step = 0;
+  int64_t at_step = 0;
+  std::vector<std::string> open_phases;  // at the moment
+};
+
+// A phase-named tag still live at step ends (from rollups).
+struct PhaseResidue {
+  uint32_t rank = 0;
+  std::string phase;
+  uint32_t phase_steps = 0;    // steps after warm-up in which the phase ran
+  uint32_t residue_steps = 0;  // of those, steps ending with >= min_phase_bytes of its memory
+  uint64_t median_residue_bytes = 0;
+  uint64_t last_residue_bytes = 0;
+  uint64_t max_residue_bytes = 0;
+};
+
+struct LeakReport {
+  std::string job_id;
+  uint32_t ranks = 0;
+  uint32_t leaking_ranks = 0;
+  std::vector<RankCurve> curves;  // by rank
+  std::vector<LeakCandidate> candidates;  // by rank, then bytes descending
+  std::vector<PhaseSurvivor> phase_survivors;  // by bytes descending
+  std::vector<PhaseResidue> phase_residues;    // by rank, then phase
+  LeakParams params;
+};
+
+// Classifies every rank of `job` and, for the ranks in `live` (empty is fine), lists candidates
+// and phase survivors. Pure.
+LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live = {},
+                     const LeakParams& params = {});
+
+}  // namespace memtrace::analysis
+
+#endif  // MEMTRACE_QUERY_ANALYSIS_LEAKS_H_

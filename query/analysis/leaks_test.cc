@@ -1,0 +1,196 @@
+#include "query/analysis/leaks.h"
+
+#include <cstdlib>
+
+#include "gtest/gtest.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+using sim::Simulate;
+
+const RankCurve& CurveOf(const LeakReport& report, uint32_t rank) {
+  for (const RankCurve& c : report.curves) {
+    if (c.rank == rank) return c;
+  }
+  static const RankCurve kNone;
+  ADD_FAILURE() << "no curve for rank " << rank;
+  return kNone;
+}
+
+TEST(LeakTest, RisingFloorOnRankFiveIsALeakAndTheRestAreNot) {
+  JobTimeline job = Simulate(sim::LeakJob(5, 30, 128 * kMiB)).timeline;
+  LeakReport report = FindLeaks(job);
+  ASSERT_EQ(report.curves.size(), 8u);
+  EXPECT_EQ(report.leaking_ranks, 1u);
+  const RankCurve& leak = CurveOf(report, 5);
+  EXPECT_EQ(leak.curve, CurveClass::kLeak);
+  EXPECT_NEAR(leak.evidence.recent_bytes_per_step, 128.0 * kMiB, 0.02 * 128 * kMiB);
+  EXPECT_GT(leak.evidence.floor_end_bytes, leak.evidence.floor_start_bytes + 8 * kGiB);
+  EXPECT_LE(std::abs(leak.evidence.rising_since_step - 30), 2);
+  for (const RankCurve& c : report.curves) {
+    if (c.rank != 5) {
+      EXPECT_NE(c.curve, CurveClass::kLeak) << "rank " << c.rank;
+    }
+  }
+}
+
+TEST(LeakTest, HealthyJobHasSpikesAndPlateausButNoLeak) {
+  sim::JobSpec spec = sim::HealthyJob();
+  JobTimeline job = Simulate(spec).timeline;
+  std::vector<RankLiveSet> live;
+  for (uint32_t r = 0; r < spec.ranks; ++r) {
+    live.push_back(sim::LiveAt(spec, r, 99, sim::Moment::kEnd));
+  }
+  LeakReport report = FindLeaks(job, live);
+  EXPECT_EQ(report.leaking_ranks, 0u);
+  // Rank 0: eval (+3 GiB) at 12, 37, 62, 87 and the checkpoint (+1 GiB) at 50.
+  const RankCurve& r0 = CurveOf(report, 0);
+  EXPECT_EQ(r0.curve, CurveClass::kSpikes);
+  EXPECT_EQ(r0.evidence.first_spikes, (std::vector<int64_t>{12, 37, 50, 62, 87}));
+  EXPECT_NEAR(double(r0.evidence.max_spike_excess_bytes), 3.0 * kGiB, 300.0 * kMiB);
+  // Every other rank spikes at the checkpoint only (rank 6 also prefetches at 7, 27, ...).
+  EXPECT_EQ(CurveOf(report, 3).evidence.first_spikes, (std::vector<int64_t>{50}));
+  EXPECT_EQ(CurveOf(report, 6).evidence.first_spikes,
+            (std::vector<int64_t>{7, 27, 47, 50, 67, 87}));
+  for (const RankCurve& c : report.curves) {
+    EXPECT_TRUE(c.curve == CurveClass::kSpikes || c.curve == CurveClass::kPlateau)
+        << "rank " << c.rank << " is " << CurveClassName(c.curve);
+  }
+  EXPECT_TRUE(report.candidates.empty());
+  EXPECT_TRUE(report.phase_survivors.empty());
+  EXPECT_TRUE(report.phase_residues.empty());
+}
+
+TEST(LeakTest, RegularSpikesReportTheirPeriod) {
+  sim::JobSpec spec;
+  spec.steps = 100;
+  spec.spikes.push_back({-1, "eval", 10, 3, 4 * kGiB, false});
+  LeakReport report = FindLeaks(Simulate(spec).timeline);
+  for (const RankCurve& c : report.curves) {
+    EXPECT_EQ(c.curve, CurveClass::kSpikes);
+    EXPECT_EQ(c.evidence.spike_period_steps, 10);
+    EXPECT_EQ(c.evidence.spike_steps, 9u);  // 13, 23, ..., 93; 3 is in warm-up
+  }
+}
+
+TEST(LeakTest, AFlatJobWithoutSpikesIsAPlateau) {
+  sim::JobSpec spec;
+  spec.steps = 80;
+  LeakReport report = FindLeaks(Simulate(spec).timeline);
+  for (const RankCurve& c : report.curves) EXPECT_EQ(c.curve, CurveClass::kPlateau);
+}
+
+TEST(LeakTest, AFloorThatJumpedOnceThenStayedIsNotALeak) {
+  sim::JobSpec spec;
+  spec.steps = 100;
+  spec.ranks = 4;
+  JobTimeline job = Simulate(spec).timeline;
+  for (StepPoint& p : job.ranks[1].steps) {
+    if (p.step >= 40) {
+      p.floor_bytes += 4 * kGiB;  // the allocator reserved a bigger segment, once
+      p.peak_bytes += 4 * kGiB;
+    }
+  }
+  LeakReport report = FindLeaks(job);
+  EXPECT_EQ(CurveOf(report, 1).curve, CurveClass::kPlateau);
+  EXPECT_GT(CurveOf(report, 1).evidence.floor_growth_bytes, 0);
+}
+
+TEST(LeakTest, CandidatesAreThePlantedTagAllocatedOverManySteps) {
+  sim::JobSpec spec = sim::LeakJob(5, 30, 128 * kMiB);
+  JobTimeline job = Simulate(spec).timeline;
+  std::vector<RankLiveSet> live = {sim::LiveAt(spec, 5, 99, sim::Moment::kEnd),
+                                   sim::LiveAt(spec, 4, 99, sim::Moment::kEnd)};
+  LeakParams params;
+  params.rank = 5;
+  LeakReport report = FindLeaks(job, live, params);
+  ASSERT_EQ(report.curves.size(), 1u);
+  ASSERT_FALSE(report.candidates.empty());
+  const LeakCandidate& c = report.candidates[0];
+  EXPECT_EQ(c.rank, 5u);
+  EXPECT_EQ(c.tag, sim::kLeakTag);
+  EXPECT_EQ(c.source, sim::kLeakSource);
+  // Allocated in steps 30..96: live across >= 3 step boundaries at step 99.
+  EXPECT_EQ(c.count, 67u);
+  EXPECT_EQ(c.distinct_steps, 67u);
+  EXPECT_EQ(c.bytes, 67 * 128 * kMiB);
+  EXPECT_EQ(c.oldest_step, 30);
+  EXPECT_EQ(c.newest_step, 96);
+  // Params, grads and optimizer state come from warm-up; this step's cache is too young.
+  for (const LeakCandidate& other : report.candidates) EXPECT_NE(other.tag, "fsdp:params");
+  EXPECT_EQ(report.candidates.size(), 1u);
+}
+
+TEST(LeakTest, RolloutMemoryStillLiveInTrainingIsReported) {
+  sim::JobSpec spec = sim::RlJob(/*keep_rollout=*/true);
+  JobTimeline job = Simulate(spec).timeline;
+  // A moment inside actor_update of step 40, on every rank.
+  std::vector<RankLiveSet> live;
+  for (uint32_t r = 0; r < spec.ranks; ++r) {
+    live.push_back(sim::LiveInPhase(spec, r, 40, "actor_update"));
+  }
+  ASSERT_EQ(live[0].open_phases, std::vector<std::string>{"actor_update"});
+  LeakReport report = FindLeaks(job, live);
+  ASSERT_EQ(report.phase_survivors.size(), 8u);
+  for (const PhaseSurvivor& s : report.phase_survivors) {
+    EXPECT_EQ(s.phase, "rollout");
+    EXPECT_EQ(s.bytes, 6 * kGiB);
+    EXPECT_EQ(s.oldest_step, 0);
+  }
+  ASSERT_EQ(report.phase_residues.size(), 8u);
+  for (const PhaseResidue& r : report.phase_residues) {
+    EXPECT_EQ(r.phase, "rollout");
+    EXPECT_EQ(r.residue_steps, r.phase_steps);
+    EXPECT_EQ(r.median_residue_bytes, 6 * kGiB);
+  }
+  // Kept once, not growing: a plateau, not a leak.
+  EXPECT_EQ(report.leaking_ranks, 0u);
+}
+
+TEST(LeakTest, RolloutThatFreesItsMemoryHasNoSurvivors) {
+  sim::JobSpec spec = sim::RlJob(/*keep_rollout=*/false);
+  JobTimeline job = Simulate(spec).timeline;
+  std::vector<RankLiveSet> live;
+  for (uint32_t r = 0; r < spec.ranks; ++r) {
+    live.push_back(sim::LiveAt(spec, r, 40, sim::Moment::kPeak));
+  }
+  LeakReport report = FindLeaks(job, live);
+  EXPECT_TRUE(report.phase_survivors.empty());
+  EXPECT_TRUE(report.phase_residues.empty());
+  EXPECT_EQ(report.leaking_ranks, 0u);
+}
+
+TEST(LeakTest, AccumulatingRolloutOutputsAreBothALeakAndASurvivor) {
+  sim::JobSpec spec = sim::RlJob(false);
+  spec.phases[0].retained_bytes = 256 * kMiB;
+  spec.phases[0].retained_accumulates = true;
+  spec.phases[0].retained_rank = 2;
+  spec.phases[0].retained_from_step = 10;
+  JobTimeline job = Simulate(spec).timeline;
+  std::vector<RankLiveSet> live = {sim::LiveInPhase(spec, 2, 50, "actor_update"),
+                                   sim::LiveInPhase(spec, 2, 50, "rollout")};
+  LeakReport report = FindLeaks(job, live);
+  EXPECT_EQ(CurveOf(report, 2).curve, CurveClass::kLeak);
+  EXPECT_EQ(report.leaking_ranks, 1u);
+  // In actor_update, all of steps 10..50 survived rollout; inside step 50's rollout, its own
+  // block is still in its phase.
+  ASSERT_EQ(report.phase_survivors.size(), 2u);
+  EXPECT_EQ(report.phase_survivors[0].rank, 2u);
+  EXPECT_EQ(report.phase_survivors[0].count, 41u);
+  EXPECT_EQ(report.phase_survivors[1].count, 40u);
+  EXPECT_EQ(report.phase_survivors[1].open_phases, std::vector<std::string>{"rollout"});
+  ASSERT_EQ(report.phase_residues.size(), 1u);
+  EXPECT_EQ(report.phase_residues[0].rank, 2u);
+}
+
+TEST(LeakTest, ARankWithTooFewStepsSaysSo) {
+  sim::JobSpec spec = sim::HealthyJob(4, 9);
+  LeakReport report = FindLeaks(Simulate(spec).timeline);
+  for (const RankCurve& c : report.curves) EXPECT_EQ(c.curve, CurveClass::kTooShort);
+}
+
+}  // namespace
+}  // namespace memtrace::analysis
