@@ -1,0 +1,829 @@
+#include "collector/store/event_store.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/time/clock.h"
+#include "collector/store/records.pb.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/iterator.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table.h"
+#include "rocksdb/write_batch.h"
+
+namespace memtrace::collector {
+
+namespace {
+
+// Synthetic ranks (workers without a launcher rank) are numbered from here, far above any world
+// size, so they can never collide with a rank that a launcher assigned in the same job.
+constexpr uint32_t kSyntheticRankBase = 1'000'000;
+constexpr uint32_t kDefaultReadLimit = 65536;
+constexpr uint32_t kMaxReadLimit = 1 << 20;
+
+enum ColumnFamily : size_t { kDefault = 0, kMeta, kBlocks, kRollups, kCheckpoints, kNumFamilies };
+constexpr const char* kFamilyNames[kNumFamilies] = {"default", "meta", "blocks", "rollups",
+                                                    "checkpoints"};
+
+absl::Status FromRocks(const rocksdb::Status& s, absl::string_view context) {
+  if (s.ok()) return absl::OkStatus();
+  const std::string message = absl::StrCat(context, ": ", s.ToString());
+  switch (s.code()) {
+    case rocksdb::Status::kNotFound:
+      return absl::NotFoundError(message);
+    case rocksdb::Status::kCorruption:
+      return absl::DataLossError(message);
+    case rocksdb::Status::kInvalidArgument:
+    case rocksdb::Status::kNotSupported:
+      return absl::InvalidArgumentError(message);
+    case rocksdb::Status::kBusy:
+    case rocksdb::Status::kTimedOut:
+    case rocksdb::Status::kTryAgain:
+    case rocksdb::Status::kIOError:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+std::string Describe(const StreamKey& key, absl::string_view job_id) {
+  return absl::StrCat("job \"", job_id, "\" rank ", key.rank, " attempt ", key.attempt);
+}
+
+absl::Status UnknownJob(absl::string_view job_id) {
+  return absl::NotFoundError(absl::StrCat("unknown job \"", job_id, "\""));
+}
+
+rocksdb::CompressionType PickCompression() {
+  const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
+  for (rocksdb::CompressionType want : {rocksdb::kLZ4Compression, rocksdb::kSnappyCompression}) {
+    if (std::find(supported.begin(), supported.end(), want) != supported.end()) return want;
+  }
+  return rocksdb::kNoCompression;
+}
+
+// Calls fn(key, value) for every row of `family` whose key starts with `prefix`, in key order.
+absl::Status ForEachWithPrefix(
+    rocksdb::DB* db, rocksdb::ColumnFamilyHandle* family, const rocksdb::Snapshot* snapshot,
+    absl::string_view prefix,
+    const std::function<absl::Status(absl::string_view, absl::string_view)>& fn) {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, family));
+  for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
+    const rocksdb::Slice k = it->key();
+    const absl::string_view key(k.data(), k.size());
+    if (!absl::StartsWith(key, prefix)) break;
+    const rocksdb::Slice v = it->value();
+    absl::Status s = fn(key, absl::string_view(v.data(), v.size()));
+    if (!s.ok()) return s;
+  }
+  return FromRocks(it->status(), "scanning the store");
+}
+
+template <typename Message>
+absl::Status ParseValue(absl::string_view value, absl::string_view what, Message* out) {
+  if (!out->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+    return absl::DataLossError(absl::StrCat(what, " (", value.size(), " bytes) does not parse"));
+  }
+  return absl::OkStatus();
+}
+
+BatchLimits StoredBlockLimits() {
+  // Blocks were validated on ingest; reading them back must not depend on today's limits.
+  BatchLimits limits;
+  // (DecodeBatch compares max_strings as an int: stay below INT32_MAX.)
+  limits.max_events = std::numeric_limits<int32_t>::max();
+  limits.max_strings = std::numeric_limits<int32_t>::max();
+  limits.max_string_bytes = std::numeric_limits<int32_t>::max();
+  return limits;
+}
+
+absl::StatusOr<DecodedBatch> DecodeBlock(absl::string_view value, absl::string_view where) {
+  v1::EventBatch batch;
+  if (absl::Status s = ParseValue(value, absl::StrCat("block of ", where), &batch); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<DecodedBatch> decoded = DecodeBatch(batch, StoredBlockLimits());
+  if (!decoded.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("block of ", where, " is invalid: ", decoded.status().message()));
+  }
+  return decoded;
+}
+
+}  // namespace
+
+absl::StatusOr<Durability> ParseDurability(absl::string_view name) {
+  if (name == "sync") return Durability::kSync;
+  if (name == "async") return Durability::kAsync;
+  return absl::InvalidArgumentError(
+      absl::StrCat("durability \"", name, "\" is not one of: sync, async"));
+}
+
+const char* DurabilityName(Durability d) { return d == Durability::kSync ? "sync" : "async"; }
+
+// One stream's state while at least one connection has it open.
+struct EventStore::Stream {
+  explicit Stream(StreamKey k) : key(k) {}
+  const StreamKey key;
+  int connections = 0;  // guarded by EventStore::mu_
+
+  absl::Mutex mu;
+  std::string job_id ABSL_GUARDED_BY(mu);
+  int64_t bucket_ns ABSL_GUARDED_BY(mu) = 0;
+  // False until loaded, and again after a failed write (the disk is the truth).
+  bool loaded ABSL_GUARDED_BY(mu) = false;
+  StreamRecord record ABSL_GUARDED_BY(mu);
+  std::optional<RankState> state ABSL_GUARDED_BY(mu);
+};
+
+struct EventStore::ReplayTarget {
+  uint64_t last_seq = std::numeric_limits<uint64_t>::max();
+  std::optional<int64_t> max_ts_ns;
+};
+
+absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOptions& options) {
+  if (options.dir.empty()) {
+    return absl::InvalidArgumentError("store directory is empty: a data directory is required");
+  }
+  if (options.bucket_ns <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("bucket_ns ", options.bucket_ns, " is not > 0"));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create data directory ", options.dir, ": ", ec.message()));
+  }
+  if (access(options.dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data directory ", options.dir, " is not writable"));
+  }
+
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = true;
+  db_options.create_missing_column_families = true;
+  db_options.max_background_jobs = 2;
+  // Small values rewritten every batch (meta, open rollups) make the WAL the main write cost;
+  // bound it so that recovery after a crash replays seconds, not hours.
+  db_options.max_total_wal_size = 256 << 20;
+
+  const rocksdb::CompressionType compression = PickCompression();
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (size_t i = 0; i < kNumFamilies; ++i) {
+    rocksdb::ColumnFamilyOptions cf;
+    if (i == kBlocks || i == kCheckpoints || i == kRollups) cf.compression = compression;
+    if (i == kBlocks) {
+      // Block values are 10-100 KiB; larger memtables mean fewer, larger flushes.
+      cf.write_buffer_size = 64 << 20;
+    }
+    families.emplace_back(kFamilyNames[i], cf);
+  }
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, families, &handles, &raw);
+  if (!s.ok()) {
+    return FromRocks(s, absl::StrCat("cannot open store in ", options.dir,
+                                     " (is another collector using it?)"));
+  }
+  std::unique_ptr<EventStore> store(
+      new EventStore(options, std::unique_ptr<rocksdb::DB>(raw), std::move(handles)));
+  if (absl::Status st = store->LoadJobs(); !st.ok()) return st;
+  return store;
+}
+
+EventStore::EventStore(EventStoreOptions options, std::unique_ptr<rocksdb::DB> db,
+                       std::vector<rocksdb::ColumnFamilyHandle*> handles)
+    : options_(std::move(options)), db_(std::move(db)), handles_(std::move(handles)) {}
+
+EventStore::~EventStore() {
+  for (rocksdb::ColumnFamilyHandle* h : handles_) db_->DestroyColumnFamilyHandle(h);
+  db_->Close().PermitUncheckedError();
+}
+
+absl::Status EventStore::LoadJobs() {
+  absl::MutexLock lock(&mu_);
+  return ForEachWithPrefix(
+      db_.get(), handles_[kMeta], nullptr, std::string(1, static_cast<char>(MetaTag::kJob)),
+      [&](absl::string_view key, absl::string_view value) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        auto job = std::make_unique<JobRecord>();
+        if (absl::Status s = ParseValue(value, "job record", job.get()); !s.ok()) return s;
+        next_job_no_ = std::max(next_job_no_, job->job_no() + 1);
+        jobs_[job->job_id()] = std::move(job);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status EventStore::Write(rocksdb::WriteBatch* batch) const {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kSync;
+  return FromRocks(db_->Write(wo, batch), absl::StrCat("writing to the store in ", options_.dir));
+}
+
+absl::StatusOr<uint32_t> EventStore::ResolveRank(const JobRecord& job,
+                                                 const v1::RankIdentity& identity,
+                                                 bool* synthetic) {
+  *synthetic = identity.rank() < 0;
+  if (!*synthetic) return static_cast<uint32_t>(identity.rank());
+  const std::string key =
+      SyntheticRankKey(job.job_no(), identity.host(), identity.device_index(), identity.pid());
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], key, &value);
+  if (s.ok()) return DecodeU32(value);
+  if (!s.IsNotFound()) return FromRocks(s, "reading synthetic rank");
+  JobRecord* mutable_job = jobs_.at(job.job_id()).get();
+  const uint32_t rank = kSyntheticRankBase + mutable_job->synthetic_ranks();
+  mutable_job->set_synthetic_ranks(mutable_job->synthetic_ranks() + 1);
+  rocksdb::WriteBatch wb;
+  std::string rank_bytes;
+  PutU32(&rank_bytes, rank);
+  wb.Put(handles_[kMeta], key, rank_bytes);
+  wb.Put(handles_[kMeta], JobMetaKey(job.job_id()), mutable_job->SerializeAsString());
+  if (absl::Status st = Write(&wb); !st.ok()) {
+    mutable_job->set_synthetic_ranks(mutable_job->synthetic_ranks() - 1);
+    return st;
+  }
+  return rank;
+}
+
+absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& identity) {
+  if (identity.job_id().empty()) {
+    return absl::InvalidArgumentError("identity has an empty job_id");
+  }
+  std::shared_ptr<Stream> stream;
+  int64_t bucket_ns = 0;
+  bool synthetic = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(identity.job_id());
+    if (it == jobs_.end()) {
+      auto job = std::make_unique<JobRecord>();
+      job->set_job_id(identity.job_id());
+      job->set_job_no(next_job_no_);
+      job->set_bucket_ns(options_.bucket_ns);
+      job->set_created_unix_ns(absl::GetCurrentTimeNanos());
+      rocksdb::WriteBatch wb;
+      wb.Put(handles_[kMeta], JobMetaKey(job->job_id()), job->SerializeAsString());
+      if (absl::Status s = Write(&wb); !s.ok()) return s;
+      ++next_job_no_;
+      it = jobs_.emplace(identity.job_id(), std::move(job)).first;
+    }
+    const JobRecord& job = *it->second;
+    bucket_ns = job.bucket_ns();
+    absl::StatusOr<uint32_t> rank = ResolveRank(job, identity, &synthetic);
+    if (!rank.ok()) return rank.status();
+    const StreamKey key{job.job_no(), *rank, identity.attempt()};
+    std::shared_ptr<Stream>& slot = streams_[key];
+    if (slot == nullptr) slot = std::make_shared<Stream>(key);
+    ++slot->connections;
+    stream = slot;
+  }
+
+  absl::Status status;
+  OpenedStream opened;
+  {
+    absl::MutexLock lock(&stream->mu);
+    stream->job_id = identity.job_id();
+    stream->bucket_ns = bucket_ns;
+    if (!stream->loaded) status = LoadStream(stream.get());
+    if (status.ok()) {
+      v1::RankSummary* summary = stream->record.mutable_summary();
+      *summary->mutable_identity() = identity;
+      summary->set_rank(stream->key.rank);
+      summary->set_identified_by(synthetic ? "host+device+pid" : "env");
+      summary->set_complete(false);
+      rocksdb::WriteBatch wb;
+      wb.Put(handles_[kMeta], StreamMetaKey(stream->key), stream->record.SerializeAsString());
+      status = Write(&wb);
+      opened = OpenedStream{stream->key, summary->durable_seq(), summary->identified_by()};
+    }
+  }
+  if (!status.ok()) {
+    ReleaseConnection(stream->key);
+    return status;
+  }
+  return opened;
+}
+
+void EventStore::ReleaseConnection(const StreamKey& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(key);
+  if (it == streams_.end()) return;
+  if (--it->second->connections <= 0) streams_.erase(it);
+}
+
+absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  stream->loaded = false;
+  stream->state.reset();
+  std::string value;
+  rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), handles_[kMeta], StreamMetaKey(stream->key), &value);
+  if (s.IsNotFound()) {
+    stream->record.Clear();
+    stream->record.mutable_summary()->set_rank(stream->key.rank);
+    stream->state.emplace(stream->bucket_ns);
+    stream->loaded = true;
+    return absl::OkStatus();
+  }
+  const std::string where = Describe(stream->key, stream->job_id);
+  if (!s.ok()) return FromRocks(s, absl::StrCat("reading the record of ", where));
+  if (absl::Status st = ParseValue(value, absl::StrCat("record of ", where), &stream->record);
+      !st.ok()) {
+    return st;
+  }
+  const uint64_t durable = stream->record.summary().durable_seq();
+  absl::StatusOr<RankState> state = Replay(nullptr, stream->key, stream->bucket_ns,
+                                           stream->record.checkpoint_seq(), ReplayTarget{});
+  if (!state.ok()) return state.status();
+  if (state->last_seq() != durable) {
+    return absl::DataLossError(absl::StrCat(where, " rebuilt to seq ", state->last_seq(),
+                                            " but its high-water mark is ", durable));
+  }
+  stream->state.emplace(std::move(*state));
+  stream->loaded = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
+                                             const StreamKey& key, int64_t bucket_ns,
+                                             uint64_t checkpoint_seq,
+                                             const ReplayTarget& target) const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  const std::string where = absl::StrCat("job #", key.job_no, " rank ", key.rank, " attempt ",
+                                         key.attempt);
+  RankState state(bucket_ns);
+  if (checkpoint_seq > 0) {
+    std::string value;
+    rocksdb::Status s =
+        db_->Get(ro, handles_[kCheckpoints], CheckpointKey(key, checkpoint_seq), &value);
+    if (!s.ok()) {
+      return FromRocks(s, absl::StrCat("reading the checkpoint at seq ", checkpoint_seq, " of ",
+                                       where));
+    }
+    absl::StatusOr<RankState> loaded = RankState::Deserialize(value);
+    if (!loaded.ok()) {
+      return absl::DataLossError(absl::StrCat("checkpoint at seq ", checkpoint_seq, " of ", where,
+                                              ": ", loaded.status().message()));
+    }
+    state = std::move(*loaded);
+  }
+  const std::string prefix = StreamPrefix(key);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, handles_[kBlocks]));
+  bool done = false;
+  for (it->Seek(BlockKey(key, checkpoint_seq + 1)); !done && it->Valid(); it->Next()) {
+    const rocksdb::Slice k = it->key();
+    if (!absl::StartsWith(absl::string_view(k.data(), k.size()), prefix)) break;
+    const rocksdb::Slice v = it->value();
+    absl::StatusOr<DecodedBatch> block = DecodeBlock(absl::string_view(v.data(), v.size()), where);
+    if (!block.ok()) return block.status();
+    for (const Event& e : block->events) {
+      if (state.events_applied() > 0 && e.seq <= state.last_seq()) continue;
+      if (e.seq > target.last_seq || (target.max_ts_ns && e.ts_ns > *target.max_ts_ns)) {
+        done = true;
+        break;
+      }
+      state.Apply(e, nullptr);
+    }
+  }
+  if (absl::Status s = FromRocks(it->status(), absl::StrCat("replaying blocks of ", where));
+      !s.ok()) {
+    return s;
+  }
+  return state;
+}
+
+void EventStore::AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  const RankState& state = *stream->state;
+  batch->Put(handles_[kCheckpoints], CheckpointKey(stream->key, state.last_seq()),
+             state.Serialize());
+  std::string ts;
+  PutOrderedI64(&ts, state.last_ts_ns());
+  batch->Put(handles_[kMeta], CheckpointTsKey(stream->key, state.last_seq()), ts);
+  stream->record.set_checkpoint_seq(state.last_seq());
+  stream->record.set_checkpoint_steps(state.steps_closed());
+  stream->record.set_checkpoint_events(stream->record.summary().events_stored());
+}
+
+absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const DecodedBatch& batch) {
+  std::shared_ptr<Stream> stream;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = streams_.find(key);
+    if (it != streams_.end()) stream = it->second;
+  }
+  if (stream == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("stream job #", key.job_no, " rank ",
+                                                      key.rank, " attempt ", key.attempt,
+                                                      " is not open"));
+  }
+  absl::MutexLock lock(&stream->mu);
+  if (!stream->loaded) {
+    if (absl::Status s = LoadStream(stream.get()); !s.ok()) return s;
+  }
+  StreamRecord& record = stream->record;
+  v1::RankSummary& summary = *record.mutable_summary();
+  const uint64_t durable = summary.durable_seq();
+  // Sequence numbers strictly increase within a batch (DecodeBatch checked), so everything
+  // already stored is one prefix of it.
+  const auto first_new =
+      std::upper_bound(batch.events.begin(), batch.events.end(), durable,
+                       [](uint64_t seq, const Event& e) { return seq < e.seq; });
+  const absl::Span<const Event> kept =
+      absl::MakeConstSpan(batch.events).subspan(first_new - batch.events.begin());
+  AppendResult result;
+  result.duplicates = static_cast<uint64_t>(first_new - batch.events.begin());
+  result.stored = kept.size();
+  result.durable_seq = durable;
+  if (kept.empty() && batch.strings.empty()) return result;
+
+  rocksdb::WriteBatch wb;
+  for (const StringDef& s : batch.strings) {
+    v1::StringEntry entry;
+    entry.set_id(s.id);
+    entry.set_kind(static_cast<v1::StringKind>(s.kind));
+    entry.set_value(s.value);
+    wb.Put(handles_[kMeta], StringMetaKey(key, s.id), entry.SerializeAsString());
+  }
+  if (!kept.empty()) {
+    RankState& state = *stream->state;
+    ClosedRollups closed;
+    state.Apply(kept, &closed);
+
+    v1::EventBatch block;
+    EncodeBatch(kept, {}, AgentCounterValues(), &block);
+    block.clear_counters();
+    std::string value = block.SerializeAsString();
+    record.set_blocks(record.blocks() + 1);
+    record.set_block_bytes(record.block_bytes() + value.size());
+    wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq), value);
+
+    for (const v1::StepRollup& r : closed.steps) {
+      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, r.step()), r.SerializeAsString());
+    }
+    for (const v1::StepRollup& r : closed.buckets) {
+      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, r.step()), r.SerializeAsString());
+    }
+    // The open rollups are rewritten with every batch, so readers always see the current step.
+    wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, state.current_step()),
+           state.OpenStepRollup().SerializeAsString());
+    wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, state.current_bucket()),
+           state.OpenBucketRollup().SerializeAsString());
+
+    if (summary.events_stored() == 0) summary.set_first_ts_ns(state.first_ts_ns());
+    summary.set_events_stored(summary.events_stored() + kept.size());
+    summary.set_durable_seq(kept.back().seq);
+    summary.set_last_ts_ns(state.last_ts_ns());
+    v1::AgentCounters* c = summary.mutable_counters();
+    c->set_events_recorded(batch.counters.events_recorded);
+    c->set_events_lost(batch.counters.events_lost);
+    c->set_spool_bytes(batch.counters.spool_bytes);
+    c->set_reconnects(batch.counters.reconnects);
+    c->set_cupti_records_dropped(batch.counters.cupti_records_dropped);
+    summary.set_live_bytes(state.live_bytes());
+    summary.set_current_step(state.current_step());
+    summary.set_anomalies(state.anomalies().total());
+    state.anomalies().ToProto(summary.mutable_anomaly_counts());
+    summary.set_ooms(state.ooms());
+    summary.set_first_oom_seq(state.first_oom_seq());
+    summary.set_first_oom_ts_ns(state.first_oom_ts_ns());
+    record.set_first_oom_bytes(state.first_oom_bytes());
+
+    const bool step_due = options_.checkpoint_every_steps > 0 &&
+                          state.steps_closed() - record.checkpoint_steps() >=
+                              options_.checkpoint_every_steps;
+    const bool events_due = options_.checkpoint_every_events > 0 &&
+                            summary.events_stored() - record.checkpoint_events() >=
+                                options_.checkpoint_every_events;
+    if (step_due || events_due) AddCheckpoint(stream.get(), &wb);
+  }
+  summary.set_last_ack_unix_ns(absl::GetCurrentTimeNanos());
+  summary.set_complete(false);
+  wb.Put(handles_[kMeta], StreamMetaKey(key), record.SerializeAsString());
+
+  if (absl::Status s = Write(&wb); !s.ok()) {
+    // The in-memory state already includes the batch; the disk does not. Rebuild on next use.
+    stream->loaded = false;
+    stream->state.reset();
+    return s;
+  }
+  result.durable_seq = summary.durable_seq();
+  return result;
+}
+
+absl::Status EventStore::CloseStream(const StreamKey& key, bool complete) {
+  std::shared_ptr<Stream> stream;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = streams_.find(key);
+    if (it != streams_.end()) stream = it->second;
+  }
+  if (stream == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("stream job #", key.job_no, " rank ",
+                                                      key.rank, " attempt ", key.attempt,
+                                                      " is not open"));
+  }
+  absl::Status status;
+  {
+    absl::MutexLock lock(&stream->mu);
+    if (stream->loaded) {
+      rocksdb::WriteBatch wb;
+      stream->record.mutable_summary()->set_complete(complete);
+      // A stream that comes back resumes from here instead of replaying its tail.
+      if (stream->record.summary().events_stored() > stream->record.checkpoint_events()) {
+        AddCheckpoint(stream.get(), &wb);
+      }
+      wb.Put(handles_[kMeta], StreamMetaKey(key), stream->record.SerializeAsString());
+      status = Write(&wb);
+      if (!status.ok()) {
+        stream->loaded = false;
+        stream->state.reset();
+      }
+    }
+  }
+  ReleaseConnection(key);
+  return status;
+}
+
+absl::StatusOr<JobRecord> EventStore::FindJob(absl::string_view job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return UnknownJob(job_id);
+  return *it->second;
+}
+
+absl::StatusOr<std::vector<StreamRecord>> EventStore::ReadStreamRecords(
+    const rocksdb::Snapshot* snapshot, uint32_t job_no) const {
+  std::vector<StreamRecord> out;
+  absl::Status s = ForEachWithPrefix(
+      db_.get(), handles_[kMeta], snapshot, StreamMetaPrefix(job_no),
+      [&](absl::string_view key, absl::string_view value) {
+        out.emplace_back();
+        return ParseValue(value, "stream record", &out.back());
+      });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::vector<StringDef>> EventStore::ReadStrings(const rocksdb::Snapshot* snapshot,
+                                                               const StreamKey& key) const {
+  std::vector<StringDef> out;
+  absl::Status s = ForEachWithPrefix(
+      db_.get(), handles_[kMeta], snapshot, StringMetaPrefix(key),
+      [&](absl::string_view k, absl::string_view value) {
+        v1::StringEntry entry;
+        if (absl::Status st = ParseValue(value, "string entry", &entry); !st.ok()) return st;
+        out.push_back(StringDef{entry.id(), static_cast<StringKind>(entry.kind()), entry.value()});
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  return out;
+}
+
+namespace {
+
+// Releases a RocksDB snapshot when the read is over.
+class SnapshotGuard {
+ public:
+  explicit SnapshotGuard(rocksdb::DB* db) : db_(db), snapshot_(db->GetSnapshot()) {}
+  ~SnapshotGuard() { db_->ReleaseSnapshot(snapshot_); }
+  SnapshotGuard(const SnapshotGuard&) = delete;
+  SnapshotGuard& operator=(const SnapshotGuard&) = delete;
+  const rocksdb::Snapshot* get() const { return snapshot_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
+  std::vector<JobRecord> jobs;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, job] : jobs_) jobs.push_back(*job);
+  }
+  std::sort(jobs.begin(), jobs.end(),
+            [](const JobRecord& a, const JobRecord& b) { return a.job_id() < b.job_id(); });
+  SnapshotGuard snapshot(db_.get());
+  std::vector<v1::JobSummary> out;
+  for (const JobRecord& job : jobs) {
+    absl::StatusOr<std::vector<StreamRecord>> records =
+        ReadStreamRecords(snapshot.get(), job.job_no());
+    if (!records.ok()) return records.status();
+    v1::JobSummary summary;
+    summary.set_job_id(job.job_id());
+    std::vector<uint32_t> ranks;
+    bool any_events = false;
+    for (const StreamRecord& r : *records) {
+      const v1::RankSummary& s = r.summary();
+      ranks.push_back(s.rank());
+      summary.set_events(summary.events() + s.events_stored());
+      if (s.events_stored() == 0) continue;
+      if (!any_events || s.first_ts_ns() < summary.first_ts_ns()) {
+        summary.set_first_ts_ns(s.first_ts_ns());
+      }
+      if (!any_events || s.last_ts_ns() > summary.last_ts_ns()) summary.set_last_ts_ns(s.last_ts_ns());
+      any_events = true;
+    }
+    std::sort(ranks.begin(), ranks.end());
+    summary.set_ranks(static_cast<uint32_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin()));
+    out.push_back(std::move(summary));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<v1::RankSummary>> EventStore::ListRanks(
+    absl::string_view job_id) const {
+  absl::StatusOr<JobRecord> job = FindJob(job_id);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<std::vector<StreamRecord>> records = ReadStreamRecords(nullptr, job->job_no());
+  if (!records.ok()) return records.status();
+  std::vector<v1::RankSummary> out;
+  out.reserve(records->size());
+  for (StreamRecord& r : *records) out.push_back(std::move(*r.mutable_summary()));
+  return out;
+}
+
+absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job_id,
+                                                           RollupAxis axis) const {
+  absl::StatusOr<JobRecord> job = FindJob(job_id);
+  if (!job.ok()) return job.status();
+  SnapshotGuard snapshot(db_.get());
+  absl::StatusOr<std::vector<StreamRecord>> records =
+      ReadStreamRecords(snapshot.get(), job->job_no());
+  if (!records.ok()) return records.status();
+  v1::GetRollupsResponse out;
+  out.set_bucket_ns(job->bucket_ns());
+  for (const StreamRecord& r : *records) {
+    const v1::RankSummary& s = r.summary();
+    const StreamKey key{job->job_no(), s.rank(), s.identity().attempt()};
+    v1::RankRollups* ranks = out.add_ranks();
+    ranks->set_rank(s.rank());
+    ranks->set_attempt(key.attempt);
+    *ranks->mutable_identity() = s.identity();
+    absl::Status st = ForEachWithPrefix(
+        db_.get(), handles_[kRollups], snapshot.get(), RollupPrefix(key, axis),
+        [&](absl::string_view k, absl::string_view value) {
+          return ParseValue(value, "rollup row", ranks->add_steps());
+        });
+    if (!st.ok()) return st;
+    absl::StatusOr<std::vector<StringDef>> strings = ReadStrings(snapshot.get(), key);
+    if (!strings.ok()) return strings.status();
+    for (const StringDef& d : *strings) {
+      v1::StringEntry* e = ranks->add_strings();
+      e->set_id(d.id);
+      e->set_kind(static_cast<v1::StringKind>(d.kind));
+      e->set_value(d.value);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<StoredEvents> EventStore::ReadEvents(absl::string_view job_id, uint32_t rank,
+                                                    uint32_t attempt, uint64_t from_seq,
+                                                    uint32_t limit) const {
+  absl::StatusOr<JobRecord> job = FindJob(job_id);
+  if (!job.ok()) return job.status();
+  const StreamKey key{job->job_no(), rank, attempt};
+  const std::string where = Describe(key, job_id);
+  SnapshotGuard snapshot(db_.get());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.get();
+  std::string value;
+  rocksdb::Status s = db_->Get(ro, handles_[kMeta], StreamMetaKey(key), &value);
+  if (s.IsNotFound()) return absl::NotFoundError(absl::StrCat(where, " is not stored"));
+  if (!s.ok()) return FromRocks(s, absl::StrCat("reading the record of ", where));
+
+  if (limit == 0) limit = kDefaultReadLimit;
+  limit = std::min(limit, kMaxReadLimit);
+  from_seq = std::max<uint64_t>(from_seq, 1);
+  StoredEvents out;
+  const std::string prefix = StreamPrefix(key);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, handles_[kBlocks]));
+  // The block holding from_seq starts at or before it.
+  it->SeekForPrev(BlockKey(key, from_seq));
+  if (!it->Valid() || !absl::StartsWith(absl::string_view(it->key().data(), it->key().size()),
+                                        prefix)) {
+    it->Seek(BlockKey(key, 0));
+  }
+  bool full = false;
+  for (; !full && it->Valid(); it->Next()) {
+    const rocksdb::Slice k = it->key();
+    if (!absl::StartsWith(absl::string_view(k.data(), k.size()), prefix)) break;
+    const rocksdb::Slice v = it->value();
+    absl::StatusOr<DecodedBatch> block = DecodeBlock(absl::string_view(v.data(), v.size()), where);
+    if (!block.ok()) return block.status();
+    for (const Event& e : block->events) {
+      if (e.seq < from_seq) continue;
+      if (out.events.size() >= limit) {
+        out.next_seq = e.seq;
+        full = true;
+        break;
+      }
+      out.events.push_back(e);
+    }
+  }
+  if (absl::Status st = FromRocks(it->status(), absl::StrCat("reading blocks of ", where));
+      !st.ok()) {
+    return st;
+  }
+  absl::StatusOr<std::vector<StringDef>> strings = ReadStrings(snapshot.get(), key);
+  if (!strings.ok()) return strings.status();
+  out.strings = std::move(*strings);
+  return out;
+}
+
+absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_id, uint32_t rank,
+                                                         std::optional<uint32_t> attempt,
+                                                         const LivePoint& point) const {
+  absl::StatusOr<JobRecord> job = FindJob(job_id);
+  if (!job.ok()) return job.status();
+  SnapshotGuard snapshot(db_.get());
+  absl::StatusOr<std::vector<StreamRecord>> records =
+      ReadStreamRecords(snapshot.get(), job->job_no());
+  if (!records.ok()) return records.status();
+  const StreamRecord* record = nullptr;
+  for (const StreamRecord& r : *records) {
+    if (r.summary().rank() != rank) continue;
+    const uint32_t a = r.summary().identity().attempt();
+    if (attempt.has_value() ? a == *attempt
+                            : (record == nullptr || a > record->summary().identity().attempt())) {
+      record = &r;
+    }
+  }
+  if (record == nullptr) {
+    return absl::NotFoundError(
+        attempt.has_value()
+            ? absl::StrCat("job \"", job_id, "\" has no rank ", rank, " attempt ", *attempt)
+            : absl::StrCat("job \"", job_id, "\" has no rank ", rank));
+  }
+  const v1::RankSummary& summary = record->summary();
+  const StreamKey key{job->job_no(), rank, summary.identity().attempt()};
+
+  ReplayTarget target;
+  target.last_seq = summary.durable_seq();
+  uint64_t checkpoint_seq = record->checkpoint_seq();
+  if (point.kind != LivePoint::Kind::kNow) {
+    if (point.kind == LivePoint::Kind::kFirstOom) {
+      if (summary.first_oom_seq() == 0) {
+        return absl::NotFoundError(
+            absl::StrCat(Describe(key, job_id), " has no OOM event"));
+      }
+      target.last_seq = summary.first_oom_seq();
+    } else {
+      target.max_ts_ns = point.at_ns;
+    }
+    // The newest checkpoint that does not pass the target.
+    checkpoint_seq = 0;
+    absl::Status s = ForEachWithPrefix(
+        db_.get(), handles_[kMeta], snapshot.get(), CheckpointTsPrefix(key),
+        [&](absl::string_view k, absl::string_view value) {
+          absl::StatusOr<CheckpointKeyParts> parts = DecodeCheckpointTsKey(k);
+          if (!parts.ok()) return parts.status();
+          absl::StatusOr<int64_t> ts = DecodeOrderedI64(value);
+          if (!ts.ok()) return ts.status();
+          if (parts->seq <= target.last_seq && (!target.max_ts_ns || *ts <= *target.max_ts_ns)) {
+            checkpoint_seq = parts->seq;
+          }
+          return absl::OkStatus();
+        });
+    if (!s.ok()) return s;
+  }
+  absl::StatusOr<RankState> state =
+      Replay(snapshot.get(), key, job->bucket_ns(), checkpoint_seq, target);
+  if (!state.ok()) return state.status();
+
+  LiveSnapshot out;
+  out.key = key;
+  out.seq = state->last_seq();
+  out.ts_ns = state->last_ts_ns();
+  out.step = state->current_step();
+  out.live_bytes = state->live_bytes();
+  if (point.kind == LivePoint::Kind::kFirstOom) out.oom_requested_bytes = record->first_oom_bytes();
+  out.allocations.reserve(state->allocations().size() + state->mappings().size());
+  for (const auto* set : {&state->allocations(), &state->mappings()}) {
+    for (const auto& [address, a] : *set) out.allocations.emplace_back(address, a);
+  }
+  std::sort(out.allocations.begin(), out.allocations.end(), [](const auto& a, const auto& b) {
+    if (a.second.bytes != b.second.bytes) return a.second.bytes > b.second.bytes;
+    return a.first < b.first;
+  });
+  absl::StatusOr<std::vector<StringDef>> strings = ReadStrings(snapshot.get(), key);
+  if (!strings.ok()) return strings.status();
+  out.strings = std::move(*strings);
+  return out;
+}
+
+}  // namespace memtrace::collector

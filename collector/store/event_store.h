@@ -1,0 +1,186 @@
+// The collector's RocksDB store: event blocks, rollups, live-set checkpoints and per-stream meta,
+// written so that "appended" means "durable, exactly once" (see collector/README.md).
+//
+// A stream is one (job, rank, attempt). Append() trims what the stream already has (events at or
+// below its high-water mark), applies the rest to the stream's RankState and writes the block, the
+// rollup rows it changed, the string-table entries, the new high-water mark and (every N steps)
+// a checkpoint in ONE WriteBatch. After a crash, a stream's state is rebuilt from its newest
+// checkpoint plus the blocks after it when the stream is next opened.
+//
+// Thread-safe: streams append concurrently (RocksDB groups their commits); appends to one stream
+// are serialized. Reads use a RocksDB snapshot and never block appends. rocksdb::Status stays in
+// this module: every error is an absl::Status naming the job, rank or directory.
+#ifndef MEMTRACE_COLLECTOR_STORE_EVENT_STORE_H_
+#define MEMTRACE_COLLECTOR_STORE_EVENT_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "collector/rollup/rank_state.h"
+#include "collector/store/key_codec.h"
+#include "proto/codec/batch_codec.h"
+#include "proto/codec/event.h"
+#include "proto/memtrace/v1/events.pb.h"
+#include "proto/memtrace/v1/query.pb.h"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+class DB;
+class Snapshot;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace memtrace::collector {
+
+class JobRecord;
+class StreamRecord;
+
+// When a write counts as durable. kSync fsyncs the WAL before Append returns (survives power
+// loss); kAsync hands it to the OS (survives a collector crash or kill -9, not a machine crash).
+enum class Durability { kSync, kAsync };
+absl::StatusOr<Durability> ParseDurability(absl::string_view name);
+const char* DurabilityName(Durability d);
+
+struct EventStoreOptions {
+  // Directory of the RocksDB database; created (with parents) when missing.
+  std::string dir;
+  Durability durability = Durability::kSync;
+  // Time-bucket width for jobs first seen by this store (a job keeps the width it started with).
+  int64_t bucket_ns = 1'000'000'000;
+  // Checkpoint a stream's live set every N closed steps, and after this many events without a
+  // checkpoint (jobs without step markers), and when a stream closes.
+  uint32_t checkpoint_every_steps = 50;
+  uint64_t checkpoint_every_events = uint64_t{1} << 21;
+};
+
+// What OpenStream() tells the Ingest service.
+struct OpenedStream {
+  StreamKey key;
+  // Every event with seq <= durable_seq is already stored.
+  uint64_t durable_seq = 0;
+  // "env" or "host+device+pid".
+  std::string identified_by;
+};
+
+struct AppendResult {
+  uint64_t durable_seq = 0;
+  // Events of the batch written now, and those dropped as already stored.
+  uint64_t stored = 0;
+  uint64_t duplicates = 0;
+};
+
+// Which moment LiveAllocations() reconstructs.
+struct LivePoint {
+  enum class Kind { kNow, kAtTime, kFirstOom };
+  Kind kind = Kind::kNow;
+  int64_t at_ns = 0;  // for kAtTime: the state after every event up to the first with ts > at_ns
+};
+
+// One rank's live set at a moment.
+struct LiveSnapshot {
+  StreamKey key;
+  // The state includes every event with seq <= seq; ts_ns / step are those of that event.
+  uint64_t seq = 0;
+  int64_t ts_ns = 0;
+  int64_t step = 0;
+  uint64_t live_bytes = 0;
+  // Allocations and VMM mappings by address, largest first.
+  std::vector<std::pair<uint64_t, LiveAllocation>> allocations;
+  std::vector<StringDef> strings;
+  uint64_t oom_requested_bytes = 0;
+};
+
+struct StoredEvents {
+  std::vector<Event> events;
+  std::vector<StringDef> strings;
+  // Where to continue reading; 0 when nothing more is stored.
+  uint64_t next_seq = 0;
+};
+
+class EventStore {
+ public:
+  // Opens (creating when missing) the store at options.dir. Fails with a message naming the
+  // directory when it cannot be created, locked (another collector) or read.
+  static absl::StatusOr<std::unique_ptr<EventStore>> Open(const EventStoreOptions& options);
+  ~EventStore();
+  EventStore(const EventStore&) = delete;
+  EventStore& operator=(const EventStore&) = delete;
+
+  // Registers a connection of the stream `identity` names (job_id must be non-empty), numbering
+  // a new job and, for identity.rank == -1, naming the worker by host+device+pid with a stable
+  // synthetic rank. Loads the stream's state (checkpoint + replay) when it is not in memory.
+  // Every OpenStream must be paired with a CloseStream.
+  absl::StatusOr<OpenedStream> OpenStream(const v1::RankIdentity& identity);
+
+  // Stores the events of `batch` above the stream's high-water mark (see the file comment) and
+  // returns once the write is durable under the configured policy. On error nothing of the
+  // batch is stored and the stream's in-memory state is rebuilt from disk on next use.
+  absl::StatusOr<AppendResult> Append(const StreamKey& key, const DecodedBatch& batch);
+
+  // Ends one connection of the stream: `complete` marks the rank cleanly finished (the agent
+  // closed its stream), false leaves it incomplete (vanished). The last connection checkpoints
+  // the state and drops it from memory.
+  absl::Status CloseStream(const StreamKey& key, bool complete);
+
+  // Reads. Unknown jobs are NOT_FOUND with the job name in the message.
+  absl::StatusOr<std::vector<v1::JobSummary>> ListJobs() const;
+  absl::StatusOr<std::vector<v1::RankSummary>> ListRanks(absl::string_view job_id) const;
+  // Every stream of the job with its rollup rows on `axis` (step or time-bucket order), its
+  // identity and string table; bucket_ns in the response is the job's bucket width.
+  absl::StatusOr<v1::GetRollupsResponse> Rollups(absl::string_view job_id, RollupAxis axis) const;
+  // Up to `limit` stored events of one stream with seq >= from_seq, in order.
+  absl::StatusOr<StoredEvents> ReadEvents(absl::string_view job_id, uint32_t rank,
+                                          uint32_t attempt, uint64_t from_seq,
+                                          uint32_t limit) const;
+  // The live set of (job, rank, attempt) at `point`; attempt unset = the rank's latest attempt.
+  absl::StatusOr<LiveSnapshot> LiveAllocations(absl::string_view job_id, uint32_t rank,
+                                               std::optional<uint32_t> attempt,
+                                               const LivePoint& point) const;
+
+  const EventStoreOptions& options() const { return options_; }
+
+ private:
+  struct Stream;
+  struct ReplayTarget;
+  EventStore(EventStoreOptions options, std::unique_ptr<rocksdb::DB> db,
+             std::vector<rocksdb::ColumnFamilyHandle*> handles);
+
+  absl::Status LoadJobs();
+  absl::StatusOr<uint32_t> ResolveRank(const JobRecord& job, const v1::RankIdentity& identity,
+                                       bool* synthetic) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<JobRecord> FindJob(absl::string_view job_id) const;
+  absl::Status LoadStream(Stream* stream) const;
+  absl::StatusOr<RankState> Replay(const rocksdb::Snapshot* snapshot, const StreamKey& key,
+                                   int64_t bucket_ns, uint64_t checkpoint_seq,
+                                   const ReplayTarget& target) const;
+  absl::StatusOr<std::vector<StringDef>> ReadStrings(const rocksdb::Snapshot* snapshot,
+                                                     const StreamKey& key) const;
+  absl::StatusOr<std::vector<StreamRecord>> ReadStreamRecords(const rocksdb::Snapshot* snapshot,
+                                                              uint32_t job_no) const;
+  void AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const;
+  absl::Status Write(rocksdb::WriteBatch* batch) const;
+  void ReleaseConnection(const StreamKey& key);
+
+  const EventStoreOptions options_;
+  std::unique_ptr<rocksdb::DB> db_;
+  // meta, blocks, rollups, checkpoints (owned; released before db_ closes).
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<JobRecord>> jobs_ ABSL_GUARDED_BY(mu_);
+  uint32_t next_job_no_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::flat_hash_map<StreamKey, std::shared_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace memtrace::collector
+
+#endif  // MEMTRACE_COLLECTOR_STORE_EVENT_STORE_H_

@@ -1,0 +1,508 @@
+#include "collector/store/event_store.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memtrace::collector {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kT0 = 1'700'000'000'000'000'000;  // ns since the epoch
+
+std::string TestDir(const std::string& name) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/event_store_test/" + name;
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+v1::RankIdentity Identity(const std::string& job, int32_t rank, uint32_t attempt = 0) {
+  v1::RankIdentity id;
+  id.set_job_id(job);
+  id.set_rank(rank);
+  id.set_attempt(attempt);
+  id.set_world_size(8);
+  id.set_host("node-1");
+  id.set_pid(4242);
+  id.set_device_index(rank < 0 ? 3 : rank);
+  id.set_launcher("test");
+  return id;
+}
+
+// Events with consecutive seq from `first_seq`: at every 10th event a step marker, otherwise an
+// allocation at a new address (every third one freed later, so live bytes grow steadily). Event i
+// happens at kT0 + i ms.
+std::vector<Event> MakeEvents(uint64_t first_seq, uint64_t count) {
+  std::vector<Event> out;
+  for (uint64_t seq = first_seq; seq < first_seq + count; ++seq) {
+    Event e;
+    e.seq = seq;
+    e.ts_ns = kT0 + static_cast<int64_t>(seq) * kMs;
+    if (seq % 10 == 0) {
+      e.kind = EventKind::kStep;
+      e.aux = seq / 10;
+    } else if (seq % 10 == 5 && seq > 10) {
+      e.kind = EventKind::kFree;
+      e.address = 0x1000 * (seq - 4);  // the allocation of 4 events earlier
+    } else {
+      e.kind = EventKind::kAlloc;
+      e.address = 0x1000 * seq;
+      e.bytes = 100;
+      e.tag_id = 1 + seq % 2;
+      e.source_id = 3;
+      e.memory_kind = kMemoryDevice;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+DecodedBatch Batch(std::vector<Event> events, std::vector<StringDef> strings = {}) {
+  DecodedBatch b;
+  b.events = std::move(events);
+  b.strings = std::move(strings);
+  b.counters.events_recorded = b.events.empty() ? 0 : b.events.back().seq;
+  return b;
+}
+
+// The live bytes MakeEvents(1, n) leaves, computed the slow way.
+uint64_t ExpectedLive(uint64_t n) {
+  absl::flat_hash_map<uint64_t, uint64_t> live;
+  for (const Event& e : MakeEvents(1, n)) {
+    if (e.kind == EventKind::kAlloc) live[e.address] = e.bytes;
+    if (e.kind == EventKind::kFree) live.erase(e.address);
+  }
+  uint64_t total = 0;
+  for (const auto& [a, b] : live) total += b;
+  return total;
+}
+
+EventStoreOptions Options(const std::string& dir) {
+  EventStoreOptions o;
+  o.dir = dir;
+  o.durability = Durability::kAsync;  // tests do not need fsync; the write path is the same
+  o.checkpoint_every_steps = 3;
+  return o;
+}
+
+std::unique_ptr<EventStore> OpenOrDie(const EventStoreOptions& options) {
+  absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+v1::RankSummary RankOf(const EventStore& store, const std::string& job, uint32_t rank) {
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = store.ListRanks(job);
+  EXPECT_TRUE(ranks.ok()) << ranks.status();
+  for (const v1::RankSummary& r : *ranks) {
+    if (r.rank() == rank) return r;
+  }
+  ADD_FAILURE() << "no rank " << rank;
+  return {};
+}
+
+TEST(EventStoreTest, AppendStoresEventsAndCounts) {
+  auto store = OpenOrDie(Options(TestDir("append")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job-a", 2));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->durable_seq, 0u);
+  EXPECT_EQ(s->identified_by, "env");
+  const std::vector<Event> events = MakeEvents(1, 100);
+  absl::StatusOr<AppendResult> r =
+      store->Append(s->key, Batch(events, {{1, StringKind::kTag, "fsdp:layers.0"}}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->durable_seq, 100u);
+  EXPECT_EQ(r->stored, 100u);
+  EXPECT_EQ(r->duplicates, 0u);
+
+  const v1::RankSummary rank = RankOf(*store, "job-a", 2);
+  EXPECT_EQ(rank.events_stored(), 100u);
+  EXPECT_EQ(rank.durable_seq(), 100u);
+  EXPECT_EQ(rank.first_ts_ns(), kT0 + kMs);
+  EXPECT_EQ(rank.last_ts_ns(), kT0 + 100 * kMs);
+  EXPECT_EQ(rank.live_bytes(), ExpectedLive(100));
+  EXPECT_EQ(rank.current_step(), 10);
+  EXPECT_EQ(rank.counters().events_recorded(), 100u);
+  EXPECT_EQ(rank.identity().host(), "node-1");
+  EXPECT_FALSE(rank.complete());
+
+  absl::StatusOr<StoredEvents> read = store->ReadEvents("job-a", 2, 0, 1, 0);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->events, events);
+  EXPECT_EQ(read->next_seq, 0u);
+  ASSERT_EQ(read->strings.size(), 1u);
+  EXPECT_EQ(read->strings[0].value, "fsdp:layers.0");
+
+  absl::StatusOr<std::vector<v1::JobSummary>> jobs = store->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].job_id(), "job-a");
+  EXPECT_EQ((*jobs)[0].ranks(), 1u);
+  EXPECT_EQ((*jobs)[0].events(), 100u);
+  EXPECT_EQ((*jobs)[0].first_ts_ns(), kT0 + kMs);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+TEST(EventStoreTest, ResendOfStoredBatchLeavesEverythingUnchanged) {
+  auto store = OpenOrDie(Options(TestDir("resend")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  const DecodedBatch batch = Batch(MakeEvents(1, 50));
+  ASSERT_TRUE(store->Append(s->key, batch).ok());
+  const v1::RankSummary before = RankOf(*store, "job", 0);
+  absl::StatusOr<AppendResult> again = store->Append(s->key, batch);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->stored, 0u);
+  EXPECT_EQ(again->duplicates, 50u);
+  EXPECT_EQ(again->durable_seq, 50u);
+  const v1::RankSummary after = RankOf(*store, "job", 0);
+  EXPECT_EQ(after.events_stored(), before.events_stored());
+  EXPECT_EQ(after.live_bytes(), before.live_bytes());
+  EXPECT_EQ(after.anomalies(), 0u);
+  EXPECT_EQ(store->ReadEvents("job", 0, 0, 0, 0)->events.size(), 50u);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+TEST(EventStoreTest, PartialOverlapIsTrimmed) {
+  auto store = OpenOrDie(Options(TestDir("overlap")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 1));
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(1, 100))).ok());
+  absl::StatusOr<AppendResult> r = store->Append(s->key, Batch(MakeEvents(51, 100)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stored, 50u);
+  EXPECT_EQ(r->duplicates, 50u);
+  EXPECT_EQ(r->durable_seq, 150u);
+  const v1::RankSummary rank = RankOf(*store, "job", 1);
+  EXPECT_EQ(rank.events_stored(), 150u);
+  EXPECT_EQ(rank.live_bytes(), ExpectedLive(150));
+  EXPECT_EQ(rank.anomalies(), 0u);
+  absl::StatusOr<StoredEvents> read = store->ReadEvents("job", 1, 0, 1, 0);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->events, MakeEvents(1, 150));
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+TEST(EventStoreTest, ReadEventsPagesFromAnySequenceNumber) {
+  auto store = OpenOrDie(Options(TestDir("read")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  for (uint64_t first = 1; first <= 91; first += 30) {
+    ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(first, 30))).ok());
+  }
+  absl::StatusOr<StoredEvents> page = store->ReadEvents("job", 0, 0, 45, 20);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->events, MakeEvents(45, 20));
+  EXPECT_EQ(page->next_seq, 65u);
+  page = store->ReadEvents("job", 0, 0, 65, 1000);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->events, MakeEvents(65, 56));
+  EXPECT_EQ(page->next_seq, 0u);
+  EXPECT_EQ(store->ReadEvents("job", 0, 7, 0, 0).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+TEST(EventStoreTest, ReopenAfterCrashRestoresCountsLiveBytesAndRollups) {
+  const std::string dir = TestDir("reopen");
+  // Reference: the same events in one store without a restart.
+  auto reference = OpenOrDie(Options(dir + "-reference"));
+  ASSERT_NE(reference, nullptr);
+  absl::StatusOr<OpenedStream> ref = reference->OpenStream(Identity("job", 3));
+  ASSERT_TRUE(ref.ok());
+  for (uint64_t first = 1; first <= 281; first += 40) {
+    ASSERT_TRUE(reference->Append(ref->key, Batch(MakeEvents(first, 40))).ok());
+  }
+
+  StreamKey key;
+  {
+    auto store = OpenOrDie(Options(dir));
+    ASSERT_NE(store, nullptr);
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 3));
+    ASSERT_TRUE(s.ok());
+    key = s->key;
+    for (uint64_t first = 1; first <= 161; first += 40) {
+      ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(first, 40))).ok());
+    }
+    // No CloseStream: the collector dies with the stream open.
+  }
+  auto store = OpenOrDie(Options(dir));
+  ASSERT_NE(store, nullptr);
+  v1::RankSummary rank = RankOf(*store, "job", 3);
+  EXPECT_EQ(rank.events_stored(), 200u);
+  EXPECT_EQ(rank.durable_seq(), 200u);
+  EXPECT_EQ(rank.live_bytes(), ExpectedLive(200));
+  EXPECT_FALSE(rank.complete());
+
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 3));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->key, key);
+  EXPECT_EQ(s->durable_seq, 200u);
+  // The agent resends from its last ack; the overlap is dropped and the state continues.
+  ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(161, 80))).ok());
+  ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(241, 80))).ok());
+  rank = RankOf(*store, "job", 3);
+  EXPECT_EQ(rank.events_stored(), 320u);
+  EXPECT_EQ(rank.live_bytes(), ExpectedLive(320));
+
+  for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
+    absl::StatusOr<v1::GetRollupsResponse> got = store->Rollups("job", axis);
+    absl::StatusOr<v1::GetRollupsResponse> want = reference->Rollups("job", axis);
+    ASSERT_TRUE(got.ok() && want.ok());
+    ASSERT_EQ(got->ranks_size(), 1);
+    ASSERT_EQ(got->ranks(0).steps_size(), want->ranks(0).steps_size());
+    for (int i = 0; i < got->ranks(0).steps_size(); ++i) {
+      EXPECT_EQ(got->ranks(0).steps(i).SerializeAsString(),
+                want->ranks(0).steps(i).SerializeAsString())
+          << "row " << i;
+    }
+  }
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
+}
+
+TEST(EventStoreTest, StepRollupsAreStoredPerStepWithTheOpenOneRewritten) {
+  auto store = OpenOrDie(Options(TestDir("rollups")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(1, 25))).ok());
+  absl::StatusOr<v1::GetRollupsResponse> rollups = store->Rollups("job", RollupAxis::kStep);
+  ASSERT_TRUE(rollups.ok()) << rollups.status();
+  ASSERT_EQ(rollups->ranks_size(), 1);
+  const v1::RankRollups& r = rollups->ranks(0);
+  // Steps 0 (events 1-9), 1 (10-19) closed, 2 (20-25) open.
+  ASSERT_EQ(r.steps_size(), 3);
+  EXPECT_EQ(r.steps(0).step(), 0);
+  EXPECT_EQ(r.steps(0).allocs(), 9u);
+  EXPECT_EQ(r.steps(1).step(), 1);
+  EXPECT_EQ(r.steps(2).step(), 2);
+  EXPECT_EQ(r.steps(2).end_ns(), kT0 + 25 * kMs);
+  ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(26, 3))).ok());
+  rollups = store->Rollups("job", RollupAxis::kStep);
+  ASSERT_EQ(rollups->ranks(0).steps_size(), 3);
+  EXPECT_EQ(rollups->ranks(0).steps(2).end_ns(), kT0 + 28 * kMs);
+  EXPECT_EQ(rollups->ranks(0).steps(2).end_bytes(), ExpectedLive(28));
+  EXPECT_EQ(rollups->bucket_ns(), 1'000'000'000);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+TEST(EventStoreTest, LiveAllocationsAtATimeReplaysFromTheNearestCheckpoint) {
+  auto store = OpenOrDie(Options(TestDir("live")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 5));
+  ASSERT_TRUE(s.ok());
+  // Checkpoints every 3 steps (30 events); batches of 7 put the cut points anywhere.
+  for (uint64_t first = 1; first <= 197; first += 7) {
+    ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(first, 7))).ok());
+  }
+  for (uint64_t at : {1, 9, 31, 64, 100, 150, 203}) {
+    absl::StatusOr<LiveSnapshot> live = store->LiveAllocations(
+        "job", 5, std::nullopt, LivePoint{LivePoint::Kind::kAtTime, kT0 + int64_t(at) * kMs});
+    ASSERT_TRUE(live.ok()) << live.status();
+    EXPECT_EQ(live->seq, at) << "at " << at;
+    EXPECT_EQ(live->ts_ns, kT0 + int64_t(at) * kMs);
+    EXPECT_EQ(live->live_bytes, ExpectedLive(at)) << "at " << at;
+    EXPECT_EQ(live->step, int64_t(at / 10));
+    uint64_t sum = 0;
+    for (const auto& [address, a] : live->allocations) {
+      sum += a.bytes;
+      EXPECT_EQ(address, 0x1000 * a.seq);
+      EXPECT_EQ(a.step, int64_t(a.seq / 10));
+      EXPECT_EQ(a.tag_id, 1 + a.seq % 2);
+    }
+    EXPECT_EQ(sum, live->live_bytes);
+  }
+  // Before the first event: nothing is live.
+  absl::StatusOr<LiveSnapshot> early = store->LiveAllocations(
+      "job", 5, 0, LivePoint{LivePoint::Kind::kAtTime, kT0});
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(early->seq, 0u);
+  EXPECT_TRUE(early->allocations.empty());
+  absl::StatusOr<LiveSnapshot> now = store->LiveAllocations("job", 5, std::nullopt, LivePoint{});
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->seq, 203u);
+  EXPECT_EQ(now->live_bytes, ExpectedLive(203));
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+TEST(EventStoreTest, LiveAllocationsAtFirstOom) {
+  auto store = OpenOrDie(Options(TestDir("oom")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  std::vector<Event> events = MakeEvents(1, 60);
+  events[44].kind = EventKind::kOom;  // seq 45
+  events[44].bytes = 1 << 30;
+  events[44].address = 0;
+  ASSERT_TRUE(store->Append(s->key, Batch(events)).ok());
+  ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(61, 40))).ok());
+  absl::StatusOr<LiveSnapshot> live =
+      store->LiveAllocations("job", 0, std::nullopt, LivePoint{LivePoint::Kind::kFirstOom, 0});
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_EQ(live->seq, 45u);
+  EXPECT_EQ(live->oom_requested_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(live->live_bytes, ExpectedLive(44));
+  const v1::RankSummary rank = RankOf(*store, "job", 0);
+  EXPECT_EQ(rank.ooms(), 1u);
+  EXPECT_EQ(rank.first_oom_seq(), 45u);
+
+  absl::StatusOr<OpenedStream> other = store->OpenStream(Identity("job", 1));
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(store->Append(other->key, Batch(MakeEvents(1, 5))).ok());
+  EXPECT_EQ(store->LiveAllocations("job", 1, std::nullopt, LivePoint{LivePoint::Kind::kFirstOom})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->LiveAllocations("job", 9, std::nullopt, LivePoint{}).status().code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  ASSERT_TRUE(store->CloseStream(other->key, true).ok());
+}
+
+TEST(EventStoreTest, UnknownJobIsNotFoundNamingTheJob) {
+  auto store = OpenOrDie(Options(TestDir("unknown")));
+  ASSERT_NE(store, nullptr);
+  const std::vector<absl::Status> statuses = {
+      store->ListRanks("nope").status(),
+      store->Rollups("nope", RollupAxis::kStep).status(),
+      store->ReadEvents("nope", 0, 0, 0, 0).status(),
+      store->LiveAllocations("nope", 0, std::nullopt, LivePoint{}).status(),
+  };
+  for (const absl::Status& s : statuses) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+    EXPECT_NE(s.message().find("\"nope\""), absl::string_view::npos) << s;
+  }
+}
+
+TEST(EventStoreTest, WorkersWithoutLauncherRankGetStableSyntheticRanks) {
+  const std::string dir = TestDir("synthetic");
+  StreamKey first;
+  {
+    auto store = OpenOrDie(Options(dir));
+    ASSERT_NE(store, nullptr);
+    absl::StatusOr<OpenedStream> a = store->OpenStream(Identity("ray-job", -1));
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->identified_by, "host+device+pid");
+    first = a->key;
+    v1::RankIdentity other_pid = Identity("ray-job", -1);
+    other_pid.set_pid(999);
+    absl::StatusOr<OpenedStream> b = store->OpenStream(other_pid);
+    ASSERT_TRUE(b.ok());
+    EXPECT_NE(b->key.rank, a->key.rank);
+    // A launcher rank in the same job does not collide with the synthetic numbers.
+    absl::StatusOr<OpenedStream> c = store->OpenStream(Identity("ray-job", 0));
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->key.rank, 0u);
+    EXPECT_NE(a->key.rank, 0u);
+    ASSERT_TRUE(store->CloseStream(a->key, true).ok());
+    ASSERT_TRUE(store->CloseStream(b->key, true).ok());
+    ASSERT_TRUE(store->CloseStream(c->key, true).ok());
+    const v1::RankSummary summary = RankOf(*store, "ray-job", a->key.rank);
+    EXPECT_EQ(summary.identified_by(), "host+device+pid");
+    EXPECT_EQ(summary.identity().rank(), -1);
+  }
+  auto store = OpenOrDie(Options(dir));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> again = store->OpenStream(Identity("ray-job", -1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->key, first);
+  ASSERT_TRUE(store->CloseStream(again->key, true).ok());
+}
+
+TEST(EventStoreTest, CleanCloseMarksCompleteAndReconnectClearsIt) {
+  auto store = OpenOrDie(Options(TestDir("complete")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(1, 5))).ok());
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  EXPECT_TRUE(RankOf(*store, "job", 0).complete());
+  s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->durable_seq, 5u);
+  EXPECT_FALSE(RankOf(*store, "job", 0).complete());
+  ASSERT_TRUE(store->CloseStream(s->key, false).ok());
+  EXPECT_FALSE(RankOf(*store, "job", 0).complete());
+}
+
+TEST(EventStoreTest, AttemptsAreSeparateStreams) {
+  auto store = OpenOrDie(Options(TestDir("attempts")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> a0 = store->OpenStream(Identity("job", 0, 0));
+  absl::StatusOr<OpenedStream> a1 = store->OpenStream(Identity("job", 0, 1));
+  ASSERT_TRUE(a0.ok() && a1.ok());
+  ASSERT_TRUE(store->Append(a0->key, Batch(MakeEvents(1, 10))).ok());
+  ASSERT_TRUE(store->Append(a1->key, Batch(MakeEvents(1, 4))).ok());
+  EXPECT_EQ(store->ListRanks("job")->size(), 2u);
+  EXPECT_EQ(store->ListJobs()->at(0).ranks(), 1u);
+  absl::StatusOr<LiveSnapshot> latest = store->LiveAllocations("job", 0, std::nullopt, {});
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(latest->key.attempt, 1u);
+  EXPECT_EQ(latest->seq, 4u);
+  ASSERT_TRUE(store->CloseStream(a0->key, true).ok());
+  ASSERT_TRUE(store->CloseStream(a1->key, true).ok());
+}
+
+TEST(EventStoreTest, EmptyJobIdIsRejected) {
+  auto store = OpenOrDie(Options(TestDir("empty-job")));
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->OpenStream(Identity("", 0)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EventStoreTest, AppendToAStreamThatIsNotOpenFails) {
+  auto store = OpenOrDie(Options(TestDir("not-open")));
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->Append(StreamKey{1, 0, 0}, Batch(MakeEvents(1, 1))).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(EventStoreTest, OpenFailsClearlyForAnUnusableDirectory) {
+  const std::string dir = TestDir("file-in-the-way");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/file") << "x";
+  absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(Options(dir + "/file/db"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find(dir + "/file/db"), absl::string_view::npos)
+      << store.status();
+  EXPECT_FALSE(EventStore::Open(Options("")).ok());
+}
+
+TEST(EventStoreTest, SecondStoreOnTheSameDirectoryIsRefused) {
+  const std::string dir = TestDir("locked");
+  auto first = OpenOrDie(Options(dir));
+  ASSERT_NE(first, nullptr);
+  absl::StatusOr<std::unique_ptr<EventStore>> second = EventStore::Open(Options(dir));
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find(dir), absl::string_view::npos) << second.status();
+}
+
+TEST(EventStoreTest, SyncDurabilityWritesToo) {
+  EventStoreOptions options = Options(TestDir("sync"));
+  options.durability = Durability::kSync;
+  auto store = OpenOrDie(options);
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  absl::StatusOr<AppendResult> r = store->Append(s->key, Batch(MakeEvents(1, 10)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->durable_seq, 10u);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  EXPECT_EQ(*ParseDurability("sync"), Durability::kSync);
+  EXPECT_EQ(*ParseDurability("async"), Durability::kAsync);
+  EXPECT_FALSE(ParseDurability("fast").ok());
+}
+
+}  // namespace
+}  // namespace memtrace::collector
