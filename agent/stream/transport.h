@@ -6,6 +6,14 @@
 // durable. After a reconnect everything unacknowledged is resent (the collector drops what it
 // already has). When the queue is full, events are dropped and the loss is counted and sent
 // as an EVENT_KIND_LOSS event.
+//
+// Losses, each reported by one EVENT_KIND_LOSS event (aux = events lost, memory_kind = reason)
+// placed in the stream after the last event kept before the loss:
+//   LOSS_REASON_QUEUE_FULL: Record() found the queue full (the sender could not keep up).
+//   LOSS_REASON_SPOOL_FULL: unacknowledged batches exceeded max_unacked_bytes (a long
+//     outage) and the oldest were dropped. Counted as lost even if the collector had in fact
+//     stored them before the ack could arrive: the count is an upper bound.
+// Sequence numbers stay gap-free: dropped events never receive one.
 #ifndef MEMTRACE_AGENT_STREAM_TRANSPORT_H_
 #define MEMTRACE_AGENT_STREAM_TRANSPORT_H_
 
@@ -18,31 +26,33 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "agent/stream/event_sink.h"
+#include "agent/stream/transport_options.h"
 #include "proto/memtrace/v1/events.pb.h"
 
 namespace memtrace {
 
-struct TransportOptions {
-  // host:port of the collector (MEMTRACE_COLLECTOR).
-  std::string collector_address = "127.0.0.1:7431";
-  v1::RankIdentity identity;
-  // Events the in-process queue holds before dropping (bounds the agent's memory).
-  size_t queue_capacity = 1 << 20;
-  // A batch is sent when it has this many events or is this old, whichever comes first.
-  size_t max_batch_events = 4096;
-  absl::Duration max_batch_delay = absl::Milliseconds(100);
-  // Reconnect backoff, doubling from initial to max.
-  absl::Duration initial_backoff = absl::Milliseconds(50);
-  absl::Duration max_backoff = absl::Seconds(5);
-};
-
 struct TransportStats {
+  // Events handed to Record(), kept or not (loss markers are not counted).
   uint64_t events_recorded = 0;
+  // Events dropped, for any reason (queue_full + spool_full + recorded after shutdown).
   uint64_t events_lost = 0;
+  // Events written to a stream; resends count again.
   uint64_t events_sent = 0;
   uint64_t durable_seq = 0;  // highest sequence number the collector acknowledged
+  // Streams opened (Hello answered) after the first one.
   uint64_t reconnects = 0;
   bool connected = false;
+
+  uint64_t events_lost_queue_full = 0;
+  uint64_t events_lost_spool_full = 0;
+  uint64_t last_seq = 0;          // highest sequence number assigned
+  uint64_t batches_sent = 0;      // batch writes, resends included
+  uint64_t batches_resent = 0;    // writes of a batch already written on an earlier stream
+  uint64_t unacked_batches = 0;   // batches kept for a possible resend
+  uint64_t unacked_bytes = 0;
+  uint64_t stream_errors = 0;     // streams that ended other than by Shutdown
+  uint64_t strings_interned = 0;
+  uint64_t strings_refused = 0;   // Intern() calls beyond max_strings
 };
 
 class Transport : public EventSink {
@@ -53,15 +63,23 @@ class Transport : public EventSink {
 
   ~Transport() override;  // Shutdown(absl::Seconds(5)) if not yet shut down.
 
+  // Thread-safe; a short critical section, no allocation, never waits for the network.
+  // After Shutdown() events are dropped and counted as lost.
   void Record(const Event& event) override;
+  // Thread-safe. Values longer than 4096 bytes are cut, invalid UTF-8 bytes become '?'
+  // (the wire carries proto3 strings). Returns 0 once max_strings distinct strings exist.
   uint32_t Intern(StringKind kind, std::string_view value) override;
+
+  // Adds to the cupti_records_dropped counter sent with each batch. Thread-safe.
+  void CountCuptiRecordsDropped(uint64_t n);
 
   // Waits until every event recorded so far is durable at the collector, or `timeout` passes
   // (DEADLINE_EXCEEDED).
   absl::Status Flush(absl::Duration timeout);
 
   // Flushes for at most `drain_timeout`, closes the stream cleanly (so the collector marks the
-  // rank complete) and stops the sender. Idempotent.
+  // rank complete) and stops the sender. Idempotent: later calls return the first result.
+  // Returns within about drain_timeout + 1 s, even when the collector is unreachable.
   absl::Status Shutdown(absl::Duration drain_timeout);
 
   TransportStats stats() const;

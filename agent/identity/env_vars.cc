@@ -1,0 +1,52 @@
+#include "agent/identity/env_vars.h"
+
+namespace memtrace {
+
+const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
+  static const std::vector<EnvVarDoc> kVars = {
+      {"MEMTRACE_COLLECTOR", "memtrace",
+       "collector address host:port (default 127.0.0.1:7431)"},
+      {"MEMTRACE_JOB_ID", "memtrace", "job id; overrides every launcher's id"},
+      {"MEMTRACE_ATTEMPT", "memtrace",
+       "attempt (restart) number; overrides TORCHELASTIC_RESTART_COUNT"},
+      {"MEMTRACE_DEVICE", "memtrace",
+       "CUDA device ordinal of this process; overrides CUDA_VISIBLE_DEVICES / local rank"},
+      {"MEMTRACE_QUEUE_EVENTS", "memtrace",
+       "events the in-process queue holds before dropping (default 1048576)"},
+      {"MEMTRACE_BATCH_EVENTS", "memtrace", "most events per batch sent (default 4096)"},
+      {"MEMTRACE_BATCH_DELAY_MS", "memtrace",
+       "longest an event waits before its batch is sent, in ms (default 100)"},
+      {"MEMTRACE_UNACKED_MAX_BYTES", "memtrace",
+       "memory bound for batches not yet acknowledged; oldest dropped beyond it "
+       "(default 67108864)"},
+      {"MEMTRACE_SPOOL_DIR", "memtrace",
+       "directory for the on-disk spool used during long outages (reserved: not yet used)"},
+      {"MEMTRACE_SPOOL_MAX_BYTES", "memtrace",
+       "size bound of the on-disk spool (reserved: not yet used)"},
+      {"RANK", "torchrun", "global rank"},
+      {"LOCAL_RANK", "torchrun", "rank within the node; default device ordinal"},
+      {"WORLD_SIZE", "torchrun", "number of ranks in the job"},
+      {"LOCAL_WORLD_SIZE", "torchrun", "number of ranks on this node"},
+      {"GROUP_RANK", "torchrun", "node index"},
+      {"TORCHELASTIC_RUN_ID", "torchrun", "job id (rendezvous id), unless it is 'none'"},
+      {"TORCHELASTIC_RESTART_COUNT", "torchrun", "attempt number"},
+      {"RAY_JOB_ID", "ray", "job id when no torchrun id is set"},
+      {"RAY_SUBMISSION_ID", "ray", "job id when neither torchrun nor RAY_JOB_ID gives one"},
+      {"OMPI_COMM_WORLD_RANK", "mpirun", "global rank (when RANK is unset)"},
+      {"OMPI_COMM_WORLD_SIZE", "mpirun", "number of ranks"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "mpirun", "rank within the node"},
+      {"OMPI_COMM_WORLD_LOCAL_SIZE", "mpirun", "number of ranks on this node"},
+      {"PMIX_NAMESPACE", "mpirun", "job id when no other id is set"},
+      {"SLURM_PROCID", "slurm", "global rank (when RANK and OMPI_COMM_WORLD_RANK are unset)"},
+      {"SLURM_NTASKS", "slurm", "number of ranks"},
+      {"SLURM_LOCALID", "slurm", "rank within the node"},
+      {"SLURM_NODEID", "slurm", "node index"},
+      {"SLURM_JOB_ID", "slurm", "job id (with SLURM_STEP_ID) when no other id is set"},
+      {"SLURM_STEP_ID", "slurm", "appended to SLURM_JOB_ID: each srun step is its own job"},
+      {"CUDA_VISIBLE_DEVICES", "cuda",
+       "one visible device means ordinal 0 (and its UUID when given as GPU-...)"},
+  };
+  return kVars;
+}
+
+}  // namespace memtrace

@@ -1,0 +1,210 @@
+#include "agent/identity/identity.h"
+
+#include <unistd.h>
+
+#include <climits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace memtrace {
+
+namespace {
+
+// The variables one launcher uses for the rank fields; empty name = the launcher has none.
+struct RankVariables {
+  const char* launcher;
+  const char* rank;
+  const char* local_rank;
+  const char* world_size;
+  const char* local_world_size;
+  const char* group_rank;
+};
+
+// Checked in this order; the first whose rank variable is set wins, so torchrun started inside
+// a Slurm allocation is identified by torchrun's RANK, not by Slurm's task id.
+constexpr RankVariables kRankSources[] = {
+    {"env", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"},
+    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
+     "OMPI_COMM_WORLD_LOCAL_SIZE", ""},
+    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "", "SLURM_NODEID"},
+};
+
+struct RankFields {
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  int32_t world_size = 0;
+  int32_t local_world_size = 0;
+  int32_t group_rank = -1;
+  const char* launcher = "env";
+};
+
+absl::StatusOr<std::optional<int64_t>> NonNegative(const EnvLookup& env, const char* name) {
+  if (name[0] == '\0') return std::optional<int64_t>();
+  return EnvInteger(env, name, 0, INT32_MAX);
+}
+
+absl::StatusOr<RankFields> ReadRankFields(const EnvLookup& env) {
+  RankFields out;
+  for (const RankVariables& vars : kRankSources) {
+    absl::StatusOr<std::optional<int64_t>> rank = NonNegative(env, vars.rank);
+    if (!rank.ok()) return rank.status();
+    if (!rank->has_value()) continue;
+    absl::StatusOr<std::optional<int64_t>> local_rank = NonNegative(env, vars.local_rank);
+    if (!local_rank.ok()) return local_rank.status();
+    absl::StatusOr<std::optional<int64_t>> world = NonNegative(env, vars.world_size);
+    if (!world.ok()) return world.status();
+    absl::StatusOr<std::optional<int64_t>> local_world = NonNegative(env, vars.local_world_size);
+    if (!local_world.ok()) return local_world.status();
+    absl::StatusOr<std::optional<int64_t>> group = NonNegative(env, vars.group_rank);
+    if (!group.ok()) return group.status();
+
+    if (world->has_value() && **world == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(vars.world_size, "='0' is out of range: a job has at least one rank"));
+    }
+    if (world->has_value() && **rank >= **world) {
+      return absl::InvalidArgumentError(absl::StrCat(vars.rank, "='", **rank,
+                                                     "' is out of range: ", vars.world_size,
+                                                     " is ", **world));
+    }
+    if (local_world->has_value() && **local_world == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          vars.local_world_size, "='0' is out of range: a node has at least one rank"));
+    }
+    if (local_world->has_value() && local_rank->has_value() && **local_rank >= **local_world) {
+      return absl::InvalidArgumentError(absl::StrCat(vars.local_rank, "='", **local_rank,
+                                                     "' is out of range: ",
+                                                     vars.local_world_size, " is ",
+                                                     **local_world));
+    }
+    out.launcher = vars.launcher;
+    out.rank = static_cast<int32_t>(**rank);
+    if (local_rank->has_value()) out.local_rank = static_cast<int32_t>(**local_rank);
+    if (world->has_value()) out.world_size = static_cast<int32_t>(**world);
+    if (local_world->has_value()) out.local_world_size = static_cast<int32_t>(**local_world);
+    if (group->has_value()) out.group_rank = static_cast<int32_t>(**group);
+    return out;
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ReadJobId(const EnvLookup& env) {
+  if (auto v = EnvNonEmpty(env, "MEMTRACE_JOB_ID")) return *v;
+  std::optional<std::string> torch = EnvNonEmpty(env, "TORCHELASTIC_RUN_ID");
+  if (torch.has_value() && *torch != "none") return *torch;
+  if (auto v = EnvNonEmpty(env, "RAY_JOB_ID")) return *v;
+  if (auto v = EnvNonEmpty(env, "RAY_SUBMISSION_ID")) return *v;
+  if (auto v = EnvNonEmpty(env, "SLURM_JOB_ID")) {
+    if (auto step = EnvNonEmpty(env, "SLURM_STEP_ID")) return absl::StrCat(*v, ".", *step);
+    return *v;
+  }
+  if (auto v = EnvNonEmpty(env, "PMIX_NAMESPACE")) return *v;
+  std::string why = torch.has_value()
+                        ? " (TORCHELASTIC_RUN_ID is 'none', torchrun's default --rdzv_id, which "
+                          "every job shares: pass --rdzv_id or --standalone)"
+                        : "";
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no job id: none of MEMTRACE_JOB_ID, TORCHELASTIC_RUN_ID, RAY_JOB_ID, RAY_SUBMISSION_ID, "
+      "SLURM_JOB_ID, PMIX_NAMESPACE is set",
+      why, "; set MEMTRACE_JOB_ID"));
+}
+
+// The entries CUDA would use: it stops at the first negative index ("-1" hides every device).
+std::vector<std::string> VisibleDevices(const std::string& value) {
+  std::vector<std::string> out;
+  for (absl::string_view entry : absl::StrSplit(value, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    if (entry.empty() || absl::StartsWith(entry, "-")) break;
+    out.emplace_back(entry);
+  }
+  return out;
+}
+
+absl::Status ReadDevice(const EnvLookup& env, int32_t local_rank, v1::RankIdentity* id) {
+  absl::StatusOr<std::optional<int64_t>> explicit_device =
+      EnvInteger(env, "MEMTRACE_DEVICE", 0, INT32_MAX);
+  if (!explicit_device.ok()) return explicit_device.status();
+  if (explicit_device->has_value()) {
+    id->set_device_index(static_cast<int32_t>(**explicit_device));
+    return absl::OkStatus();
+  }
+  std::optional<std::string> visible_var = env("CUDA_VISIBLE_DEVICES");
+  std::optional<std::vector<std::string>> visible;
+  if (visible_var.has_value()) visible = VisibleDevices(*visible_var);
+  if (visible.has_value() && visible->size() == 1) {
+    id->set_device_index(0);
+    const std::string& entry = (*visible)[0];
+    if (absl::StartsWith(entry, "GPU-") || absl::StartsWith(entry, "MIG-")) {
+      id->set_device_uuid(entry);
+    }
+    return absl::OkStatus();
+  }
+  if (local_rank >= 0 && (!visible.has_value() || static_cast<size_t>(local_rank) < visible->size())) {
+    id->set_device_index(local_rank);
+    return absl::OkStatus();
+  }
+  id->set_device_index(-1);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ProcessFacts CurrentProcessFacts() {
+  ProcessFacts facts;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) facts.host = host;
+  facts.pid = static_cast<uint32_t>(getpid());
+  return facts;
+}
+
+absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
+                                                         const ProcessFacts& facts) {
+  absl::StatusOr<RankFields> ranks = ReadRankFields(env);
+  if (!ranks.ok()) return ranks.status();
+  absl::StatusOr<std::string> job_id = ReadJobId(env);
+  if (!job_id.ok()) return job_id.status();
+
+  absl::StatusOr<std::optional<int64_t>> attempt = EnvInteger(env, "MEMTRACE_ATTEMPT", 0, UINT32_MAX);
+  if (!attempt.ok()) return attempt.status();
+  if (!attempt->has_value()) {
+    attempt = EnvInteger(env, "TORCHELASTIC_RESTART_COUNT", 0, UINT32_MAX);
+    if (!attempt.ok()) return attempt.status();
+  }
+
+  v1::RankIdentity id;
+  id.set_job_id(*job_id);
+  id.set_rank(ranks->rank);
+  id.set_local_rank(ranks->local_rank);
+  id.set_world_size(ranks->world_size);
+  id.set_local_world_size(ranks->local_world_size);
+  id.set_group_rank(ranks->group_rank);
+  id.set_attempt(attempt->has_value() ? static_cast<uint32_t>(**attempt) : 0);
+  id.set_host(facts.host);
+  id.set_pid(facts.pid);
+  if (absl::Status s = ReadDevice(env, ranks->local_rank, &id); !s.ok()) return s;
+
+  std::string launcher = ranks->launcher;
+  if (EnvNonEmpty(env, "TORCHELASTIC_RUN_ID").has_value()) {
+    launcher = "torchrun";
+  } else if (EnvNonEmpty(env, "RAY_JOB_ID").has_value() ||
+             EnvNonEmpty(env, "RAY_SUBMISSION_ID").has_value()) {
+    launcher = "ray";
+  }
+  id.set_launcher(launcher);
+  id.set_agent_version(kAgentVersion);
+  return id;
+}
+
+absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env) {
+  return IdentityFromEnvironment(env, CurrentProcessFacts());
+}
+
+}  // namespace memtrace

@@ -1,0 +1,245 @@
+#include "agent/identity/identity.h"
+
+#include <unistd.h>
+
+#include <map>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+
+namespace memtrace {
+namespace {
+
+const ProcessFacts kFacts{"node-7", 4242};
+
+absl::StatusOr<v1::RankIdentity> FromMap(std::map<std::string, std::string> vars) {
+  return IdentityFromEnvironment(MapEnvironment(std::move(vars)), kFacts);
+}
+
+void ExpectInvalid(const absl::StatusOr<v1::RankIdentity>& id, const std::string& fragment) {
+  ASSERT_FALSE(id.ok());
+  EXPECT_EQ(id.status().code(), absl::StatusCode::kInvalidArgument) << id.status();
+  EXPECT_NE(id.status().message().find(fragment), std::string::npos)
+      << "message '" << id.status().message() << "' lacks '" << fragment << "'";
+}
+
+// What the real torchrun gave each worker (see shared/notes/launchers.md).
+std::map<std::string, std::string> TorchrunEnv() {
+  return {{"RANK", "5"},
+          {"LOCAL_RANK", "1"},
+          {"WORLD_SIZE", "8"},
+          {"LOCAL_WORLD_SIZE", "4"},
+          {"GROUP_RANK", "1"},
+          {"TORCHELASTIC_RUN_ID", "3f1c-uuid"},
+          {"TORCHELASTIC_RESTART_COUNT", "2"},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", "29500"}};
+}
+
+TEST(IdentityTest, ReadsEveryTorchrunField) {
+  absl::StatusOr<v1::RankIdentity> id = FromMap(TorchrunEnv());
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id(), "3f1c-uuid");
+  EXPECT_EQ(id->rank(), 5);
+  EXPECT_EQ(id->local_rank(), 1);
+  EXPECT_EQ(id->world_size(), 8);
+  EXPECT_EQ(id->local_world_size(), 4);
+  EXPECT_EQ(id->group_rank(), 1);
+  EXPECT_EQ(id->attempt(), 2u);
+  EXPECT_EQ(id->host(), "node-7");
+  EXPECT_EQ(id->pid(), 4242u);
+  EXPECT_EQ(id->device_index(), 1);  // LOCAL_RANK, no CUDA_VISIBLE_DEVICES
+  EXPECT_EQ(id->launcher(), "torchrun");
+  EXPECT_EQ(id->agent_version(), kAgentVersion);
+}
+
+TEST(IdentityTest, MemtraceJobIdOverridesTorchrunRunId) {
+  auto env = TorchrunEnv();
+  env["MEMTRACE_JOB_ID"] = "my-job";
+  absl::StatusOr<v1::RankIdentity> id = FromMap(env);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id(), "my-job");
+  EXPECT_EQ(id->launcher(), "torchrun");
+}
+
+TEST(IdentityTest, MemtraceAttemptOverridesRestartCount) {
+  auto env = TorchrunEnv();
+  env["MEMTRACE_ATTEMPT"] = "9";
+  absl::StatusOr<v1::RankIdentity> id = FromMap(env);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->attempt(), 9u);
+}
+
+TEST(IdentityTest, TorchrunDefaultRunIdNoneIsNotAJobId) {
+  auto env = TorchrunEnv();
+  env["TORCHELASTIC_RUN_ID"] = "none";
+  ExpectInvalid(FromMap(env), "TORCHELASTIC_RUN_ID is 'none'");
+  env["SLURM_JOB_ID"] = "777";
+  absl::StatusOr<v1::RankIdentity> id = FromMap(env);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id(), "777");
+  EXPECT_EQ(id->rank(), 5);  // torchrun's RANK still wins over Slurm's task id
+}
+
+TEST(IdentityTest, RayActorWithoutRankGetsMinusOneAndRayJobId) {
+  absl::StatusOr<v1::RankIdentity> id =
+      FromMap({{"RAY_JOB_ID", "02000000"}, {"CUDA_VISIBLE_DEVICES", "3"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id(), "02000000");
+  EXPECT_EQ(id->launcher(), "ray");
+  EXPECT_EQ(id->rank(), -1);
+  EXPECT_EQ(id->local_rank(), -1);
+  EXPECT_EQ(id->world_size(), 0);
+  EXPECT_EQ(id->group_rank(), -1);
+  EXPECT_EQ(id->device_index(), 0);  // one visible device: ordinal 0
+  EXPECT_EQ(id->host(), "node-7");
+  EXPECT_EQ(id->pid(), 4242u);
+}
+
+TEST(IdentityTest, RaySubmissionIdIsUsedWhenRayJobIdIsMissing) {
+  absl::StatusOr<v1::RankIdentity> id = FromMap({{"RAY_SUBMISSION_ID", "raysubmit_abc"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id(), "raysubmit_abc");
+  EXPECT_EQ(id->launcher(), "ray");
+}
+
+TEST(IdentityTest, RayWorkerWithRankFromTheTrainerKeepsRankAndRayLauncher) {
+  // verl-style: the trainer puts RANK/WORLD_SIZE into each actor's environment.
+  absl::StatusOr<v1::RankIdentity> id = FromMap({{"RAY_JOB_ID", "03000000"},
+                                                 {"RANK", "3"},
+                                                 {"WORLD_SIZE", "4"},
+                                                 {"LOCAL_RANK", "3"},
+                                                 {"CUDA_VISIBLE_DEVICES", "GPU-5a7b-uuid"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->rank(), 3);
+  EXPECT_EQ(id->launcher(), "ray");
+  EXPECT_EQ(id->device_index(), 0);  // single visible device beats LOCAL_RANK
+  EXPECT_EQ(id->device_uuid(), "GPU-5a7b-uuid");
+}
+
+TEST(IdentityTest, TorchrunRunIdBeatsRayJobId) {
+  auto env = TorchrunEnv();
+  env["RAY_JOB_ID"] = "01000000";
+  absl::StatusOr<v1::RankIdentity> id = FromMap(env);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id(), "3f1c-uuid");
+  EXPECT_EQ(id->launcher(), "torchrun");
+}
+
+TEST(IdentityTest, ReadsOpenMpiVariables) {
+  absl::StatusOr<v1::RankIdentity> id = FromMap({{"OMPI_COMM_WORLD_RANK", "6"},
+                                                 {"OMPI_COMM_WORLD_SIZE", "16"},
+                                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "8"},
+                                                 {"PMIX_NAMESPACE", "prterun-host-123@1"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->rank(), 6);
+  EXPECT_EQ(id->world_size(), 16);
+  EXPECT_EQ(id->local_rank(), 2);
+  EXPECT_EQ(id->local_world_size(), 8);
+  EXPECT_EQ(id->job_id(), "prterun-host-123@1");
+  EXPECT_EQ(id->launcher(), "mpirun");
+  EXPECT_EQ(id->device_index(), 2);
+}
+
+TEST(IdentityTest, ReadsSlurmVariablesAndSeparatesSteps) {
+  absl::StatusOr<v1::RankIdentity> id = FromMap({{"SLURM_PROCID", "9"},
+                                                 {"SLURM_NTASKS", "12"},
+                                                 {"SLURM_LOCALID", "1"},
+                                                 {"SLURM_NODEID", "4"},
+                                                 {"SLURM_JOB_ID", "5551"},
+                                                 {"SLURM_STEP_ID", "2"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->rank(), 9);
+  EXPECT_EQ(id->world_size(), 12);
+  EXPECT_EQ(id->local_rank(), 1);
+  EXPECT_EQ(id->group_rank(), 4);
+  EXPECT_EQ(id->job_id(), "5551.2");
+  EXPECT_EQ(id->launcher(), "slurm");
+}
+
+TEST(IdentityTest, GenericRankWithMemtraceJobIdIsLauncherEnv) {
+  absl::StatusOr<v1::RankIdentity> id =
+      FromMap({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MEMTRACE_JOB_ID", "j"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->launcher(), "env");
+  EXPECT_EQ(id->rank(), 0);
+  EXPECT_EQ(id->device_index(), -1);  // no local rank, no visible-device list
+}
+
+TEST(IdentityTest, NoJobIdIsAnErrorNamingEveryVariableLookedFor) {
+  absl::StatusOr<v1::RankIdentity> id = FromMap({{"RANK", "0"}});
+  ASSERT_FALSE(id.ok());
+  for (const char* name : {"MEMTRACE_JOB_ID", "TORCHELASTIC_RUN_ID", "RAY_JOB_ID",
+                           "RAY_SUBMISSION_ID", "SLURM_JOB_ID", "PMIX_NAMESPACE"}) {
+    EXPECT_NE(id.status().message().find(name), std::string::npos) << name;
+  }
+}
+
+TEST(IdentityTest, EmptyValuesCountAsUnset) {
+  absl::StatusOr<v1::RankIdentity> id =
+      FromMap({{"MEMTRACE_JOB_ID", "j"}, {"RANK", ""}, {"WORLD_SIZE", ""}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->rank(), -1);
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", ""}}), "no job id");
+}
+
+TEST(IdentityTest, RejectsNonIntegerRank) {
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", "j"}, {"RANK", "abc"}}), "RANK='abc'");
+}
+
+TEST(IdentityTest, RejectsNegativeRank) {
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", "j"}, {"RANK", "-1"}}), "RANK='-1'");
+}
+
+TEST(IdentityTest, RejectsRankAtOrAboveWorldSize) {
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", "j"}, {"RANK", "8"}, {"WORLD_SIZE", "8"}}),
+                "RANK='8' is out of range: WORLD_SIZE is 8");
+}
+
+TEST(IdentityTest, RejectsLocalRankAtOrAboveLocalWorldSize) {
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", "j"},
+                         {"RANK", "1"},
+                         {"LOCAL_RANK", "4"},
+                         {"LOCAL_WORLD_SIZE", "4"}}),
+                "LOCAL_RANK='4' is out of range: LOCAL_WORLD_SIZE is 4");
+}
+
+TEST(IdentityTest, RejectsZeroWorldSizeAndBadAttemptAndBadDevice) {
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", "j"}, {"RANK", "0"}, {"WORLD_SIZE", "0"}}),
+                "WORLD_SIZE='0'");
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", "j"}, {"TORCHELASTIC_RESTART_COUNT", "x"}}),
+                "TORCHELASTIC_RESTART_COUNT='x'");
+  ExpectInvalid(FromMap({{"MEMTRACE_JOB_ID", "j"}, {"MEMTRACE_DEVICE", "-2"}}),
+                "MEMTRACE_DEVICE='-2'");
+  ExpectInvalid(FromMap({{"OMPI_COMM_WORLD_RANK", "x1"}, {"MEMTRACE_JOB_ID", "j"}}),
+                "OMPI_COMM_WORLD_RANK='x1'");
+}
+
+TEST(IdentityTest, DeviceRuleExplicitThenSingleVisibleThenLocalRank) {
+  auto env = TorchrunEnv();  // LOCAL_RANK 1
+  env["MEMTRACE_DEVICE"] = "3";
+  env["CUDA_VISIBLE_DEVICES"] = "7";
+  EXPECT_EQ(FromMap(env)->device_index(), 3);
+  env.erase("MEMTRACE_DEVICE");
+  EXPECT_EQ(FromMap(env)->device_index(), 0);
+  env["CUDA_VISIBLE_DEVICES"] = "4,5,6,7";
+  EXPECT_EQ(FromMap(env)->device_index(), 1);
+  env["CUDA_VISIBLE_DEVICES"] = "";
+  EXPECT_EQ(FromMap(env)->device_index(), -1);  // no device visible at all
+  env["CUDA_VISIBLE_DEVICES"] = "0,-1,2";          // CUDA stops at the first negative entry
+  EXPECT_EQ(FromMap(env)->device_index(), 0);
+  env["LOCAL_RANK"] = "3";
+  env["CUDA_VISIBLE_DEVICES"] = "0,1";
+  EXPECT_EQ(FromMap(env)->device_index(), -1);  // local rank beyond the visible list
+}
+
+TEST(IdentityTest, CurrentProcessFactsNamesThisProcess) {
+  ProcessFacts facts = CurrentProcessFacts();
+  EXPECT_FALSE(facts.host.empty());
+  EXPECT_EQ(facts.pid, static_cast<uint32_t>(getpid()));
+}
+
+}  // namespace
+}  // namespace memtrace

@@ -1,0 +1,84 @@
+#include "agent/identity/transport_env.h"
+
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace memtrace {
+
+namespace {
+
+// host:port, [v6]:port, or a gRPC target with a scheme (dns:///..., unix:/path, ipv4:...).
+absl::Status CheckCollectorAddress(const std::string& address) {
+  auto bad = [&](const char* why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MEMTRACE_COLLECTOR='", address, "': ", why));
+  };
+  for (char c : address) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) return bad("contains whitespace");
+  }
+  if (absl::StrContains(address, "://") || absl::StartsWith(address, "unix:") ||
+      absl::StartsWith(address, "ipv4:") || absl::StartsWith(address, "ipv6:")) {
+    return absl::OkStatus();
+  }
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return bad("expected host:port");
+  if (address[0] == '[' && address[colon - 1] != ']') return bad("expected [ipv6]:port");
+  uint32_t port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port == 0 || port > 65535) {
+    return bad("port must be 1..65535");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TransportOptions> TransportOptionsFromEnvironment(const EnvLookup& env,
+                                                                 const ProcessFacts& facts) {
+  TransportOptions options;
+  absl::StatusOr<v1::RankIdentity> identity = IdentityFromEnvironment(env, facts);
+  if (!identity.ok()) return identity.status();
+  options.identity = *std::move(identity);
+
+  if (std::optional<std::string> address = EnvNonEmpty(env, "MEMTRACE_COLLECTOR")) {
+    if (absl::Status s = CheckCollectorAddress(*address); !s.ok()) return s;
+    options.collector_address = *address;
+  }
+  // Queue bound: 2^26 events is ~4.5 GiB, far beyond any sane setting.
+  absl::StatusOr<std::optional<int64_t>> queue = EnvInteger(env, "MEMTRACE_QUEUE_EVENTS", 1, 1 << 26);
+  if (!queue.ok()) return queue.status();
+  if (queue->has_value()) options.queue_capacity = static_cast<size_t>(**queue);
+
+  absl::StatusOr<std::optional<int64_t>> batch = EnvInteger(env, "MEMTRACE_BATCH_EVENTS", 1, 65536);
+  if (!batch.ok()) return batch.status();
+  if (batch->has_value()) options.max_batch_events = static_cast<size_t>(**batch);
+
+  absl::StatusOr<std::optional<int64_t>> delay = EnvInteger(env, "MEMTRACE_BATCH_DELAY_MS", 1, 60000);
+  if (!delay.ok()) return delay.status();
+  if (delay->has_value()) options.max_batch_delay = absl::Milliseconds(**delay);
+
+  absl::StatusOr<std::optional<int64_t>> unacked =
+      EnvInteger(env, "MEMTRACE_UNACKED_MAX_BYTES", 1, INT64_MAX);
+  if (!unacked.ok()) return unacked.status();
+  if (unacked->has_value()) options.max_unacked_bytes = static_cast<uint64_t>(**unacked);
+
+  if (std::optional<std::string> dir = EnvNonEmpty(env, "MEMTRACE_SPOOL_DIR")) {
+    options.spool_dir = *dir;
+  }
+  absl::StatusOr<std::optional<int64_t>> spool =
+      EnvInteger(env, "MEMTRACE_SPOOL_MAX_BYTES", 0, INT64_MAX);
+  if (!spool.ok()) return spool.status();
+  if (spool->has_value()) options.spool_max_bytes = static_cast<uint64_t>(**spool);
+  return options;
+}
+
+absl::StatusOr<TransportOptions> TransportOptionsFromEnvironment(const EnvLookup& env) {
+  return TransportOptionsFromEnvironment(env, CurrentProcessFacts());
+}
+
+}  // namespace memtrace

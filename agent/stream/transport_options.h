@@ -1,0 +1,51 @@
+// Settings of the agent's Transport (see transport.h). A separate header so that code which
+// only builds options (agent/identity reads them from the environment) does not link gRPC.
+#ifndef MEMTRACE_AGENT_STREAM_TRANSPORT_OPTIONS_H_
+#define MEMTRACE_AGENT_STREAM_TRANSPORT_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "proto/memtrace/v1/events.pb.h"
+
+namespace memtrace {
+
+struct TransportOptions {
+  // host:port of the collector (MEMTRACE_COLLECTOR), or any gRPC target ("unix:/path").
+  std::string collector_address = "127.0.0.1:7431";
+  v1::RankIdentity identity;
+  // Events the in-process queue holds before dropping (bounds the agent's memory: about 72
+  // bytes an event).
+  size_t queue_capacity = 1 << 20;
+  // A batch is sent when it has this many events or is this old, whichever comes first.
+  // At most 65536 (the collector's per-batch limit).
+  size_t max_batch_events = 4096;
+  absl::Duration max_batch_delay = absl::Milliseconds(100);
+  // Reconnect backoff, doubling from initial to max, each wait jittered to 50..100%.
+  absl::Duration initial_backoff = absl::Milliseconds(50);
+  absl::Duration max_backoff = absl::Seconds(5);
+
+  // Encoded batches kept until the collector acknowledges them are bounded by this many bytes;
+  // beyond it the oldest are dropped and counted as a LOSS_REASON_SPOOL_FULL loss (the newest
+  // batch is always kept, so the bound can be exceeded by one batch).
+  uint64_t max_unacked_bytes = 64ull << 20;
+  // A stream whose Hello is not answered, or that has unacknowledged batches and receives no
+  // ack, for this long is abandoned and reopened.
+  absl::Duration hello_timeout = absl::Seconds(10);
+  absl::Duration ack_timeout = absl::Seconds(30);
+  // Distinct strings Intern() accepts; beyond it Intern() returns 0 ("none") and counts.
+  size_t max_strings = 1 << 16;
+  // Print each kind of failure once to stderr (prefix "memtrace-agent: ").
+  bool log_failures = true;
+
+  // The on-disk spool for long outages (MEMTRACE_SPOOL_DIR, MEMTRACE_SPOOL_MAX_BYTES).
+  // Reserved: parsed and carried, not used yet; the unacked batches live in memory.
+  std::string spool_dir;
+  uint64_t spool_max_bytes = 0;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_AGENT_STREAM_TRANSPORT_OPTIONS_H_
