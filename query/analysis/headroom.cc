@@ -1,0 +1,151 @@
+#include "query/analysis/headroom.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "query/analysis/robust_stats.h"
+
+namespace memtrace::analysis {
+namespace {
+
+RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, TheilSen& fitter) {
+  RankHeadroom h;
+  h.rank = rank.rank;
+  if (rank.steps.empty()) {
+    h.status = HeadroomStatus::kTooShort;
+    return h;
+  }
+  const StepPoint& last = rank.steps.back();
+  h.last_step = last.step;
+  h.last_floor_bytes = last.floor_bytes;
+  h.last_peak_bytes = last.peak_bytes;
+  if (params.capacity_bytes.has_value()) {
+    h.capacity_bytes = *params.capacity_bytes;
+  } else {
+    for (const StepPoint& p : rank.steps) h.capacity_bytes = std::max(h.capacity_bytes, p.device_total);
+    h.capacity_from_samples = h.capacity_bytes > 0;
+  }
+
+  size_t begin = std::min<size_t>(params.warmup_steps, rank.steps.size());
+  if (params.recent_steps > 0 && rank.steps.size() - begin > params.recent_steps) {
+    begin = rank.steps.size() - params.recent_steps;
+  }
+  std::vector<double> x, floor, transient, overhead, period;
+  for (size_t i = begin; i < rank.steps.size(); ++i) {
+    const StepPoint& p = rank.steps[i];
+    x.push_back(static_cast<double>(p.step));
+    floor.push_back(static_cast<double>(p.floor_bytes));
+    transient.push_back(static_cast<double>(p.peak_bytes) - static_cast<double>(p.floor_bytes));
+    if (p.device_used_max >= p.peak_bytes && p.peak_bytes > 0) {
+      overhead.push_back(static_cast<double>(p.device_used_max - p.peak_bytes));
+    }
+    if (i + 1 < rank.steps.size()) {
+      const StepPoint& next = rank.steps[i + 1];
+      if (next.step > p.step && next.start_ns > p.start_ns) {
+        period.push_back(double(next.start_ns - p.start_ns) / double(next.step - p.step));
+      }
+    } else if (period.empty() && p.end_ns > p.start_ns) {
+      period.push_back(double(p.end_ns - p.start_ns));
+    }
+  }
+  if (!transient.empty()) h.transient_bytes = static_cast<uint64_t>(std::max(0.0, Median(transient)));
+  if (!overhead.empty()) h.overhead_bytes = static_cast<uint64_t>(Median(overhead));
+  if (!period.empty()) h.step_ns = Median(period);
+  double usable = static_cast<double>(h.capacity_bytes) - static_cast<double>(h.overhead_bytes);
+  h.headroom_bytes = usable > double(last.peak_bytes) ? uint64_t(usable - double(last.peak_bytes)) : 0;
+
+  for (const StepPoint& p : rank.steps) {
+    if (p.ooms > 0) {
+      h.status = HeadroomStatus::kOutOfMemory;
+      h.forecast_step = p.step;
+      return h;
+    }
+  }
+  if (h.capacity_bytes == 0) {
+    h.status = HeadroomStatus::kNoCapacity;
+    return h;
+  }
+  if (x.size() < params.min_points) {
+    h.status = HeadroomStatus::kTooShort;
+    return h;
+  }
+  TrendFit fit = fitter.Fit(x, floor);
+  h.floor_bytes_per_step = fit.slope;
+  h.trend_z = fit.trend_z;
+  double growth = fit.slope * (x.back() - x.front());
+  if (fit.slope <= 0 || growth < static_cast<double>(params.min_growth_bytes) ||
+      fit.trend_z < params.min_trend_z) {
+    h.status = HeadroomStatus::kFlat;
+    return h;
+  }
+  // First step s with intercept + slope * s + transient >= usable (and the floor alone).
+  auto reach = [&](double target) {
+    double s = std::ceil((target - fit.intercept) / fit.slope);
+    return std::max(s, static_cast<double>(last.step) + 1);
+  };
+  double peak_step = reach(usable - static_cast<double>(h.transient_bytes));
+  double floor_step = reach(usable);
+  if (peak_step - static_cast<double>(last.step) > static_cast<double>(params.max_horizon_steps)) {
+    h.status = HeadroomStatus::kFlat;
+    return h;
+  }
+  h.status = HeadroomStatus::kForecast;
+  h.forecast_step = static_cast<int64_t>(peak_step);
+  h.floor_forecast_step = static_cast<int64_t>(
+      std::min(floor_step, static_cast<double>(last.step) + 10.0 * params.max_horizon_steps));
+  h.eta_ns = static_cast<int64_t>(std::llround((peak_step - double(last.step)) * h.step_ns));
+  return h;
+}
+
+int Order(HeadroomStatus s) {
+  switch (s) {
+    case HeadroomStatus::kOutOfMemory:
+      return 0;
+    case HeadroomStatus::kForecast:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+}  // namespace
+
+absl::string_view HeadroomStatusName(HeadroomStatus status) {
+  switch (status) {
+    case HeadroomStatus::kForecast:
+      return "forecast";
+    case HeadroomStatus::kFlat:
+      return "flat";
+    case HeadroomStatus::kOutOfMemory:
+      return "out-of-memory";
+    case HeadroomStatus::kNoCapacity:
+      return "no-capacity";
+    case HeadroomStatus::kTooShort:
+      return "too-short";
+  }
+  return "flat";
+}
+
+HeadroomReport ForecastHeadroom(const JobTimeline& job, const HeadroomParams& params) {
+  HeadroomReport report;
+  report.job_id = job.job_id;
+  report.params = params;
+  std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
+  report.ranks = static_cast<uint32_t>(ranks.size());
+  TheilSen fitter(params.max_pairs);
+  for (const RankTimeline* r : ranks) {
+    report.entries.push_back(Forecast(*r, params, fitter));
+    if (report.entries.back().status == HeadroomStatus::kForecast) ++report.forecasts;
+  }
+  std::stable_sort(report.entries.begin(), report.entries.end(),
+                   [](const RankHeadroom& a, const RankHeadroom& b) {
+                     if (Order(a.status) != Order(b.status)) return Order(a.status) < Order(b.status);
+                     if (Order(a.status) < 2 && a.forecast_step != b.forecast_step) {
+                       return a.forecast_step < b.forecast_step;
+                     }
+                     return a.rank < b.rank;
+                   });
+  return report;
+}
+
+}  // namespace memtrace::analysis

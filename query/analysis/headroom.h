@@ -1,0 +1,79 @@
+// `headroom`: per rank, when its memory reaches the device's capacity if the floor keeps its
+// recent trend: "rank 3 reaches 80.0 GiB at step ~412 (in ~37 min)".
+//
+// The floor's Theil-Sen slope over the last recent_steps (after warm-up) must pass the same
+// significance floor as `growth` (fitted growth >= min_growth_bytes, trend z >= min_trend_z);
+// otherwise the rank is flat and gets no forecast. The forecast is the step at which the trend
+// floor plus the rank's typical transient (median peak - floor) reaches the usable capacity:
+// capacity minus the device memory used outside traced allocations (median device_used_max -
+// peak, from the agent's device samples). Capacity is the given one, else the largest
+// device_total the rank's samples reported; without either there is no forecast. Time to it
+// uses the median step period (start to next start) of the window.
+#ifndef MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
+#define MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "query/analysis/timeline.h"
+
+namespace memtrace::analysis {
+
+struct HeadroomParams {
+  std::optional<uint64_t> capacity_bytes;  // overrides the device samples
+  uint32_t recent_steps = 50;
+  uint32_t warmup_steps = 5;
+  uint64_t min_growth_bytes = 64 * kMiB;
+  double min_trend_z = 3.0;
+  uint32_t min_points = 8;
+  int64_t max_horizon_steps = 10'000'000;  // a forecast further out is reported as flat
+  uint32_t max_pairs = 2048;
+  std::optional<uint32_t> attempt;
+};
+
+enum class HeadroomStatus {
+  kForecast,    // rising: forecast_step is set
+  kFlat,        // no significant rise, or the capacity is beyond max_horizon_steps
+  kOutOfMemory,  // the rank already recorded an OOM (forecast_step = that step)
+  kNoCapacity,  // no capacity given and no device samples
+  kTooShort,    // fewer than min_points steps after warm-up
+};
+absl::string_view HeadroomStatusName(HeadroomStatus status);
+
+struct RankHeadroom {
+  uint32_t rank = 0;
+  HeadroomStatus status = HeadroomStatus::kFlat;
+  uint64_t capacity_bytes = 0;
+  bool capacity_from_samples = false;
+  uint64_t overhead_bytes = 0;  // device memory used outside traced allocations
+  int64_t last_step = 0;
+  uint64_t last_floor_bytes = 0;
+  uint64_t last_peak_bytes = 0;
+  uint64_t transient_bytes = 0;  // median peak - floor in the window
+  // Usable capacity minus the latest peak (0 when already over).
+  uint64_t headroom_bytes = 0;
+  double floor_bytes_per_step = 0;
+  double trend_z = 0;
+  int64_t forecast_step = -1;        // peak reaches capacity
+  int64_t floor_forecast_step = -1;  // the floor alone reaches capacity
+  double step_ns = 0;                // median step period
+  int64_t eta_ns = 0;                // from the last step to forecast_step
+};
+
+struct HeadroomReport {
+  std::string job_id;
+  uint32_t ranks = 0;
+  uint32_t forecasts = 0;  // ranks with status kForecast
+  std::vector<RankHeadroom> entries;  // soonest forecast first, then by rank
+  HeadroomParams params;
+};
+
+// Runs the analysis over `job`. Pure.
+HeadroomReport ForecastHeadroom(const JobTimeline& job, const HeadroomParams& params = {});
+
+}  // namespace memtrace::analysis
+
+#endif  // MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_

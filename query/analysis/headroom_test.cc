@@ -1,0 +1,86 @@
+#include "query/analysis/headroom.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "gtest/gtest.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+TEST(HeadroomTest, PlantedLinearLeakForecastsTheCapacityStepWithinTenPercent) {
+  // Rank 3 leaks 200 MiB per step from step 20; the job is observed for 150 steps, long before
+  // the leak fills the 80 GiB device.
+  sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 8, 150);
+  int64_t planted = sim::PlantedCapacityStep(spec, 3);
+  ASSERT_GT(planted, 150);
+  JobTimeline job = sim::Simulate(spec).timeline;
+  HeadroomReport report = ForecastHeadroom(job);
+  EXPECT_EQ(report.forecasts, 1u);
+  const RankHeadroom& h = report.entries[0];
+  EXPECT_EQ(h.rank, 3u);
+  ASSERT_EQ(h.status, HeadroomStatus::kForecast);
+  EXPECT_LE(std::abs(double(h.forecast_step - planted)), 0.1 * planted)
+      << "forecast " << h.forecast_step << " planted " << planted;
+  std::printf("headroom: planted step %lld, forecast %lld\n", (long long)planted,
+              (long long)h.forecast_step);
+  EXPECT_NEAR(h.floor_bytes_per_step, 200.0 * kMiB, 2.0 * kMiB);
+  EXPECT_EQ(h.capacity_bytes, 80 * kGiB);
+  EXPECT_TRUE(h.capacity_from_samples);
+  EXPECT_EQ(h.overhead_bytes, 600 * kMiB);
+  EXPECT_DOUBLE_EQ(h.step_ns, 2e9);
+  EXPECT_EQ(h.eta_ns, int64_t(h.forecast_step - 149) * 2'000'000'000);
+  EXPECT_GT(h.floor_forecast_step, h.forecast_step);
+  for (size_t i = 1; i < report.entries.size(); ++i) {
+    EXPECT_EQ(report.entries[i].status, HeadroomStatus::kFlat) << report.entries[i].rank;
+    EXPECT_EQ(report.entries[i].forecast_step, -1);
+  }
+}
+
+TEST(HeadroomTest, HealthyJobHasNoForecast) {
+  HeadroomReport report = ForecastHeadroom(sim::Simulate(sim::HealthyJob()).timeline);
+  EXPECT_EQ(report.forecasts, 0u);
+  for (const RankHeadroom& h : report.entries) {
+    EXPECT_EQ(h.status, HeadroomStatus::kFlat);
+    EXPECT_GT(h.headroom_bytes, 40 * kGiB);
+  }
+}
+
+TEST(HeadroomTest, AGivenCapacityOverridesTheSamples) {
+  sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 8, 150);
+  JobTimeline job = sim::Simulate(spec).timeline;
+  HeadroomParams params;
+  params.capacity_bytes = 60 * kGiB;
+  HeadroomReport report = ForecastHeadroom(job, params);
+  sim::JobSpec smaller = spec;
+  smaller.device_total = 60 * kGiB;
+  int64_t planted = sim::PlantedCapacityStep(smaller, 3);
+  EXPECT_FALSE(report.entries[0].capacity_from_samples);
+  EXPECT_LE(std::abs(double(report.entries[0].forecast_step - planted)), 0.1 * planted);
+}
+
+TEST(HeadroomTest, WithoutCapacityThereIsNoForecast) {
+  sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 4, 60);
+  JobTimeline job = sim::Simulate(spec).timeline;
+  for (RankTimeline& r : job.ranks) {
+    for (StepPoint& p : r.steps) p.device_total = p.device_used_max = 0;
+  }
+  HeadroomReport report = ForecastHeadroom(job);
+  EXPECT_EQ(report.forecasts, 0u);
+  for (const RankHeadroom& h : report.entries) EXPECT_EQ(h.status, HeadroomStatus::kNoCapacity);
+}
+
+TEST(HeadroomTest, ARankThatAlreadyRanOutSaysSo) {
+  sim::JobSpec spec = sim::OomJob();
+  sim::SimulatedJob job = sim::Simulate(spec);
+  HeadroomReport report = ForecastHeadroom(job.timeline);
+  ASSERT_FALSE(report.entries.empty());
+  EXPECT_EQ(report.entries[0].rank, 3u);
+  EXPECT_EQ(report.entries[0].status, HeadroomStatus::kOutOfMemory);
+  EXPECT_EQ(report.entries[0].forecast_step, job.oom->step);
+}
+
+}  // namespace
+}  // namespace memtrace::analysis

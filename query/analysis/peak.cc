@@ -1,0 +1,107 @@
+#include "query/analysis/peak.h"
+
+#include <algorithm>
+#include <map>
+
+#include "query/analysis/robust_stats.h"
+
+namespace memtrace::analysis {
+namespace {
+
+struct Acc {
+  PeakEntry entry;
+  std::vector<double> peaks;
+  std::vector<double> ends;
+};
+
+void Add(Acc& acc, const StepPoint& p, uint64_t peak, uint64_t end) {
+  if (acc.peaks.empty() || peak > acc.entry.peak_bytes) {
+    acc.entry.peak_bytes = peak;
+    acc.entry.peak_step = p.step;
+    acc.entry.peak_ns = p.start_ns;
+  }
+  acc.peaks.push_back(static_cast<double>(peak));
+  acc.ends.push_back(static_cast<double>(end));
+}
+
+}  // namespace
+
+absl::string_view PeakByName(PeakBy by) {
+  switch (by) {
+    case PeakBy::kPhase:
+      return "phase";
+    case PeakBy::kTag:
+      return "tag";
+    case PeakBy::kSource:
+      return "source";
+    case PeakBy::kRank:
+      return "rank";
+  }
+  return "phase";
+}
+
+PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
+  PeakReport report;
+  report.job_id = job.job_id;
+  report.by = params.by;
+  report.params = params;
+  std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
+  report.ranks = static_cast<uint32_t>(ranks.size());
+
+  // group -> per-rank accumulators (ranks in order).
+  std::map<NameId, std::vector<Acc>> groups;
+  for (const RankTimeline* r : ranks) {
+    std::map<NameId, Acc> mine;
+    for (size_t i = std::min<size_t>(params.warmup_steps, r->steps.size()); i < r->steps.size();
+         ++i) {
+      const StepPoint& p = r->steps[i];
+      if (params.by == PeakBy::kRank) {
+        Add(mine[0], p, p.peak_bytes, p.end_bytes);
+        continue;
+      }
+      const std::vector<GroupBytes>& list = params.by == PeakBy::kPhase   ? p.by_phase
+                                            : params.by == PeakBy::kTag   ? p.by_tag
+                                                                          : p.by_source;
+      for (const GroupBytes& g : list) Add(mine[g.name], p, g.peak_bytes, g.live_bytes);
+    }
+    for (auto& [name, acc] : mine) {
+      acc.entry.group = job.names.Name(name);
+      acc.entry.rank = r->rank;
+      acc.entry.steps = static_cast<uint32_t>(acc.peaks.size());
+      acc.entry.median_peak_bytes = static_cast<uint64_t>(Median(acc.peaks));
+      acc.entry.median_end_bytes = static_cast<uint64_t>(Median(acc.ends));
+      groups[name].push_back(std::move(acc));
+    }
+  }
+
+  std::vector<std::pair<PeakSummary, std::vector<PeakEntry>>> rows;
+  for (auto& [name, accs] : groups) {
+    PeakSummary s;
+    s.group = job.names.Name(name);
+    s.ranks = static_cast<uint32_t>(accs.size());
+    std::vector<double> per_rank;
+    std::vector<PeakEntry> entries;
+    for (Acc& a : accs) {
+      per_rank.push_back(static_cast<double>(a.entry.peak_bytes));
+      if (entries.empty() || a.entry.peak_bytes > s.max_peak_bytes) {
+        s.max_peak_bytes = a.entry.peak_bytes;
+        s.max_rank = a.entry.rank;
+        s.max_step = a.entry.peak_step;
+      }
+      entries.push_back(std::move(a.entry));
+    }
+    s.median_rank_peak_bytes = static_cast<uint64_t>(Median(per_rank));
+    s.min_rank_peak_bytes = static_cast<uint64_t>(*std::min_element(per_rank.begin(), per_rank.end()));
+    rows.emplace_back(std::move(s), std::move(entries));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.first.max_peak_bytes > b.first.max_peak_bytes;
+  });
+  for (auto& [summary, entries] : rows) {
+    report.summaries.push_back(summary);
+    for (PeakEntry& e : entries) report.entries.push_back(std::move(e));
+  }
+  return report;
+}
+
+}  // namespace memtrace::analysis

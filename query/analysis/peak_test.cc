@@ -1,0 +1,67 @@
+#include "query/analysis/peak.h"
+
+#include "gtest/gtest.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+TEST(PeakTest, ReportsEachPhasesPeakPerRank) {
+  sim::JobSpec spec = sim::RlJob(false);
+  // Rank 6 generates longer sequences: its rollout needs 6 GiB more.
+  JobTimeline job = sim::Simulate(spec).timeline;
+  for (StepPoint& p : job.ranks[6].steps) {
+    for (GroupBytes& g : p.by_phase) {
+      if (job.names.Name(g.name) == "rollout" && p.step == 33) g.peak_bytes += 6 * kGiB;
+    }
+  }
+  PeakReport report = FindPeaks(job);
+  ASSERT_EQ(report.summaries.size(), 2u);
+  EXPECT_EQ(report.summaries[0].group, "rollout");
+  EXPECT_EQ(report.summaries[0].max_rank, 6u);
+  EXPECT_EQ(report.summaries[0].max_step, 33);
+  EXPECT_EQ(report.summaries[0].ranks, 8u);
+  EXPECT_EQ(report.summaries[1].group, "actor_update");
+  // Rollout: ~21 GiB held + 24 GiB of its own; actor update: + 12 GiB of activations.
+  EXPECT_NEAR(double(report.summaries[0].median_rank_peak_bytes), 45.0 * kGiB, 0.2 * kGiB);
+  EXPECT_NEAR(double(report.summaries[1].median_rank_peak_bytes), 33.0 * kGiB, 0.2 * kGiB);
+  ASSERT_EQ(report.entries.size(), 16u);
+  EXPECT_EQ(report.entries[0].group, "rollout");
+  EXPECT_EQ(report.entries[0].rank, 0u);
+  EXPECT_EQ(report.entries[6].peak_bytes, report.summaries[0].max_peak_bytes);
+  EXPECT_EQ(report.entries[6].peak_ns, job.ranks[6].steps[33].start_ns);
+  EXPECT_EQ(report.entries[0].steps, 60u);
+}
+
+TEST(PeakTest, AJobWithoutPhasesHasNoPhasePeaks) {
+  PeakReport report = FindPeaks(sim::Simulate(sim::HealthyJob()).timeline);
+  EXPECT_TRUE(report.summaries.empty());
+  EXPECT_EQ(report.ranks, 8u);
+}
+
+TEST(PeakTest, ByTagAndByRank) {
+  JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
+  PeakParams by_tag;
+  by_tag.by = PeakBy::kTag;
+  PeakReport tags = FindPeaks(job, by_tag);
+  ASSERT_FALSE(tags.summaries.empty());
+  EXPECT_EQ(tags.summaries[0].group, "activations");
+  for (const PeakSummary& s : tags.summaries) {
+    if (s.group == "eval") {
+      EXPECT_EQ(s.ranks, 1u);
+      EXPECT_EQ(s.max_rank, 0u);
+      EXPECT_EQ(s.max_peak_bytes, 3 * kGiB);
+    }
+  }
+  PeakParams by_rank;
+  by_rank.by = PeakBy::kRank;
+  PeakReport ranks = FindPeaks(job, by_rank);
+  ASSERT_EQ(ranks.summaries.size(), 1u);
+  EXPECT_EQ(ranks.entries.size(), 8u);
+  // Rank 0's eval pass makes it the highest.
+  EXPECT_EQ(ranks.summaries[0].max_rank, 0u);
+}
+
+}  // namespace
+}  // namespace memtrace::analysis

@@ -1,0 +1,57 @@
+#include "query/analysis/units.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace memtrace::analysis {
+namespace {
+
+std::string ThreeDigits(double v) {
+  if (v >= 100) return absl::StrFormat("%.0f", v);
+  if (v >= 10) return absl::StrFormat("%.1f", v);
+  return absl::StrFormat("%.2f", v);
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  if (!(bytes > 0)) return "0 B";
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  size_t unit = 0;
+  double v = bytes;
+  while (v >= 1024 && unit + 1 < sizeof(kUnits) / sizeof(kUnits[0])) {
+    v /= 1024;
+    ++unit;
+  }
+  if (unit == 0) return absl::StrFormat("%.0f B", std::floor(v));
+  // 1023.9 KiB would print "1024 KiB": move to the next unit instead.
+  if (std::round(v) >= 1024 && unit + 1 < sizeof(kUnits) / sizeof(kUnits[0])) {
+    v /= 1024;
+    ++unit;
+  }
+  return absl::StrCat(ThreeDigits(v), " ", kUnits[unit]);
+}
+
+std::string FormatSignedBytes(double bytes) {
+  if (bytes == 0 || std::isnan(bytes)) return "0 B";
+  return absl::StrCat(bytes > 0 ? "+" : "-", FormatBytes(std::fabs(bytes)));
+}
+
+std::string FormatRate(double bytes_per_step) {
+  return absl::StrCat(bytes_per_step < 0 ? "-" : "", FormatBytes(std::fabs(bytes_per_step)),
+                      "/step");
+}
+
+std::string FormatDuration(double ns) {
+  if (!(ns > 0)) return "0 s";
+  double s = ns / 1e9;
+  if (s < 1) return absl::StrFormat("%.0f ms", ns / 1e6);
+  if (s < 120) return absl::StrFormat("%.0f s", s);
+  if (s < 2 * 3600) return absl::StrFormat("%.0f min", s / 60);
+  if (s < 2 * 86400) return absl::StrCat(ThreeDigits(s / 3600), " h");
+  return absl::StrCat(ThreeDigits(s / 86400), " d");
+}
+
+}  // namespace memtrace::analysis
