@@ -1,0 +1,175 @@
+#include "query/analysis/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "query/analysis/robust_stats.h"
+#include "query/analysis/units.h"
+
+namespace memtrace::analysis {
+namespace {
+
+bool Differs(double a, double b, double fraction) {
+  double scale = std::max(std::fabs(a), std::fabs(b));
+  return scale > 0 && std::fabs(a - b) > fraction * scale;
+}
+
+std::string FirstDivergence(const DivergenceReport& r) {
+  if (r.status == DivergenceStatus::kTooFewRanks) return "too few ranks";
+  if (r.status == DivergenceStatus::kTooFewSteps) return "too few steps";
+  if (r.diverged.empty()) return "none";
+  const RankDivergence& d = r.diverged.front();
+  return absl::StrCat("rank ", d.rank, " at step ", d.onset_step,
+                      r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")")
+                                            : "");
+}
+
+std::string Growth(const GroupGrowth& g) {
+  return absl::StrCat(FormatRate(g.total_bytes_per_step), " on ",
+                      g.scope == GrowthScope::kAllRanks ? "all " : "",
+                      g.ranks_growing, g.ranks_growing == 1 ? " rank" : " ranks");
+}
+
+std::string LeakingRanks(const LeakReport& r) {
+  std::vector<uint32_t> ranks;
+  for (const RankCurve& c : r.curves) {
+    if (c.curve == CurveClass::kLeak) ranks.push_back(c.rank);
+  }
+  if (ranks.empty()) return "none";
+  return absl::StrCat("rank", ranks.size() > 1 ? "s " : " ", absl::StrJoin(ranks, ","));
+}
+
+const RankHeadroom* Soonest(const HeadroomReport& r) {
+  for (const RankHeadroom& h : r.entries) {
+    if (h.status == HeadroomStatus::kForecast || h.status == HeadroomStatus::kOutOfMemory) {
+      return &h;
+    }
+  }
+  return nullptr;
+}
+
+std::string HeadroomText(const RankHeadroom* h) {
+  if (h == nullptr) return "no forecast";
+  if (h->status == HeadroomStatus::kOutOfMemory) {
+    return absl::StrCat("rank ", h->rank, " OOM at step ", h->forecast_step);
+  }
+  return absl::StrCat("rank ", h->rank, " full at step ~", h->forecast_step);
+}
+
+}  // namespace
+
+JobAnalyses AnalyzeJob(const JobTimeline& job, const CompareParams& params) {
+  JobAnalyses out;
+  out.diverged = FindDivergence(job, params.diverged);
+  out.growth = FindGrowth(job, params.growth);
+  out.leaks = FindLeaks(job, {}, params.leaks);
+  out.peak = FindPeaks(job, params.peak);
+  out.headroom = ForecastHeadroom(job, params.headroom);
+  std::vector<double> floors;
+  for (const RankTimeline* r : SelectRanks(job, params.diverged.attempt)) {
+    ++out.ranks;
+    if (r->steps.empty()) continue;
+    floors.push_back(static_cast<double>(r->steps.back().floor_bytes));
+    out.steps = std::max<int64_t>(out.steps, static_cast<int64_t>(r->steps.size()));
+  }
+  if (!floors.empty()) out.final_floor_bytes = static_cast<uint64_t>(Median(floors));
+  return out;
+}
+
+CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b,
+                          const CompareParams& params) {
+  CompareReport report;
+  report.job_a = a.job_id;
+  report.job_b = b.job_id;
+  report.a = AnalyzeJob(a, params);
+  report.b = AnalyzeJob(b, params);
+  std::vector<CompareItem>& items = report.items;
+
+  {
+    CompareItem it{"diverged", "first rank", FirstDivergence(report.a.diverged),
+                   FirstDivergence(report.b.diverged)};
+    it.a_value = report.a.diverged.diverged.size();
+    it.b_value = report.b.diverged.diverged.size();
+    it.changed = it.a != it.b;
+    items.push_back(it);
+  }
+  {
+    std::map<std::string, const GroupGrowth*> ga, gb;
+    for (const GroupGrowth& g : report.a.growth.groups) ga.emplace(g.name, &g);
+    for (const GroupGrowth& g : report.b.growth.groups) gb.emplace(g.name, &g);
+    std::set<std::string> names;
+    for (const auto& [n, g] : ga) names.insert(n);
+    for (const auto& [n, g] : gb) names.insert(n);
+    for (const std::string& n : names) {
+      CompareItem it{"growth", n.empty() ? "(untagged)" : n, "-", "-"};
+      if (auto f = ga.find(n); f != ga.end()) {
+        it.a = Growth(*f->second);
+        it.a_value = f->second->total_bytes_per_step;
+      }
+      if (auto f = gb.find(n); f != gb.end()) {
+        it.b = Growth(*f->second);
+        it.b_value = f->second->total_bytes_per_step;
+      }
+      it.changed = it.a == "-" || it.b == "-" ||
+                   Differs(it.a_value, it.b_value, params.min_change_fraction);
+      items.push_back(it);
+    }
+    if (names.empty()) items.push_back({"growth", "any group", "none", "none", 0, 0, false});
+  }
+  {
+    CompareItem it{"leaks", "leaking ranks", LeakingRanks(report.a.leaks),
+                   LeakingRanks(report.b.leaks)};
+    it.a_value = report.a.leaks.leaking_ranks;
+    it.b_value = report.b.leaks.leaking_ranks;
+    it.changed = it.a != it.b;
+    items.push_back(it);
+  }
+  {
+    std::map<std::string, const PeakSummary*> pa, pb;
+    for (const PeakSummary& s : report.a.peak.summaries) pa.emplace(s.group, &s);
+    for (const PeakSummary& s : report.b.peak.summaries) pb.emplace(s.group, &s);
+    std::set<std::string> names;
+    for (const auto& [n, s] : pa) names.insert(n);
+    for (const auto& [n, s] : pb) names.insert(n);
+    for (const std::string& n : names) {
+      CompareItem it{"peak", n.empty() ? "(step)" : n, "-", "-"};
+      if (auto f = pa.find(n); f != pa.end()) {
+        it.a_value = f->second->max_peak_bytes;
+        it.a = absl::StrCat(FormatBytes(it.a_value), " (rank ", f->second->max_rank, ")");
+      }
+      if (auto f = pb.find(n); f != pb.end()) {
+        it.b_value = f->second->max_peak_bytes;
+        it.b = absl::StrCat(FormatBytes(it.b_value), " (rank ", f->second->max_rank, ")");
+      }
+      it.changed = it.a == "-" || it.b == "-" ||
+                   Differs(it.a_value, it.b_value, params.min_change_fraction);
+      items.push_back(it);
+    }
+  }
+  {
+    const RankHeadroom* ha = Soonest(report.a.headroom);
+    const RankHeadroom* hb = Soonest(report.b.headroom);
+    CompareItem it{"headroom", "soonest full rank", HeadroomText(ha), HeadroomText(hb)};
+    it.a_value = ha != nullptr ? ha->forecast_step : 0;
+    it.b_value = hb != nullptr ? hb->forecast_step : 0;
+    it.changed = it.a != it.b;
+    items.push_back(it);
+  }
+  {
+    CompareItem it{"floor", "median final floor", FormatBytes(report.a.final_floor_bytes),
+                   FormatBytes(report.b.final_floor_bytes)};
+    it.a_value = report.a.final_floor_bytes;
+    it.b_value = report.b.final_floor_bytes;
+    it.changed = Differs(it.a_value, it.b_value, params.min_change_fraction);
+    items.push_back(it);
+  }
+  std::stable_partition(items.begin(), items.end(),
+                        [](const CompareItem& it) { return it.changed; });
+  return report;
+}
+
+}  // namespace memtrace::analysis

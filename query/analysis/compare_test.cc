@@ -1,0 +1,82 @@
+#include "query/analysis/compare.h"
+
+#include "gtest/gtest.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+const CompareItem* Find(const CompareReport& r, const std::string& analysis,
+                        const std::string& subject) {
+  for (const CompareItem& it : r.items) {
+    if (it.analysis == analysis && it.subject == subject) return &it;
+  }
+  return nullptr;
+}
+
+TEST(CompareTest, ALeakFixedBetweenTwoJobsShowsAsChanges) {
+  JobTimeline before = sim::Simulate(sim::LeakJob(5, 30, 128 * kMiB)).timeline;
+  sim::JobSpec fixed = sim::HealthyJob();
+  fixed.job_id = "fixed";
+  JobTimeline after = sim::Simulate(fixed).timeline;
+  CompareReport report = CompareJobs(before, after);
+  EXPECT_EQ(report.job_a, "leak");
+  EXPECT_EQ(report.job_b, "fixed");
+
+  const CompareItem* d = Find(report, "diverged", "first rank");
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(d->changed);
+  EXPECT_EQ(d->b, "none");
+  EXPECT_EQ(d->a.rfind("rank 5 at step ", 0), 0u) << d->a;
+
+  const CompareItem* g = Find(report, "growth", sim::kLeakTag);
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(g->changed);
+  EXPECT_EQ(g->b, "-");
+  EXPECT_GT(g->a_value, 100.0 * kMiB);
+
+  const CompareItem* l = Find(report, "leaks", "leaking ranks");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->a, "rank 5");
+  EXPECT_EQ(l->b, "none");
+
+  const CompareItem* f = Find(report, "floor", "median final floor");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(f->changed);  // one rank of eight leaked: the median floor is the same
+
+  // Changed items come first.
+  bool seen_unchanged = false;
+  for (const CompareItem& it : report.items) {
+    if (!it.changed) seen_unchanged = true;
+    if (seen_unchanged) {
+      EXPECT_FALSE(it.changed) << it.analysis << " " << it.subject;
+    }
+  }
+}
+
+TEST(CompareTest, AJobComparedWithItselfHasNoChanges) {
+  JobTimeline job = sim::Simulate(sim::GradAccumulationJob()).timeline;
+  CompareReport report = CompareJobs(job, job);
+  for (const CompareItem& it : report.items) {
+    EXPECT_FALSE(it.changed) << it.analysis << " " << it.subject << ": " << it.a << " vs " << it.b;
+  }
+  EXPECT_NE(Find(report, "growth", "fsdp:grads"), nullptr);
+}
+
+TEST(CompareTest, ALowerRolloutPeakIsReported) {
+  sim::JobSpec a = sim::RlJob(false);
+  sim::JobSpec b = sim::RlJob(false);
+  b.phases[0].peak_bytes = 16 * kGiB;  // smaller KV cache
+  CompareReport report = CompareJobs(sim::Simulate(a).timeline, sim::Simulate(b).timeline);
+  const CompareItem* p = Find(report, "peak", "rollout");
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->changed);
+  EXPECT_NEAR(p->a_value - p->b_value, 8.0 * kGiB, 0.1 * kGiB);
+  const CompareItem* u = Find(report, "peak", "actor_update");
+  ASSERT_NE(u, nullptr);
+  EXPECT_FALSE(u->changed);
+}
+
+}  // namespace
+}  // namespace memtrace::analysis
