@@ -55,6 +55,44 @@ void FlagSet::AddBool(std::string name, std::string help, bool* target) {
   });
 }
 
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
+  auto bad = [&text]() {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not a byte count (e.g. 1048576, 256MiB, 1.5GiB)"));
+  };
+  uint64_t plain = 0;
+  if (absl::SimpleAtoi(text, &plain)) {
+    if (absl::StartsWith(text, "-")) return bad();
+    return plain;
+  }
+  size_t unit_at = text.find_first_not_of("0123456789.");
+  if (unit_at == 0 || unit_at == absl::string_view::npos) return bad();
+  double number = 0;
+  if (!absl::SimpleAtod(text.substr(0, unit_at), &number) || number < 0) return bad();
+  absl::string_view unit = text.substr(unit_at);
+  static constexpr std::pair<const char*, int> kUnits[] = {
+      {"B", 0},   {"K", 10},  {"KiB", 10}, {"M", 20},  {"MiB", 20},
+      {"G", 30},  {"GiB", 30}, {"T", 40},  {"TiB", 40}};
+  for (const auto& [name, shift] : kUnits) {
+    if (unit == name) {
+      const double bytes = number * static_cast<double>(1ull << shift);
+      if (bytes >= 18446744073709551615.0) return bad();
+      return static_cast<uint64_t>(bytes);
+    }
+  }
+  return bad();
+}
+
+void FlagSet::AddBytes(std::string name, std::string value_name, std::string help,
+                       uint64_t* target) {
+  Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
+    absl::StatusOr<uint64_t> bytes = ParseBytes(v);
+    if (!bytes.ok()) return bytes.status();
+    *target = *bytes;
+    return absl::OkStatus();
+  });
+}
+
 void FlagSet::AddDuration(std::string name, std::string value_name, std::string help,
                           absl::Duration* target) {
   Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {

@@ -36,6 +36,9 @@ class FlagSet {
   void AddOptionalUint32(std::string name, std::string value_name, std::string help,
                          std::optional<uint32_t>* target);
   void AddBool(std::string name, std::string help, bool* target);
+  // Byte counts: an integer, or a number with a binary unit ("256MiB", "1.5GiB", "64K";
+  // K/M/G/T mean KiB/MiB/GiB/TiB).
+  void AddBytes(std::string name, std::string value_name, std::string help, uint64_t* target);
   // Durations in Abseil's syntax ("5s", "250ms", "1m30s"); a bare integer means seconds.
   void AddDuration(std::string name, std::string value_name, std::string help,
                    absl::Duration* target);
@@ -62,6 +65,9 @@ class FlagSet {
 
   std::vector<Flag> flags_;
 };
+
+// Parses a byte count as AddBytes does; INVALID_ARGUMENT (without a flag name) otherwise.
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
 
 }  // namespace memtrace::cli
 

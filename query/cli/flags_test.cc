@@ -1,5 +1,6 @@
 #include "query/cli/flags.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace memtrace::cli {
@@ -93,6 +94,25 @@ TEST(FlagSetTest, DescribesFlagsInRegistrationOrderAligned) {
             "  --rank R             only this rank\n"
             "  --wide               one column per rank\n"
             "  --timeout DURATION   RPC deadline\n");
+}
+
+TEST(ParseBytesTest, AcceptsIntegersAndBinaryUnits) {
+  EXPECT_EQ(*ParseBytes("1048576"), 1048576u);
+  EXPECT_EQ(*ParseBytes("256MiB"), 256ull << 20);
+  EXPECT_EQ(*ParseBytes("256M"), 256ull << 20);
+  EXPECT_EQ(*ParseBytes("1.5GiB"), 3ull << 29);
+  EXPECT_EQ(*ParseBytes("64K"), 64ull << 10);
+  EXPECT_EQ(*ParseBytes("2TiB"), 2ull << 40);
+  EXPECT_EQ(*ParseBytes("7B"), 7u);
+}
+
+TEST(ParseBytesTest, RejectsNegativeUnknownUnitsAndOverflow) {
+  for (const char* text : {"", "-5", "MiB", "5 MiB", "5mb", "5PiB", "1.2.3M", "99999999999T"}) {
+    absl::StatusOr<uint64_t> bytes = ParseBytes(text);
+    EXPECT_FALSE(bytes.ok()) << text;
+    EXPECT_EQ(bytes.status().message(),
+              absl::StrCat("'", text, "' is not a byte count (e.g. 1048576, 256MiB, 1.5GiB)"));
+  }
 }
 
 }  // namespace
