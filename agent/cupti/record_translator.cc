@@ -27,7 +27,10 @@ uint32_t StreamOf(uint32_t stream_id) {
 
 RecordTranslator::RecordTranslator(EventSink* sink, const CorrelationTable* correlation,
                                    const RangeClassifier* classifier, TranslatorOptions options)
-    : sink_(sink), correlation_(correlation), classifier_(classifier), options_(options) {}
+    : sink_(sink),
+      correlation_(correlation),
+      classifier_(classifier),
+      markers_drive_steps_(options.markers_drive_steps) {}
 
 void RecordTranslator::Translate(const CUpti_Activity* record) {
   if (record == nullptr) return;
@@ -142,7 +145,7 @@ void RecordTranslator::TranslatePool(const CUpti_ActivityMemoryPool3& r) {
 
 void RecordTranslator::TranslateMarker(const CUpti_ActivityMarker2& r) {
   marker_records_.fetch_add(1, std::memory_order_relaxed);
-  if (!options_.markers_drive_steps || classifier_ == nullptr) return;
+  if (!markers_drive_steps_.load(std::memory_order_relaxed) || classifier_ == nullptr) return;
   const uint32_t flags = static_cast<uint32_t>(r.flags);
   const int64_t ts = static_cast<int64_t>(r.timestamp);
   if ((flags & CUPTI_ACTIVITY_FLAG_MARKER_END) != 0) {

@@ -61,6 +61,10 @@ class RecordTranslator {
   // record in it. Returns the number of records walked. Thread-safe.
   size_t TranslateBuffer(uint8_t* buffer, size_t valid_size);
 
+  // Switches marker translation on or off (the agent knows only after subscribing whether
+  // callbacks will deliver NVTX). Thread-safe.
+  void SetMarkersDriveSteps(bool on) { markers_drive_steps_.store(on); }
+
   TranslatorStats stats() const;
 
  private:
@@ -72,7 +76,7 @@ class RecordTranslator {
   EventSink* sink_;
   const CorrelationTable* correlation_;
   const RangeClassifier* classifier_;
-  const TranslatorOptions options_;
+  std::atomic<bool> markers_drive_steps_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, uint32_t> source_ids_ ABSL_GUARDED_BY(mu_);

@@ -202,6 +202,10 @@ TEST_F(RecordTranslatorTest, MarkersAreIgnoredWhenCallbacksDriveSteps) {
   translator_.Translate(AsActivity(&m));
   EXPECT_TRUE(sink_.events().empty());
   EXPECT_EQ(translator_.stats().marker_records, 1u);
+  translator_.SetMarkersDriveSteps(true);
+  translator_.Translate(AsActivity(&m));
+  ASSERT_EQ(sink_.events().size(), 1u);
+  EXPECT_EQ(sink_.events()[0].aux, 4u);
 }
 
 TEST(RecordTranslatorMarkerTest, MarkersDriveStepsAndPhasesInActivityOnlyMode) {
