@@ -1,0 +1,58 @@
+#!/bin/bash
+# memtrace-collector as a process: --help, flag errors, the ready line, --port_file, a TCP
+# connection to the chosen port, clean exit on SIGTERM and SIGINT, restart on the same data.
+set -u
+BIN="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-memtrace}/collector/memtrace-collector"
+[[ -x "$BIN" ]] || BIN="$(dirname "$0")/memtrace-collector"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# --help names every flag and is honest about --data being required.
+help="$("$BIN" --help 2>&1)"
+for flag in listen data durability max_message_bytes bucket_ms checkpoint_every_steps \
+            checkpoint_every_events port_file; do
+  grep -q -- "-$flag" <<<"$help" || fail "--help does not mention --$flag: $help"
+done
+grep -q "required" <<<"$help" || fail "--help does not say --data is required"
+
+# Missing --data: exit 2 with a clear message.
+out="$("$BIN" --listen 127.0.0.1:0 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] || fail "missing --data exited $rc"
+grep -q -- "--data DIR is required" <<<"$out" || fail "missing --data message: $out"
+
+# Unusable data directory (a file is in the way).
+touch "$TMP/a-file"
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/a-file/db" 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] || fail "unusable --data exited $rc"
+grep -q "$TMP/a-file/db" <<<"$out" || fail "unusable --data message does not name it: $out"
+
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --durability maybe 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q "maybe" <<<"$out" || fail "bad --durability: rc $rc: $out"
+
+start() {  # start DATA SIGNAL: runs, checks the ready line and port, stops with SIGNAL
+  local data="$1" sig="$2"
+  rm -f "$TMP/port" "$TMP/stdout" "$TMP/stderr"
+  "$BIN" --listen 127.0.0.1:0 --data "$data" --port_file "$TMP/port" \
+      >"$TMP/stdout" 2>"$TMP/stderr" &
+  local pid=$!
+  for _ in $(seq 100); do [[ -s "$TMP/port" ]] && break; sleep 0.05; done
+  [[ -s "$TMP/port" ]] || { kill -9 $pid; fail "no port file: $(cat "$TMP/stderr")"; }
+  local port; port="$(cat "$TMP/port")"
+  [[ "$port" =~ ^[0-9]+$ && "$port" -gt 0 ]] || fail "port file holds '$port'"
+  for _ in $(seq 100); do [[ -s "$TMP/stdout" ]] && break; sleep 0.05; done
+  grep -qx "memtrace-collector listening on 127.0.0.1:$port, data $data" "$TMP/stdout" ||
+      fail "ready line: $(cat "$TMP/stdout")"
+  (exec 3<>"/dev/tcp/127.0.0.1/$port") || fail "cannot connect to port $port"
+  kill -"$sig" $pid
+  local waited=0
+  while kill -0 $pid 2>/dev/null && [[ $waited -lt 100 ]]; do sleep 0.05; waited=$((waited+1)); done
+  kill -0 $pid 2>/dev/null && { kill -9 $pid; fail "still running 5 s after SIG$sig"; }
+  wait $pid; local rc=$?
+  [[ $rc -eq 0 ]] || fail "exit status $rc after SIG$sig: $(cat "$TMP/stderr")"
+  grep -q "stopped" "$TMP/stderr" || fail "no 'stopped' line: $(cat "$TMP/stderr")"
+}
+
+start "$TMP/data" TERM
+# The same store opens again (the lock was released) and stops on SIGINT too.
+start "$TMP/data" INT
+echo PASS

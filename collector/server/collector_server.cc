@@ -1,0 +1,89 @@
+#include "collector/server/collector_server.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "collector/server/ingest_service.h"
+#include "collector/server/query_service.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+
+namespace memtrace::collector {
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address \"", address, "\" is not HOST:PORT"));
+  }
+  const std::string host = address.substr(0, colon);
+  if (host.find(':') != std::string::npos && (host.front() != '[' || host.back() != ']')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "listen address \"", address, "\": write IPv6 hosts in brackets, e.g. [::1]:7431"));
+  }
+  int port = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address \"", address, "\" has no valid port (0-65535)"));
+  }
+  return std::make_pair(host, port);
+}
+
+absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
+    const CollectorServerOptions& options) {
+  absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options.listen);
+  if (!host_port.ok()) return host_port.status();
+  if (options.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_message_bytes ", options.max_message_bytes, " is not > 0"));
+  }
+  std::unique_ptr<CollectorServer> server(new CollectorServer());
+  server->host_ = host_port->first;
+  absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options.store);
+  if (!store.ok()) return store.status();
+  server->store_ = std::move(*store);
+  server->ingest_ = std::make_unique<IngestService>(server->store_.get(), options.limits);
+  server->query_ = std::make_unique<QueryService>(server->store_.get());
+
+  // Both are process-wide switches read by every ServerBuilder built afterwards.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  // gRPC sets SO_REUSEPORT by default, which would let a second collector bind the same port and
+  // silently split the agents between two stores.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(server->ingest_.get());
+  builder.RegisterService(server->query_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
+                                               " (address in use or not local?)"));
+  }
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus("memtrace.v1.Ingest", true);
+    health->SetServingStatus("memtrace.v1.Query", true);
+  }
+  return server;
+}
+
+CollectorServer::~CollectorServer() { Shutdown(absl::ZeroDuration()); }
+
+std::string CollectorServer::address() const { return absl::StrCat(host_, ":", port_); }
+
+void CollectorServer::Shutdown(absl::Duration grace) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+    health->Shutdown();
+  }
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+}  // namespace memtrace::collector

@@ -1,0 +1,168 @@
+#include "collector/server/collector_server.h"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "collector/server/server_test_util.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/completion_queue.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "gtest/gtest.h"
+
+namespace memtrace::collector {
+namespace {
+
+using testing::Connect;
+using testing::StartCollector;
+
+std::string ToString(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  std::string out;
+  if (!buffer.Dump(&slices).ok()) return out;
+  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+grpc::ByteBuffer FromString(const std::string& bytes) {
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+void* Tag(intptr_t i) { return reinterpret_cast<void*>(i); }
+
+// Waits for the next completion; false when it failed or timed out.
+bool Next(grpc::CompletionQueue* cq) {
+  void* tag = nullptr;
+  bool ok = false;
+  const auto status =
+      cq->AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(10));
+  return status == grpc::CompletionQueue::GOT_EVENT && ok;
+}
+
+TEST(CollectorServerTest, PortZeroBindsAFreePort) {
+  auto a = StartCollector("port-a");
+  auto b = StartCollector("port-b");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_GT(a->port(), 0);
+  EXPECT_NE(a->port(), b->port());
+  EXPECT_EQ(a->address(), "127.0.0.1:" + std::to_string(a->port()));
+}
+
+TEST(CollectorServerTest, PortInUseIsAnError) {
+  auto a = StartCollector("in-use-a");
+  ASSERT_NE(a, nullptr);
+  CollectorServerOptions options;
+  options.listen = a->address();
+  options.store.dir = testing::FreshDir("in-use-b");
+  absl::StatusOr<std::unique_ptr<CollectorServer>> b = CollectorServer::Start(options);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find(a->address()), absl::string_view::npos) << b.status();
+}
+
+TEST(CollectorServerTest, BadOptionsAreRejectedWithTheValue) {
+  CollectorServerOptions options;
+  options.store.dir = testing::FreshDir("bad");
+  for (const char* listen : {"nonsense", "127.0.0.1:99999", "::1:5", ":80"}) {
+    options.listen = listen;
+    absl::StatusOr<std::unique_ptr<CollectorServer>> s = CollectorServer::Start(options);
+    ASSERT_FALSE(s.ok()) << listen;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << s.status();
+    EXPECT_NE(s.status().message().find(listen), absl::string_view::npos) << s.status();
+  }
+  options.listen = "127.0.0.1:0";
+  options.store.dir = "";
+  EXPECT_FALSE(CollectorServer::Start(options).ok());
+}
+
+TEST(CollectorServerTest, SplitHostPortHandlesIpv6) {
+  absl::StatusOr<std::pair<std::string, int>> v6 = SplitHostPort("[::1]:7431");
+  ASSERT_TRUE(v6.ok()) << v6.status();
+  EXPECT_EQ(v6->first, "[::1]");
+  EXPECT_EQ(v6->second, 7431);
+  absl::StatusOr<std::pair<std::string, int>> v4 = SplitHostPort("0.0.0.0:0");
+  ASSERT_TRUE(v4.ok());
+  EXPECT_EQ(v4->second, 0);
+}
+
+TEST(CollectorServerTest, HealthServiceReportsServing) {
+  auto server = StartCollector("health");
+  ASSERT_NE(server, nullptr);
+  grpc::GenericStub stub(Connect(*server));
+  for (const std::string& service : {std::string(), std::string("memtrace.v1.Ingest")}) {
+    grpc::CompletionQueue cq;
+    grpc::ClientContext ctx;
+    // grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited.
+    std::string request;
+    if (!service.empty()) request = std::string("\x0a", 1) + char(service.size()) + service;
+    auto call = stub.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", FromString(request),
+                                      &cq);
+    call->StartCall();
+    grpc::ByteBuffer response;
+    grpc::Status status;
+    call->Finish(&response, &status, Tag(1));
+    ASSERT_TRUE(Next(&cq));
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    // HealthCheckResponse{status: SERVING (1)}.
+    EXPECT_EQ(ToString(response), std::string("\x08\x01", 2)) << "service '" << service << "'";
+  }
+}
+
+TEST(CollectorServerTest, ReflectionListsTheMemtraceServices) {
+  auto server = StartCollector("reflection");
+  ASSERT_NE(server, nullptr);
+  grpc::GenericStub stub(Connect(*server));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  auto call =
+      stub.PrepareCall(&ctx, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  call->StartCall(Tag(1));
+  ASSERT_TRUE(Next(&cq));
+  // ServerReflectionRequest{list_services: ""} is field 7, length-delimited, empty.
+  call->Write(FromString(std::string("\x3a\x00", 2)), Tag(2));
+  ASSERT_TRUE(Next(&cq));
+  grpc::ByteBuffer response;
+  call->Read(&response, Tag(3));
+  ASSERT_TRUE(Next(&cq));
+  const std::string bytes = ToString(response);
+  EXPECT_NE(bytes.find("memtrace.v1.Ingest"), std::string::npos);
+  EXPECT_NE(bytes.find("memtrace.v1.Query"), std::string::npos);
+  EXPECT_NE(bytes.find("grpc.health.v1.Health"), std::string::npos);
+  call->WritesDone(Tag(4));
+  ASSERT_TRUE(Next(&cq));
+  grpc::Status status;
+  call->Finish(&status, Tag(5));
+  ASSERT_TRUE(Next(&cq));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST(CollectorServerTest, ShutdownEndsOpenAgentStreamsPromptly) {
+  auto server = StartCollector("shutdown");
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Ingest::NewStub(Connect(*server));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = stub->Stream(&ctx);
+  v1::IngestAck ack;
+  ASSERT_TRUE(stream->Write(testing::HelloRequest(testing::Identity("job", 0))));
+  ASSERT_TRUE(stream->Read(&ack));
+  ASSERT_TRUE(stream->Write(testing::BatchRequest(1, 10)) && stream->Read(&ack));
+  const absl::Time start = absl::Now();
+  server->Shutdown(absl::Milliseconds(200));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_FALSE(stream->Read(&ack));
+  EXPECT_FALSE(stream->Finish().ok());
+  // The rank vanished with the collector: stored, not complete.
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = server->store().ListRanks("job");
+  ASSERT_TRUE(ranks.ok());
+  ASSERT_EQ(ranks->size(), 1u);
+  EXPECT_EQ((*ranks)[0].events_stored(), 10u);
+  EXPECT_FALSE((*ranks)[0].complete());
+  server->Shutdown();  // idempotent
+}
+
+}  // namespace
+}  // namespace memtrace::collector

@@ -1,0 +1,107 @@
+#include "collector/server/ingest_service.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "collector/server/status_util.h"
+
+namespace memtrace::collector {
+
+namespace {
+
+bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream,
+             uint64_t durable_seq) {
+  v1::IngestAck ack;
+  ack.set_durable_seq(durable_seq);
+  ack.set_collector_time_ns(absl::GetCurrentTimeNanos());
+  return stream->Write(ack);
+}
+
+// Closes the store's side of a stream exactly once, whichever way the RPC ends.
+class OpenStreamGuard {
+ public:
+  OpenStreamGuard(EventStore* store, StreamKey key) : store_(store), key_(key) {}
+  ~OpenStreamGuard() { Close(false).IgnoreError(); }
+  OpenStreamGuard(const OpenStreamGuard&) = delete;
+  OpenStreamGuard& operator=(const OpenStreamGuard&) = delete;
+
+  absl::Status Close(bool complete) {
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+    absl::Status s = store_->CloseStream(key_, complete);
+    if (!s.ok()) {
+      // Nothing acked is lost (the blocks are written); only the completion flag or the
+      // closing checkpoint is missing, and reopening rebuilds from the blocks.
+      std::fprintf(stderr, "memtrace-collector: closing stream: %s\n", s.ToString().c_str());
+    }
+    return s;
+  }
+
+ private:
+  EventStore* store_;
+  StreamKey key_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+grpc::Status IngestService::Stream(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream) {
+  v1::IngestRequest request;
+  if (!stream->Read(&request)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "stream ended before its Hello");
+  }
+  if (request.body_case() != v1::IngestRequest::kHello) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first message of a stream must be a Hello with the rank identity");
+  }
+  if (!request.hello().has_identity()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello has no identity");
+  }
+  const v1::RankIdentity& identity = request.hello().identity();
+  if (identity.job_id().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello identity has an empty job_id");
+  }
+  absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
+  if (!opened.ok()) return ToGrpcStatus(opened.status());
+  OpenStreamGuard guard(store_, opened->key);
+  if (!SendAck(stream, opened->durable_seq)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "client went away before the Hello ack");
+  }
+  const std::string who =
+      absl::StrCat("job \"", identity.job_id(), "\" rank ", opened->key.rank, " attempt ",
+                   opened->key.attempt);
+
+  bool ack_failed = false;
+  while (stream->Read(&request)) {
+    if (request.body_case() != v1::IngestRequest::kBatch) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          request.body_case() == v1::IngestRequest::kHello
+                              ? "a second Hello on one stream"
+                              : "an IngestRequest with neither hello nor batch");
+    }
+    absl::StatusOr<DecodedBatch> batch = DecodeBatch(request.batch(), limits_);
+    if (!batch.ok()) {
+      return ToGrpcStatus(batch.status(), absl::StrCat("batch for ", who, " rejected: "));
+    }
+    absl::StatusOr<AppendResult> appended = store_->Append(opened->key, *batch);
+    if (!appended.ok()) {
+      // Not the agent's fault: it keeps the batch and resends after reconnecting.
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          absl::StrCat("storing a batch for ", who, ": ",
+                                       appended.status().ToString()));
+    }
+    if (!SendAck(stream, appended->durable_seq)) {
+      ack_failed = true;
+      break;
+    }
+  }
+  // Read() fails both on a clean WritesDone and on cancellation; only the former is complete.
+  const bool complete = !ack_failed && !context->IsCancelled();
+  guard.Close(complete).IgnoreError();  // logged; the stream itself went fine
+  return grpc::Status::OK;
+}
+
+}  // namespace memtrace::collector

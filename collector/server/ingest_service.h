@@ -1,0 +1,35 @@
+// The memtrace.v1.Ingest service: one bidi stream per agent (job, rank, attempt).
+//
+// The first message must be a Hello with an identity whose job_id is non-empty
+// (INVALID_ARGUMENT otherwise); it is answered with an IngestAck carrying the durable high-water
+// mark the store already has for that identity. Each batch is validated (DecodeBatch with the
+// configured limits) and appended; its ack is sent only after the store's write returned OK, so
+// durable_seq in an ack is durable. A malformed batch ends the stream with INVALID_ARGUMENT or
+// RESOURCE_EXHAUSTED and the reason, and nothing of it is stored. A stream the client closes
+// cleanly (WritesDone) marks the rank complete; a cancelled or broken one leaves it incomplete.
+#ifndef MEMTRACE_COLLECTOR_SERVER_INGEST_SERVICE_H_
+#define MEMTRACE_COLLECTOR_SERVER_INGEST_SERVICE_H_
+
+#include "collector/store/event_store.h"
+#include "proto/codec/batch_codec.h"
+#include "proto/memtrace/v1/ingest.grpc.pb.h"
+
+namespace memtrace::collector {
+
+class IngestService final : public v1::Ingest::Service {
+ public:
+  // `store` is borrowed and must outlive the service. Thread-safe: gRPC runs one Stream() per
+  // connected agent concurrently.
+  IngestService(EventStore* store, const BatchLimits& limits) : store_(store), limits_(limits) {}
+
+  grpc::Status Stream(grpc::ServerContext* context,
+                      grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream) override;
+
+ private:
+  EventStore* const store_;
+  const BatchLimits limits_;
+};
+
+}  // namespace memtrace::collector
+
+#endif  // MEMTRACE_COLLECTOR_SERVER_INGEST_SERVICE_H_

@@ -1,0 +1,325 @@
+// The Ingest service over a real loopback gRPC connection, with a raw client written here (the
+// agent's Transport is tested against a real collector in tests/).
+#include "collector/server/ingest_service.h"
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "collector/server/server_test_util.h"
+#include "grpcpp/client_context.h"
+#include "gtest/gtest.h"
+#include "proto/codec/batch_codec.h"
+
+namespace memtrace::collector {
+namespace {
+
+using testing::BatchRequest;
+using testing::Connect;
+using testing::HelloRequest;
+using testing::Identity;
+using testing::StartCollector;
+
+// One client stream with a deadline, so a broken server fails the test instead of hanging it.
+struct Session {
+  explicit Session(v1::Ingest::Stub* stub) {
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    stream = stub->Stream(&context);
+  }
+  // Sends `request` and reads the ack; false when the stream ended instead.
+  bool Send(const v1::IngestRequest& request, v1::IngestAck* ack) {
+    return stream->Write(request) && stream->Read(ack);
+  }
+  grpc::Status CloseAndFinish() {
+    stream->WritesDone();
+    v1::IngestAck extra;
+    while (stream->Read(&extra)) {
+    }
+    return stream->Finish();
+  }
+  // The server ended the stream: drain and return its status.
+  grpc::Status Finish() {
+    v1::IngestAck extra;
+    while (stream->Read(&extra)) {
+    }
+    return stream->Finish();
+  }
+
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::IngestRequest, v1::IngestAck>> stream;
+};
+
+class IngestServiceTest : public ::testing::Test {
+ protected:
+  void StartServer(const std::string& name, int max_message_bytes = 16 << 20) {
+    server_ = StartCollector(name, max_message_bytes);
+    ASSERT_NE(server_, nullptr);
+    channel_ = Connect(*server_);
+    ingest_ = v1::Ingest::NewStub(channel_);
+    query_ = v1::Query::NewStub(channel_);
+  }
+
+  v1::RankSummary Rank(const std::string& job, uint32_t rank) {
+    grpc::ClientContext ctx;
+    v1::ListRanksRequest req;
+    req.set_job_id(job);
+    v1::ListRanksResponse resp;
+    grpc::Status s = query_->ListRanks(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    for (const v1::RankSummary& r : resp.ranks()) {
+      if (r.rank() == rank) return r;
+    }
+    ADD_FAILURE() << "job " << job << " has no rank " << rank;
+    return {};
+  }
+
+  std::unique_ptr<CollectorServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ingest::Stub> ingest_;
+  std::unique_ptr<v1::Query::Stub> query_;
+};
+
+TEST_F(IngestServiceTest, HelloIsAnsweredWithTheDurableMarkAndBatchesAreAcked) {
+  StartServer("hello");
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 0)), &ack));
+  EXPECT_EQ(ack.durable_seq(), 0u);
+  EXPECT_GT(ack.collector_time_ns(), 0);
+  ASSERT_TRUE(s.Send(BatchRequest(1, 100), &ack));
+  EXPECT_EQ(ack.durable_seq(), 100u);
+  ASSERT_TRUE(s.Send(BatchRequest(101, 50), &ack));
+  EXPECT_EQ(ack.durable_seq(), 150u);
+  grpc::Status status = s.CloseAndFinish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  const v1::RankSummary rank = Rank("job", 0);
+  EXPECT_EQ(rank.events_stored(), 150u);
+  EXPECT_EQ(rank.durable_seq(), 150u);
+  EXPECT_EQ(rank.counters().events_recorded(), 150u);
+  EXPECT_TRUE(rank.complete());
+  EXPECT_EQ(rank.identified_by(), "env");
+}
+
+TEST_F(IngestServiceTest, ReconnectGetsTheDurableMarkAndResendIsANoOp) {
+  StartServer("resend");
+  {
+    Session s(ingest_.get());
+    v1::IngestAck ack;
+    ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 1)), &ack));
+    ASSERT_TRUE(s.Send(BatchRequest(1, 100), &ack));
+    ASSERT_TRUE(s.CloseAndFinish().ok());
+  }
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 1)), &ack));
+  EXPECT_EQ(ack.durable_seq(), 100u);
+  ASSERT_TRUE(s.Send(BatchRequest(1, 100), &ack));
+  EXPECT_EQ(ack.durable_seq(), 100u);
+  EXPECT_EQ(Rank("job", 1).events_stored(), 100u);
+  ASSERT_TRUE(s.Send(BatchRequest(51, 100), &ack));
+  EXPECT_EQ(ack.durable_seq(), 150u);
+  ASSERT_TRUE(s.CloseAndFinish().ok());
+  const v1::RankSummary rank = Rank("job", 1);
+  EXPECT_EQ(rank.events_stored(), 150u);
+  EXPECT_EQ(rank.anomalies(), 0u);
+
+  grpc::ClientContext ctx;
+  v1::ReadEventsRequest req;
+  req.set_job_id("job");
+  req.set_rank(1);
+  v1::ReadEventsResponse resp;
+  ASSERT_TRUE(query_->ReadEvents(&ctx, req, &resp).ok());
+  absl::StatusOr<DecodedBatch> events = DecodeBatch(resp.batch());
+  ASSERT_TRUE(events.ok()) << events.status();
+  EXPECT_EQ(events->events, testing::Events(1, 150));
+}
+
+TEST_F(IngestServiceTest, AnAckedBatchSurvivesTheCollector) {
+  const std::string dir = testing::FreshDir("durable");
+  {
+    CollectorServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.store.dir = dir;
+    absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    auto stub = v1::Ingest::NewStub(Connect(**server));
+    Session s(stub.get());
+    v1::IngestAck ack;
+    ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 2)), &ack));
+    ASSERT_TRUE(s.Send(BatchRequest(1, 70), &ack));
+    ASSERT_EQ(ack.durable_seq(), 70u);
+    // The agent vanishes and the collector goes down without a clean close.
+    s.context.TryCancel();
+    s.Finish();
+  }
+  EventStoreOptions options;
+  options.dir = dir;
+  absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = (*store)->ListRanks("job");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  ASSERT_EQ(ranks->size(), 1u);
+  EXPECT_EQ((*ranks)[0].durable_seq(), 70u);
+  EXPECT_EQ((*ranks)[0].events_stored(), 70u);
+  EXPECT_FALSE((*ranks)[0].complete());
+}
+
+TEST_F(IngestServiceTest, MalformedBatchEndsTheStreamAndStoresNothingOfIt) {
+  StartServer("malformed");
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 0)), &ack));
+  ASSERT_TRUE(s.Send(BatchRequest(1, 10), &ack));
+  ASSERT_EQ(ack.durable_seq(), 10u);
+  v1::IngestRequest bad = BatchRequest(11, 20);
+  bad.mutable_batch()->mutable_bytes()->RemoveLast();  // 19 entries for 20 events
+  ASSERT_TRUE(s.stream->Write(bad));
+  EXPECT_FALSE(s.stream->Read(&ack));
+  grpc::Status status = s.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("bytes"), std::string::npos) << status.error_message();
+  const v1::RankSummary rank = Rank("job", 0);
+  EXPECT_EQ(rank.durable_seq(), 10u);
+  EXPECT_EQ(rank.events_stored(), 10u);
+  EXPECT_FALSE(rank.complete());
+}
+
+TEST_F(IngestServiceTest, BatchOverTheEventLimitIsResourceExhausted) {
+  StartServer("too-many");
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 0)), &ack));
+  ASSERT_TRUE(s.stream->Write(BatchRequest(1, BatchLimits().max_events + 1)));
+  EXPECT_FALSE(s.stream->Read(&ack));
+  grpc::Status status = s.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_EQ(Rank("job", 0).events_stored(), 0u);
+}
+
+TEST_F(IngestServiceTest, FirstMessageMustBeAHelloWithAJob) {
+  StartServer("no-hello");
+  {
+    Session s(ingest_.get());
+    ASSERT_TRUE(s.stream->Write(BatchRequest(1, 5)));
+    grpc::Status status = s.Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find("Hello"), std::string::npos) << status.error_message();
+  }
+  {
+    Session s(ingest_.get());
+    v1::IngestRequest hello;
+    hello.mutable_hello();  // no identity
+    ASSERT_TRUE(s.stream->Write(hello));
+    EXPECT_EQ(s.Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    Session s(ingest_.get());
+    ASSERT_TRUE(s.stream->Write(HelloRequest(Identity("", 0))));
+    grpc::Status status = s.Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.error_message().find("job_id"), std::string::npos) << status.error_message();
+  }
+  {
+    Session s(ingest_.get());
+    EXPECT_EQ(s.CloseAndFinish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  grpc::ClientContext ctx;
+  v1::ListJobsResponse jobs;
+  ASSERT_TRUE(query_->ListJobs(&ctx, v1::ListJobsRequest(), &jobs).ok());
+  EXPECT_EQ(jobs.jobs_size(), 0);
+}
+
+TEST_F(IngestServiceTest, SecondHelloOnOneStreamIsRejected) {
+  StartServer("second-hello");
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 0)), &ack));
+  ASSERT_TRUE(s.stream->Write(HelloRequest(Identity("job", 1))));
+  EXPECT_EQ(s.Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(IngestServiceTest, OversizedMessageIsRejectedAndNothingStored) {
+  StartServer("oversized", /*max_message_bytes=*/64 << 10);
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 0)), &ack));
+  v1::IngestRequest big = BatchRequest(1, 30000);
+  ASSERT_GT(big.ByteSizeLong(), 64u << 10);
+  s.stream->Write(big);
+  EXPECT_FALSE(s.stream->Read(&ack));
+  grpc::Status status = s.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  EXPECT_EQ(Rank("job", 0).events_stored(), 0u);
+}
+
+TEST_F(IngestServiceTest, CancelledStreamLeavesTheRankIncomplete) {
+  StartServer("cancel");
+  {
+    Session s(ingest_.get());
+    v1::IngestAck ack;
+    ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 3)), &ack));
+    ASSERT_TRUE(s.CloseAndFinish().ok());
+  }
+  ASSERT_TRUE(Rank("job", 3).complete());
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("job", 3)), &ack));
+  ASSERT_TRUE(s.Send(BatchRequest(1, 20), &ack));
+  s.context.TryCancel();
+  EXPECT_EQ(s.Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The server notices the cancellation asynchronously; a wrong "complete" would show up here.
+  for (int i = 0; i < 20; ++i) {
+    const v1::RankSummary rank = Rank("job", 3);
+    ASSERT_FALSE(rank.complete());
+    ASSERT_EQ(rank.events_stored(), 20u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+}
+
+TEST_F(IngestServiceTest, ConcurrentStreamsOfOneJobAllLand) {
+  StartServer("concurrent");
+  constexpr int kRanks = 6;
+  std::vector<std::thread> threads;
+  std::vector<uint64_t> last_ack(kRanks, 0);
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      Session s(ingest_.get());
+      v1::IngestAck ack;
+      if (!s.Send(HelloRequest(Identity("big", r)), &ack)) return;
+      for (uint64_t first = 1; first <= 2000; first += 100) {
+        if (!s.Send(BatchRequest(first, 100), &ack)) return;
+      }
+      last_ack[r] = ack.durable_seq();
+      s.CloseAndFinish();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(last_ack[r], 2000u) << "rank " << r;
+    const v1::RankSummary rank = Rank("big", r);
+    EXPECT_EQ(rank.events_stored(), 2000u);
+    EXPECT_TRUE(rank.complete());
+  }
+}
+
+TEST_F(IngestServiceTest, WorkerWithoutLauncherRankIsNamedByHostDeviceAndPid) {
+  StartServer("ray");
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("ray-job", -1)), &ack));
+  ASSERT_TRUE(s.Send(BatchRequest(1, 10), &ack));
+  ASSERT_TRUE(s.CloseAndFinish().ok());
+  grpc::ClientContext ctx;
+  v1::ListRanksRequest req;
+  req.set_job_id("ray-job");
+  v1::ListRanksResponse resp;
+  ASSERT_TRUE(query_->ListRanks(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.ranks_size(), 1);
+  EXPECT_EQ(resp.ranks(0).identified_by(), "host+device+pid");
+  EXPECT_EQ(resp.ranks(0).identity().rank(), -1);
+  EXPECT_EQ(resp.ranks(0).events_stored(), 10u);
+}
+
+}  // namespace
+}  // namespace memtrace::collector

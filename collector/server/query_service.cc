@@ -1,0 +1,152 @@
+#include "collector/server/query_service.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "collector/server/status_util.h"
+#include "proto/codec/batch_codec.h"
+
+namespace memtrace::collector {
+
+namespace {
+
+grpc::Status RequireJob(const std::string& job_id) {
+  if (!job_id.empty()) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "job_id is empty");
+}
+
+RollupAxis AxisOf(v1::TimelineAxis axis) {
+  return axis == v1::TIMELINE_AXIS_TIME ? RollupAxis::kTime : RollupAxis::kStep;
+}
+
+}  // namespace
+
+grpc::Status QueryService::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+                                    v1::ListJobsResponse* response) {
+  absl::StatusOr<std::vector<v1::JobSummary>> jobs = store_->ListJobs();
+  if (!jobs.ok()) return ToGrpcStatus(jobs.status());
+  for (v1::JobSummary& j : *jobs) *response->add_jobs() = std::move(j);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ListRanks(grpc::ServerContext*, const v1::ListRanksRequest* request,
+                                     v1::ListRanksResponse* response) {
+  if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = store_->ListRanks(request->job_id());
+  if (!ranks.ok()) return ToGrpcStatus(ranks.status());
+  for (v1::RankSummary& r : *ranks) *response->add_ranks() = std::move(r);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequest* request,
+                                    v1::TimelineResponse* response) {
+  if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
+  absl::StatusOr<v1::GetRollupsResponse> rollups =
+      store_->Rollups(request->job_id(), AxisOf(request->axis()));
+  if (!rollups.ok()) return ToGrpcStatus(rollups.status());
+  response->set_bucket_ns(rollups->bucket_ns());
+  bool rank_seen = false;
+  for (const v1::RankRollups& rank : rollups->ranks()) {
+    if (request->has_rank() && rank.rank() != request->rank()) continue;
+    rank_seen = true;
+    v1::RankTimelineProto* out = response->add_ranks();
+    out->set_rank(rank.rank());
+    out->set_attempt(rank.attempt());
+    for (const v1::StepRollup& r : rank.steps()) {
+      if (request->from_ns() != 0 && r.end_ns() < request->from_ns()) continue;
+      if (request->to_ns() != 0 && r.start_ns() > request->to_ns()) continue;
+      v1::TimelinePoint* p = out->add_points();
+      p->set_key(r.step());
+      p->set_start_ns(r.start_ns());
+      p->set_end_ns(r.end_ns());
+      p->set_floor_bytes(r.floor_bytes());
+      p->set_peak_bytes(r.peak_bytes());
+      p->set_end_bytes(r.end_bytes());
+    }
+  }
+  if (request->has_rank() && !rank_seen) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job \"", request->job_id(),
+                                                                  "\" has no rank ",
+                                                                  request->rank()));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::GetRollups(grpc::ServerContext*, const v1::GetRollupsRequest* request,
+                                      v1::GetRollupsResponse* response) {
+  if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
+  absl::StatusOr<v1::GetRollupsResponse> rollups =
+      store_->Rollups(request->job_id(), AxisOf(request->axis()));
+  if (!rollups.ok()) return ToGrpcStatus(rollups.status());
+  *response = std::move(*rollups);
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::LiveAt(grpc::ServerContext*, const v1::LiveAtRequest* request,
+                                  v1::LiveAtResponse* response) {
+  if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
+  LivePoint point;
+  switch (request->at_case()) {
+    case v1::LiveAtRequest::kAtNs:
+      point.kind = LivePoint::Kind::kAtTime;
+      point.at_ns = request->at_ns();
+      break;
+    case v1::LiveAtRequest::kFirstOom:
+      point.kind = request->first_oom() ? LivePoint::Kind::kFirstOom : LivePoint::Kind::kNow;
+      break;
+    case v1::LiveAtRequest::AT_NOT_SET:
+      break;
+  }
+  std::optional<uint32_t> attempt;
+  if (request->has_attempt()) attempt = request->attempt();
+  absl::StatusOr<LiveSnapshot> live =
+      store_->LiveAllocations(request->job_id(), request->rank(), attempt, point);
+  if (!live.ok()) return ToGrpcStatus(live.status());
+  response->set_rank(live->key.rank);
+  response->set_attempt(live->key.attempt);
+  response->set_seq(live->seq);
+  response->set_ts_ns(live->ts_ns);
+  response->set_step(live->step);
+  response->set_live_bytes(live->live_bytes);
+  response->set_allocation_count(live->allocations.size());
+  response->set_oom_requested_bytes(live->oom_requested_bytes);
+  size_t n = live->allocations.size();
+  if (request->max_allocations() > 0 && request->max_allocations() < n) {
+    n = request->max_allocations();
+  }
+  response->mutable_allocations()->Reserve(static_cast<int>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const auto& [address, a] = live->allocations[i];
+    v1::LiveAllocation* out = response->add_allocations();
+    out->set_address(address);
+    out->set_bytes(a.bytes);
+    out->set_tag_id(a.tag_id);
+    out->set_source_id(a.source_id);
+    out->set_step(a.step);
+    out->set_ts_ns(a.ts_ns);
+    out->set_seq(a.seq);
+    out->set_memory_kind(a.memory_kind);
+  }
+  for (const StringDef& d : live->strings) {
+    v1::StringEntry* e = response->add_strings();
+    e->set_id(d.id);
+    e->set_kind(static_cast<v1::StringKind>(d.kind));
+    e->set_value(d.value);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status QueryService::ReadEvents(grpc::ServerContext*, const v1::ReadEventsRequest* request,
+                                      v1::ReadEventsResponse* response) {
+  if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
+  absl::StatusOr<StoredEvents> stored =
+      store_->ReadEvents(request->job_id(), request->rank(), request->attempt(),
+                         request->from_seq(), request->limit());
+  if (!stored.ok()) return ToGrpcStatus(stored.status());
+  EncodeBatch(stored->events, stored->strings, AgentCounterValues(), response->mutable_batch());
+  response->mutable_batch()->clear_counters();
+  response->set_next_seq(stored->next_seq);
+  return grpc::Status::OK;
+}
+
+}  // namespace memtrace::collector
