@@ -44,6 +44,7 @@ start() {  # start DATA SIGNAL: runs, checks the ready line and port, stops with
       fail "ready line: $(cat "$TMP/stdout")"
   (exec 3<>"/dev/tcp/127.0.0.1/$port") || fail "cannot connect to port $port"
   kill -"$sig" $pid
+  if [[ "$sig" == KILL ]]; then wait $pid 2>/dev/null; return; fi
   local waited=0
   while kill -0 $pid 2>/dev/null && [[ $waited -lt 100 ]]; do sleep 0.05; waited=$((waited+1)); done
   kill -0 $pid 2>/dev/null && { kill -9 $pid; fail "still running 5 s after SIG$sig"; }
@@ -55,4 +56,7 @@ start() {  # start DATA SIGNAL: runs, checks the ready line and port, stops with
 start "$TMP/data" TERM
 # The same store opens again (the lock was released) and stops on SIGINT too.
 start "$TMP/data" INT
+# After kill -9 the store opens again (RocksDB recovers from its WAL).
+start "$TMP/data" KILL
+start "$TMP/data" TERM
 echo PASS
