@@ -112,7 +112,7 @@ absl::StatusOr<DecodedBatch> DecodeBatch(const v1::EventBatch& batch, const Batc
     return absl::ResourceExhaustedError(
         absl::StrCat("batch has ", n, " events, limit is ", limits.max_events));
   }
-  if (batch.strings_size() > static_cast<int>(limits.max_strings)) {
+  if (static_cast<uint32_t>(batch.strings_size()) > limits.max_strings) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "batch has ", batch.strings_size(), " string entries, limit is ", limits.max_strings));
   }
