@@ -24,14 +24,13 @@ std::string FirstDivergence(const DivergenceReport& r) {
   if (r.diverged.empty()) return "none";
   const RankDivergence& d = r.diverged.front();
   return absl::StrCat("rank ", d.rank, " at step ", d.onset_step,
-                      r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")")
-                                            : "");
+                      r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")") : "");
 }
 
 std::string Growth(const GroupGrowth& g) {
   return absl::StrCat(FormatRate(g.total_bytes_per_step), " on ",
-                      g.scope == GrowthScope::kAllRanks ? "all " : "",
-                      g.ranks_growing, g.ranks_growing == 1 ? " rank" : " ranks");
+                      g.scope == GrowthScope::kAllRanks ? "all " : "", g.ranks_growing,
+                      g.ranks_growing == 1 ? " rank" : " ranks");
 }
 
 std::string LeakingRanks(const LeakReport& r) {
@@ -80,8 +79,7 @@ JobAnalyses AnalyzeJob(const JobTimeline& job, const CompareParams& params) {
   return out;
 }
 
-CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b,
-                          const CompareParams& params) {
+CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const CompareParams& params) {
   CompareReport report;
   report.job_a = a.job_id;
   report.job_b = b.job_id;
@@ -114,8 +112,8 @@ CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b,
         it.b = Growth(*f->second);
         it.b_value = f->second->total_bytes_per_step;
       }
-      it.changed = it.a == "-" || it.b == "-" ||
-                   Differs(it.a_value, it.b_value, params.min_change_fraction);
+      it.changed =
+          it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
       items.push_back(it);
     }
     if (names.empty()) items.push_back({"growth", "any group", "none", "none", 0, 0, false});
@@ -145,8 +143,8 @@ CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b,
         it.b_value = f->second->max_peak_bytes;
         it.b = absl::StrCat(FormatBytes(it.b_value), " (rank ", f->second->max_rank, ")");
       }
-      it.changed = it.a == "-" || it.b == "-" ||
-                   Differs(it.a_value, it.b_value, params.min_change_fraction);
+      it.changed =
+          it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
       items.push_back(it);
     }
   }

@@ -44,8 +44,8 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
   report.ranks = static_cast<uint32_t>(ranks.size());
   if (ranks.size() < 3) {
     report.status = DivergenceStatus::kTooFewRanks;
-    report.message = absl::StrCat("a cohort needs at least 3 ranks; job '", job.job_id,
-                                  "' has ", ranks.size());
+    report.message =
+        absl::StrCat("a cohort needs at least 3 ranks; job '", job.job_id, "' has ", ranks.size());
     return report;
   }
   const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
@@ -123,8 +123,7 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
   if (report.steps_compared == 0) {
     report.status = DivergenceStatus::kTooFewSteps;
     report.message = absl::StrCat("no step after the ", params.warmup_steps,
-                                  " warm-up steps had 3 ranks to compare (job has ", S,
-                                  " steps)");
+                                  " warm-up steps had 3 ranks to compare (job has ", S, " steps)");
     return report;
   }
 
@@ -207,9 +206,9 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
             });
   if (report.diverged.empty()) {
     report.status = DivergenceStatus::kNoneDiverged;
-    report.message = absl::StrFormat(
-        "no rank diverged: all %u ranks stayed within the cohort over steps %d..%d", report.ranks,
-        report.first_step, report.last_step);
+    report.message =
+        absl::StrFormat("no rank diverged: all %u ranks stayed within the cohort over steps %d..%d",
+                        report.ranks, report.first_step, report.last_step);
   } else {
     const RankDivergence& d = report.diverged.front();
     report.status = DivergenceStatus::kDiverged;

@@ -64,7 +64,7 @@ struct RankDivergence {
   uint64_t value_bytes = 0;
   uint64_t cohort_median_bytes = 0;
   int64_t excess_bytes = 0;
-  double robust_z = 0;  // excess / (1.4826 * MAD); +-inf when the rest of the cohort is identical
+  double robust_z = 0;    // excess / (1.4826 * MAD); +-inf when the rest of the cohort is identical
   int32_t direction = 1;  // +1 above the cohort, -1 below
   uint32_t run_steps = 0;  // steps from onset to the run's last flagged step, inclusive
   // The latest compared step: the gap as it stands.

@@ -90,9 +90,8 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   };
 
   for (const RankTimeline* r : ranks) {
-    auto begin = std::lower_bound(
-        r->steps.begin(), r->steps.end(), first_step,
-        [](const StepPoint& p, int64_t step) { return p.step < step; });
+    auto begin = std::lower_bound(r->steps.begin(), r->steps.end(), first_step,
+                                  [](const StepPoint& p, int64_t step) { return p.step < step; });
     size_t n = static_cast<size_t>(r->steps.end() - begin);
     if (n == 0) continue;
     x.clear();
@@ -125,10 +124,9 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   const uint32_t cohort = report.ranks;
   for (auto& [name, agg] : aggregates) {
     if (agg.growing.empty()) continue;
-    std::sort(agg.growing.begin(), agg.growing.end(),
-              [](const RankGrowth& a, const RankGrowth& b) {
-                return a.bytes_per_step > b.bytes_per_step;
-              });
+    std::sort(agg.growing.begin(), agg.growing.end(), [](const RankGrowth& a, const RankGrowth& b) {
+      return a.bytes_per_step > b.bytes_per_step;
+    });
     GroupGrowth base;
     base.name = job.names.Name(name);
     base.ranks_growing = static_cast<uint32_t>(agg.growing.size());

@@ -44,7 +44,7 @@ enum class GrowthScope { kAllRanks, kSomeRanks };
 struct RankGrowth {
   uint32_t rank = 0;
   double bytes_per_step = 0;
-  double growth_bytes = 0;  // bytes_per_step x steps spanned
+  double growth_bytes = 0;   // bytes_per_step x steps spanned
   uint64_t first_bytes = 0;  // the series at the window's first and last step
   uint64_t last_bytes = 0;
   double trend_z = 0;
@@ -58,8 +58,8 @@ struct GroupGrowth {
   // Set for the per-rank groupings (rank, tag,rank, source,rank).
   std::optional<uint32_t> rank;
   GrowthScope scope = GrowthScope::kSomeRanks;
-  uint32_t ranks_growing = 0;     // ranks where this tag/source grows (for --by rank: the job's)
-  uint32_t ranks_with_group = 0;  // ranks where it held memory at all
+  uint32_t ranks_growing = 0;        // ranks where this tag/source grows (for --by rank: the job's)
+  uint32_t ranks_with_group = 0;     // ranks where it held memory at all
   double total_bytes_per_step = 0;   // summed over growing ranks
   double median_bytes_per_step = 0;  // median over growing ranks
   std::vector<RankGrowth> ranks;     // the growing ranks, fastest first
@@ -71,7 +71,7 @@ struct GrowthReport {
   uint32_t ranks = 0;
   int64_t first_step = 0;  // the fitted window
   int64_t last_step = 0;
-  uint32_t groups_examined = 0;  // (group, rank) series fitted
+  uint32_t groups_examined = 0;     // (group, rank) series fitted
   std::vector<GroupGrowth> groups;  // growing groups only, fastest first; empty = nothing grows
   GrowthParams params;
 };

@@ -22,7 +22,8 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   if (params.capacity_bytes.has_value()) {
     h.capacity_bytes = *params.capacity_bytes;
   } else {
-    for (const StepPoint& p : rank.steps) h.capacity_bytes = std::max(h.capacity_bytes, p.device_total);
+    for (const StepPoint& p : rank.steps)
+      h.capacity_bytes = std::max(h.capacity_bytes, p.device_total);
     h.capacity_from_samples = h.capacity_bytes > 0;
   }
 
@@ -48,11 +49,13 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
       period.push_back(double(p.end_ns - p.start_ns));
     }
   }
-  if (!transient.empty()) h.transient_bytes = static_cast<uint64_t>(std::max(0.0, Median(transient)));
+  if (!transient.empty())
+    h.transient_bytes = static_cast<uint64_t>(std::max(0.0, Median(transient)));
   if (!overhead.empty()) h.overhead_bytes = static_cast<uint64_t>(Median(overhead));
   if (!period.empty()) h.step_ns = Median(period);
   double usable = static_cast<double>(h.capacity_bytes) - static_cast<double>(h.overhead_bytes);
-  h.headroom_bytes = usable > double(last.peak_bytes) ? uint64_t(usable - double(last.peak_bytes)) : 0;
+  h.headroom_bytes =
+      usable > double(last.peak_bytes) ? uint64_t(usable - double(last.peak_bytes)) : 0;
 
   for (const StepPoint& p : rank.steps) {
     if (p.ooms > 0) {
@@ -139,7 +142,8 @@ HeadroomReport ForecastHeadroom(const JobTimeline& job, const HeadroomParams& pa
   }
   std::stable_sort(report.entries.begin(), report.entries.end(),
                    [](const RankHeadroom& a, const RankHeadroom& b) {
-                     if (Order(a.status) != Order(b.status)) return Order(a.status) < Order(b.status);
+                     if (Order(a.status) != Order(b.status))
+                       return Order(a.status) < Order(b.status);
                      if (Order(a.status) < 2 && a.forecast_step != b.forecast_step) {
                        return a.forecast_step < b.forecast_step;
                      }

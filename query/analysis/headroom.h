@@ -35,11 +35,11 @@ struct HeadroomParams {
 };
 
 enum class HeadroomStatus {
-  kForecast,    // rising: forecast_step is set
-  kFlat,        // no significant rise, or the capacity is beyond max_horizon_steps
+  kForecast,     // rising: forecast_step is set
+  kFlat,         // no significant rise, or the capacity is beyond max_horizon_steps
   kOutOfMemory,  // the rank already recorded an OOM (forecast_step = that step)
-  kNoCapacity,  // no capacity given and no device samples
-  kTooShort,    // fewer than min_points steps after warm-up
+  kNoCapacity,   // no capacity given and no device samples
+  kTooShort,     // fewer than min_points steps after warm-up
 };
 absl::string_view HeadroomStatusName(HeadroomStatus status);
 
@@ -66,7 +66,7 @@ struct RankHeadroom {
 struct HeadroomReport {
   std::string job_id;
   uint32_t ranks = 0;
-  uint32_t forecasts = 0;  // ranks with status kForecast
+  uint32_t forecasts = 0;             // ranks with status kForecast
   std::vector<RankHeadroom> entries;  // soonest forecast first, then by rank
   HeadroomParams params;
 };

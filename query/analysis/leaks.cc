@@ -52,8 +52,8 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
   e.floor_growth_bytes = all.slope * (x.back() - x.front());
   e.floor_trend_z = all.trend_z;
   size_t half = n / 2;
-  TrendFit recent = fitter.Fit(absl::MakeConstSpan(x).subspan(half),
-                               absl::MakeConstSpan(floor).subspan(half));
+  TrendFit recent =
+      fitter.Fit(absl::MakeConstSpan(x).subspan(half), absl::MakeConstSpan(floor).subspan(half));
   e.recent_bytes_per_step = recent.slope;
   e.recent_trend_z = recent.trend_z;
   auto [lo, hi] = std::minmax_element(floor.begin(), floor.end());
@@ -69,10 +69,16 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
     e.rising_since_step = static_cast<int64_t>(x[std::min(i, n - 1)]);
   }
 
-  // Peaks measured against the floor trend, so memory held for a whole step (a checkpoint) and
-  // memory only at the peak (an eval pass) both count, while a leak's rising peaks do not.
-  std::vector<double> over(n);
-  for (size_t i = 0; i < n; ++i) over[i] = peak[i] - (all.intercept + all.slope * x[i]);
+  // Peaks measured against the floor's running median (11 steps), so memory held for a whole
+  // step (a checkpoint) and memory only at the peak (an eval pass) both count, while a leak's
+  // rising peaks, which the running median follows, do not.
+  std::vector<double> over(n), window;
+  for (size_t i = 0; i < n; ++i) {
+    size_t lo_i = i >= 5 ? i - 5 : 0;
+    size_t hi_i = std::min(n, i + 6);
+    window.assign(floor.begin() + lo_i, floor.begin() + hi_i);
+    over[i] = peak[i] - MedianInPlace(absl::MakeSpan(window));
+  }
   Spread s = RobustSpread(over);
   double cut = s.median + std::max(static_cast<double>(params.min_spike_bytes),
                                    params.spike_mad_factor * s.scale);
@@ -136,7 +142,8 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end, const LeakParams
         set.at_step - a.step_allocated >= static_cast<int64_t>(params.min_boundaries)) {
       candidates[{a.tag, a.source}].Add(a);
     }
-    if (!a.phase.empty() && (a.step_allocated < set.at_step || !InPhase(set.open_phases, a.phase))) {
+    if (!a.phase.empty() &&
+        (a.step_allocated < set.at_step || !InPhase(set.open_phases, a.phase))) {
       survivors[{a.phase, a.tag, a.source}].Add(a);
     }
   }
@@ -154,9 +161,8 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end, const LeakParams
     c.at_step = set.at_step;
     mine.push_back(std::move(c));
   }
-  std::sort(mine.begin(), mine.end(), [](const LeakCandidate& a, const LeakCandidate& b) {
-    return a.bytes > b.bytes;
-  });
+  std::sort(mine.begin(), mine.end(),
+            [](const LeakCandidate& a, const LeakCandidate& b) { return a.bytes > b.bytes; });
   if (mine.size() > params.top_n) mine.resize(params.top_n);
   report.candidates.insert(report.candidates.end(), mine.begin(), mine.end());
   for (auto& [key, agg] : survivors) {
@@ -182,8 +188,8 @@ void FindResidues(const JobTimeline& job, const RankTimeline& rank, const LeakPa
     std::vector<double> residues;
   };
   std::map<NameId, PerPhase> phases;
-  for (size_t i = std::min<size_t>(params.warmup_steps, rank.steps.size());
-       i < rank.steps.size(); ++i) {
+  for (size_t i = std::min<size_t>(params.warmup_steps, rank.steps.size()); i < rank.steps.size();
+       ++i) {
     const StepPoint& p = rank.steps[i];
     for (const GroupBytes& ph : p.by_phase) {
       auto [it, inserted] = phases.try_emplace(ph.name);
@@ -259,8 +265,8 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   for (const RankLiveSet& set : live) {
     if (params.rank.has_value() && set.rank != *params.rank) continue;
     auto it = warmup_end.find(set.rank);
-    FindCandidates(set, it != warmup_end.end() ? it->second : int64_t{params.warmup_steps},
-                   params, report);
+    FindCandidates(set, it != warmup_end.end() ? it->second : int64_t{params.warmup_steps}, params,
+                   report);
   }
   std::stable_sort(report.candidates.begin(), report.candidates.end(),
                    [](const LeakCandidate& a, const LeakCandidate& b) { return a.rank < b.rank; });

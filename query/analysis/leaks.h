@@ -6,8 +6,8 @@
 //           trend z >= min_trend_z over the window, and still rising in its second half
 //           (slope >= a quarter of the whole window's, trend z >= 2). A floor that jumped once and
 //           then stayed is not a leak.
-//   spikes  not a leak, and some steps' peaks stand above the floor trend by more than
-//           max(min_spike_bytes, spike_mad_factor x the peaks' robust spread), in at most
+//   spikes  not a leak, and some steps' peaks stand above the floor's running median by more
+//           than max(min_spike_bytes, spike_mad_factor x the peaks' robust spread), in at most
 //           max_spike_fraction of the steps (more often than that is the job's normal peak).
 //   plateau neither.
 // Candidates (from live sets): allocations made after warm-up that are still live across at least
@@ -75,7 +75,7 @@ struct CurveEvidence {
   uint32_t spike_steps = 0;
   uint64_t max_spike_excess_bytes = 0;  // above the typical peak over the floor trend
   int64_t max_spike_step = -1;
-  int64_t spike_period_steps = 0;  // median gap between spikes; 0 with fewer than 2
+  int64_t spike_period_steps = 0;     // median gap between spikes; 0 with fewer than 2
   std::vector<int64_t> first_spikes;  // up to 8 spike steps
 };
 
@@ -125,8 +125,8 @@ struct LeakReport {
   std::string job_id;
   uint32_t ranks = 0;
   uint32_t leaking_ranks = 0;
-  std::vector<RankCurve> curves;  // by rank
-  std::vector<LeakCandidate> candidates;  // by rank, then bytes descending
+  std::vector<RankCurve> curves;               // by rank
+  std::vector<LeakCandidate> candidates;       // by rank, then bytes descending
   std::vector<PhaseSurvivor> phase_survivors;  // by bytes descending
   std::vector<PhaseResidue> phase_residues;    // by rank, then phase
   LeakParams params;

@@ -30,6 +30,8 @@ TEST(LeakTest, RisingFloorOnRankFiveIsALeakAndTheRestAreNot) {
   EXPECT_NEAR(leak.evidence.recent_bytes_per_step, 128.0 * kMiB, 0.02 * 128 * kMiB);
   EXPECT_GT(leak.evidence.floor_end_bytes, leak.evidence.floor_start_bytes + 8 * kGiB);
   EXPECT_LE(std::abs(leak.evidence.rising_since_step - 30), 2);
+  // A leak's rising peaks are not spikes.
+  EXPECT_EQ(leak.evidence.first_spikes, (std::vector<int64_t>{50}));
   for (const RankCurve& c : report.curves) {
     if (c.rank != 5) {
       EXPECT_NE(c.curve, CurveClass::kLeak) << "rank " << c.rank;

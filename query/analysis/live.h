@@ -55,7 +55,7 @@ struct LiveGroup {
   uint64_t others_median_bytes = 0;
   uint64_t others_max_bytes = 0;
   uint32_t others_max_rank = 0;
-  int64_t excess_bytes = 0;  // bytes - others_median_bytes
+  int64_t excess_bytes = 0;       // bytes - others_median_bytes
   std::vector<RankBytes> others;  // by rank, up to max_other_ranks
 };
 

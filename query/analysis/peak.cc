@@ -59,9 +59,9 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
         Add(mine[0], p, p.peak_bytes, p.end_bytes);
         continue;
       }
-      const std::vector<GroupBytes>& list = params.by == PeakBy::kPhase   ? p.by_phase
-                                            : params.by == PeakBy::kTag   ? p.by_tag
-                                                                          : p.by_source;
+      const std::vector<GroupBytes>& list = params.by == PeakBy::kPhase ? p.by_phase
+                                            : params.by == PeakBy::kTag ? p.by_tag
+                                                                        : p.by_source;
       for (const GroupBytes& g : list) Add(mine[g.name], p, g.peak_bytes, g.live_bytes);
     }
     for (auto& [name, acc] : mine) {
@@ -91,7 +91,8 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
       entries.push_back(std::move(a.entry));
     }
     s.median_rank_peak_bytes = static_cast<uint64_t>(Median(per_rank));
-    s.min_rank_peak_bytes = static_cast<uint64_t>(*std::min_element(per_rank.begin(), per_rank.end()));
+    s.min_rank_peak_bytes =
+        static_cast<uint64_t>(*std::min_element(per_rank.begin(), per_rank.end()));
     rows.emplace_back(std::move(s), std::move(entries));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {

@@ -88,8 +88,8 @@ std::vector<Block> Contents(const JobSpec& spec, uint32_t rank, int64_t step, Mo
     if (through < p.retained_from_step) continue;
     if (p.retained_accumulates) {
       uint64_t n = static_cast<uint64_t>(through - p.retained_from_step + 1);
-      out.push_back({p.name, kTorch, p.name, n * p.retained_bytes, p.retained_from_step, through,
-                     1});
+      out.push_back(
+          {p.name, kTorch, p.name, n * p.retained_bytes, p.retained_from_step, through, 1});
     } else {
       out.push_back({p.name, kTorch, p.name, p.retained_bytes, p.retained_from_step,
                      p.retained_from_step, 1});
@@ -231,7 +231,8 @@ SimulatedJob Simulate(const JobSpec& spec) {
         if (b.first_step == s) {
           uint64_t n = b.first_step == b.last_step ? b.pieces : 1;
           p.allocs += n;
-          p.alloc_bytes += b.first_step == b.last_step ? b.bytes : b.bytes / (b.last_step - b.first_step + 1);
+          p.alloc_bytes +=
+              b.first_step == b.last_step ? b.bytes : b.bytes / (b.last_step - b.first_step + 1);
           if (b.transient) {
             p.frees += n;
             p.free_bytes += b.bytes;

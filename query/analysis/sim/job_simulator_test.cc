@@ -56,7 +56,7 @@ TEST(JobSimulatorTest, LiveSetAgreesWithRollup) {
       if (a.tag == "leak:x") ++leak_allocs;
     }
     const StepPoint& p = job.timeline.ranks[2].steps[12];
-    uint64_t want = m == Moment::kFloor ? p.floor_bytes
+    uint64_t want = m == Moment::kFloor  ? p.floor_bytes
                     : m == Moment::kPeak ? p.peak_bytes
                                          : p.end_bytes;
     EXPECT_EQ(sum, want);

@@ -17,8 +17,8 @@ JobSpec LeakJob(uint32_t rank, int64_t start_step, uint64_t bytes_per_step, uint
                 int64_t steps) {
   JobSpec spec = HealthyJob(ranks, steps);
   spec.job_id = "leak";
-  spec.growths.push_back({static_cast<int32_t>(rank), kLeakTag, kLeakSource, start_step,
-                          bytes_per_step});
+  spec.growths.push_back(
+      {static_cast<int32_t>(rank), kLeakTag, kLeakSource, start_step, bytes_per_step});
   return spec;
 }
 

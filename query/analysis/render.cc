@@ -1,0 +1,377 @@
+#include "query/analysis/render.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "query/analysis/units.h"
+
+namespace memtrace::analysis {
+namespace {
+
+// Columns padded to their widest cell, two spaces apart; numeric columns right-aligned.
+class TextTable {
+ public:
+  // A header starting with '>' is right-aligned (the '>' is not printed).
+  explicit TextTable(std::vector<std::string> headers) {
+    for (std::string& h : headers) {
+      bool right = !h.empty() && h[0] == '>';
+      right_.push_back(right);
+      header_.push_back(right ? h.substr(1) : h);
+    }
+  }
+  void Add(std::vector<std::string> row) {
+    row.resize(header_.size());
+    rows_.push_back(std::move(row));
+  }
+  bool empty() const { return rows_.empty(); }
+  std::string Render(const std::string& indent = "") const {
+    std::vector<size_t> width(header_.size());
+    for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
+    for (const auto& row : rows_) {
+      for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    std::string out;
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::string l = indent;
+      for (size_t c = 0; c < cells.size(); ++c) {
+        size_t pad = width[c] - cells[c].size();
+        bool last = c + 1 == cells.size();
+        if (right_[c]) l.append(pad, ' ');
+        l += cells[c];
+        if (!right_[c] && !last) l.append(pad, ' ');
+        if (!last) l += "  ";
+      }
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+      out += l + "\n";
+    };
+    line(header_);
+    for (const auto& row : rows_) line(row);
+    return out;
+  }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string Time(int64_t ns) {
+  if (ns == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixNanos(ns), absl::UTCTimeZone());
+}
+
+std::string Z(double z) {
+  if (std::isinf(z)) return z > 0 ? "inf" : "-inf";
+  return absl::StrFormat("%.1f", z);
+}
+
+std::string Bytes(uint64_t b) { return FormatBytes(static_cast<double>(b)); }
+std::string Signed(int64_t b) { return FormatSignedBytes(static_cast<double>(b)); }
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+}  // namespace
+
+std::string FormatRankList(std::vector<uint32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    parts.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "-", ranks[j]));
+    i = j + 1;
+  }
+  return absl::StrJoin(parts, ",");
+}
+
+std::string RenderDivergence(const v1::DivergenceReport& r) {
+  std::string out = absl::StrCat("job ", r.job_id(), ": ", r.message(), "\n");
+  if (r.status() == v1::DIVERGENCE_STATUS_TOO_FEW_RANKS ||
+      r.status() == v1::DIVERGENCE_STATUS_TOO_FEW_STEPS) {
+    return out;
+  }
+  const v1::DivergenceParams& p = r.params();
+  absl::StrAppend(&out, "compared ", r.ranks(), " ranks over steps ", r.first_step(), "..",
+                  r.last_step(), " (", r.steps_compared(), " steps; step ",
+                  p.metric() == v1::ANALYSIS_METRIC_END    ? "end"
+                  : p.metric() == v1::ANALYSIS_METRIC_PEAK ? "peak"
+                                                           : "floor",
+                  p.absolute() ? ", absolute" : ", change since baseline", "; persistence ",
+                  p.persistence_steps(), " steps)\n");
+  if (r.diverged_size() > 0) {
+    TextTable t({">#", ">rank", "host", ">onset", ">drift from", "time", ">value", ">cohort",
+                 ">excess", ">z", ">now", ">now excess"});
+    int i = 0;
+    for (const v1::RankDivergence& d : r.diverged()) {
+      t.Add({absl::StrCat(++i), absl::StrCat(d.rank()), OrDash(d.host()),
+             absl::StrCat(d.onset_step()), absl::StrCat(d.departure_step()), Time(d.onset_ns()),
+             Bytes(d.value_bytes()), Bytes(d.cohort_median_bytes()), Signed(d.excess_bytes()),
+             Z(d.robust_z()), Bytes(d.last_value_bytes()), Signed(d.last_excess_bytes())});
+    }
+    out += "\n" + t.Render();
+  }
+  if (r.offsets_size() > 0) {
+    out += "\nranks that always held a different amount (offsets, not divergences):\n";
+    TextTable t({">rank", ">baseline", ">cohort", ">offset"});
+    for (const v1::RankOffset& o : r.offsets()) {
+      t.Add({absl::StrCat(o.rank()), Bytes(o.baseline_bytes()), Bytes(o.cohort_baseline_bytes()),
+             Signed(o.offset_bytes())});
+    }
+    out += t.Render();
+  }
+  return out;
+}
+
+std::string RenderGrowth(const v1::GrowthReport& r) {
+  static const char* const kBy[] = {"tag", "rank", "tag,rank", "source", "source,rank"};
+  std::string by = r.by() >= 0 && r.by() < 5 ? kBy[r.by()] : "tag";
+  std::string out = absl::StrCat("job ", r.job_id(), ": ");
+  if (r.groups_size() == 0) {
+    absl::StrAppend(&out, "nothing grows (by ", by, ", steps ", r.first_step(), "..", r.last_step(),
+                    ", ", r.groups_examined(), " series examined; the floor is ",
+                    Bytes(r.params().min_growth_bytes()), " over the window at trend z >= ",
+                    absl::StrFormat("%.1f", r.params().min_trend_z()), ")\n");
+    return out;
+  }
+  absl::StrAppend(&out, r.groups_size(), r.groups_size() == 1 ? " group grows" : " groups grow",
+                  " (by ", by, ", steps ", r.first_step(), "..", r.last_step(), ", ",
+                  r.groups_examined(), " series examined)\n\n");
+  bool per_rank = r.by() == v1::GROWTH_BY_RANK || r.by() == v1::GROWTH_BY_TAG_RANK ||
+                  r.by() == v1::GROWTH_BY_SOURCE_RANK;
+  std::string name_header =
+      r.by() == v1::GROWTH_BY_SOURCE || r.by() == v1::GROWTH_BY_SOURCE_RANK ? "source" : "tag";
+  std::vector<std::string> headers;
+  if (r.by() != v1::GROWTH_BY_RANK) headers.push_back(name_header);
+  if (per_rank) headers.push_back(">rank");
+  for (const char* h : {">rate", ">per rank", "scope", "growing on", ">growth"}) {
+    headers.push_back(h);
+  }
+  TextTable t(headers);
+  for (const v1::GroupGrowth& g : r.groups()) {
+    std::vector<uint32_t> ranks;
+    double growth = 0;
+    for (const v1::RankGrowth& rg : g.ranks()) {
+      ranks.push_back(rg.rank());
+      growth += rg.growth_bytes();
+    }
+    std::string scope =
+        g.scope() == v1::GROWTH_SCOPE_ALL_RANKS ? absl::StrCat("all ", r.ranks(), " ranks")
+        : g.ranks_growing() == 1                ? absl::StrCat("1 of ", r.ranks(), " ranks")
+                                 : absl::StrCat(g.ranks_growing(), " of ", r.ranks(), " ranks");
+    std::vector<std::string> row;
+    if (r.by() != v1::GROWTH_BY_RANK) row.push_back(OrDash(g.name()));
+    if (per_rank) row.push_back(absl::StrCat(g.rank()));
+    row.push_back(FormatRate(g.total_bytes_per_step()));
+    row.push_back(FormatRate(g.median_bytes_per_step()));
+    row.push_back(scope);
+    row.push_back(per_rank && r.by() != v1::GROWTH_BY_RANK
+                      ? absl::StrCat("tag on ", g.ranks_growing())
+                      : FormatRankList(ranks));
+    row.push_back(FormatSignedBytes(growth));
+    t.Add(row);
+  }
+  out += t.Render();
+  return out;
+}
+
+std::string RenderLeaks(const v1::LeakReport& r) {
+  static const char* const kCurve[] = {"plateau", "spikes", "leak", "too short"};
+  std::string out = absl::StrCat(
+      "job ", r.job_id(), ": ",
+      r.leaking_ranks() == 0 ? std::string("no rank leaks")
+                             : absl::StrCat(r.leaking_ranks(), " of ", r.ranks(),
+                                            r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak"),
+      "\n\n");
+  TextTable t({">rank", "curve", ">floor start", ">floor end", ">floor slope", ">recent slope",
+               ">rising since", ">typical peak", "spikes"});
+  for (const v1::RankCurve& c : r.curves()) {
+    const v1::CurveEvidence& e = c.evidence();
+    std::string spikes = "-";
+    if (e.spike_steps() > 0) {
+      spikes = absl::StrCat(e.spike_steps(), " (max ", Signed(e.max_spike_excess_bytes()),
+                            " at step ", e.max_spike_step(),
+                            e.spike_period_steps() > 0
+                                ? absl::StrCat(", every ~", e.spike_period_steps(), " steps")
+                                : "",
+                            ")");
+    }
+    int curve = c.curve() >= 0 && c.curve() < 4 ? c.curve() : 0;
+    t.Add({absl::StrCat(c.rank()), kCurve[curve], Bytes(e.floor_start_bytes()),
+           Bytes(e.floor_end_bytes()), FormatRate(e.floor_bytes_per_step()),
+           FormatRate(e.recent_bytes_per_step()),
+           e.rising_since_step() >= 0 ? absl::StrCat(e.rising_since_step()) : "-",
+           Bytes(e.median_peak_bytes()), spikes});
+  }
+  out += t.Render();
+  if (r.candidates_size() > 0) {
+    absl::StrAppend(&out, "\nleak candidates (allocated after warm-up, live across >= ",
+                    r.params().min_boundaries(), " step boundaries):\n");
+    TextTable c({">rank", "tag", "source", ">allocations", ">bytes", ">steps", ">oldest", ">newest",
+                 ">at step"});
+    for (const v1::LeakCandidate& l : r.candidates()) {
+      c.Add({absl::StrCat(l.rank()), OrDash(l.tag()), OrDash(l.source()), absl::StrCat(l.count()),
+             Bytes(l.bytes()), absl::StrCat(l.distinct_steps()), absl::StrCat(l.oldest_step()),
+             absl::StrCat(l.newest_step()), absl::StrCat(l.at_step())});
+    }
+    out += c.Render();
+  }
+  if (r.phase_survivors_size() > 0) {
+    out += "\nmemory still live after its phase ended:\n";
+    TextTable s({">rank", "phase", "tag", "source", ">allocations", ">bytes", ">since step",
+                 ">at step", "open now"});
+    for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
+      s.Add({absl::StrCat(p.rank()), p.phase(), OrDash(p.tag()), OrDash(p.source()),
+             absl::StrCat(p.count()), Bytes(p.bytes()), absl::StrCat(p.oldest_step()),
+             absl::StrCat(p.at_step()),
+             p.open_phases_size() > 0 ? absl::StrJoin(p.open_phases(), ",") : "-"});
+    }
+    out += s.Render();
+  }
+  if (r.phase_residues_size() > 0) {
+    out += "\nphase-tagged memory live at step ends (from rollups):\n";
+    TextTable s({">rank", "phase", ">steps", ">median", ">last", ">max"});
+    for (const v1::PhaseResidue& p : r.phase_residues()) {
+      s.Add({absl::StrCat(p.rank()), p.phase(),
+             absl::StrCat(p.residue_steps(), " of ", p.phase_steps()),
+             Bytes(p.median_residue_bytes()), Bytes(p.last_residue_bytes()),
+             Bytes(p.max_residue_bytes())});
+    }
+    out += s.Render();
+  }
+  return out;
+}
+
+std::string RenderLive(const v1::LiveReport& r) {
+  std::string out = absl::StrCat("job ", r.job_id(), ": rank ", r.rank(), " at step ", r.at_step(),
+                                 " (", Time(r.at_ns()), ")");
+  if (r.has_oom()) {
+    absl::StrAppend(&out, ", its OOM: a ", Bytes(r.oom().requested_bytes()), " allocation failed");
+  }
+  absl::StrAppend(&out, "\n", Bytes(r.total_bytes()), " live in ", r.total_count(), " allocations");
+  if (r.open_phases_size() > 0) absl::StrAppend(&out, ", in ", absl::StrJoin(r.open_phases(), "/"));
+  if (r.other_ranks() > 0) {
+    absl::StrAppend(&out, "; the other ", r.other_ranks(), " ranks' median ",
+                    Bytes(r.others_median_total_bytes()));
+  }
+  absl::StrAppend(&out, "\n\n");
+  bool tag = r.params().by() != v1::LIVE_GROUP_BY_SOURCE;
+  bool source = r.params().by() != v1::LIVE_GROUP_BY_TAG;
+  std::vector<std::string> headers;
+  if (tag) headers.push_back("tag");
+  if (source) headers.push_back("source");
+  for (const char* h : {">bytes", ">allocations", ">since step"}) headers.push_back(h);
+  if (r.other_ranks() > 0) {
+    for (const char* h : {">others median", ">others max", ">excess"}) headers.push_back(h);
+  }
+  TextTable t(headers);
+  for (const v1::LiveGroup& g : r.groups()) {
+    std::vector<std::string> row;
+    if (tag) row.push_back(OrDash(g.tag()));
+    if (source) row.push_back(OrDash(g.source()));
+    row.push_back(Bytes(g.bytes()));
+    row.push_back(absl::StrCat(g.count()));
+    row.push_back(absl::StrCat(g.oldest_step()));
+    if (r.other_ranks() > 0) {
+      row.push_back(Bytes(g.others_median_bytes()));
+      row.push_back(absl::StrCat(Bytes(g.others_max_bytes()), " (rank ", g.others_max_rank(), ")"));
+      row.push_back(Signed(g.excess_bytes()));
+    }
+    t.Add(row);
+  }
+  out += t.Render();
+  if (r.groups_total() > static_cast<uint32_t>(r.groups_size())) {
+    absl::StrAppend(&out, "(top ", r.groups_size(), " of ", r.groups_total(), " groups)\n");
+  }
+  return out;
+}
+
+std::string RenderPeak(const v1::PeakReport& r) {
+  static const char* const kBy[] = {"phase", "tag", "source", "rank"};
+  std::string by = r.by() >= 0 && r.by() < 4 ? kBy[r.by()] : "phase";
+  std::string out =
+      absl::StrCat("job ", r.job_id(), ": peak by ", by, " over ", r.ranks(), " ranks\n");
+  if (r.summaries_size() == 0) {
+    absl::StrAppend(&out, "no ", by, " recorded",
+                    r.by() == v1::PEAK_BY_PHASE ? " (the job has no NVTX phase ranges)\n" : "\n");
+    return out;
+  }
+  out += "\n";
+  TextTable s({by, ">max peak", ">rank", ">step", ">median rank", ">lowest rank", ">ranks"});
+  for (const v1::PeakSummary& p : r.summaries()) {
+    s.Add({OrDash(p.group()), Bytes(p.max_peak_bytes()), absl::StrCat(p.max_rank()),
+           absl::StrCat(p.max_step()), Bytes(p.median_rank_peak_bytes()),
+           Bytes(p.min_rank_peak_bytes()), absl::StrCat(p.ranks())});
+  }
+  out += s.Render();
+  out += "\n";
+  TextTable e({by, ">rank", ">peak", ">at step", ">typical peak",
+               by == "phase" ? ">at close" : ">at step end", ">steps"});
+  for (const v1::PeakEntry& p : r.entries()) {
+    e.Add({OrDash(p.group()), absl::StrCat(p.rank()), Bytes(p.peak_bytes()),
+           absl::StrCat(p.peak_step()), Bytes(p.median_peak_bytes()), Bytes(p.median_end_bytes()),
+           absl::StrCat(p.steps())});
+  }
+  out += e.Render();
+  return out;
+}
+
+std::string RenderHeadroom(const v1::HeadroomReport& r) {
+  std::string out = absl::StrCat("job ", r.job_id(), ": ");
+  uint32_t ooms = 0;
+  for (const v1::RankHeadroom& h : r.entries()) {
+    if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) ++ooms;
+  }
+  if (r.forecasts() == 0 && ooms == 0) {
+    absl::StrAppend(&out, "no rank is on course to fill its device\n");
+  } else {
+    absl::StrAppend(&out, r.forecasts(), " of ", r.ranks(), " ranks on course to fill their device",
+                    ooms > 0 ? absl::StrCat(", ", ooms, " already out of memory") : "", "\n");
+  }
+  for (const v1::RankHeadroom& h : r.entries()) {
+    if (h.status() == v1::HEADROOM_STATUS_FORECAST) {
+      absl::StrAppend(&out, "  rank ", h.rank(), " reaches ", Bytes(h.capacity_bytes()),
+                      " at step ~", h.forecast_step(), " (in ~",
+                      FormatDuration(static_cast<double>(h.eta_ns())), ", at ",
+                      FormatRate(h.floor_bytes_per_step()), ")\n");
+    } else if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) {
+      absl::StrAppend(&out, "  rank ", h.rank(), " ran out of memory at step ", h.forecast_step(),
+                      "\n");
+    }
+  }
+  out += "\n";
+  static const char* const kStatus[] = {"flat", "forecast", "out of memory", "no capacity",
+                                        "too short"};
+  TextTable t({">rank", "status", ">capacity", ">outside", ">last peak", ">headroom",
+               ">floor slope", ">full at step", ">in"});
+  for (const v1::RankHeadroom& h : r.entries()) {
+    int s = h.status() >= 0 && h.status() < 5 ? h.status() : 0;
+    bool forecast = h.status() == v1::HEADROOM_STATUS_FORECAST;
+    t.Add({absl::StrCat(h.rank()), kStatus[s],
+           h.capacity_bytes() > 0 ? Bytes(h.capacity_bytes()) : "-", Bytes(h.overhead_bytes()),
+           Bytes(h.last_peak_bytes()), Bytes(h.headroom_bytes()),
+           FormatRate(h.floor_bytes_per_step()),
+           h.forecast_step() >= 0 ? absl::StrCat(h.forecast_step()) : "-",
+           forecast ? FormatDuration(static_cast<double>(h.eta_ns())) : "-"});
+  }
+  out += t.Render();
+  return out;
+}
+
+std::string RenderCompare(const v1::CompareReport& r) {
+  int changed = 0;
+  for (const v1::CompareItem& it : r.items()) changed += it.changed();
+  std::string out = absl::StrCat("compare ", r.job_a(), " (A) with ", r.job_b(), " (B): ", changed,
+                                 changed == 1 ? " difference" : " differences", "\n\n");
+  TextTable t({"analysis", "subject", "A: " + r.job_a(), "B: " + r.job_b(), ""});
+  for (const v1::CompareItem& it : r.items()) {
+    t.Add({it.analysis(), it.subject(), it.a(), it.b(), it.changed() ? "changed" : ""});
+  }
+  out += t.Render();
+  return out;
+}
+
+}  // namespace memtrace::analysis

@@ -1,0 +1,138 @@
+#include "query/analysis/render.h"
+
+#include <cstdio>
+
+#include "gtest/gtest.h"
+#include "query/analysis/report_proto.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+bool Has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
+
+// Prints each rendering once so a test log shows what a user would see.
+void Show(const std::string& text) { std::printf("%s\n", text.c_str()); }
+
+TEST(RenderTest, RankListsCollapseRuns) {
+  EXPECT_EQ(FormatRankList({5}), "5");
+  EXPECT_EQ(FormatRankList({3, 0, 1, 2, 5, 7, 8, 9}), "0-3,5,7-9");
+  EXPECT_EQ(FormatRankList({}), "");
+}
+
+TEST(RenderTest, DivergenceTableNamesTheRankAndUnits) {
+  v1::DivergenceReport w;
+  ToProto(FindDivergence(sim::Simulate(sim::LeakJob(5, 30)).timeline), &w);
+  std::string text = RenderDivergence(w);
+  Show(text);
+  EXPECT_TRUE(Has(text, "rank 5 diverged first")) << text;
+  EXPECT_TRUE(Has(text, "GiB"));
+  EXPECT_TRUE(Has(text, "node-0"));
+  EXPECT_TRUE(Has(text, "onset"));
+
+  v1::DivergenceReport none;
+  ToProto(FindDivergence(sim::Simulate(sim::HealthyJob()).timeline), &none);
+  std::string healthy = RenderDivergence(none);
+  Show(healthy);
+  EXPECT_TRUE(Has(healthy, "no rank diverged"));
+  EXPECT_FALSE(Has(healthy, "onset"));
+}
+
+TEST(RenderTest, GrowthTableSaysWhereItGrows) {
+  v1::GrowthReport leak;
+  ToProto(FindGrowth(sim::Simulate(sim::LeakJob(5, 30)).timeline), &leak);
+  std::string text = RenderGrowth(leak);
+  Show(text);
+  EXPECT_TRUE(Has(text, sim::kLeakTag));
+  EXPECT_TRUE(Has(text, "1 of 8 ranks"));
+  EXPECT_TRUE(Has(text, "MiB/step"));
+
+  v1::GrowthReport all;
+  ToProto(FindGrowth(sim::Simulate(sim::GradAccumulationJob()).timeline), &all);
+  std::string grads = RenderGrowth(all);
+  Show(grads);
+  EXPECT_TRUE(Has(grads, "all 8 ranks"));
+  EXPECT_TRUE(Has(grads, "0-7"));
+
+  v1::GrowthReport none;
+  ToProto(FindGrowth(sim::Simulate(sim::HealthyJob()).timeline), &none);
+  EXPECT_TRUE(Has(RenderGrowth(none), "nothing grows"));
+}
+
+TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
+  sim::JobSpec spec = sim::LeakJob(5, 30);
+  std::vector<RankLiveSet> live = {sim::LiveAt(spec, 5, 99, sim::Moment::kEnd)};
+  v1::LeakReport w;
+  ToProto(FindLeaks(sim::Simulate(spec).timeline, live), &w);
+  std::string text = RenderLeaks(w);
+  Show(text);
+  EXPECT_TRUE(Has(text, "1 of 8 rank leaks"));
+  EXPECT_TRUE(Has(text, "leak candidates"));
+  EXPECT_TRUE(Has(text, "spikes"));
+
+  sim::JobSpec rl = sim::RlJob(true);
+  std::vector<RankLiveSet> rl_live = {sim::LiveInPhase(rl, 0, 40, "actor_update")};
+  v1::LeakReport r;
+  ToProto(FindLeaks(sim::Simulate(rl).timeline, rl_live), &r);
+  std::string phases = RenderLeaks(r);
+  Show(phases);
+  EXPECT_TRUE(Has(phases, "no rank leaks"));
+  EXPECT_TRUE(Has(phases, "memory still live after its phase ended"));
+  EXPECT_TRUE(Has(phases, "rollout"));
+  EXPECT_TRUE(Has(phases, "6.00 GiB"));
+}
+
+TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
+  sim::JobSpec spec = sim::OomJob();
+  sim::SimulatedJob job = sim::Simulate(spec);
+  uint32_t rank = job.oom->rank;
+  RankLiveSet at = sim::LiveAt(spec, rank, job.oom->step, sim::Moment::kPeak);
+  std::vector<RankLiveSet> others;
+  for (uint32_t r = 0; r < spec.ranks; ++r) {
+    if (r != rank) others.push_back(sim::LiveAt(spec, r, job.oom->step, sim::Moment::kPeak));
+  }
+  v1::LiveReport w;
+  ToProto(DescribeLive("oom", at, others, {}, FindOom(job.timeline.ranks[rank])), &w);
+  std::string text = RenderLive(w);
+  Show(text);
+  EXPECT_TRUE(Has(text, "its OOM"));
+  // The first data row (after the title, summary, blank line and header) is the leak.
+  size_t header = text.find("tag");
+  size_t first_row = text.find('\n', header) + 1;
+  EXPECT_EQ(text.compare(first_row, std::string(sim::kLeakTag).size(), sim::kLeakTag), 0) << text;
+}
+
+TEST(RenderTest, PeakAndHeadroomAndCompare) {
+  v1::PeakReport p;
+  ToProto(FindPeaks(sim::Simulate(sim::RlJob(false)).timeline), &p);
+  std::string peak = RenderPeak(p);
+  Show(peak);
+  EXPECT_TRUE(Has(peak, "rollout"));
+  EXPECT_TRUE(Has(peak, "actor_update"));
+
+  v1::HeadroomReport h;
+  ToProto(ForecastHeadroom(sim::Simulate(sim::LeakJob(3, 20, 200 * kMiB, 8, 150)).timeline), &h);
+  std::string head = RenderHeadroom(h);
+  Show(head);
+  EXPECT_TRUE(Has(head, "rank 3 reaches 80.0 GiB at step ~"));
+  EXPECT_TRUE(Has(head, "(in ~3 min"));
+
+  v1::HeadroomReport flat;
+  ToProto(ForecastHeadroom(sim::Simulate(sim::HealthyJob()).timeline), &flat);
+  EXPECT_TRUE(Has(RenderHeadroom(flat), "no rank is on course"));
+
+  v1::CompareReport c;
+  ToProto(CompareJobs(sim::Simulate(sim::LeakJob(5, 30)).timeline,
+                      sim::Simulate(sim::HealthyJob()).timeline),
+          &c);
+  std::string cmp = RenderCompare(c);
+  Show(cmp);
+  EXPECT_TRUE(Has(cmp, "A: leak"));
+  EXPECT_TRUE(Has(cmp, "changed"));
+}
+
+}  // namespace
+}  // namespace memtrace::analysis
