@@ -21,6 +21,7 @@ double MedianOf(const std::vector<double>& v, size_t begin, size_t end) {
 RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen& fitter) {
   RankCurve out;
   out.rank = rank.rank;
+  out.allocator = rank.allocator;
   CurveEvidence& e = out.evidence;
   size_t skip = std::min<size_t>(params.warmup_steps, rank.steps.size());
   size_t n = rank.steps.size() - skip;

@@ -82,6 +82,9 @@ struct CurveEvidence {
 struct RankCurve {
   uint32_t rank = 0;
   CurveClass curve = CurveClass::kPlateau;
+  // The rank's allocator path (RankTimeline::allocator): with "segments" (PyTorch's caching
+  // allocator) a leak shows as new segments that are never freed, not as tensors.
+  std::string allocator;
   CurveEvidence evidence;
 };
 

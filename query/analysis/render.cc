@@ -186,8 +186,8 @@ std::string RenderLeaks(const v1::LeakReport& r) {
                              : absl::StrCat(r.leaking_ranks(), " of ", r.ranks(),
                                             r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak"),
       "\n\n");
-  TextTable t({">rank", "curve", ">floor start", ">floor end", ">floor slope", ">recent slope",
-               ">rising since", ">typical peak", "spikes"});
+  TextTable t({">rank", "curve", "allocator", ">floor start", ">floor end", ">floor slope",
+               ">recent slope", ">rising since", ">typical peak", "spikes"});
   for (const v1::RankCurve& c : r.curves()) {
     const v1::CurveEvidence& e = c.evidence();
     std::string spikes = "-";
@@ -200,9 +200,9 @@ std::string RenderLeaks(const v1::LeakReport& r) {
                             ")");
     }
     int curve = c.curve() >= 0 && c.curve() < 4 ? c.curve() : 0;
-    t.Add({absl::StrCat(c.rank()), kCurve[curve], Bytes(e.floor_start_bytes()),
-           Bytes(e.floor_end_bytes()), FormatRate(e.floor_bytes_per_step()),
-           FormatRate(e.recent_bytes_per_step()),
+    t.Add({absl::StrCat(c.rank()), kCurve[curve], OrDash(c.allocator()),
+           Bytes(e.floor_start_bytes()), Bytes(e.floor_end_bytes()),
+           FormatRate(e.floor_bytes_per_step()), FormatRate(e.recent_bytes_per_step()),
            e.rising_since_step() >= 0 ? absl::StrCat(e.rising_since_step()) : "-",
            Bytes(e.median_peak_bytes()), spikes});
   }

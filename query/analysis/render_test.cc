@@ -71,6 +71,7 @@ TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
   Show(text);
   EXPECT_TRUE(Has(text, "1 of 8 rank leaks"));
   EXPECT_TRUE(Has(text, "leak candidates"));
+  EXPECT_TRUE(Has(text, "segments"));
   EXPECT_TRUE(Has(text, "spikes"));
 
   sim::JobSpec rl = sim::RlJob(true);

@@ -400,6 +400,7 @@ void ToProto(const LeakReport& r, v1::LeakReport* out) {
     v1::RankCurve* w = out->add_curves();
     w->set_rank(c.rank);
     w->set_curve(ToWire(c.curve));
+    w->set_allocator(c.allocator);
     const CurveEvidence& e = c.evidence;
     v1::CurveEvidence* x = w->mutable_evidence();
     x->set_first_step(e.first_step);

@@ -81,6 +81,10 @@ struct RankTimeline {
   uint32_t attempt = 0;
   std::string host;
   int32_t device_index = -1;
+  // How the rank got its device memory, from the bytes by memory kind in its rollups:
+  // "segments" (cudaMalloc: PyTorch's caching allocator), "pool" (cudaMallocAsync), "vmm"
+  // (cuMemMap: expandable segments), a '+'-joined mix, or "" when unknown.
+  std::string allocator;
   std::vector<StepPoint> steps;
 };
 

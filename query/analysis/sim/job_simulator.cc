@@ -212,6 +212,7 @@ SimulatedJob Simulate(const JobSpec& spec) {
     rank.rank = r;
     rank.host = "node-" + std::to_string(r / 8);
     rank.device_index = static_cast<int32_t>(r % 8);
+    rank.allocator = "segments";
     // Hosts' clocks differ by up to a millisecond.
     int64_t skew = static_cast<int64_t>(Uniform(spec.seed, r, -1, 3) * 2e6) - 1'000'000;
     for (int64_t s = 0; s <= last_step; ++s) {
