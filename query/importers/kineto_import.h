@@ -1,0 +1,76 @@
+// Imports Kineto trace files, one per rank: parse a file (streaming), decide its rank (see
+// rank_assignment.h), open that rank's sink, record its events (kineto_events.h), close the
+// sink, and report a summary; then the next file. Only one file's memory events are held at a
+// time. Where events go is the caller's choice (a Transport per rank in the CLI, a recording
+// sink in tests).
+#ifndef MEMTRACE_QUERY_IMPORTERS_KINETO_IMPORT_H_
+#define MEMTRACE_QUERY_IMPORTERS_KINETO_IMPORT_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/stream/event_sink.h"
+#include "query/importers/kineto_events.h"
+#include "query/importers/kineto_trace.h"
+#include "query/importers/rank_assignment.h"
+
+namespace memtrace::importers {
+
+// Who one imported file is, for the sink's stream identity.
+struct ImportedRank {
+  int32_t rank = 0;
+  int32_t world_size = 0;
+  std::string rank_source;
+  std::string path;
+  std::optional<int64_t> pid;  // of the profiled process
+  int32_t device_index = -1;   // the (first) CUDA device its memory events name
+};
+
+// One rank's destination. Finish() is called once after the last event: it must return only
+// when everything recorded is delivered (or fail saying why).
+class RankImportSink : public EventSink {
+ public:
+  // Waits for what was recorded so far to drain (called every checkpoint_events events), so a
+  // bounded sink never has to drop.
+  virtual absl::Status Checkpoint() = 0;
+  virtual absl::Status Finish() = 0;
+};
+
+using RankSinkFactory =
+    std::function<absl::StatusOr<std::unique_ptr<RankImportSink>>(const ImportedRank& rank)>;
+
+struct KinetoImportOptions {
+  bool include_cpu_memory = true;
+  uint64_t checkpoint_events = 1 << 18;
+  // Progress bar on this stream when it is a terminal; nullptr for none.
+  std::FILE* progress = nullptr;
+};
+
+struct KinetoFileSummary {
+  ImportedRank rank;
+  KinetoParseCounts parse;
+  KinetoEventStats events;
+  uint64_t file_bytes = 0;
+  double seconds = 0;
+};
+
+// "rank1.json.gz: 216092 events read, 28010 memory events imported (26770 CUDA, 1240 CPU),
+//  5 steps (5 ProfilerStep ranges), 2 tags, rank 1 of 2 (distributedInfo), ..."
+std::string FormatSummary(const KinetoFileSummary& summary);
+
+// Imports `paths` in order, calling `on_file` after each. Stops at the first error (files
+// before it stay imported), which names the file.
+absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
+    const std::vector<std::string>& paths, const KinetoImportOptions& options,
+    const RankSinkFactory& sinks,
+    const std::function<void(const KinetoFileSummary&)>& on_file = nullptr);
+
+}  // namespace memtrace::importers
+
+#endif  // MEMTRACE_QUERY_IMPORTERS_KINETO_IMPORT_H_

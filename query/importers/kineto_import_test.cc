@@ -1,0 +1,151 @@
+#include "query/importers/kineto_import.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "query/importers/recording_sink.h"
+
+namespace memtrace::importers {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+// Records into a RecordingSink owned by the test, so events outlive the import.
+class TestRankSink : public RankImportSink {
+ public:
+  explicit TestRankSink(RecordingSink* sink, int* finishes) : sink_(sink), finishes_(finishes) {}
+  void Record(const Event& event) override { sink_->Record(event); }
+  uint32_t Intern(StringKind kind, std::string_view value) override {
+    return sink_->Intern(kind, value);
+  }
+  absl::Status Checkpoint() override { return absl::OkStatus(); }
+  absl::Status Finish() override {
+    ++*finishes_;
+    return absl::OkStatus();
+  }
+
+ private:
+  RecordingSink* sink_;
+  int* finishes_;
+};
+
+struct Recorder {
+  std::map<int32_t, std::unique_ptr<RecordingSink>> by_rank;
+  std::map<int32_t, ImportedRank> identities;
+  int finishes = 0;
+
+  RankSinkFactory Factory() {
+    return [this](const ImportedRank& rank) -> absl::StatusOr<std::unique_ptr<RankImportSink>> {
+      auto& sink = by_rank[rank.rank];
+      sink = std::make_unique<RecordingSink>();
+      identities[rank.rank] = rank;
+      return std::make_unique<TestRankSink>(sink.get(), &finishes);
+    };
+  }
+};
+
+std::string Trace(int allocs, const std::string& tail) {
+  std::string events;
+  for (int i = 0; i < allocs; ++i) {
+    events += "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 42, \"tid\": 1, \"ts\": " +
+              std::to_string(10 + i) + ", \"args\": {\"Addr\": " + std::to_string(4096 + i * 64) +
+              ", \"Bytes\": 64, \"Total Allocated\": " + std::to_string(64 * (i + 1)) +
+              ", \"Total Reserved\": 2097152, \"Device Type\": 1, \"Device Id\": 2}},";
+  }
+  events += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", "
+            "\"pid\": 42, \"tid\": 1, \"ts\": 5, \"dur\": 100}";
+  return "{\"traceEvents\": [" + events + "]" + tail + "}";
+}
+
+void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
+  std::string a = TempPath("job_rank0.json");
+  std::string b = TempPath("job_rank1.json");
+  std::string c = TempPath("late_info.json");
+  Write(a, Trace(3, ""));
+  Write(b, Trace(5, ""));
+  // distributedInfo after traceEvents still decides the rank.
+  Write(c, Trace(2, ", \"distributedInfo\": {\"rank\": 2, \"world_size\": 4}"));
+  Recorder recorder;
+  std::vector<std::string> lines;
+  auto summaries = ImportKinetoFiles({a, b, c}, {}, recorder.Factory(),
+                                     [&](const KinetoFileSummary& s) {
+                                       lines.push_back(FormatSummary(s));
+                                     });
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  ASSERT_EQ(summaries->size(), 3u);
+  EXPECT_EQ(recorder.finishes, 3);
+  EXPECT_EQ(recorder.identities[0].rank_source, "file name");
+  EXPECT_EQ(recorder.identities[0].world_size, 3);
+  EXPECT_EQ(recorder.identities[0].pid, 42);
+  EXPECT_EQ(recorder.identities[0].device_index, 2);
+  EXPECT_EQ(recorder.identities[2].rank_source, "distributedInfo");
+  EXPECT_EQ(recorder.identities[2].world_size, 4);
+  EXPECT_EQ((*summaries)[1].events.memory_events, 5u);
+  size_t allocs = 0;
+  for (const Event& e : recorder.by_rank[1]->events()) allocs += e.kind == EventKind::kAlloc;
+  EXPECT_EQ(allocs, 5u);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("job_rank1.json: 6 events read, 5 memory events imported (5 CUDA, 0 CPU)"),
+            std::string::npos)
+      << lines[1];
+  EXPECT_NE(lines[1].find("1 steps (1 ProfilerStep ranges)"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[1].find("rank 1 of 3 (file name)"), std::string::npos) << lines[1];
+}
+
+TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
+  std::string good = TempPath("good_rank0.json");
+  std::string bad = TempPath("bad_rank1.json");
+  Write(good, Trace(1, ""));
+  Write(bad, "{\"traceEvents\": [{\"ph\": \"i\" \"name\": 1}]}");
+  Recorder recorder;
+  auto summaries = ImportKinetoFiles({good, bad}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_NE(summaries.status().message().find(bad + ": malformed JSON at byte 28"),
+            std::string::npos)
+      << summaries.status();
+  EXPECT_EQ(recorder.finishes, 1);
+}
+
+TEST(KinetoImportTest, RefusesTwoFilesOfOneRank) {
+  std::string a = TempPath("x_rank0.json");
+  std::string b = TempPath("y_rank0.json");
+  Write(a, Trace(1, ""));
+  Write(b, Trace(1, ""));
+  Recorder recorder;
+  auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
+}
+
+TEST(KinetoImportTest, ASinkThatCannotFinishFailsTheImport) {
+  std::string a = TempPath("finish_rank0.json");
+  Write(a, Trace(1, ""));
+  class FailingSink : public RankImportSink {
+   public:
+    void Record(const Event&) override {}
+    uint32_t Intern(StringKind, std::string_view) override { return 1; }
+    absl::Status Checkpoint() override { return absl::OkStatus(); }
+    absl::Status Finish() override { return absl::DeadlineExceededError("not durable in 5s"); }
+  };
+  auto summaries = ImportKinetoFiles(
+      {a}, {}, [](const ImportedRank&) -> absl::StatusOr<std::unique_ptr<RankImportSink>> {
+        return std::make_unique<FailingSink>();
+      });
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(summaries.status().message().find("finish_rank0.json: rank 0: not durable"),
+            std::string::npos)
+      << summaries.status();
+}
+
+}  // namespace
+}  // namespace memtrace::importers

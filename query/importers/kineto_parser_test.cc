@@ -1,0 +1,217 @@
+#include "query/importers/kineto_parser.h"
+
+#include <zlib.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace memtrace::importers {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+std::string MemoryEvent(const std::string& ts, long long bytes, long long addr, long long total,
+                        int device_type = 1, int device_id = 0, int tid = 7) {
+  return "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", "
+         "\"pid\": 100, \"tid\": " + std::to_string(tid) + ", \"ts\": " + ts +
+         ", \"args\": {\"Total Reserved\": 2097152, \"Total Allocated\": " +
+         std::to_string(total) + ", \"Bytes\": " + std::to_string(bytes) +
+         ", \"Addr\": " + std::to_string(addr) + ", \"Device Id\": " +
+         std::to_string(device_id) + ", \"Device Type\": " + std::to_string(device_type) +
+         ", \"Ev Idx\": 3}}";
+}
+
+// A small trace shaped like PyTorch's: metadata, nested args to skip, distributedInfo after
+// traceEvents, a GPU-timeline copy of the step range.
+std::string SampleTrace() {
+  return R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "H100",
+   "totalGlobalMem": 85018279936, "computeMajor": 9}],
+  "traceEvents": [
+   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 7, "ts": 5, "dur": 2,
+    "args": {"Input Dims": [[2, 3], [3, 4]], "nested": {"deep": [1, {"x": "y"}]}}},
+   {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#12", "pid": 100, "tid": 7,
+    "ts": 1428625731896.179, "dur": 47151.395, "args": {}},
+   {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#12", "pid": 0, "tid": 7,
+    "ts": 1428625746382.662, "dur": 34892.421},
+   {"ph": "X", "cat": "user_annotation", "name": "forward", "pid": 100, "tid": 7,
+    "ts": 1428625740000, "dur": 1000},
+   )" + MemoryEvent("1428625740100.715", 1024, 139926520725504, 4096) + ",\n" +
+         MemoryEvent("1428625740200", -1024, 139926520725504, 3072) + ",\n" +
+         MemoryEvent("1428625740300.5", 8, 1318913728, 8, 0, -1) + R"(,
+   {"ph": "i", "name": "[memory]", "pid": 100, "tid": 7, "ts": 1, "args": {"Bytes": 5}},
+   {"name": "process_name", "ph": "M", "pid": "Spans", "tid": 0, "args": {"name": "x"}}
+  ],
+  "traceName": "t.json", "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},
+  "baseTimeNanoseconds": 1751410836000000000})";
+}
+
+TEST(KinetoParserTest, KeepsMemoryStepAndAnnotationRecordsAndCountsTheRest) {
+  auto trace = ParseKinetoJson(SampleTrace(), "sample.json");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->counts.trace_events, 9u);
+  EXPECT_EQ(trace->counts.memory_events, 3u);
+  EXPECT_EQ(trace->counts.memory_skipped, 1u);  // no Addr
+  EXPECT_EQ(trace->counts.step_ranges, 2u);
+  EXPECT_EQ(trace->counts.annotation_ranges, 1u);
+  ASSERT_EQ(trace->memory.size(), 3u);
+  const KinetoMemoryRecord& alloc = trace->memory[0];
+  EXPECT_EQ(alloc.ts_ns, 1428625740100715);  // exact: no double rounding
+  EXPECT_EQ(alloc.bytes, 1024);
+  EXPECT_EQ(alloc.address, 139926520725504u);
+  EXPECT_EQ(alloc.total_allocated, 4096);
+  EXPECT_EQ(alloc.total_reserved, 2097152);
+  EXPECT_EQ(alloc.device_type, kKinetoDeviceCuda);
+  EXPECT_EQ(alloc.device_id, 0);
+  EXPECT_EQ(alloc.ev_idx, 3);
+  EXPECT_EQ(alloc.thread, ThreadKey(100, 7));
+  EXPECT_EQ(trace->memory[1].bytes, -1024);
+  EXPECT_EQ(trace->memory[2].device_type, kKinetoDeviceCpu);
+  EXPECT_EQ(trace->memory[2].device_id, -1);
+  EXPECT_EQ(trace->memory[2].ts_ns, 1428625740300500);
+  ASSERT_EQ(trace->steps.size(), 2u);
+  EXPECT_EQ(trace->steps[0].step, 12);
+  EXPECT_FALSE(trace->steps[0].gpu);
+  EXPECT_EQ(trace->steps[0].range.start_ns, 1428625731896179);
+  EXPECT_EQ(trace->steps[0].range.end_ns, 1428625731896179 + 47151395);
+  EXPECT_TRUE(trace->steps[1].gpu);
+  ASSERT_EQ(trace->annotations.size(), 1u);
+  EXPECT_EQ(trace->names[trace->annotations[0].name], "forward");
+}
+
+TEST(KinetoParserTest, ReadsFileLevelFactsWhereverTheyAppear) {
+  auto trace = ParseKinetoJson(SampleTrace(), "sample.json");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->distributed.rank, 3);
+  EXPECT_EQ(trace->distributed.world_size, 8);
+  EXPECT_EQ(trace->distributed.backend, "nccl");
+  EXPECT_EQ(trace->base_time_ns, 1751410836000000000);
+  ASSERT_EQ(trace->device_total_bytes.size(), 1u);
+  EXPECT_EQ(trace->device_total_bytes[0], 85018279936u);
+  EXPECT_EQ(trace->first_pid, 100);
+}
+
+TEST(KinetoParserTest, AcceptsTheBareArrayForm) {
+  auto trace = ParseKinetoJson("[" + MemoryEvent("10", 64, 4096, 64) + "]", "array.json");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->counts.memory_events, 1u);
+  EXPECT_FALSE(trace->distributed.rank.has_value());
+}
+
+TEST(KinetoParserTest, MalformedJsonNamesFileAndOffset) {
+  std::string json = SampleTrace();
+  size_t at = json.find("\"Bytes\": 1024");
+  json.replace(at, 13, "\"Bytes\" 1024");  // a missing colon
+  auto trace = ParseKinetoJson(json, "broken.json");
+  ASSERT_FALSE(trace.ok());
+  EXPECT_EQ(trace.status().code(), absl::StatusCode::kDataLoss);
+  std::string message(trace.status().message());
+  EXPECT_NE(message.find("broken.json: malformed JSON at byte " + std::to_string(at + 8)),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("colon"), std::string::npos) << message;
+}
+
+TEST(KinetoParserTest, TruncatedJsonIsAnErrorAtTheEnd) {
+  std::string json = SampleTrace().substr(0, 900);
+  auto trace = ParseKinetoJson(json, "cut.json");
+  ASSERT_FALSE(trace.ok());
+  EXPECT_NE(trace.status().message().find("cut.json: malformed JSON at byte 900"),
+            std::string::npos)
+      << trace.status();
+}
+
+TEST(KinetoParserTest, WellFormedJsonWithoutTraceEventsIsRefused) {
+  auto trace = ParseKinetoJson(R"({"schemaVersion": 1})", "other.json");
+  ASSERT_FALSE(trace.ok());
+  EXPECT_EQ(trace.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(trace.status().message().find("no traceEvents"), std::string::npos);
+}
+
+TEST(KinetoParserTest, PlainAndGzipFilesParseAlike) {
+  std::string plain = TempPath("trace.json");
+  std::ofstream(plain) << SampleTrace();
+  std::string gz = TempPath("trace.json.gz");
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, SampleTrace().data(), SampleTrace().size());
+  gzclose(f);
+  uint64_t progress_calls = 0;
+  KinetoParseOptions options;
+  options.progress = [&](uint64_t, uint64_t) { ++progress_calls; };
+  auto a = ParseKinetoFile(plain, options);
+  auto b = ParseKinetoFile(gz, options);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->counts.memory_events, 3u);
+  EXPECT_EQ(b->counts.memory_events, 3u);
+  EXPECT_EQ(a->counts.trace_events, b->counts.trace_events);
+  EXPECT_EQ(a->memory[0].ts_ns, b->memory[0].ts_ns);
+  EXPECT_GT(progress_calls, 0u);
+}
+
+TEST(KinetoParserTest, TruncatedGzipFileReportsTheGzipCause) {
+  std::string gz = TempPath("cut.json.gz");
+  std::string big;
+  for (int i = 0; i < 2000; ++i) big += MemoryEvent(std::to_string(i), 64, 4096 + i * 64, 64) + ",";
+  std::string json = "{\"traceEvents\": [" + big + MemoryEvent("9999", 1, 1, 1) + "]}";
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, json.data(), json.size());
+  gzclose(f);
+  std::ifstream in(gz, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(gz, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
+  auto trace = ParseKinetoFile(gz);
+  ASSERT_FALSE(trace.ok());
+  EXPECT_EQ(trace.status().code(), absl::StatusCode::kDataLoss);
+  std::string message(trace.status().message());
+  EXPECT_NE(message.find(gz), std::string::npos) << message;
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+  EXPECT_NE(message.find("of the decompressed data"), std::string::npos) << message;
+}
+
+TEST(KinetoParserTest, MalformedGzipContentCountsDecompressedBytes) {
+  std::string gz = TempPath("bad.json.gz");
+  std::string json = "{\"traceEvents\": [{\"ph\": \"i\",, }]}";
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, json.data(), json.size());
+  gzclose(f);
+  auto trace = ParseKinetoFile(gz);
+  ASSERT_FALSE(trace.ok());
+  // The second comma, where a member name should be.
+  size_t at = json.find(",,") + 1;
+  EXPECT_NE(trace.status().message().find("malformed JSON at byte " + std::to_string(at) +
+                                          " of the decompressed data"),
+            std::string::npos)
+      << trace.status();
+}
+
+TEST(KinetoParserTest, UnreadableFileNamesIt) {
+  auto trace = ParseKinetoFile(TempPath("missing_rank0.json"));
+  ASSERT_FALSE(trace.ok());
+  EXPECT_EQ(trace.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(trace.status().message().find("missing_rank0.json: cannot open"), std::string::npos);
+}
+
+TEST(KinetoParserTest, MicrosecondsConvertExactly) {
+  int64_t ns = 0;
+  EXPECT_TRUE(ParseMicrosToNanos("1669783687464300", &ns));
+  EXPECT_EQ(ns, 1669783687464300000);
+  EXPECT_TRUE(ParseMicrosToNanos("1414456661820.89", &ns));
+  EXPECT_EQ(ns, 1414456661820890);
+  EXPECT_TRUE(ParseMicrosToNanos("0.0015", &ns));
+  EXPECT_EQ(ns, 2);  // 1.5 ns rounds half up
+  EXPECT_TRUE(ParseMicrosToNanos("-2.5", &ns));
+  EXPECT_EQ(ns, -2500);
+  EXPECT_TRUE(ParseMicrosToNanos("1.5e3", &ns));
+  EXPECT_EQ(ns, 1500000);
+  EXPECT_FALSE(ParseMicrosToNanos("abc", &ns));
+  EXPECT_FALSE(ParseMicrosToNanos("99999999999999999999", &ns));
+}
+
+}  // namespace
+}  // namespace memtrace::importers
