@@ -203,8 +203,13 @@ void DriverCallbacks::OnAllocEnter(const ApiCall& call) {
   ThreadCall& t = tls_call;
   if (t.depth++ == 0) {
     alloc_calls_.fetch_add(1, std::memory_order_relaxed);
+    if (call.domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+      runtime_alloc_calls_.fetch_add(1, std::memory_order_relaxed);
+    }
     t.tag_id = nvtx_->CurrentTag();
     t.source_id = source_ ? source_() : 0;
+  } else {
+    nested_alloc_calls_.fetch_add(1, std::memory_order_relaxed);
   }
   CorrelationInfo info;
   info.tag_id = t.tag_id;
@@ -447,6 +452,8 @@ void DriverCallbacks::OnNvtx(CUpti_CallbackId cbid, const void* params, const vo
 DriverCallbackStats DriverCallbacks::stats() const {
   DriverCallbackStats s;
   s.alloc_calls = alloc_calls_.load();
+  s.runtime_alloc_calls = runtime_alloc_calls_.load();
+  s.nested_alloc_calls = nested_alloc_calls_.load();
   s.ooms = ooms_.load();
   s.vmm_maps = vmm_maps_.load();
   s.vmm_unmaps = vmm_unmaps_.load();

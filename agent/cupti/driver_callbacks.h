@@ -49,7 +49,11 @@ struct ApiCall {
 };
 
 struct DriverCallbackStats {
-  uint64_t alloc_calls = 0;  // outermost allocation calls seen at ENTER
+  uint64_t alloc_calls = 0;          // outermost allocation calls seen at ENTER
+  uint64_t runtime_alloc_calls = 0;  // of which runtime API (cudaMalloc...) calls
+  // Allocation calls made inside another one on the same thread (a driver cuMemAlloc_v2
+  // inside cudaMalloc): non-zero answers "do runtime calls fire nested driver callbacks".
+  uint64_t nested_alloc_calls = 0;
   uint64_t ooms = 0;
   uint64_t vmm_maps = 0;
   uint64_t vmm_unmaps = 0;
@@ -112,6 +116,8 @@ class DriverCallbacks {
   absl::flat_hash_map<uint64_t, std::string> registered_ ABSL_GUARDED_BY(strings_mu_);
 
   std::atomic<uint64_t> alloc_calls_{0};
+  std::atomic<uint64_t> runtime_alloc_calls_{0};
+  std::atomic<uint64_t> nested_alloc_calls_{0};
   std::atomic<uint64_t> ooms_{0};
   std::atomic<uint64_t> vmm_maps_{0};
   std::atomic<uint64_t> vmm_unmaps_{0};

@@ -120,6 +120,8 @@ TEST_F(DriverCallbacksTest, NestedRuntimeAndDriverCallShareOneStackWalkAndOneOom
   EXPECT_EQ(sink_.Name(ooms[0].source_id), "libc10_cuda.so");
   EXPECT_EQ(ooms[0].memory_kind, kMemoryDevice);
   EXPECT_EQ(callbacks_.stats().alloc_calls, 1u);
+  EXPECT_EQ(callbacks_.stats().runtime_alloc_calls, 1u);
+  EXPECT_EQ(callbacks_.stats().nested_alloc_calls, 1u);
 }
 
 TEST_F(DriverCallbacksTest, OomOfEachAllocationCallCarriesTheRequestedBytes) {

@@ -1,0 +1,184 @@
+#include "agent/cupti/agent.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "agent/identity/transport_env.h"
+
+namespace memtrace {
+namespace cupti {
+namespace {
+
+// TransportOptions from the environment; a process started without any launcher or
+// MEMTRACE_JOB_ID still gets traced, under a job id of its own.
+absl::StatusOr<TransportOptions> TransportFromEnv(const EnvLookup& env, AgentLog* log) {
+  absl::StatusOr<TransportOptions> t = TransportOptionsFromEnvironment(env);
+  if (t.ok() || env("MEMTRACE_JOB_ID").has_value()) return t;
+  const ProcessFacts facts = CurrentProcessFacts();
+  const std::string job = absl::StrCat("local-", facts.host, "-", facts.pid);
+  EnvLookup with_job = [&env, job](const std::string& name) -> std::optional<std::string> {
+    if (name == "MEMTRACE_JOB_ID") return job;
+    return env(name);
+  };
+  absl::StatusOr<TransportOptions> retry = TransportOptionsFromEnvironment(with_job, facts);
+  if (retry.ok()) {
+    log->Once("job_id", absl::StrCat("no job id in the environment (", t.status().message(),
+                                     "); using MEMTRACE_JOB_ID=", job));
+    return retry;
+  }
+  return t;
+}
+
+}  // namespace
+
+std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
+  ParsedAgentOptions parsed = ParseAgentOptions(env);
+  for (const std::string& w : parsed.warnings) log->Once(w, w);
+  if (parsed.options.disabled) {
+    log->Once("disabled", "disabled by MEMTRACE_DISABLE=1: not recording");
+    return nullptr;
+  }
+  absl::StatusOr<TransportOptions> transport_options = TransportFromEnv(env, log);
+  if (!transport_options.ok()) {
+    log->Once("config", absl::StrCat("not recording: ", transport_options.status().message()));
+    return nullptr;
+  }
+  const std::string collector = transport_options->collector_address;
+  const v1::RankIdentity identity = transport_options->identity;
+  absl::StatusOr<std::unique_ptr<Transport>> transport =
+      Transport::Start(*std::move(transport_options));
+  if (!transport.ok()) {
+    log->Once("transport",
+              absl::StrCat("not recording: transport: ", transport.status().message()));
+    return nullptr;
+  }
+
+  std::unique_ptr<Agent> a(new Agent(parsed.options, log));
+  const AgentOptions& o = a->options_;
+  a->transport_ = *std::move(transport);
+  EventSink* sink = a->transport_.get();
+  // The options were validated by ParseAgentOptions, so this cannot fail; fall back to the
+  // defaults all the same rather than trust that.
+  absl::StatusOr<RangeClassifier> classifier = RangeClassifier::Create(o.ranges);
+  if (!classifier.ok()) classifier = RangeClassifier::Create(RangeClassifierOptions());
+  a->classifier_ = std::make_unique<RangeClassifier>(*classifier);
+  a->nvtx_ = std::make_unique<NvtxTracker>(sink, *classifier, &RealtimeNanos);
+  a->correlation_ = std::make_unique<CorrelationTable>();
+  DriverCallbacks::SourceFn source;
+  if (o.source == SourceMode::kBacktrace) {
+    AllocSourceOptions so;
+    for (const std::string& p : o.source_skip) so.skip_prefixes.push_back(p);
+    so.max_frames = o.stack_depth;
+    so.full_stacks = o.full_stacks;
+    a->sources_ = std::make_unique<AllocSourceResolver>(sink, so);
+    AllocSourceResolver* resolver = a->sources_.get();
+    source = [resolver] { return resolver->ResolveCaller(); };
+  }
+  a->callbacks_ = std::make_unique<DriverCallbacks>(sink, a->nvtx_.get(), a->correlation_.get(),
+                                                    std::move(source), &RealtimeNanos);
+  a->translator_ = std::make_unique<RecordTranslator>(sink, a->correlation_.get(),
+                                                      a->classifier_.get(), TranslatorOptions());
+  absl::StatusOr<std::unique_ptr<DriverMemorySource>> devices = DriverMemorySource::Open();
+  if (devices.ok()) {
+    a->devices_ = *std::move(devices);
+  } else if (o.sample_ms > 0) {
+    log->Once("devices", absl::StrCat("device samples off: ", devices.status().message()));
+  }
+  if (o.sample_ms > 0) {
+    SamplerOptions so;
+    so.period = absl::Milliseconds(o.sample_ms);
+    a->sampler_ = std::make_unique<Sampler>(sink, a->devices_.get(), so, &RealtimeNanos);
+  }
+
+  CuptiSessionOptions co;
+  co.subscribe = o.subscribe;
+  co.allocation_source = o.source == SourceMode::kCupti;
+  co.buffer_bytes = o.buffer_bytes;
+  co.max_buffers = o.max_buffers;
+  co.flush_ms = o.flush_ms;
+  a->session_ = CuptiSession::Start(co, a.get(), log);
+  const CuptiSessionState& st = a->session_->state();
+  // Without callbacks, NVTX reaches us only as MARKER records.
+  a->translator_->SetMarkersDriveSteps(!st.callbacks);
+  if (a->sampler_ != nullptr) a->sampler_->Start();
+
+  log->Once("attached",
+            absl::StrCat("attached: job ", identity.job_id(), " rank ", identity.rank(), " pid ",
+                         identity.pid(), " -> collector ", collector, "; CUPTI ", st.version,
+                         ", records ", st.records ? "on" : "off", ", callbacks ",
+                         st.callbacks ? "on" : "off", ", samples every ", o.sample_ms, " ms"));
+  return a;
+}
+
+Agent::Agent(AgentOptions options, AgentLog* log) : options_(std::move(options)), log_(log) {}
+
+Agent::~Agent() { Shutdown(); }
+
+void Agent::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  if (session_ != nullptr) session_->Stop();
+  if (sampler_ != nullptr) sampler_->Stop();
+  // One line of what was seen: it is also how the GPU check reads CUPTI's behaviour.
+  const TranslatorStats t = translator_->stats();
+  const DriverCallbackStats c = callbacks_->stats();
+  const NvtxStats n = nvtx_->stats();
+  log_->Once(
+      "summary",
+      absl::StrCat("summary: records ", t.records, " (memory ", t.memory_records, ", pool ",
+                   t.pool_records, ", marker ", t.marker_records, ", vmm_skipped ",
+                   t.vmm_records_skipped, ", correlated ", t.correlated, ", tagged ", t.tagged,
+                   ", other ", t.other_records, "); callbacks: alloc_calls ", c.alloc_calls,
+                   " (runtime ", c.runtime_alloc_calls, ", nested ", c.nested_alloc_calls,
+                   "), ooms ", c.ooms, ", vmm_maps ", c.vmm_maps, ", vmm_unmaps ", c.vmm_unmaps,
+                   ", vmm_unknown_handles ", c.vmm_unknown_handles, ", nvtx_calls ", c.nvtx_calls,
+                   "; nvtx: pushes ", n.pushes, ", pops_without_push ", n.pops_without_push,
+                   ", steps ", n.steps, ", phases ", n.phases));
+  if (transport_ != nullptr) {
+    absl::Status s = transport_->Shutdown(absl::Milliseconds(options_.shutdown_timeout_ms));
+    TransportStats ts = transport_->stats();
+    log_->Once("transport_summary",
+               absl::StrCat("transport: recorded ", ts.events_recorded, ", lost ", ts.events_lost,
+                            ", durable up to seq ", ts.durable_seq, " of ", ts.last_seq,
+                            ", reconnects ", ts.reconnects));
+    if (!s.ok()) {
+      log_->Once("shutdown", absl::StrCat("at exit: ", s.message(), " (", ts.events_recorded,
+                                          " events recorded, durable up to seq ", ts.durable_seq,
+                                          " of ", ts.last_seq, ")"));
+    }
+  }
+}
+
+void Agent::OnApi(const ApiCall& call) { callbacks_->OnApi(call); }
+
+void Agent::OnNvtx(CUpti_CallbackId cbid, const void* params, const void* return_value) {
+  callbacks_->OnNvtx(cbid, params, return_value);
+}
+
+void Agent::OnContextCreated(CUcontext context) {
+  if (devices_ != nullptr) devices_->AddContext(context);
+}
+
+void Agent::OnContextDestroying(CUcontext context) {
+  if (devices_ != nullptr) devices_->RemoveContext(context);
+}
+
+void Agent::OnActivityBuffer(uint8_t* buffer, size_t valid_size) {
+  translator_->TranslateBuffer(buffer, valid_size);
+}
+
+void Agent::OnRecordsDropped(uint64_t n) {
+  Event e;
+  e.kind = EventKind::kLoss;
+  e.ts_ns = RealtimeNanos();
+  e.aux = n;
+  e.memory_kind = kLossCuptiDropped;
+  transport_->Record(e);
+  transport_->CountCuptiRecordsDropped(n);
+  log_->Once("dropped", absl::StrCat("CUPTI dropped ", n,
+                                     " activity records (reported as LOSS events; raise "
+                                     "MEMTRACE_CUPTI_BUFFERS or MEMTRACE_CUPTI_BUFFER_KB)"));
+}
+
+}  // namespace cupti
+}  // namespace memtrace
