@@ -246,15 +246,35 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
   }
   stats.seeded_bytes = baseline.seeded_cuda_bytes;
 
-  absl::flat_hash_map<int32_t, int64_t> last_reserved;  // by CUDA device id
+  std::map<int32_t, int64_t> last_reserved;  // by CUDA device id
   size_t next_step = 0;
+  auto reserved_sample = [&](int32_t device_id, int64_t reserved, int64_t ts_ns) {
+    Event sample;
+    sample.kind = EventKind::kDeviceSample;
+    sample.ts_ns = ts_ns;
+    sample.device = device_id >= 0 ? static_cast<uint32_t>(device_id) : 0;
+    sample.bytes = reserved > 0 ? static_cast<uint64_t>(reserved) : 0;
+    if (device_id >= 0 && static_cast<size_t>(device_id) < trace->device_total_bytes.size()) {
+      sample.aux = trace->device_total_bytes[device_id];
+    }
+    ++stats.device_samples;
+    return emitter.Emit(sample);
+  };
+  // Each step starts with the reserved memory as it stands, so a step in which it does not
+  // change still reports it.
   auto emit_step = [&](const KinetoStepRange& s) {
     Event e;
     e.kind = EventKind::kStep;
     e.ts_ns = base + s.range.start_ns;
     e.aux = static_cast<uint64_t>(s.step);
     ++stats.steps;
-    return emitter.Emit(e);
+    if (absl::Status status = emitter.Emit(e); !status.ok()) return status;
+    for (const auto& [device_id, reserved] : last_reserved) {
+      if (absl::Status status = reserved_sample(device_id, reserved, e.ts_ns); !status.ok()) {
+        return status;
+      }
+    }
+    return absl::OkStatus();
   };
   for (size_t i = 0; i < memory.size(); ++i) {
     const KinetoMemoryRecord& r = memory[i];
@@ -293,17 +313,9 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
       auto [it, first] = last_reserved.try_emplace(r.device_id, r.total_reserved);
       if (first || it->second != r.total_reserved) {
         it->second = r.total_reserved;
-        Event sample;
-        sample.kind = EventKind::kDeviceSample;
-        sample.ts_ns = e.ts_ns;
-        sample.device = e.device;
-        sample.bytes = r.total_reserved > 0 ? static_cast<uint64_t>(r.total_reserved) : 0;
-        if (r.device_id >= 0 &&
-            static_cast<size_t>(r.device_id) < trace->device_total_bytes.size()) {
-          sample.aux = trace->device_total_bytes[r.device_id];
+        if (absl::Status s = reserved_sample(r.device_id, r.total_reserved, e.ts_ns); !s.ok()) {
+          return s;
         }
-        if (absl::Status s = emitter.Emit(sample); !s.ok()) return s;
-        ++stats.device_samples;
       }
     } else if (r.device_type == kKinetoDeviceCpu) {
       ++stats.cpu_memory_events;

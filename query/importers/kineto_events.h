@@ -7,7 +7,8 @@
 //                           Ordered by (ts, Ev Idx): Kineto writes threads interleaved, and
 //                           "Total Allocated" is consistent in that order.
 //   Total Reserved       -> a DEVICE_SAMPLE (bytes = reserved, aux = the device's memory from
-//                           deviceProperties) whenever it changes on a CUDA device.
+//                           deviceProperties) whenever it changes on a CUDA device, and one per
+//                           device at every step start.
 //   ProfilerStep#N       -> STEP, aux = N, at the range's start. Ranges on the GPU timeline
 //                           (cat gpu_user_annotation) repeat the CPU ones and are not re-emitted.
 //   user_annotation      -> the tag of every allocation made inside the range, innermost open

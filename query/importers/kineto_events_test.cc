@@ -245,6 +245,22 @@ TEST(KinetoEventsTest, SamplesReservedMemoryWhenItChanges) {
   EXPECT_EQ(stats->cuda_devices, std::vector<int32_t>{1});
 }
 
+TEST(KinetoEventsTest, EveryStepStartsWithTheReservedMemoryAsItStands) {
+  KinetoTrace trace;
+  trace.memory = {Mem(10, 8, 0x1, 8, kThreadA, kKinetoDeviceCuda, 0, 6 << 20)};
+  trace.steps = {{{100, 200, kThreadA, 0}, 1, false}, {{200, 300, kThreadA, 0}, 2, false}};
+  RecordingSink sink;
+  ASSERT_TRUE(RecordKinetoTrace(&trace, {}, sink).ok());
+  std::vector<Event> events = sink.events();
+  ASSERT_EQ(events.size(), 6u);  // alloc, sample, step 1, sample, step 2, sample
+  EXPECT_EQ(events[2].kind, EventKind::kStep);
+  EXPECT_EQ(events[3].kind, EventKind::kDeviceSample);
+  EXPECT_EQ(events[3].bytes, 6u << 20);
+  EXPECT_EQ(events[3].ts_ns, 100);
+  EXPECT_EQ(events[5].kind, EventKind::kDeviceSample);
+  EXPECT_EQ(events[5].ts_ns, 200);
+}
+
 TEST(KinetoEventsTest, CallsTheCheckpointEveryNEventsAndStopsOnItsError) {
   KinetoTrace trace;
   for (int i = 0; i < 10; ++i) trace.memory.push_back(Mem(i, 8, 0x10 + i, 8 * (i + 1)));

@@ -1,0 +1,172 @@
+#include "query/importers/import_command.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "agent/stream/transport.h"
+#include "query/cli/flags.h"
+
+namespace memtrace::importers {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: memtrace import --job JOB --format kineto FILE [FILE...]\n"
+    "\n"
+    "Imports PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, one file per rank,\n"
+    "into the collector as job JOB. The rank of a file is its distributedInfo.rank, else a rank\n"
+    "in its name (rank3, rank_3, _r3.), else its position among the files.\n"
+    "\n"
+    "Imported: [memory] events as allocations and frees (CUDA ones as device memory, CPU ones\n"
+    "as host memory, which live bytes leave out), Total Reserved as device samples,\n"
+    "ProfilerStep#N as step N, user annotations (record_function) as the tag of the\n"
+    "allocations made inside them on the same thread. Memory allocated before the trace began\n"
+    "(Total Allocated at its first event) is seeded as allocations tagged kineto:before-trace,\n"
+    "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
+    "job, rank and attempt stores nothing new.";
+
+// Forwards to a Transport and waits for durability at checkpoints.
+class TransportSink : public RankImportSink {
+ public:
+  TransportSink(std::unique_ptr<Transport> transport, std::string collector,
+                absl::Duration drain_timeout)
+      : transport_(std::move(transport)),
+        collector_(std::move(collector)),
+        drain_timeout_(drain_timeout) {}
+
+  void Record(const Event& event) override { transport_->Record(event); }
+  uint32_t Intern(StringKind kind, std::string_view value) override {
+    return transport_->Intern(kind, value);
+  }
+
+  absl::Status Checkpoint() override {
+    if (absl::Status s = transport_->Flush(drain_timeout_); !s.ok()) return Explain(s);
+    return absl::OkStatus();
+  }
+
+  absl::Status Finish() override {
+    absl::Status drained = transport_->Shutdown(drain_timeout_);
+    TransportStats stats = transport_->stats();
+    if (!drained.ok()) return Explain(drained);
+    if (stats.events_lost > 0) {
+      return absl::DataLossError(absl::StrCat(stats.events_lost, " of ", stats.events_recorded,
+                                              " events were lost on the way to the collector at ",
+                                              collector_));
+    }
+    if (stats.durable_seq < stats.last_seq) {
+      return absl::DataLossError(absl::StrCat("the collector at ", collector_,
+                                              " acknowledged events up to ", stats.durable_seq,
+                                              " of ", stats.last_seq));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Explain(const absl::Status& s) const {
+    return absl::Status(
+        s.code(), absl::StrCat("events not durable at the collector at ", collector_, " within ",
+                               absl::FormatDuration(drain_timeout_),
+                               " (is it running? --collector): ", s.message()));
+  }
+
+  std::unique_ptr<Transport> transport_;
+  std::string collector_;
+  absl::Duration drain_timeout_;
+};
+
+int RunImport(const cli::Command& self, const std::vector<std::string>& args,
+              cli::CommandIo& io) {
+  cli::FlagSet flags;
+  TransportSinkOptions sink_options;
+  sink_options.collector = io.default_collector;
+  std::string format;
+  bool skip_cpu = false;
+  int64_t attempt = 0;
+  flags.AddString("job", "JOB", "job id to import into (required)", &sink_options.job_id);
+  flags.AddString("format", "kineto", "trace format (required; only kineto)", &format);
+  flags.AddString("collector", "ADDR",
+                  absl::StrCat("collector host:port (default ", io.default_collector, ")"),
+                  &sink_options.collector);
+  flags.AddInt("attempt", "N", "attempt (restart count) of the imported run (default 0)",
+               &attempt);
+  flags.AddBool("skip-cpu-memory", "drop CPU [memory] events instead of importing them as host "
+                "memory", &skip_cpu);
+  flags.AddDuration("drain-timeout", "DURATION",
+                    "how long to wait for the collector to store each rank (default 60s)",
+                    &sink_options.drain_timeout);
+  absl::StatusOr<cli::FlagSet::Parsed> parsed = flags.Parse(args);
+  if (!parsed.ok()) return cli::ReportError(io, parsed.status(), self.name);
+  if (parsed->help) {
+    io.out << self.usage << "\n\nFlags:\n" << flags.Describe();
+    return cli::kExitOk;
+  }
+  auto usage_error = [&](const std::string& message) {
+    return cli::ReportError(io, absl::InvalidArgumentError(message), self.name);
+  };
+  if (sink_options.job_id.empty()) return usage_error("--job is required");
+  if (format != "kineto") {
+    return usage_error(format.empty() ? "--format is required (kineto)"
+                                      : absl::StrCat("--format: '", format,
+                                                     "' is not a known trace format (kineto)"));
+  }
+  if (attempt < 0 || attempt > UINT32_MAX) {
+    return usage_error(absl::StrCat("--attempt: ", attempt, " is out of range"));
+  }
+  sink_options.attempt = static_cast<uint32_t>(attempt);
+  if (parsed->positional.empty()) return usage_error("no trace files given");
+
+  KinetoImportOptions options;
+  options.include_cpu_memory = !skip_cpu;
+  options.progress = stderr;
+  uint64_t memory_events = 0;
+  absl::StatusOr<std::vector<KinetoFileSummary>> summaries = ImportKinetoFiles(
+      parsed->positional, options,
+      [&](const ImportedRank& rank) { return StartTransportSink(sink_options, rank); },
+      [&](const KinetoFileSummary& summary) {
+        io.out << FormatSummary(summary) << "\n";
+        io.out.flush();
+        memory_events += summary.events.memory_events;
+      });
+  if (!summaries.ok()) return cli::ReportError(io, summaries.status(), self.name);
+  io.out << "imported " << summaries->size() << " file" << (summaries->size() == 1 ? "" : "s")
+         << " into job " << sink_options.job_id << ": " << memory_events
+         << " memory events, stored at " << sink_options.collector << "\n";
+  return cli::kExitOk;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
+    const TransportSinkOptions& options, const ImportedRank& rank) {
+  TransportOptions transport_options;
+  transport_options.collector_address = options.collector;
+  v1::RankIdentity& id = transport_options.identity;
+  id.set_job_id(options.job_id);
+  id.set_rank(rank.rank);
+  id.set_world_size(rank.world_size);
+  id.set_local_rank(rank.device_index >= 0 ? rank.device_index : 0);
+  id.set_attempt(options.attempt);
+  id.set_device_index(rank.device_index);
+  if (rank.pid.has_value() && *rank.pid >= 0 && *rank.pid <= UINT32_MAX) {
+    id.set_pid(static_cast<uint32_t>(*rank.pid));
+  }
+  id.set_launcher("kineto-import");
+  id.set_agent_version("memtrace-import/1");
+  // Larger batches than an agent's: an import is a bulk load, latency does not matter.
+  transport_options.max_batch_events = 16384;
+  transport_options.log_failures = false;
+  absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(transport_options);
+  if (!transport.ok()) return transport.status();
+  return std::make_unique<TransportSink>(std::move(*transport), options.collector,
+                                         options.drain_timeout);
+}
+
+cli::Command ImportCommand() {
+  cli::Command command{"import", "import per-rank PyTorch profiler (Kineto) traces", kUsage,
+                       nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, cli::CommandIo& io) {
+    return RunImport(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::importers

@@ -1,0 +1,211 @@
+// `memtrace import` end to end: the real Kineto traces through real Transports into an
+// in-process collector (loopback port 0, RocksDB under $TEST_TMPDIR), read back with the Query
+// service and run through the analyses.
+#include "query/importers/import_command.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "collector/server/server_test_util.h"
+#include "gtest/gtest.h"
+#include "query/analysis/diverged.h"
+#include "query/analysis/leaks.h"
+#include "query/analysis/peak.h"
+#include "query/analysis/rollup_convert.h"
+#include "query/cli/query_client.h"
+#include "query/importers/kineto_parser.h"
+#include "query/importers/shared_data.h"
+
+namespace memtrace::importers {
+namespace {
+
+struct CommandRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CommandRun Import(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  int code = ImportCommand().run(args, io);
+  return {code, out.str(), err.str()};
+}
+
+// What the profiler itself says about a file: its peak Total Allocated (CUDA) and, per step,
+// the highest Total Allocated while the step ran (including the value it began with).
+struct ProfilerView {
+  int64_t peak = 0;
+  int64_t last = 0;
+  std::map<int64_t, int64_t> step_peak;
+  std::map<int64_t, int64_t> step_max_reserved;
+};
+
+ProfilerView ViewOf(const std::string& path) {
+  absl::StatusOr<KinetoTrace> trace = ParseKinetoFile(path);
+  EXPECT_TRUE(trace.ok()) << trace.status();
+  ProfilerView view;
+  std::vector<KinetoMemoryRecord> cuda;
+  for (const KinetoMemoryRecord& r : trace->memory) {
+    if (r.device_type == kKinetoDeviceCuda) cuda.push_back(r);
+  }
+  std::stable_sort(cuda.begin(), cuda.end(), [](const auto& a, const auto& b) {
+    return a.ts_ns != b.ts_ns ? a.ts_ns < b.ts_ns : a.ev_idx < b.ev_idx;
+  });
+  std::vector<std::pair<int64_t, int64_t>> starts;  // (start, step), CPU timeline
+  for (const KinetoStepRange& s : trace->steps) {
+    if (!s.gpu) starts.push_back({s.range.start_ns, s.step});
+  }
+  std::sort(starts.begin(), starts.end());
+  int64_t current = cuda.empty() ? 0 : cuda.front().total_allocated - cuda.front().bytes;
+  view.peak = current;
+  size_t next = 0;
+  int64_t step = INT64_MIN;
+  for (const KinetoMemoryRecord& r : cuda) {
+    while (next < starts.size() && starts[next].first <= r.ts_ns) {
+      step = starts[next++].second;
+      view.step_peak[step] = std::max(view.step_peak[step], current);
+    }
+    current = r.total_allocated;
+    view.peak = std::max(view.peak, current);
+    if (step != INT64_MIN) {
+      view.step_peak[step] = std::max(view.step_peak[step], current);
+      view.step_max_reserved[step] = std::max(view.step_max_reserved[step], r.total_reserved);
+    }
+  }
+  view.last = current;
+  return view;
+}
+
+class ImportCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir = FindSharedDataDir();
+    if (!dir.ok()) {
+      if (SharedDataRequired()) FAIL() << "CI is set but " << dir.status();
+      GTEST_SKIP() << dir.status();
+    }
+    kineto_ = *dir + "/kineto/";
+  }
+  std::string kineto_;
+};
+
+TEST_F(ImportCommandTest, RealTracesLandInTheCollectorWithLiveBytesEqualToTotalAllocated) {
+  auto server = collector::testing::StartCollector("import_real");
+  ASSERT_NE(server, nullptr);
+  const std::vector<std::string> files = {kineto_ + "tracelens_h100_qwen1.5-0.5b.json.gz",
+                                          kineto_ + "hta_rank1_of_2.json.gz",
+                                          kineto_ + "tracelens_h100_falconsai_nsfw.json.gz"};
+  CommandRun run = Import({"--job", "kineto-real", "--format", "kineto", "--collector",
+                    server->address(), files[0], files[1], files[2]});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("hta_rank1_of_2.json.gz: 216092 events read, 28010 memory events "
+                         "imported"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("rank 1 of 2 (distributedInfo)"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("imported 3 files into job kineto-real: 31080 memory events"),
+            std::string::npos)
+      << run.out;
+
+  auto client = cli::QueryClient::Create(server->address(), absl::Seconds(10));
+  ASSERT_TRUE(client.ok());
+  auto ranks = client->ListRanks("kineto-real");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  ASSERT_EQ(ranks->ranks_size(), 3);
+  std::map<uint32_t, ProfilerView> views = {
+      {0, ViewOf(files[0])}, {1, ViewOf(files[1])}, {2, ViewOf(files[2])}};
+  for (const v1::RankSummary& r : ranks->ranks()) {
+    SCOPED_TRACE(r.rank());
+    EXPECT_EQ(r.identity().launcher(), "kineto-import");
+    EXPECT_TRUE(r.complete());
+    EXPECT_EQ(r.anomalies(), 0u) << r.anomaly_counts().DebugString();
+    EXPECT_EQ(static_cast<int64_t>(r.live_bytes()), views[r.rank()].last);
+  }
+
+  auto rollups = client->GetRollups([] {
+    v1::GetRollupsRequest request;
+    request.set_job_id("kineto-real");
+    return request;
+  }());
+  ASSERT_TRUE(rollups.ok()) << rollups.status();
+  for (const v1::RankRollups& rank : rollups->ranks()) {
+    const ProfilerView& view = views[rank.rank()];
+    for (const v1::StepRollup& step : rank.steps()) {
+      auto it = view.step_peak.find(step.step());
+      if (it == view.step_peak.end()) continue;  // before the first ProfilerStep
+      EXPECT_EQ(static_cast<int64_t>(step.peak_bytes()), it->second)
+          << "rank " << rank.rank() << " step " << step.step();
+      EXPECT_EQ(static_cast<int64_t>(step.device_used_max()),
+                view.step_max_reserved.at(step.step()))
+          << "rank " << rank.rank() << " step " << step.step();
+    }
+  }
+
+  // The analyses run on the imported job.
+  absl::StatusOr<analysis::JobTimeline> job =
+      analysis::TimelineFromRollups("kineto-real", *rollups);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_EQ(job->ranks.size(), 3u);
+  analysis::PeakParams by_rank;
+  by_rank.by = analysis::PeakBy::kRank;
+  analysis::PeakReport peaks = analysis::FindPeaks(*job, by_rank);
+  ASSERT_EQ(peaks.entries.size(), 3u);
+  for (const analysis::PeakEntry& entry : peaks.entries) {
+    EXPECT_EQ(static_cast<int64_t>(entry.peak_bytes), views[entry.rank].peak)
+        << "rank " << entry.rank;
+  }
+  analysis::DivergenceReport divergence = analysis::FindDivergence(*job);
+  EXPECT_EQ(divergence.ranks, 3u);
+  EXPECT_TRUE(divergence.diverged.empty()) << divergence.message;  // 5 steps: nothing to find
+  EXPECT_FALSE(divergence.message.empty());
+  analysis::LeakReport leaks = analysis::FindLeaks(*job);
+  EXPECT_EQ(leaks.curves.size(), 3u);
+  EXPECT_EQ(leaks.leaking_ranks, 0u);
+}
+
+TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
+  auto server = collector::testing::StartCollector("import_again");
+  ASSERT_NE(server, nullptr);
+  std::string file = kineto_ + "tracelens_h100_falconsai_nsfw.json.gz";
+  std::vector<std::string> args = {"--job", "again", "--format", "kineto", "--collector",
+                                   server->address(), file};
+  ASSERT_EQ(Import(args).code, 0);
+  auto client = cli::QueryClient::Create(server->address(), absl::Seconds(10));
+  ASSERT_TRUE(client.ok());
+  auto first = client->ListRanks("again");
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->ranks_size(), 1);
+  ASSERT_EQ(Import(args).code, 0);
+  auto second = client->ListRanks("again");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->ranks(0).events_stored(), first->ranks(0).events_stored());
+  EXPECT_EQ(second->ranks(0).live_bytes(), first->ranks(0).live_bytes());
+}
+
+TEST(ImportCommandUsageTest, BadCommandLinesAreUsageErrors) {
+  EXPECT_EQ(Import({"--format", "kineto", "a.json"}).code, cli::kExitUsage);
+  CommandRun no_format = Import({"--job", "j", "a.json"});
+  EXPECT_EQ(no_format.code, cli::kExitUsage);
+  EXPECT_NE(no_format.err.find("--format is required"), std::string::npos) << no_format.err;
+  CommandRun other = Import({"--job", "j", "--format", "nsys", "a.json"});
+  EXPECT_EQ(other.code, cli::kExitUsage);
+  EXPECT_NE(other.err.find("'nsys' is not a known trace format"), std::string::npos);
+  EXPECT_EQ(Import({"--job", "j", "--format", "kineto"}).code, cli::kExitUsage);
+  CommandRun help = Import({"--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--skip-cpu-memory"), std::string::npos);
+}
+
+TEST(ImportCommandUsageTest, UnreadableFileFailsNamingIt) {
+  CommandRun run = Import({"--job", "j", "--format", "kineto", "--collector", "127.0.0.1:1",
+                    "/nonexistent/rank0.json"});
+  EXPECT_EQ(run.code, cli::kExitError);
+  EXPECT_NE(run.err.find("memtrace import: /nonexistent/rank0.json: cannot open"),
+            std::string::npos)
+      << run.err;
+}
+
+}  // namespace
+}  // namespace memtrace::importers
