@@ -47,27 +47,27 @@ Spread RobustSpread(absl::Span<const double> values) {
 TheilSen::TheilSen(size_t max_pairs) : max_pairs_(std::max<size_t>(max_pairs, 16)) {}
 
 const std::vector<std::pair<uint32_t, uint32_t>>& TheilSen::PairsFor(size_t n) {
-  if (n == cached_n_) return pairs_;
-  cached_n_ = n;
-  pairs_.clear();
+  auto [it, inserted] = pairs_.try_emplace(n);
+  std::vector<std::pair<uint32_t, uint32_t>>& pairs = it->second;
+  if (!inserted) return pairs;
   size_t all = n * (n - 1) / 2;
   if (all <= max_pairs_) {
-    pairs_.reserve(all);
+    pairs.reserve(all);
     for (uint32_t i = 0; i + 1 < n; ++i) {
-      for (uint32_t j = i + 1; j < n; ++j) pairs_.emplace_back(i, j);
+      for (uint32_t j = i + 1; j < n; ++j) pairs.emplace_back(i, j);
     }
-    return pairs_;
+    return pairs;
   }
-  pairs_.reserve(max_pairs_);
+  pairs.reserve(max_pairs_);
   uint64_t state = 0x6d656d7472616365ull ^ n;
-  while (pairs_.size() < max_pairs_) {
+  while (pairs.size() < max_pairs_) {
     uint32_t i = static_cast<uint32_t>(NextRandom(state) % n);
     uint32_t j = static_cast<uint32_t>(NextRandom(state) % n);
     if (i == j) continue;
     if (i > j) std::swap(i, j);
-    pairs_.emplace_back(i, j);
+    pairs.emplace_back(i, j);
   }
-  return pairs_;
+  return pairs;
 }
 
 TrendFit TheilSen::Fit(absl::Span<const double> x, absl::Span<const double> y) {

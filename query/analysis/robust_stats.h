@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 
 namespace memtrace::analysis {
@@ -53,8 +54,8 @@ class TheilSen {
   const std::vector<std::pair<uint32_t, uint32_t>>& PairsFor(size_t n);
 
   size_t max_pairs_;
-  size_t cached_n_ = 0;
-  std::vector<std::pair<uint32_t, uint32_t>> pairs_;
+  // Pair lists by series length: a leak classification alternates between two lengths.
+  absl::flat_hash_map<size_t, std::vector<std::pair<uint32_t, uint32_t>>> pairs_;
   std::vector<double> scratch_;
 };
 
