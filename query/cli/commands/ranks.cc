@@ -13,8 +13,8 @@ constexpr char kUsage[] =
     "rank was identified (env: RANK from the launcher; host+device+pid otherwise), events\n"
     "stored, the highest durable sequence number, whether the agent closed its stream\n"
     "cleanly (complete), the agent's counters (events lost, spool bytes), the time of the\n"
-    "last acknowledged batch, live bytes, the current step and anomalies the collector\n"
-    "counted (frees of unknown addresses, double frees, time going back).";
+    "last acknowledged batch, live bytes, the current step, anomalies the collector\n"
+    "counted (frees of unknown addresses, double frees, time going back) and OOM events.";
 
 int RunRanks(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -62,7 +62,8 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                                  {"last_ack", ColumnType::kTimeNs},
                                  {"live", ColumnType::kBytes},
                                  {"step", ColumnType::kInt},
-                                 {"anomalies", ColumnType::kInt}});
+                                 {"anomalies", ColumnType::kInt},
+                                 {"ooms", ColumnType::kInt}});
   Table table(std::move(columns));
   for (const v1::RankSummary& rank : response.ranks()) {
     const v1::RankIdentity& id = rank.identity();
@@ -78,7 +79,8 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                            uint64_t{rank.counters().events_lost()},
                            uint64_t{rank.counters().spool_bytes()},
                            int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
-                           int64_t{rank.current_step()}, uint64_t{rank.anomalies()}});
+                           int64_t{rank.current_step()}, uint64_t{rank.anomalies()},
+                           uint64_t{rank.ooms()}});
     table.AddRow(std::move(row));
   }
   return table;

@@ -31,6 +31,7 @@ v1::ListRanksResponse OneRank() {
   rank->set_live_bytes(3ull << 30);
   rank->set_current_step(99);
   rank->set_anomalies(2);
+  rank->set_ooms(1);
   return response;
 }
 
@@ -39,9 +40,9 @@ TEST(RanksTableTest, TextTableShowsIdentityStorageAndHealthInHumanUnits) {
   WriteText(RanksTable(OneRank(), /*detailed=*/false), out);
   EXPECT_EQ(out.str(),
             "rank  host        local  attempt  identified_by  events  durable_seq  complete  lost"
-            "     spool  last_ack                     live  step  anomalies\n"
+            "     spool  last_ack                     live  step  anomalies  ooms\n"
             "   5  sim-node-0      5        0  env              1000         1000  yes          3"
-            "  4.00 KiB  2023-11-14 22:13:20.000  3.00 GiB    99          2\n");
+            "  4.00 KiB  2023-11-14 22:13:20.000  3.00 GiB    99          2     1\n");
 }
 
 TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
@@ -49,9 +50,9 @@ TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
   WriteCsv(RanksTable(OneRank(), /*detailed=*/true), out);
   EXPECT_EQ(out.str(),
             "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
-            "identified_by,events,durable_seq,complete,lost,spool,last_ack,live,step,anomalies\n"
+            "identified_by,events,durable_seq,complete,lost,spool,last_ack,live,step,anomalies,ooms\n"
             "5,sim-node-0,5,0,8,4242,5,simulator,0,0,env,1000,1000,true,3,4096,"
-            "1700000000000000000,3221225472,99,2\n");
+            "1700000000000000000,3221225472,99,2,1\n");
 }
 
 TEST(RanksCommandTest, RequiresAJob) {

@@ -1,0 +1,68 @@
+#include "tools/sim/runner.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace memtrace::sim {
+namespace {
+
+TEST(SimulatedIdentityTest, SaysItIsASimulatorAndPlacesEightRanksPerNode) {
+  SimulationOptions options;
+  options.job_id = "sim-test";
+  options.workload.ranks = 16;
+  v1::RankIdentity id = SimulatedIdentity(options, 13);
+  EXPECT_EQ(id.job_id(), "sim-test");
+  EXPECT_EQ(id.rank(), 13);
+  EXPECT_EQ(id.local_rank(), 5);
+  EXPECT_EQ(id.world_size(), 16);
+  EXPECT_EQ(id.local_world_size(), 8);
+  EXPECT_EQ(id.group_rank(), 1);
+  EXPECT_EQ(id.host(), "sim-node-1");
+  EXPECT_EQ(id.device_index(), 5);
+  EXPECT_EQ(id.launcher(), "simulator");
+  EXPECT_TRUE(absl::StrContains(id.device_uuid(), "SIMULATED"));
+  EXPECT_EQ(id.pid(), static_cast<uint32_t>(getpid()));
+}
+
+TEST(RunSimulationTest, RejectsBadOptionsBeforeConnecting) {
+  SimulationOptions options;
+  options.job_id = "sim-test";
+  options.workload.leak_rank = 9;
+  absl::StatusOr<std::vector<RankOutcome>> run = RunSimulation(options, [](const std::string&) {});
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  options.workload.leak_rank.reset();
+  options.job_id = "";
+  EXPECT_EQ(RunSimulation(options, [](const std::string&) {}).status(),
+            absl::InvalidArgumentError("--job: empty job id"));
+}
+
+TEST(RunSimulationTest, SaysItCannotReachACollectorThatIsDown) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);  // nothing listens on this port now
+
+  SimulationOptions options;
+  options.job_id = "sim-test";
+  options.workload.ranks = 2;
+  options.collector_address = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
+  options.connect_timeout = absl::Milliseconds(500);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<RankOutcome>> run = RunSimulation(options, [](const std::string&) {});
+  EXPECT_EQ(run.status(),
+            absl::UnavailableError(absl::StrCat("cannot reach collector at ",
+                                                options.collector_address, " within 500ms")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+}  // namespace
+}  // namespace memtrace::sim

@@ -1,0 +1,252 @@
+// memtrace-sim: a workload SIMULATOR. Plays a synthetic FSDP-style training job of N ranks
+// through the real agent transport into a real collector. No GPU, no PyTorch: every event is
+// made up (see tools/sim/workload.h), and says so (launcher "simulator").
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "query/cli/flags.h"
+#include "query/cli/output.h"
+#include "tools/sim/runner.h"
+#include "tools/sim/workload.h"
+
+namespace memtrace::sim {
+namespace {
+
+constexpr char kPrefix[] = "memtrace-sim [SIMULATOR]: ";
+
+constexpr char kUsage[] =
+    "memtrace-sim [SIMULATOR]: plays a synthetic FSDP-style training job of N ranks through\n"
+    "memtrace-sim [SIMULATOR]: the real agent transport into a real memtrace collector.\n"
+    "memtrace-sim [SIMULATOR]: No GPU is used and no real program runs: every event is\n"
+    "memtrace-sim [SIMULATOR]: simulated, and each rank reports launcher \"simulator\".\n"
+    "memtrace-sim [SIMULATOR]:\n"
+    "memtrace-sim [SIMULATOR]: Usage: memtrace-sim [flags]\n"
+    "memtrace-sim [SIMULATOR]: Example (a leak on rank 5 from step 30):\n"
+    "memtrace-sim [SIMULATOR]:   memtrace-sim --collector 127.0.0.1:7431 --leak_rank 5\n"
+    "memtrace-sim [SIMULATOR]:\n"
+    "memtrace-sim [SIMULATOR]: Flags:\n";
+
+void Log(const std::string& line) { std::cout << kPrefix << line << std::endl; }
+
+int Fail(const absl::Status& status) {
+  std::string message(status.message());
+  for (char& c : message) {
+    if (c == '\n') c = ' ';
+  }
+  std::cerr << kPrefix << message << std::endl;
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+std::string DefaultCollector() {
+  const char* env = std::getenv("MEMTRACE_COLLECTOR");
+  return env != nullptr && *env != '\0' ? env : "127.0.0.1:7431";
+}
+
+// Registers an int flag that stores into an int or an optional<int>.
+void AddIntFlag(cli::FlagSet& flags, std::string name, std::string help, int* target) {
+  flags.Add(name, "N", std::move(help), [target](absl::string_view v) {
+    if (!absl::SimpleAtoi(v, target)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not an integer"));
+    }
+    return absl::OkStatus();
+  });
+}
+
+void AddOptionalIntFlag(cli::FlagSet& flags, std::string name, std::string help,
+                        std::optional<int>* target) {
+  flags.Add(name, "R", std::move(help), [target](absl::string_view v) {
+    int value = 0;
+    if (!absl::SimpleAtoi(v, &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not an integer"));
+    }
+    *target = value;
+    return absl::OkStatus();
+  });
+}
+
+std::string DescribeScenario(const WorkloadOptions& w, const WorkloadPlan& plan) {
+  std::vector<std::string> parts;
+  if (w.oom_rank) {
+    parts.push_back(absl::StrCat("OOM on rank ", *w.oom_rank, " in step ", w.oom_step,
+                                 " after a leak from step ", plan.leak_from_step, " of ",
+                                 cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ",
+                                 w.leak_tag, ")"));
+  } else if (plan.leak_rank) {
+    parts.push_back(absl::StrCat("leak on rank ", *plan.leak_rank, " from step ",
+                                 plan.leak_from_step, ", +",
+                                 cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ",
+                                 w.leak_tag, ")"));
+  }
+  if (w.grad_accum) {
+    parts.push_back(absl::StrCat("gradient accumulation on every rank, +",
+                                 cli::FormatBytes(SegmentBytes(w.grad_accum_bytes_per_step)),
+                                 "/step (tag fsdp:grads)"));
+  }
+  if (w.spikes) {
+    parts.push_back(absl::StrCat("healthy spikes of ", cli::FormatBytes(w.spike_bytes),
+                                 " every ", w.spike_period, " steps"));
+  }
+  if (w.phases) {
+    parts.push_back(w.rollout_leak
+                        ? absl::StrCat("RL phases, rollout keeps ",
+                                       cli::FormatBytes(w.rollout_leak_bytes),
+                                       " of KV cache per step (tag rollout:kv_cache)")
+                        : "RL phases rollout / weight_sync / actor_update");
+  }
+  if (parts.empty()) return "none (a healthy job)";
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) absl::StrAppend(&out, i ? "; " : "", parts[i]);
+  return out;
+}
+
+int Main(int argc, char** argv) {
+  SimulationOptions options;
+  WorkloadOptions& w = options.workload;
+  options.collector_address = DefaultCollector();
+  std::string start;
+  absl::Duration step = absl::Seconds(1);
+  cli::FlagSet flags;
+  flags.AddString("collector", "ADDR",
+                  "collector host:port (default $MEMTRACE_COLLECTOR or 127.0.0.1:7431)",
+                  &options.collector_address);
+  flags.AddString("job", "JOB", "job id (default sim-<UTC time>)", &options.job_id);
+  AddIntFlag(flags, "ranks", "ranks to simulate (default 8)", &w.ranks);
+  AddIntFlag(flags, "ranks_per_node", "ranks per simulated host sim-node-<k> (default 8)",
+             &w.ranks_per_node);
+  flags.AddInt("steps", "N", "training steps (default 100)", &w.steps);
+  flags.Add("seed", "N", "seed of the size and time jitter (default 1)", [&w](absl::string_view v) {
+    if (!absl::SimpleAtoi(v, &w.seed)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a non-negative integer"));
+    }
+    return absl::OkStatus();
+  });
+  flags.Add("events_per_rank", "N",
+            "approximate events per rank over the run; scales the layers (default 20000)",
+            [&w](absl::string_view v) {
+              if (!absl::SimpleAtoi(v, &w.events_per_rank) || w.events_per_rank == 0) {
+                return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a positive integer"));
+              }
+              return absl::OkStatus();
+            });
+  AddIntFlag(flags, "layers", "model layers (default 0: derived from --events_per_rank)",
+             &w.layers);
+  flags.AddDuration("step", "DURATION", "simulated time per step (default 1s)", &step);
+  flags.AddString("start", "NS",
+                  "simulated time of step 0 in ns since the epoch (default: now - steps * step, "
+                  "or now with --speed)",
+                  &start);
+  flags.Add("speed", "X",
+            "0: as fast as possible (default); 1: simulated time runs at wall-clock speed",
+            [&options](absl::string_view v) {
+              if (!absl::SimpleAtod(v, &options.speed) || options.speed < 0) {
+                return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a number >= 0"));
+              }
+              return absl::OkStatus();
+            });
+  AddOptionalIntFlag(flags, "leak_rank", "plant a leak on this rank", &w.leak_rank);
+  flags.AddInt("leak_from_step", "S", "first step of the leak (default 30)", &w.leak_from_step);
+  flags.AddBytes("leak_bytes_per_step", "BYTES", "leak per step (default 256MiB)",
+                 &w.leak_bytes_per_step);
+  flags.AddString("leak_tag", "TAG", "tag of the leaked allocations (default leak:cache)",
+                  &w.leak_tag);
+  flags.AddBool("grad_accum", "gradients kept across steps: every rank grows (no zero_grad)",
+                &w.grad_accum);
+  flags.AddBytes("grad_accum_bytes_per_step", "BYTES", "growth per step (default 64MiB)",
+                 &w.grad_accum_bytes_per_step);
+  flags.AddBool("spikes", "periodic activation spikes (healthy: the floor stays flat)",
+                &w.spikes);
+  flags.AddInt("spike_period", "N", "a spike every N steps (default 10)", &w.spike_period);
+  flags.AddBytes("spike_bytes", "BYTES", "size of a spike (default 8GiB)", &w.spike_bytes);
+  AddOptionalIntFlag(flags, "oom_rank", "this rank leaks until an allocation fails (OOM event)",
+                     &w.oom_rank);
+  flags.AddInt("oom_step", "S", "the step whose allocation fails (default 80)", &w.oom_step);
+  flags.AddBool("phases", "RL-style steps: rollout / weight_sync / actor_update phases",
+                &w.phases);
+  flags.AddBool("rollout_leak", "with --phases: rollout KV cache stays live into training",
+                &w.rollout_leak);
+  flags.AddBytes("device_bytes", "BYTES", "simulated device memory (default 80GiB)",
+                 &w.device_total_bytes);
+  absl::Duration drain = options.drain_timeout;
+  flags.AddDuration("drain_timeout", "DURATION",
+                    "how long each rank waits for its events to become durable (default 60s)",
+                    &drain);
+
+  absl::StatusOr<cli::FlagSet::Parsed> parsed =
+      flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.ok()) return Fail(parsed.status());
+  if (parsed->help) {
+    std::cout << kUsage;
+    std::string described = flags.Describe();
+    for (absl::string_view line : absl::StrSplit(described, '\n', absl::SkipEmpty())) {
+      std::cout << kPrefix << line << "\n";
+    }
+    return 0;
+  }
+  if (!parsed->positional.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", parsed->positional.front(), "' (see --help)")));
+  }
+  options.drain_timeout = drain;
+  w.step_ns = absl::ToInt64Nanoseconds(step);
+  const absl::Time now = absl::Now();
+  if (options.job_id.empty()) {
+    options.job_id =
+        absl::StrCat("sim-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()));
+  }
+  if (!start.empty()) {
+    if (!absl::SimpleAtoi(start, &w.start_ns) || w.start_ns <= 0) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--start: '", start,
+                                                          "' is not a positive integer")));
+    }
+  } else {
+    // As fast as possible: the simulated run ends about now, so times look recent.
+    w.start_ns = absl::ToUnixNanos(options.speed > 0 ? now : now - w.steps * step);
+  }
+  absl::StatusOr<WorkloadPlan> plan = PlanWorkload(w);
+  if (!plan.ok()) return Fail(plan.status());
+
+  Log(absl::StrCat("simulated job '", options.job_id, "': ", w.ranks, " ranks x ", w.steps,
+                   " steps, ", plan->layers, " layers, ~", w.events_per_rank,
+                   " events/rank, no GPU involved"));
+  Log(absl::StrCat("planted: ", DescribeScenario(w, *plan)));
+  const absl::Time began = absl::Now();
+  absl::StatusOr<std::vector<RankOutcome>> outcomes = RunSimulation(options, Log);
+  if (!outcomes.ok()) return Fail(outcomes.status());
+  uint64_t total = 0;
+  int failed = 0;
+  for (const RankOutcome& o : *outcomes) {
+    total += o.stats.durable_seq;
+    std::string line = absl::StrCat("rank ", o.rank, ": ", o.stats.last_seq, " events, ",
+                                    o.stats.durable_seq, " durable, ", o.stats.events_lost,
+                                    " lost");
+    if (!o.status.ok()) {
+      ++failed;
+      absl::StrAppend(&line, " -- FAILED: ", o.status.message());
+    }
+    Log(line);
+  }
+  const absl::Duration took = absl::Now() - began;
+  Log(absl::StrCat(total, " simulated events durable at ", options.collector_address, " in ",
+                   absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(1))), " (",
+                   static_cast<uint64_t>(total / std::max(absl::ToDoubleSeconds(took), 1e-3)),
+                   " events/s)"));
+  if (failed > 0) {
+    std::cerr << kPrefix << failed << " of " << w.ranks << " ranks failed" << std::endl;
+    return 1;
+  }
+  Log(absl::StrCat("read it back: memtrace ranks --job ", options.job_id,
+                   "; memtrace timeline --job ", options.job_id));
+  return 0;
+}
+
+}  // namespace
+}  // namespace memtrace::sim
+
+int main(int argc, char** argv) { return memtrace::sim::Main(argc, argv); }
