@@ -9,6 +9,8 @@
 #include "query/cli/commands/ranks.h"
 #include "query/cli/commands/timeline.h"
 #include "query/cli/dispatch.h"
+#include "tools/launch/ray_env_command.h"
+#include "tools/launch/run_command.h"
 
 int main(int argc, char** argv) {
   using namespace memtrace::cli;
@@ -17,6 +19,8 @@ int main(int argc, char** argv) {
       JobsCommand(),
       RanksCommand(),
       TimelineCommand(),
+      memtrace::launch::RunCommand(),
+      memtrace::launch::RayEnvCommand(),
   };
   CommandIo io{std::cout, std::cerr};
   if (const char* env = std::getenv("MEMTRACE_COLLECTOR"); env != nullptr && *env != '\0') {

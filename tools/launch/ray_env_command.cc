@@ -1,0 +1,138 @@
+#include "tools/launch/ray_env_command.h"
+
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "query/cli/flags.h"
+#include "tools/launch/launch_paths.h"
+
+namespace memtrace::launch {
+namespace {
+
+constexpr char kName[] = "ray-env";
+
+constexpr char kUsage[] =
+    "memtrace ray-env --collector ADDR [--job NAME] [--agent_lib PATH] [--env NAME=VALUE]...\n"
+    "\n"
+    "Prints the Ray runtime_env that makes every worker of a Ray job record to the collector:\n"
+    "{\"env_vars\": {...}} with CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH (the agent\n"
+    "library), MEMTRACE_COLLECTOR, MEMTRACE_JOB_ID (with --job) and the agent settings\n"
+    "(MEMTRACE_*) set in this shell. Pass it to the job submission:\n"
+    "\n"
+    "  ray job submit --runtime-env-json \"$(memtrace ray-env --collector head:7431)\" \\\n"
+    "      -- python main.py\n"
+    "\n"
+    "or from Python, with JobSubmissionClient:\n"
+    "\n"
+    "  import json, subprocess\n"
+    "  from ray.job_submission import JobSubmissionClient\n"
+    "  env = json.loads(subprocess.check_output(\n"
+    "      [\"memtrace\", \"ray-env\", \"--collector\", \"head:7431\"]))\n"
+    "  JobSubmissionClient(\"http://head:8265\").submit_job(\n"
+    "      entrypoint=\"python main.py\", runtime_env=env)\n"
+    "\n"
+    "(memtrace.ray.runtime_env(\"head:7431\") in tools/python builds the same dict without\n"
+    "this binary; merge it into a runtime_env that has other keys.)\n"
+    "\n"
+    "The agent library path must exist on every node (install memtrace at the same path, or\n"
+    "pass --agent_lib). Without --job every worker uses RAY_JOB_ID, which all workers of one\n"
+    "Ray job share. Ranks come from RANK / WORLD_SIZE / LOCAL_RANK where the framework sets\n"
+    "them (verl does for its FSDP workers); other workers are named by host + device + pid,\n"
+    "as `memtrace ranks` shows in its identified_by column. The collector address must be\n"
+    "reachable from the worker nodes: not 127.0.0.1 on a multi-node cluster.";
+
+bool IsLoopback(const std::string& address) {
+  return absl::StartsWith(address, "127.") || absl::StartsWith(address, "localhost:") ||
+         absl::StartsWith(address, "[::1]");
+}
+
+}  // namespace
+
+absl::StatusOr<EnvVars> RayEnvVariables(const RayEnvRequest& request, const EnvLookup& env,
+                                        const std::string& exe_path) {
+  if (request.collector.empty()) {
+    return absl::InvalidArgumentError(
+        "--collector ADDR is required: the address Ray workers send to (host:port)");
+  }
+  absl::StatusOr<std::string> lib = FindAgentLibrary(request.agent_lib, env, exe_path);
+  if (!lib.ok()) {
+    return absl::NotFoundError(absl::StrCat(lib.status().message(),
+                                            "; pass --agent_lib with its path on the Ray nodes"));
+  }
+  absl::StatusOr<std::string> nvtx = NvtxLibrary(request.nvtx_lib, env, *lib);
+  if (!nvtx.ok()) return nvtx.status();
+
+  AgentEnvironment agent;
+  agent.agent_library = *lib;
+  agent.nvtx_library = *nvtx;
+  agent.collector = request.collector;
+  agent.job.explicit_id = request.job;
+  EnvVars settings = ForwardedAgentSettings(env);
+  for (const auto& [name, value] : request.extra) {
+    bool replaced = false;
+    for (auto& entry : settings) {
+      if (entry.first == name) {
+        entry.second = value;
+        replaced = true;
+      }
+    }
+    if (!replaced) settings.emplace_back(name, value);
+  }
+  agent.settings = std::move(settings);
+  return ToVariables(agent);
+}
+
+cli::Command RayEnvCommand() {
+  cli::Command command;
+  command.name = kName;
+  command.summary = "print the Ray runtime_env JSON that traces a Ray job's workers";
+  command.usage = kUsage;
+  command.run = [](const std::vector<std::string>& args, cli::CommandIo& io) {
+    cli::Command self;
+    self.name = kName;
+    self.usage = kUsage;
+    RayEnvRequest request;
+    cli::FlagSet flags;
+    flags.AddString("collector", "ADDR",
+                    "collector host:port as the workers reach it (default $MEMTRACE_COLLECTOR)",
+                    &request.collector);
+    flags.AddString("job", "NAME", "job id (default: each worker's RAY_JOB_ID)", &request.job);
+    flags.AddString("agent_lib", "PATH",
+                    "agent library path on the nodes (default: found next to memtrace)",
+                    &request.agent_lib);
+    flags.AddString("nvtx_lib", "PATH", "NVTX_INJECTION64_PATH (default: the agent library)",
+                    &request.nvtx_lib);
+    flags.Add("env", "NAME=VALUE", "one more variable for the workers (repeatable)",
+              [&request](absl::string_view value) {
+                absl::StatusOr<std::pair<std::string, std::string>> parsed =
+                    ParseAssignment(std::string(value));
+                if (!parsed.ok()) return parsed.status();
+                request.extra.push_back(*parsed);
+                return absl::OkStatus();
+              });
+    if (std::optional<int> done = cli::ParseCommandLine(self, flags, args, io)) return *done;
+    EnvLookup env = ProcessEnvironment();
+    if (request.collector.empty()) {
+      request.collector = EnvNonEmpty(env, "MEMTRACE_COLLECTOR").value_or("");
+    }
+    absl::StatusOr<EnvVars> vars = RayEnvVariables(request, env, CurrentExecutablePath());
+    if (!vars.ok()) return cli::ReportError(io, vars.status(), kName);
+    for (const auto& [name, value] : request.extra) {
+      if (absl::StartsWith(name, "MEMTRACE_") && !AgentReadsVariable(name)) {
+        io.err << "memtrace ray-env: warning: " << name
+               << " is not in the agent's list of variables (a typo?)\n";
+      }
+    }
+    if (IsLoopback(request.collector)) {
+      io.err << "memtrace ray-env: warning: collector " << request.collector
+             << " is a loopback address: only workers on this machine can reach it\n";
+    }
+    io.out << RuntimeEnvJson(*vars) << "\n";
+    return cli::kExitOk;
+  };
+  return command;
+}
+
+}  // namespace memtrace::launch

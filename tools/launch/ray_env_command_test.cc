@@ -1,0 +1,115 @@
+#include "tools/launch/ray_env_command.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "simdjson.h"
+
+namespace memtrace::launch {
+namespace {
+
+std::string MakeAgent() {
+  const char* tmp = getenv("TEST_TMPDIR");
+  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/ray-XXXXXX";
+  std::string dir = mkdtemp(pattern.data());
+  std::string path = dir + "/libmemtrace_agent.so";
+  std::ofstream(path) << "x";
+  return path;
+}
+
+std::map<std::string, std::string> AsMap(const EnvVars& vars) {
+  return std::map<std::string, std::string>(vars.begin(), vars.end());
+}
+
+TEST(RayEnvVariablesTest, CarriesInjectionCollectorJobForwardedSettingsAndExtras) {
+  std::string agent = MakeAgent();
+  RayEnvRequest request;
+  request.collector = "head:7431";
+  request.job = "rl-exp";
+  request.agent_lib = agent;
+  request.extra = {{"MEMTRACE_BATCH_EVENTS", "99"}, {"PYTORCH_CUDA_ALLOC_CONF", "a:b"}};
+  EnvLookup env = MapEnvironment({{"MEMTRACE_BATCH_EVENTS", "10"},
+                                  {"MEMTRACE_BATCH_DELAY_MS", "50"},
+                                  {"RANK", "3"},
+                                  {"RAY_JOB_ID", "02000000"}});
+  absl::StatusOr<EnvVars> vars = RayEnvVariables(request, env, "");
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  std::map<std::string, std::string> m = AsMap(*vars);
+  EXPECT_EQ(m["CUDA_INJECTION64_PATH"], agent);
+  EXPECT_EQ(m["NVTX_INJECTION64_PATH"], agent);
+  EXPECT_EQ(m["MEMTRACE_COLLECTOR"], "head:7431");
+  EXPECT_EQ(m["MEMTRACE_JOB_ID"], "rl-exp");
+  EXPECT_EQ(m["MEMTRACE_BATCH_EVENTS"], "99") << "--env replaces the forwarded value";
+  EXPECT_EQ(m["MEMTRACE_BATCH_DELAY_MS"], "50");
+  EXPECT_EQ(m["PYTORCH_CUDA_ALLOC_CONF"], "a:b");
+  EXPECT_EQ(m.count("RANK"), 0u) << "per-worker variables are never fixed for all workers";
+  EXPECT_EQ(m.count("RAY_JOB_ID"), 0u);
+  EXPECT_EQ(m.size(), vars->size()) << "no duplicates";
+}
+
+TEST(RayEnvVariablesTest, WithoutJobEveryWorkerUsesItsRayJobId) {
+  RayEnvRequest request;
+  request.collector = "head:7431";
+  request.agent_lib = MakeAgent();
+  std::map<std::string, std::string> m = AsMap(*RayEnvVariables(request, MapEnvironment({}), ""));
+  EXPECT_EQ(m.count("MEMTRACE_JOB_ID"), 0u);
+  EXPECT_EQ(m.count("MEMTRACE_DEFAULT_JOB_ID"), 0u);
+}
+
+TEST(RayEnvVariablesTest, CollectorIsRequiredAndAMissingAgentIsNotFound) {
+  RayEnvRequest request;
+  request.agent_lib = MakeAgent();
+  EXPECT_EQ(RayEnvVariables(request, MapEnvironment({}), "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  request.collector = "head:7431";
+  request.agent_lib = "/no/such/libmemtrace_agent.so";
+  absl::StatusOr<EnvVars> vars = RayEnvVariables(request, MapEnvironment({}), "");
+  EXPECT_EQ(vars.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(vars.status().message().find("--agent_lib"), std::string::npos);
+}
+
+TEST(RayEnvCommandTest, PrintsOneLineOfValidRuntimeEnvJson) {
+  setenv("MEMTRACE_AGENT_LIB", MakeAgent().c_str(), 1);
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  int code = RayEnvCommand().run({"--collector", "10.0.0.1:7431", "--env", "A=\"q\""}, io);
+  ASSERT_EQ(code, 0) << err.str();
+  std::string json = out.str();
+  ASSERT_EQ(json.back(), '\n');
+  EXPECT_EQ(json.find('\n'), json.size() - 1);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+  std::string_view collector, a;
+  ASSERT_EQ(doc["env_vars"]["MEMTRACE_COLLECTOR"].get(collector), simdjson::SUCCESS);
+  EXPECT_EQ(collector, "10.0.0.1:7431");
+  ASSERT_EQ(doc["env_vars"]["A"].get(a), simdjson::SUCCESS);
+  EXPECT_EQ(a, "\"q\"");
+  EXPECT_TRUE(err.str().empty()) << err.str();
+}
+
+TEST(RayEnvCommandTest, WarnsAboutLoopbackCollectorAndUnknownMemtraceVariable) {
+  setenv("MEMTRACE_AGENT_LIB", MakeAgent().c_str(), 1);
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  int code = RayEnvCommand().run(
+      {"--collector", "127.0.0.1:7431", "--env", "MEMTRACE_BATCH_EVENT=1"}, io);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(err.str().find("loopback"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("MEMTRACE_BATCH_EVENT is not in the agent's list"), std::string::npos);
+}
+
+TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "nonsense"}, io), 2);
+  EXPECT_NE(err.str().find("--env"), std::string::npos) << err.str();
+}
+
+}  // namespace
+}  // namespace memtrace::launch

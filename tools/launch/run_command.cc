@@ -1,0 +1,465 @@
+#include "tools/launch/run_command.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "agent/identity/env.h"
+#include "query/cli/flags.h"
+#include "query/cli/query_client.h"
+#include "tools/launch/child_process.h"
+#include "tools/launch/health_check.h"
+#include "tools/launch/launch_paths.h"
+#include "tools/launch/local_collector.h"
+#include "tools/launch/run_args.h"
+#include "tools/launch/supervisor.h"
+#include "tools/launch/worker_env.h"
+
+namespace memtrace::launch {
+namespace {
+
+using cli::CommandIo;
+
+constexpr char kName[] = "run";
+
+constexpr char kUsage[] =
+    "memtrace run [flags] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with the memtrace agent injected into every CUDA process it starts (through\n"
+    "CUDA_INJECTION64_PATH, which launchers such as torchrun, mpirun and srun pass on to their\n"
+    "workers), recording to a collector. Returns COMMAND's exit code unchanged (128 + N when\n"
+    "it was killed by signal N; 127 when it does not exist).\n"
+    "\n"
+    "  memtrace run -- torchrun --nproc_per_node 8 train.py\n"
+    "  memtrace run --collector head:7431 -- torchrun --nnodes 2 --rdzv_id exp1 ... train.py\n"
+    "\n"
+    "Without --collector (and without $MEMTRACE_COLLECTOR) a local collector is started on\n"
+    "127.0.0.1 for the duration of the job, storing into --data (default ~/.memtrace/data).\n"
+    "With --collector the address is checked first; an unreachable collector is reported and\n"
+    "the job runs anyway (the agents keep retrying): the tracer never stops a job.\n"
+    "\n"
+    "Job id: --job, else $MEMTRACE_JOB_ID, else $TORCHELASTIC_RUN_ID, else the launcher's own id\n"
+    "as each worker sees it (torchrun's rendezvous id, Ray, Slurm, Open MPI), else a generated\n"
+    "job-<date>-<time>-<random>. On several nodes, run the same command on each with the same\n"
+    "--collector (and --job, unless the launcher's id is shared, like torchrun's --rdzv_id).\n"
+    "\n"
+    "Signals sent to memtrace (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2) are passed on to\n"
+    "COMMAND; a terminal's Ctrl-C reaches it directly.";
+
+struct RunOptions {
+  std::string collector;
+  std::string job;
+  std::string data_dir;
+  std::string agent_lib;
+  std::string nvtx_lib;
+  bool no_agent = false;
+  bool dry_run = false;
+  absl::Duration timeout = absl::Seconds(3);
+  absl::Duration health_interval = absl::Seconds(5);
+};
+
+// A FlagSet that remembers which flags take a value (for SplitRunArguments).
+struct RunFlags {
+  cli::FlagSet flags;
+  std::set<std::string> with_values;
+
+  void String(const std::string& name, const std::string& value_name, const std::string& help,
+              std::string* target) {
+    flags.AddString(name, value_name, help, target);
+    with_values.insert(name);
+  }
+  void Duration(const std::string& name, const std::string& help, absl::Duration* target) {
+    flags.AddDuration(name, "DURATION", help, target);
+    with_values.insert(name);
+  }
+};
+
+void Register(RunFlags& f, RunOptions* o) {
+  f.String("collector", "ADDR",
+           "collector host:port (default $MEMTRACE_COLLECTOR; neither: start a local one)",
+           &o->collector);
+  f.String("job", "NAME", "job id for every process of the run (see above)", &o->job);
+  f.String("data", "DIR", "the local collector's RocksDB directory (default ~/.memtrace/data)",
+           &o->data_dir);
+  f.String("agent_lib", "PATH",
+           "the agent library (default $MEMTRACE_AGENT_LIB, else found next to memtrace)",
+           &o->agent_lib);
+  f.String("nvtx_lib", "PATH",
+           "NVTX_INJECTION64_PATH (default $MEMTRACE_NVTX_LIB, else the agent library)",
+           &o->nvtx_lib);
+  f.flags.AddBool("no_agent",
+                  "run without the agent: nothing is recorded (the collector and env are set up)",
+                  &o->no_agent);
+  f.flags.AddBool("dry_run", "print the environment and command; start nothing", &o->dry_run);
+  f.Duration("timeout", "how long the collector check before the job may take (default 3s)",
+             &o->timeout);
+  f.Duration("health_interval",
+             "how often the collector is checked while the job runs (default 5s)",
+             &o->health_interval);
+}
+
+std::string TempDir() {
+  const char* base = getenv("TMPDIR");
+  std::string pattern =
+      absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/memtrace-run-XXXXXX");
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (mkdtemp(buffer.data()) == nullptr) return "";
+  return buffer.data();
+}
+
+void RemoveTree(const std::string& dir) {
+  if (dir.empty()) return;
+  // Only our own work dir: a port file and a collector log.
+  for (const char* name : {"/collector.port", "/collector.log"}) {
+    unlink(absl::StrCat(dir, name).c_str());
+  }
+  rmdir(dir.c_str());
+}
+
+std::string DefaultDataDir(const EnvLookup& env) {
+  if (std::optional<std::string> home = EnvNonEmpty(env, "HOME")) {
+    return absl::StrCat(*home, "/.memtrace/data");
+  }
+  return "";
+}
+
+// (ranks, events) per job, to tell afterwards what this run recorded.
+using JobCounts = std::map<std::string, std::pair<uint32_t, uint64_t>>;
+
+std::optional<JobCounts> CountJobs(const std::string& address) {
+  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(address, absl::Seconds(3));
+  if (!client.ok()) return std::nullopt;
+  absl::StatusOr<v1::ListJobsResponse> jobs = client->ListJobs();
+  if (!jobs.ok()) return std::nullopt;
+  JobCounts out;
+  for (const v1::JobSummary& job : jobs->jobs()) {
+    out[job.job_id()] = {job.ranks(), job.events()};
+  }
+  return out;
+}
+
+// Health of a remote collector while the job runs.
+struct CollectorWatch {
+  std::string address;
+  bool reachable_at_start = true;
+  bool down = false;
+  int outages = 0;
+  absl::Time down_since;
+  absl::Duration down_total;
+  std::string last_error;
+};
+
+class Runner {
+ public:
+  Runner(RunOptions options, std::vector<std::string> command, CommandIo& io)
+      : o_(std::move(options)), command_(std::move(command)), io_(io), env_(ProcessEnvironment()) {}
+
+  int Run();
+
+ private:
+  void Say(const std::string& line) { io_.err << "memtrace: " << line << "\n" << std::flush; }
+  void Warn(const std::string& line) {
+    io_.err << "memtrace: WARNING: " << line << "\n" << std::flush;
+  }
+  int Fail(const absl::Status& status) {
+    io_.err << "memtrace run: " << status.message() << "\n" << std::flush;
+    return cli::kExitError;
+  }
+  absl::Status StartLocalCollector(const sigset_t& child_mask);
+  void Tick();
+  void ReportCollectorAtEnd();
+  void ReportRecorded(const std::optional<JobCounts>& before);
+
+  RunOptions o_;
+  std::vector<std::string> command_;
+  CommandIo& io_;
+  EnvLookup env_;
+  std::string work_dir_;
+  std::unique_ptr<LocalCollector> local_;
+  std::string data_dir_;
+  std::optional<int> local_died_status_;
+  absl::Time local_died_at_;
+  CollectorWatch watch_;
+  absl::Time job_started_;
+};
+
+absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
+  absl::StatusOr<std::string> binary = FindCollectorBinary(env_, CurrentExecutablePath());
+  if (!binary.ok()) {
+    return absl::NotFoundError(absl::StrCat(
+        binary.status().message(),
+        "; set MEMTRACE_COLLECTOR_BIN, or pass --collector ADDR to use a running collector"));
+  }
+  work_dir_ = TempDir();
+  if (work_dir_.empty()) {
+    return absl::FailedPreconditionError("cannot create a temporary directory (TMPDIR)");
+  }
+  LocalCollectorOptions options;
+  options.binary = *binary;
+  options.work_dir = work_dir_;
+  options.signal_mask = child_mask;
+  const bool explicit_dir = !o_.data_dir.empty();
+  options.data_dir = explicit_dir ? o_.data_dir : DefaultDataDir(env_);
+  if (options.data_dir.empty()) options.data_dir = absl::StrCat(work_dir_, "/data");
+  absl::StatusOr<std::unique_ptr<LocalCollector>> started = LocalCollector::Start(options);
+  if (!started.ok() && !explicit_dir) {
+    // Typically another run's collector holds the default directory's lock: record into a
+    // fresh directory rather than not at all.
+    const std::string fallback = TempDir();
+    Warn(absl::StrCat("the local collector could not use ", options.data_dir, " (",
+                      started.status().message(), "); using ", fallback, " instead"));
+    options.data_dir = fallback;
+    started = LocalCollector::Start(options);
+  }
+  if (!started.ok()) return started.status();
+  local_ = *std::move(started);
+  data_dir_ = options.data_dir;
+  o_.collector = local_->address();
+  Say(absl::StrCat("local collector at ", local_->address(), ", data ", data_dir_));
+  return absl::OkStatus();
+}
+
+void Runner::Tick() {
+  if (local_ != nullptr) {
+    if (!local_died_status_.has_value()) {
+      if (std::optional<int> status = local_->Poll()) {
+        local_died_status_ = status;
+        local_died_at_ = absl::Now();
+        Warn(absl::StrCat("the local collector (pid ", local_->pid(), ") ",
+                          DescribeWaitStatus(*status),
+                          " during the job; the job keeps running, but what its agents send "
+                          "from now on is not stored"));
+      }
+    }
+    return;
+  }
+  absl::Status health = CheckCollector(watch_.address, absl::Seconds(1));
+  const absl::Time now = absl::Now();
+  if (!health.ok() && !watch_.down) {
+    watch_.down = true;
+    watch_.down_since = now;
+    ++watch_.outages;
+    watch_.last_error = std::string(health.message());
+    Warn(absl::StrCat(health.message(), " (the job keeps running; agents retry)"));
+  } else if (health.ok() && watch_.down) {
+    watch_.down = false;
+    watch_.down_total += now - watch_.down_since;
+    Say(absl::StrCat("collector at ", watch_.address, " is reachable again"));
+  }
+}
+
+void Runner::ReportCollectorAtEnd() {
+  if (local_ != nullptr) {
+    if (!local_died_status_.has_value()) local_died_status_ = local_->Poll();
+    if (local_died_status_.has_value()) {
+      Warn(absl::StrCat("the local collector ", DescribeWaitStatus(*local_died_status_),
+                        " before the job ended; events recorded after that were lost. Its log (",
+                        local_->log_path(), ") ends: ", local_->LogTail(400)));
+    }
+    return;
+  }
+  if (watch_.down) watch_.down_total += absl::Now() - watch_.down_since;
+  if (watch_.outages > 0 || !watch_.reachable_at_start) {
+    std::string when;
+    if (!watch_.reachable_at_start) when = "when the job started";
+    if (watch_.outages > 0) {
+      absl::StrAppend(&when, when.empty() ? "" : " and ", watch_.outages,
+                      " time(s) while it ran");
+    }
+    Warn(absl::StrCat(
+        "the collector at ", watch_.address, " was unreachable ", when, " (",
+        absl::FormatDuration(absl::Trunc(watch_.down_total, absl::Seconds(1))), " in all",
+        watch_.down ? ", still unreachable at the end" : "", "; last error: ", watch_.last_error,
+        "); events the agents could not deliver are missing"));
+  }
+}
+
+void Runner::ReportRecorded(const std::optional<JobCounts>& before) {
+  std::optional<JobCounts> after = CountJobs(o_.collector);
+  if (!after.has_value()) return;
+  int reported = 0;
+  for (const auto& [job, counts] : *after) {
+    uint64_t previous = 0;
+    if (before.has_value()) {
+      auto it = before->find(job);
+      if (it != before->end()) previous = it->second.second;
+    }
+    if (counts.second == previous) continue;
+    ++reported;
+    Say(absl::StrCat("job ", job, ": ", counts.first, " rank(s), ", counts.second - previous,
+                     " events recorded"));
+  }
+  if (reported == 0) {
+    Say("no events were recorded for this run (the agent attaches at a process's first CUDA "
+        "call; did the job use the GPU?)");
+  }
+}
+
+int Runner::Run() {
+  // Before anything else: a missing command is the user's typo, report it like a shell does.
+  std::string path = EnvNonEmpty(env_, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  if (absl::StatusOr<std::string> program = ResolveCommand(command_[0], path); !program.ok()) {
+    io_.err << "memtrace run: " << program.status().message() << "\n" << std::flush;
+    return ExitCodeForStartFailure(program.status());
+  }
+
+  // Blocked before any gRPC thread exists, so that every thread inherits the mask.
+  ScopedSignalBlock signals;
+
+  AgentEnvironment agent;
+  if (!o_.no_agent) {
+    absl::StatusOr<std::string> lib = FindAgentLibrary(o_.agent_lib, env_, CurrentExecutablePath());
+    if (!lib.ok()) {
+      return Fail(absl::NotFoundError(absl::StrCat(
+          lib.status().message(),
+          ". Without it nothing is recorded: set MEMTRACE_AGENT_LIB or --agent_lib, or pass "
+          "--no_agent to run the job untraced")));
+    }
+    agent.agent_library = *lib;
+    absl::StatusOr<std::string> nvtx = NvtxLibrary(o_.nvtx_lib, env_, *lib);
+    if (!nvtx.ok()) return Fail(nvtx.status());
+    agent.nvtx_library = *nvtx;
+  }
+  absl::BitGen random;
+  agent.job = ChooseJobId(o_.job, env_, absl::Now(), absl::Uniform<uint32_t>(random));
+
+  if (o_.collector.empty()) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
+  if (o_.dry_run) {
+    agent.collector = o_.collector.empty() ? "<local collector started by memtrace run>"
+                                           : o_.collector;
+    for (const auto& [name, value] : ToVariables(agent)) io_.out << name << "=" << value << "\n";
+    io_.out << absl::StrJoin(command_, " ") << "\n";
+    return cli::kExitOk;
+  }
+
+  std::optional<JobCounts> before;
+  if (o_.collector.empty()) {
+    if (absl::Status s = StartLocalCollector(signals.original_mask()); !s.ok()) {
+      RemoveTree(work_dir_);
+      return Fail(absl::Status(s.code(),
+                               absl::StrCat("cannot start a local collector: ", s.message())));
+    }
+  } else {
+    watch_.address = o_.collector;
+    absl::Status health = CheckCollector(o_.collector, o_.timeout);
+    if (!health.ok()) {
+      watch_.reachable_at_start = false;
+      watch_.down = true;
+      watch_.down_since = absl::Now();
+      watch_.last_error = std::string(health.message());
+      Warn(absl::StrCat(health.message(),
+                        ". Running the job anyway: its agents keep retrying and resend once the "
+                        "collector is up, but may drop events if it stays away"));
+    }
+  }
+  agent.collector = o_.collector;
+  if (!agent.job.explicit_id.empty()) {
+    Say(absl::StrCat("job ", agent.job.explicit_id, " (from ", agent.job.source, ")"));
+  } else if (!AgentReadsVariable(kDefaultJobIdVar)) {
+    Say(absl::StrCat("job ", agent.job.fallback_id, " (generated; pass --job to name it)"));
+  } else {
+    Say(absl::StrCat("job id: the launcher's (TORCHELASTIC_RUN_ID, RAY_JOB_ID, SLURM_JOB_ID, ...)"
+                     " where workers have one, else ",
+                     agent.job.fallback_id));
+  }
+  if (agent.agent_library.empty()) Warn("--no_agent: the job runs untraced");
+  if (!watch_.down) before = CountJobs(o_.collector);
+
+  SpawnOptions spawn;
+  spawn.argv = command_;
+  spawn.env = ToVariables(agent);
+  spawn.signal_mask = signals.original_mask();
+  io_.err.flush();
+  job_started_ = absl::Now();
+  absl::StatusOr<pid_t> job = Spawn(spawn);
+  if (!job.ok()) {
+    io_.err << "memtrace run: " << job.status().message() << "\n" << std::flush;
+    if (local_ != nullptr) local_->Stop(absl::Seconds(5));
+    RemoveTree(work_dir_);
+    return ExitCodeForStartFailure(job.status());
+  }
+
+  SuperviseOptions supervise;
+  supervise.tick = local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1))
+                                     : o_.health_interval;
+  supervise.on_tick = [this] { Tick(); };
+  supervise.on_forward = [this](int sig, pid_t from) {
+    Say(absl::StrCat("passed signal ", sig, " (", strsignal(sig), ") from pid ", from,
+                     " on to the job"));
+  };
+  const int status = SuperviseJob(*job, signals, supervise);
+  const int code = ExitCodeOf(status);
+
+  if (local_ == nullptr) Tick();  // one last look, so an outage at the very end is seen
+  ReportCollectorAtEnd();
+  const bool collector_up = local_ != nullptr ? !local_died_status_.has_value() : !watch_.down;
+  if (collector_up && before.has_value()) ReportRecorded(before);
+  if (local_ != nullptr) {
+    if (!local_died_status_.has_value()) {
+      int stopped = local_->Stop(absl::Seconds(10));
+      if (!(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) &&
+          !(WIFSIGNALED(stopped) && WTERMSIG(stopped) == SIGTERM)) {
+        Warn(absl::StrCat("the local collector did not stop cleanly: ",
+                          DescribeWaitStatus(stopped), "; its log ends: ", local_->LogTail(400)));
+      } else {
+        Say(absl::StrCat("local collector stopped; data kept in ", data_dir_,
+                         " (query it with: memtrace-collector --data ", data_dir_,
+                         " and memtrace jobs)"));
+      }
+    }
+    local_.reset();
+  }
+  RemoveTree(work_dir_);
+  if (WIFSIGNALED(status)) {
+    Say(absl::StrCat("the job was ", DescribeWaitStatus(status), "; exit code ", code));
+  }
+  return code;
+}
+
+}  // namespace
+
+cli::Command RunCommand() {
+  cli::Command command;
+  command.name = kName;
+  command.summary = "run a job (torchrun, mpirun, srun, python ...) with the agent injected";
+  command.usage = kUsage;
+  command.run = [](const std::vector<std::string>& args, CommandIo& io) {
+    cli::Command self;  // for ParseCommandLine's help text
+    self.name = kName;
+    self.usage = kUsage;
+    RunOptions options;
+    RunFlags flags;
+    Register(flags, &options);
+    SplitArguments split = SplitRunArguments(args, flags.with_values);
+    if (std::optional<int> done = cli::ParseCommandLine(self, flags.flags, split.flags, io)) {
+      return *done;
+    }
+    if (split.command.empty()) {
+      return cli::ReportError(
+          io, absl::InvalidArgumentError("no command to run (memtrace run [flags] -- COMMAND ...)"),
+          kName);
+    }
+    if (options.health_interval <= absl::ZeroDuration() || options.timeout <= absl::ZeroDuration()) {
+      return cli::ReportError(
+          io, absl::InvalidArgumentError("--timeout and --health_interval must be positive"),
+          kName);
+    }
+    Runner runner(std::move(options), std::move(split.command), io);
+    return runner.Run();
+  };
+  return command;
+}
+
+}  // namespace memtrace::launch

@@ -1,0 +1,73 @@
+#include "tools/launch/supervisor.h"
+
+#include <errno.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
+
+namespace memtrace::launch {
+namespace {
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+// Sent by a process (kill, sigqueue, tgkill), as opposed to the kernel on behalf of a
+// terminal.
+bool SentByProcess(const siginfo_t& info) {
+  return info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
+}
+
+timespec WaitTimespec(absl::Duration d) {
+  d = std::max(d, absl::Milliseconds(1));
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(absl::ToInt64Seconds(d));
+  ts.tv_nsec = static_cast<long>(absl::ToInt64Nanoseconds(d - absl::Seconds(ts.tv_sec)));
+  return ts;
+}
+
+}  // namespace
+
+ScopedSignalBlock::ScopedSignalBlock() {
+  sigemptyset(&blocked_);
+  for (int sig : kForwarded) sigaddset(&blocked_, sig);
+  sigaddset(&blocked_, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &blocked_, &original_);
+}
+
+ScopedSignalBlock::~ScopedSignalBlock() {
+  const timespec zero = {0, 0};
+  while (sigtimedwait(&blocked_, nullptr, &zero) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &original_, nullptr);
+}
+
+int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOptions& options) {
+  absl::Time next_tick = absl::Now() + options.tick;
+  while (true) {
+    int status = 0;
+    pid_t r = waitpid(job, &status, WNOHANG);
+    if (r == job) return status;
+    if (r < 0 && errno != EINTR) return 0;  // not our child any more: nothing to wait for
+
+    absl::Time now = absl::Now();
+    if (now >= next_tick) {
+      if (options.on_tick) options.on_tick();
+      next_tick = absl::Now() + options.tick;
+      continue;
+    }
+    // Wake at least every 200 ms: SIGCHLD of another child (a local collector) is taken here
+    // too, and a job's exit must not wait for the next tick.
+    timespec wait = WaitTimespec(std::min(next_tick - now, absl::Milliseconds(200)));
+    siginfo_t info;
+    int sig = sigtimedwait(&signals.blocked(), &info, &wait);
+    if (sig <= 0 || sig == SIGCHLD) continue;
+    if (SentByProcess(info)) {
+      kill(job, sig);
+      if (options.on_forward) options.on_forward(sig, info.si_pid);
+    }
+  }
+}
+
+}  // namespace memtrace::launch

@@ -1,0 +1,55 @@
+// Waiting for a job while passing signals on to it, without signal handlers or globals: the
+// signals are blocked in every thread (block them before any thread starts, gRPC's included)
+// and taken synchronously with sigtimedwait.
+//
+// Forwarding: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to memtrace by another
+// process (kill, Slurm, Kubernetes, a scheduler) are sent on to the job. The same signals from
+// the terminal (Ctrl-C, Ctrl-\) are not: the kernel already delivered them to the whole
+// foreground process group, the job included, and a second copy would make launchers such as
+// torchrun abort their own orderly shutdown.
+#ifndef MEMTRACE_TOOLS_LAUNCH_SUPERVISOR_H_
+#define MEMTRACE_TOOLS_LAUNCH_SUPERVISOR_H_
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <functional>
+
+#include "absl/time/time.h"
+
+namespace memtrace::launch {
+
+// Blocks the forwarded signals and SIGCHLD in the calling thread for its lifetime (threads
+// created meanwhile inherit the mask). On destruction, signals still pending are discarded and
+// the old mask is restored. Not thread-safe; one per process at a time.
+class ScopedSignalBlock {
+ public:
+  ScopedSignalBlock();
+  ~ScopedSignalBlock();
+  ScopedSignalBlock(const ScopedSignalBlock&) = delete;
+  ScopedSignalBlock& operator=(const ScopedSignalBlock&) = delete;
+
+  // The mask from before: what child processes should start with.
+  const sigset_t& original_mask() const { return original_; }
+  const sigset_t& blocked() const { return blocked_; }
+
+ private:
+  sigset_t blocked_;
+  sigset_t original_;
+};
+
+struct SuperviseOptions {
+  // Called about every `tick` while the job runs (health checks, a local collector's state).
+  std::function<void()> on_tick;
+  absl::Duration tick = absl::Seconds(5);
+  // Called for each signal passed on to the job: (signal number, sender pid).
+  std::function<void(int, pid_t)> on_forward;
+};
+
+// Waits until `job` ends and returns its waitpid status; forwards signals (see above) while
+// waiting. Requires a live ScopedSignalBlock `signals` in the calling thread.
+int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOptions& options);
+
+}  // namespace memtrace::launch
+
+#endif  // MEMTRACE_TOOLS_LAUNCH_SUPERVISOR_H_

@@ -1,0 +1,152 @@
+#include "tools/launch/worker_env.h"
+
+#include <cstdio>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agent/identity/env_vars.h"
+
+namespace memtrace::launch {
+namespace {
+
+constexpr char kJobIdVar[] = "MEMTRACE_JOB_ID";
+constexpr char kCollectorVar[] = "MEMTRACE_COLLECTOR";
+
+bool IsVariableName(const std::string& name) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string GenerateJobId(absl::Time now, uint32_t random) {
+  return absl::StrCat("job-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::LocalTimeZone()),
+                      "-", absl::StrFormat("%06x", random & 0xffffff));
+}
+
+JobIdChoice ChooseJobId(const std::string& flag_job, const EnvLookup& env, absl::Time now,
+                        uint32_t random) {
+  JobIdChoice choice;
+  if (!flag_job.empty()) {
+    choice.explicit_id = flag_job;
+    choice.source = "--job";
+  } else if (std::optional<std::string> id = EnvNonEmpty(env, kJobIdVar)) {
+    choice.explicit_id = *id;
+    choice.source = kJobIdVar;
+  } else if (std::optional<std::string> run = EnvNonEmpty(env, "TORCHELASTIC_RUN_ID");
+             run.has_value() && *run != "none") {
+    choice.explicit_id = *run;
+    choice.source = "TORCHELASTIC_RUN_ID";
+  } else {
+    choice.fallback_id = GenerateJobId(now, random);
+    choice.source = "generated";
+  }
+  return choice;
+}
+
+bool AgentReadsVariable(const std::string& name) {
+  for (const EnvVarDoc& doc : AgentEnvironmentVariables()) {
+    if (doc.name == name) return true;
+  }
+  return false;
+}
+
+EnvVars ToVariables(const AgentEnvironment& environment) {
+  EnvVars vars;
+  if (!environment.agent_library.empty()) {
+    vars.emplace_back(kCudaInjectionVar, environment.agent_library);
+  }
+  if (!environment.nvtx_library.empty()) {
+    vars.emplace_back(kNvtxInjectionVar, environment.nvtx_library);
+  }
+  if (!environment.collector.empty()) vars.emplace_back(kCollectorVar, environment.collector);
+  if (!environment.job.explicit_id.empty()) {
+    vars.emplace_back(kJobIdVar, environment.job.explicit_id);
+  } else if (!environment.job.fallback_id.empty()) {
+    // An agent that does not know the fallback variable would find no job id at all in a
+    // worker without a launcher id; MEMTRACE_JOB_ID then carries it (and overrides launchers).
+    vars.emplace_back(AgentReadsVariable(kDefaultJobIdVar) ? kDefaultJobIdVar : kJobIdVar,
+                      environment.job.fallback_id);
+  }
+  for (const auto& [name, value] : environment.settings) {
+    bool duplicate = false;
+    for (const auto& existing : vars) duplicate = duplicate || existing.first == name;
+    if (!duplicate) vars.emplace_back(name, value);
+  }
+  return vars;
+}
+
+EnvVars ForwardedAgentSettings(const EnvLookup& env) {
+  EnvVars vars;
+  for (const EnvVarDoc& doc : AgentEnvironmentVariables()) {
+    if (doc.set_by != "memtrace") continue;
+    const std::string name(doc.name);
+    if (name == kCollectorVar || name == kJobIdVar || name == kDefaultJobIdVar) continue;
+    if (std::optional<std::string> value = EnvNonEmpty(env, name)) {
+      vars.emplace_back(name, *value);
+    }
+  }
+  return vars;
+}
+
+absl::StatusOr<std::pair<std::string, std::string>> ParseAssignment(const std::string& text) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not NAME=VALUE"));
+  }
+  std::string name = text.substr(0, eq);
+  if (!IsVariableName(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' in '", text, "' is not a variable name"));
+  }
+  return std::make_pair(name, text.substr(eq + 1));
+}
+
+std::string JsonQuote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += "\"";
+  return out;
+}
+
+std::string RuntimeEnvJson(const EnvVars& vars) {
+  std::string out = "{\"env_vars\": {";
+  for (size_t i = 0; i < vars.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ", ", JsonQuote(vars[i].first), ": ",
+                    JsonQuote(vars[i].second));
+  }
+  out += "}}";
+  return out;
+}
+
+}  // namespace memtrace::launch
