@@ -5,12 +5,13 @@
 #
 #   tools/gpu/bundle.sh [DEST]      (default: dist/gpu, git-ignored through /dist/ in .gitignore)
 #
-# Left out: the C library and dynamic loader (glibc is newer on the target and must be the
-# system's), and libcuda (the driver's own). Kept: libstdc++/libgcc_s (the collector and CLI run
-# as standalone programs; inside a training process the already loaded copy wins by SONAME) and
-# libcupti.so.13 (a plain CUDA program has none; in a PyTorch process the wheel's loaded
-# libcupti.so.13 wins by SONAME, see ../shared/notes/cupti.md section 6).
-# Prints the total size; fails above 60 MiB.
+# Left out: glibc and the loader, libstdc++ and libgcc_s (Debian 12's copies need GLIBC_2.36,
+# newer than e.g. Ubuntu 22.04's 2.35, while everything else needs at most GLIBC_2.34 and
+# GLIBCXX_3.4.30, which any GCC >= 12 libstdc++ has; inside a training process the loaded copy
+# wins by SONAME anyway), and libcuda (the driver's own). Kept: libcupti.so.13 (a plain CUDA
+# program has none; in a PyTorch process the wheel's already loaded libcupti.so.13 wins by
+# SONAME, see ../shared/notes/cupti.md section 6).
+# Prints the total size and the glibc / libstdc++ versions the bundle needs; fails above 60 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DEST=${1:-dist/gpu}
@@ -42,7 +43,7 @@ for t in "${targets[@]}"; do
 done
 
 # Everything ldd resolves, except the C library, the loader and the driver.
-skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libutil\.so|libresolv\.so|libcuda\.so)'
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libpthread\.so|libdl\.so|librt\.so|libutil\.so|libresolv\.so|libcuda\.so|libstdc\+\+\.so|libgcc_s\.so)'
 declare -A seen=()
 for f in "${files[@]}"; do
   while read -r name _ path _; do
@@ -83,6 +84,9 @@ for f in "$DEST"/*; do
   done
 done
 
+glibc=$(for f in "$DEST"/*; do objdump -T "$f" 2>/dev/null | grep -o 'GLIBC_[0-9.]*'; done | sort -Vu | tail -1)
+glibcxx=$(for f in "$DEST"/*; do objdump -T "$f" 2>/dev/null | grep -o 'GLIBCXX_[0-9.]*'; done | sort -Vu | tail -1)
+echo "bundle: needs the target's $glibc and $glibcxx (libstdc++ of GCC >= 12)"
 total=$(du -cb "$DEST"/* | tail -1 | cut -f1)
 count=$(ls "$DEST" | wc -l)
 printf 'bundle: %s: %d files, %d bytes (%.1f MiB)\n' "$DEST" "$count" "$total" "$(echo "$total / 1048576" | bc -l)"

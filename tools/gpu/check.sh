@@ -55,7 +55,12 @@ for f in "$AGENT" "$COLLECTOR_BIN" "$CLI"; do
 done
 say "bundle $BUNDLE, out $OUTDIR, steps $STEPS, leak ${LEAK_MB} MiB/step, scenarios $SCENARIOS, rehearse $REHEARSE"
 RESULTS=()  # "name status detail"
-note() { RESULTS+=("$1|$2|$3"); say "RESULT $1: $2 ${3:-}"; }
+note() {
+  local detail
+  detail=$(printf '%s' "${3:-}" | tr '\n|' '  ' | tr -s ' ')
+  RESULTS+=("$1|$2|$detail")
+  say "RESULT $1: $2 $detail"
+}
 
 # ---- 0. Environment ----
 {
@@ -168,7 +173,9 @@ run_scenario() {
   local job=gpu-$name-$$ leak_arg=() launcher=("$PY")
   [ "$leak_rank" -ge 0 ] && leak_arg=(--leak-rank "$leak_rank")
   if [ "$nproc" -gt 1 ]; then
-    launcher=(torchrun --standalone --nproc_per_node "$nproc" --redirects 3 --log_dir "$OUTDIR/$name.torchrun")
+    # --redirects 2 --tee 2: the workers' stderr (agent lines) lands in our files and in the log dir
+    # (Debian's torchrun also fails without non-zero stream settings, see launchers.md).
+    launcher=(torchrun --standalone --nproc_per_node "$nproc" --redirects 2 --tee 2 --log_dir "$OUTDIR/$name.torchrun")
   fi
   say "$name: PYTORCH_CUDA_ALLOC_CONF='$conf', $nproc process(es), leak on rank ${leak_rank/-1/all}"
   local start=$SECONDS
@@ -180,10 +187,6 @@ run_scenario() {
     "$ROOT/tools/gpu/leak_train.py" --steps "$STEPS" --leak-mb "$LEAK_MB" "${leak_arg[@]}" \
     --out "$OUTDIR/$name.agent.rank{rank}.jsonl" >"$OUTDIR/$name.agent.stdout" 2>"$OUTDIR/$name.agent.stderr"
   local rc_agent=$?
-  # torchrun keeps each worker's stderr in its log dir: gather the agent lines from there too.
-  if [ -d "$OUTDIR/$name.torchrun" ]; then
-    find "$OUTDIR/$name.torchrun" -name 'stderr.log' -exec cat {} + >>"$OUTDIR/$name.agent.stderr" 2>/dev/null
-  fi
   "$CLI" timeline --job "$job" --format json >"$OUTDIR/$name.timeline.json" 2>"$OUTDIR/$name.timeline.err"
   for cmd in diverged growth; do
     if cli_has "$cmd"; then "$CLI" "$cmd" --job "$job" >"$OUTDIR/$name.$cmd.txt" 2>&1; fi
