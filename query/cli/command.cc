@@ -22,8 +22,7 @@ void AddCommonFlags(const CommandIo& io, FlagSet& flags, CommonOptions* options)
               return absl::OkStatus();
             });
   flags.AddDuration("timeout", "DURATION",
-                    "deadline of each request to the collector (default 10s)",
-                    &options->timeout);
+                    "deadline of each request to the collector (default 10s)", &options->timeout);
 }
 
 std::optional<int> ParseCommandLine(const Command& command, const FlagSet& flags,
@@ -35,11 +34,11 @@ std::optional<int> ParseCommandLine(const Command& command, const FlagSet& flags
     return kExitOk;
   }
   if (!parsed->positional.empty()) {
-    return ReportError(io,
-                       absl::InvalidArgumentError(absl::StrCat(
-                           "unexpected argument '", parsed->positional.front(),
-                           "' (run 'memtrace help ", command.name, "')")),
-                       command.name);
+    return ReportError(
+        io,
+        absl::InvalidArgumentError(absl::StrCat("unexpected argument '", parsed->positional.front(),
+                                                "' (run 'memtrace help ", command.name, "')")),
+        command.name);
   }
   return std::nullopt;
 }

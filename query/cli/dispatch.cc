@@ -41,7 +41,7 @@ std::string TopLevelHelp(absl::Span<const Command> commands, const CommandIo& io
   size_t width = 4;  // "help"
   for (const Command& command : commands) width = std::max(width, command.name.size());
   std::string out =
-      "memtrace: query a memtrace collector (cluster-wide GPU memory traces of training jobs)\n"
+      "memtrace: cluster-wide GPU memory tracing of training jobs (queries go to a collector)\n"
       "\n"
       "Usage: memtrace [common flags] COMMAND [flags]\n"
       "\n"
@@ -76,8 +76,9 @@ int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& a
       leading.push_back(arg);
       if (i + 1 < args.size()) leading.push_back(args[++i]);
     } else if (absl::StartsWith(arg, "-")) {
-      return ReportError(io, absl::InvalidArgumentError(absl::StrCat(
-                                 "unknown flag ", arg, " before the command (run 'memtrace --help')")));
+      return ReportError(io,
+                         absl::InvalidArgumentError(absl::StrCat(
+                             "unknown flag ", arg, " before the command (run 'memtrace --help')")));
     } else {
       break;
     }

@@ -14,8 +14,7 @@ namespace memtrace::cli {
 // Runs `args` (argv without the program name) against `commands`; returns the exit code.
 // Common flags given before the command name ("memtrace --collector H:P jobs") are passed on
 // to the command. Unknown commands and a missing command are usage errors (kExitUsage).
-int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& args,
-           CommandIo& io);
+int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& args, CommandIo& io);
 
 // The text of `memtrace --help`: commands with their summaries, then the common flags.
 std::string TopLevelHelp(absl::Span<const Command> commands, const CommandIo& io);

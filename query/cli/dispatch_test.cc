@@ -97,7 +97,8 @@ TEST_F(DispatchTest, MissingCommandAndUnknownLeadingFlagAreUsageErrors) {
   EXPECT_EQ(err_.str(), "memtrace: no command given (run 'memtrace --help')\n");
   EXPECT_EQ(Run({"--collector", "a:1"}), kExitUsage);
   EXPECT_EQ(Run({"--verbose", "jobs"}), kExitUsage);
-  EXPECT_EQ(err_.str(), "memtrace: unknown flag --verbose before the command (run 'memtrace --help')\n");
+  EXPECT_EQ(err_.str(),
+            "memtrace: unknown flag --verbose before the command (run 'memtrace --help')\n");
 }
 
 TEST_F(DispatchTest, BadFlagOfACommandIsReportedByTheCommandOnOneLine) {

@@ -21,8 +21,7 @@ void FlagSet::AddString(std::string name, std::string value_name, std::string he
   });
 }
 
-void FlagSet::AddInt(std::string name, std::string value_name, std::string help,
-                     int64_t* target) {
+void FlagSet::AddInt(std::string name, std::string value_name, std::string help, int64_t* target) {
   Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
     if (!absl::SimpleAtoi(v, target)) {
       return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not an integer"));
@@ -36,7 +35,8 @@ void FlagSet::AddOptionalUint32(std::string name, std::string value_name, std::s
   Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
     uint32_t value = 0;
     // SimpleAtoi accepts a leading '+' and surrounding spaces; a rank is plain digits.
-    if (v.empty() || !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+    if (v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
         !absl::SimpleAtoi(v, &value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
@@ -70,9 +70,9 @@ absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
   double number = 0;
   if (!absl::SimpleAtod(text.substr(0, unit_at), &number) || number < 0) return bad();
   absl::string_view unit = text.substr(unit_at);
-  static constexpr std::pair<const char*, int> kUnits[] = {
-      {"B", 0},   {"K", 10},  {"KiB", 10}, {"M", 20},  {"MiB", 20},
-      {"G", 30},  {"GiB", 30}, {"T", 40},  {"TiB", 40}};
+  static constexpr std::pair<const char*, int> kUnits[] = {{"B", 0},    {"K", 10},   {"KiB", 10},
+                                                           {"M", 20},   {"MiB", 20}, {"G", 30},
+                                                           {"GiB", 30}, {"T", 40},   {"TiB", 40}};
   for (const auto& [name, shift] : kUnits) {
     if (unit == name) {
       const double bytes = number * static_cast<double>(1ull << shift);
@@ -170,14 +170,14 @@ std::string FlagSet::Describe() const {
   std::vector<std::string> lefts;
   size_t width = 0;
   for (const Flag& flag : flags_) {
-    lefts.push_back(absl::StrCat("  --", flag.name, flag.value_name.empty() ? "" : " ",
-                                 flag.value_name));
+    lefts.push_back(
+        absl::StrCat("  --", flag.name, flag.value_name.empty() ? "" : " ", flag.value_name));
     width = std::max(width, lefts.back().size());
   }
   std::string out;
   for (size_t i = 0; i < flags_.size(); ++i) {
-    absl::StrAppend(&out, lefts[i], std::string(width - lefts[i].size() + 3, ' '),
-                    flags_[i].help, "\n");
+    absl::StrAppend(&out, lefts[i], std::string(width - lefts[i].size() + 3, ' '), flags_[i].help,
+                    "\n");
   }
   return out;
 }

@@ -70,7 +70,8 @@ TEST(FlagSetTest, NamesTheFlagAndValueOfEachError) {
   for (const Case& c : std::vector<Case>{
            {{"--rank", "abc"}, "--rank: 'abc' is not a non-negative integer below 2^32"},
            {{"--rank", "-1"}, "--rank: '-1' is not a non-negative integer below 2^32"},
-           {{"--rank", "4294967296"}, "--rank: '4294967296' is not a non-negative integer below 2^32"},
+           {{"--rank", "4294967296"},
+            "--rank: '4294967296' is not a non-negative integer below 2^32"},
            {{"--count", "1.5"}, "--count: '1.5' is not an integer"},
            {{"--wide=maybe"}, "--wide: 'maybe' is not true or false"},
            {{"--timeout", "soon"}, "--timeout: 'soon' is not a duration (e.g. 10s, 500ms, 2m)"},

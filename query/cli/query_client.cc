@@ -16,17 +16,16 @@ absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view addres
     case grpc::StatusCode::UNAVAILABLE:
       return absl::Status(code, absl::StrCat("cannot reach collector at ", address, ": ", message));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return absl::Status(code,
-                          absl::StrCat("cannot reach collector at ", address, ": no answer to ",
-                                       rpc, " within ", absl::FormatDuration(timeout),
-                                       " (raise --timeout?)"));
+      return absl::Status(
+          code, absl::StrCat("cannot reach collector at ", address, ": no answer to ", rpc,
+                             " within ", absl::FormatDuration(timeout), " (raise --timeout?)"));
     case grpc::StatusCode::UNIMPLEMENTED:
-      return absl::Status(code, absl::StrCat("the server at ", address, " does not implement ",
-                                             "memtrace.v1.Query/", rpc,
-                                             " (is it a memtrace collector?)"));
+      return absl::Status(
+          code, absl::StrCat("the server at ", address, " does not implement ",
+                             "memtrace.v1.Query/", rpc, " (is it a memtrace collector?)"));
     default:
-      return absl::Status(code, message.empty() ? absl::StrCat(rpc, " failed at ", address)
-                                                : message);
+      return absl::Status(code,
+                          message.empty() ? absl::StrCat(rpc, " failed at ", address) : message);
   }
 }
 

@@ -34,8 +34,7 @@ class QueryClient {
   QueryClient(std::string address, absl::Duration timeout, std::shared_ptr<grpc::Channel> channel);
 
   template <typename Request, typename Response, typename Method>
-  absl::StatusOr<Response> Call(absl::string_view rpc, const Request& request,
-                                Method method) const;
+  absl::StatusOr<Response> Call(absl::string_view rpc, const Request& request, Method method) const;
 
   std::string address_;
   absl::Duration timeout_;

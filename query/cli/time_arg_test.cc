@@ -27,8 +27,8 @@ TEST(ParseTimeArgTest, ParsesRfc3339WithFractionAndOffset) {
 }
 
 TEST(ParseTimeArgTest, RejectsEverythingElseNamingTheText) {
-  for (const char* text : {"", "abc", "now-", "now-abc", "+5m", "-", "-12", "nowish",
-                           "2025-13-02T16:54:03Z"}) {
+  for (const char* text :
+       {"", "abc", "now-", "now-abc", "+5m", "-", "-12", "nowish", "2025-13-02T16:54:03Z"}) {
     absl::StatusOr<int64_t> t = ParseTimeArg(text, kNow);
     ASSERT_FALSE(t.ok()) << text;
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);

@@ -124,9 +124,25 @@ sim::WorkloadOptions Workload() {
 }
 
 std::vector<std::string> SimArgs(const std::string& collector) {
-  return {kSim, "--collector", collector, "--job", kJob, "--ranks", "8", "--steps", "40",
-          "--events_per_rank", "8000", "--leak_rank", "5", "--leak_from_step", "10",
-          "--leak_bytes_per_step", "256MiB", "--start", absl::StrCat(kStart)};
+  return {kSim,
+          "--collector",
+          collector,
+          "--job",
+          kJob,
+          "--ranks",
+          "8",
+          "--steps",
+          "40",
+          "--events_per_rank",
+          "8000",
+          "--leak_rank",
+          "5",
+          "--leak_from_step",
+          "10",
+          "--leak_bytes_per_step",
+          "256MiB",
+          "--start",
+          absl::StrCat(kStart)};
 }
 
 // What each rank sent, replayed from the workload itself (not from the collector): the event
@@ -281,22 +297,22 @@ TEST_F(CliTest, TimelineEndBytesMatchWhatEachRankSentAndShowTheLeak) {
 }
 
 TEST_F(CliTest, TimelineFiltersByRankAndStepsAndPrintsWide) {
-  ProcessResult wide = Memtrace({"timeline", "--job", kJob, "--rank", "5", "--steps", "10:12",
-                                 "--wide", "--format", "csv"});
+  ProcessResult wide = Memtrace(
+      {"timeline", "--job", kJob, "--rank", "5", "--steps", "10:12", "--wide", "--format", "csv"});
   ASSERT_EQ(wide.exit_code, 0) << wide.err;
   const Expected e = Replay(5);
   EXPECT_EQ(wide.out, absl::StrCat("step,r5\n", "10,", e.end_bytes.at(10), "\n", "11,",
                                    e.end_bytes.at(11), "\n", "12,", e.end_bytes.at(12), "\n"));
-  ProcessResult by_time = Memtrace({"timeline", "--job", kJob, "--rank", "0", "--by", "time",
-                                    "--format", "csv"});
+  ProcessResult by_time =
+      Memtrace({"timeline", "--job", kJob, "--rank", "0", "--by", "time", "--format", "csv"});
   ASSERT_EQ(by_time.exit_code, 0) << by_time.err;
   EXPECT_TRUE(absl::StartsWith(by_time.out, "rank,bucket,start,")) << by_time.out;
   // 40 simulated seconds in 1 s buckets, plus the start-up before step 0.
   EXPECT_GE(ParseCsv(by_time.out).size(), 40u);
   // A window of time: steps that overlap [step 20 start, step 22 start].
-  ProcessResult window = Memtrace(
-      {"timeline", "--job", kJob, "--rank", "0", "--from", absl::StrCat(kStart + 20'500'000'000),
-       "--to", absl::StrCat(kStart + 22'500'000'000), "--format", "csv"});
+  ProcessResult window = Memtrace({"timeline", "--job", kJob, "--rank", "0", "--from",
+                                   absl::StrCat(kStart + 20'500'000'000), "--to",
+                                   absl::StrCat(kStart + 22'500'000'000), "--format", "csv"});
   ASSERT_EQ(window.exit_code, 0) << window.err;
   std::vector<std::string> steps;
   for (auto& row : ParseCsv(window.out)) steps.push_back(row["step"]);
@@ -328,8 +344,8 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
   const std::string down = absl::StrCat("127.0.0.1:", ClosedLoopbackPort());
   ProcessResult r = RunProcess({kMemtrace, "jobs", "--collector", down});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(absl::StartsWith(r.err, absl::StrCat("memtrace: cannot reach collector at ", down,
-                                                   ": ")))
+  EXPECT_TRUE(
+      absl::StartsWith(r.err, absl::StrCat("memtrace: cannot reach collector at ", down, ": ")))
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }

@@ -80,8 +80,8 @@ v1::RankIdentity SimulatedIdentity(const SimulationOptions& options, int rank) {
   id.set_host(placement.host);
   id.set_pid(static_cast<uint32_t>(getpid()));
   id.set_device_index(placement.local_rank);
-  id.set_device_uuid(absl::StrCat("GPU-SIMULATED-", placement.group_rank, "-",
-                                  placement.local_rank));
+  id.set_device_uuid(
+      absl::StrCat("GPU-SIMULATED-", placement.group_rank, "-", placement.local_rank));
   id.set_launcher("simulator");
   id.set_agent_version("memtrace-sim");
   return id;
@@ -113,7 +113,8 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
       absl::SleepFor(absl::Milliseconds(5));
     }
     if (!t->stats().connected) {
-      for (const std::unique_ptr<Transport>& u : transports) (void)u->Shutdown(absl::ZeroDuration());
+      for (const std::unique_ptr<Transport>& u : transports)
+        (void)u->Shutdown(absl::ZeroDuration());
       return absl::UnavailableError(absl::StrCat("cannot reach collector at ",
                                                  options.collector_address, " within ",
                                                  absl::FormatDuration(options.connect_timeout)));

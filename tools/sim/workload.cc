@@ -118,7 +118,8 @@ class RankPlayer {
         FixedEventsPerStep(o_) - static_cast<uint64_t>(o_.step_ns / o_.sample_interval_ns) +
         EventsPerLayerPerStep(o_) * static_cast<uint64_t>(plan_.layers);
     // Leave a fifth of each step idle so that jitter never pushes a step into the next.
-    quantum_ns_ = std::max<int64_t>(1, o_.step_ns * 4 / 5 / static_cast<int64_t>(non_sample_events));
+    quantum_ns_ =
+        std::max<int64_t>(1, o_.step_ns * 4 / 5 / static_cast<int64_t>(non_sample_events));
     device_ = static_cast<uint32_t>(PlaceRank(o_, rank).local_rank);
     torch_source_ = sink_.Intern(StringKind::kSource, "libc10_cuda.so");
     nccl_source_ = sink_.Intern(StringKind::kSource, "libnccl.so.2");
@@ -222,8 +223,7 @@ class RankPlayer {
     step_peaks_.push_back(live_bytes_);
     // Ranks start a step within 2 ms of each other.
     const int64_t start =
-        o_.start_ns + s * o_.step_ns +
-        static_cast<int64_t>(Unit(o_.seed, rank_, s, 1) * 2'000'000);
+        o_.start_ns + s * o_.step_ns + static_cast<int64_t>(Unit(o_.seed, rank_, s, 1) * 2'000'000);
     clock_ns_ = std::max(clock_ns_, start - quantum_ns_);
     Event step;
     step.kind = EventKind::kStep;
@@ -254,13 +254,13 @@ class RankPlayer {
       const uint64_t gather = Alloc(plan_.unsharded_layer_bytes, tag);
       for (int j = 0; j < o_.activations_per_layer; ++j) {
         // +-3% so that peaks differ a little between ranks and steps.
-        const double jitter =
-            0.97 + 0.06 * Unit(o_.seed, rank_, s, 1000 + i * 64ull + j);
+        const double jitter = 0.97 + 0.06 * Unit(o_.seed, rank_, s, 1000 + i * 64ull + j);
         activations[i].push_back(
             Alloc(static_cast<uint64_t>(plan_.activation_block_bytes * jitter), tag));
       }
       Free(Alloc(kSmallTemporaryBytes, tag));
-      if (i == plan_.layers - 1 && SpikeStep(s)) activations[i].push_back(Alloc(o_.spike_bytes, tag));
+      if (i == plan_.layers - 1 && SpikeStep(s))
+        activations[i].push_back(Alloc(o_.spike_bytes, tag));
       Free(gather);
     }
     return activations;
@@ -297,7 +297,8 @@ class RankPlayer {
     const uint32_t kv = Tag("rollout:kv_cache");
     const uint32_t acts = Tag("rollout:activations");
     std::vector<uint64_t> blocks;
-    for (int b = 0; b < kKvBlocks; ++b) blocks.push_back(Alloc(o_.rollout_kv_bytes / kKvBlocks, kv));
+    for (int b = 0; b < kKvBlocks; ++b)
+      blocks.push_back(Alloc(o_.rollout_kv_bytes / kKvBlocks, kv));
     for (int i = 0; i < plan_.layers; ++i) {
       const double jitter = 0.97 + 0.06 * Unit(o_.seed, rank_, s, 500000 + i);
       Free(Alloc(static_cast<uint64_t>(plan_.activation_block_bytes / 2 * jitter), acts));
@@ -367,8 +368,9 @@ absl::Status CalibrateOomLeak(const WorkloadOptions& options, WorkloadPlan& plan
   const uint64_t rate_min_exclusive = (capacity - peaks[options.oom_step]) / n;
   if (rate_max < 10 * kMiB || rate_max <= rate_min_exclusive) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "cannot plant an OOM at step ", options.oom_step, " on rank ", rank, " with a leak from step ",
-        from, ": peaks vary too much between steps (try a later --oom_step or --leak_from_step)"));
+        "cannot plant an OOM at step ", options.oom_step, " on rank ", rank,
+        " with a leak from step ", from,
+        ": peaks vary too much between steps (try a later --oom_step or --leak_from_step)"));
   }
   plan.leak_rank = rank;
   plan.leak_from_step = from;
@@ -388,7 +390,8 @@ uint64_t SegmentBytes(uint64_t bytes) {
 }
 
 absl::Status ValidateWorkload(const WorkloadOptions& o) {
-  if (o.ranks < 1 || o.ranks > 65536) return Invalid("ranks", absl::StrCat(o.ranks), "must be 1..65536");
+  if (o.ranks < 1 || o.ranks > 65536)
+    return Invalid("ranks", absl::StrCat(o.ranks), "must be 1..65536");
   if (o.ranks_per_node < 1) {
     return Invalid("ranks_per_node", absl::StrCat(o.ranks_per_node), "must be at least 1");
   }
@@ -425,7 +428,8 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
     return Invalid("leak_bytes_per_step", "0", "must be positive");
   }
   if (o.leak_tag.empty()) return Invalid("leak_tag", "''", "must not be empty");
-  if (o.spike_period < 1) return Invalid("spike_period", absl::StrCat(o.spike_period), "must be >= 1");
+  if (o.spike_period < 1)
+    return Invalid("spike_period", absl::StrCat(o.spike_period), "must be >= 1");
   if (o.oom_rank && (*o.oom_rank < 0 || *o.oom_rank >= o.ranks)) {
     return Invalid("oom_rank", absl::StrCat(*o.oom_rank),
                    absl::StrCat("out of range: ranks is ", o.ranks));
@@ -444,8 +448,8 @@ RankPlacement PlaceRank(const WorkloadOptions& options, int rank) {
   RankPlacement p;
   p.group_rank = rank / options.ranks_per_node;
   p.local_rank = rank % options.ranks_per_node;
-  p.local_world_size = std::min(options.ranks_per_node,
-                                options.ranks - p.group_rank * options.ranks_per_node);
+  p.local_world_size =
+      std::min(options.ranks_per_node, options.ranks - p.group_rank * options.ranks_per_node);
   p.host = absl::StrCat("sim-node-", p.group_rank);
   return p;
 }
@@ -461,8 +465,8 @@ absl::StatusOr<WorkloadPlan> PlanWorkload(const WorkloadOptions& o) {
   plan.unsharded_layer_bytes = SegmentBytes(o.model_param_bytes / layers);
   plan.activation_block_bytes =
       o.activation_bytes / layers / static_cast<uint64_t>(o.activations_per_layer);
-  plan.resident_bytes = 4 * layers * plan.param_shard_bytes +
-                        kNcclBuffers * SegmentBytes(kNcclBufferBytes);
+  plan.resident_bytes =
+      4 * layers * plan.param_shard_bytes + kNcclBuffers * SegmentBytes(kNcclBufferBytes);
   plan.steps_played = o.oom_rank ? o.oom_step : o.steps;
   if (o.oom_rank) {
     if (absl::Status s = CalibrateOomLeak(o, plan); !s.ok()) return s;
@@ -486,8 +490,7 @@ absl::Status PlayRank(const WorkloadOptions& options, int rank, EventSink& sink)
     leak = RankLeak{true, plan->leak_from_step, plan->leak_bytes_per_step};
   }
   // The OOM rank runs into step oom_step, where it fails; the others stop before it.
-  const int64_t steps =
-      options.oom_rank == rank ? options.oom_step + 1 : plan->steps_played;
+  const int64_t steps = options.oom_rank == rank ? options.oom_step + 1 : plan->steps_played;
   RankPlayer player(options, *plan, rank, leak, steps, sink);
   player.Play();
   return absl::OkStatus();

@@ -104,9 +104,9 @@ RankPlacement PlaceRank(const WorkloadOptions& options, int rank);
 struct WorkloadPlan {
   int layers = 0;
   // Per rank, per layer (driver allocation sizes, already rounded).
-  uint64_t param_shard_bytes = 0;      // one per layer, "fsdp:params"
-  uint64_t unsharded_layer_bytes = 0;  // bf16 gather buffer, "fsdp:layers.<i>"
-  uint64_t activation_block_bytes = 0; // before jitter
+  uint64_t param_shard_bytes = 0;       // one per layer, "fsdp:params"
+  uint64_t unsharded_layer_bytes = 0;   // bf16 gather buffer, "fsdp:layers.<i>"
+  uint64_t activation_block_bytes = 0;  // before jitter
   // The leak actually planted (rank, first step, bytes per step after rounding), if any.
   std::optional<int> leak_rank;
   int64_t leak_from_step = 0;

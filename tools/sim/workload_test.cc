@@ -219,7 +219,8 @@ TEST(WorkloadTest, AllocationsAreSegmentsWithTagsAndSources) {
     EXPECT_EQ(e.address % (2 * kMiB), 0u);
     EXPECT_EQ(e.memory_kind, kMemoryDevice);
     tags.insert(sink.Lookup(e.tag_id));
-    if (sink.Lookup(e.source_id) == "libnccl.so.2") nccl_bytes_by_tag[sink.Lookup(e.tag_id)] += e.bytes;
+    if (sink.Lookup(e.source_id) == "libnccl.so.2")
+      nccl_bytes_by_tag[sink.Lookup(e.tag_id)] += e.bytes;
   }
   EXPECT_EQ(nccl_bytes_by_tag, (std::map<std::string, uint64_t>{{"nccl:buffers", 512 * kMiB}}));
   for (const char* tag : {"fsdp:params", "fsdp:grads", "optim:adam", "nccl:buffers"}) {
@@ -319,11 +320,11 @@ TEST(WorkloadTest, PhasesOpenAndCloseInEveryStep) {
       first_step.push_back((e.kind == EventKind::kPhaseBegin ? "+" : "-") + sink.Lookup(e.tag_id));
     }
   }
-  EXPECT_EQ(first_step, (std::vector<std::string>{"+rollout", "-rollout", "+weight_sync",
-                                                  "-weight_sync", "+actor_update",
-                                                  "-actor_update"}));
-  EXPECT_EQ(begins, (std::map<std::string, int>{{"rollout", 30}, {"weight_sync", 30},
-                                                {"actor_update", 30}}));
+  EXPECT_EQ(first_step,
+            (std::vector<std::string>{"+rollout", "-rollout", "+weight_sync", "-weight_sync",
+                                      "+actor_update", "-actor_update"}));
+  EXPECT_EQ(begins, (std::map<std::string, int>{
+                        {"rollout", 30}, {"weight_sync", 30}, {"actor_update", 30}}));
   Replay r = ReplayEvents(sink);
   // Without the rollout leak the KV cache is gone by the end of every step.
   EXPECT_EQ(r.steps[29].end_by_tag.count("rollout:kv_cache"), 0u);
@@ -337,7 +338,8 @@ TEST(WorkloadTest, RolloutLeakKeepsKvCacheLiveIntoTrainingOnEveryRank) {
   for (int rank : {0, 5}) {
     Replay r = Play(o, rank);
     for (int64_t s = 0; s < o.steps; ++s) {
-      EXPECT_EQ(r.steps[s].end_by_tag["rollout:kv_cache"], static_cast<uint64_t>(s + 1) * 128 * kMiB);
+      EXPECT_EQ(r.steps[s].end_by_tag["rollout:kv_cache"],
+                static_cast<uint64_t>(s + 1) * 128 * kMiB);
     }
   }
 }

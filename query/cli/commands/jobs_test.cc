@@ -20,10 +20,11 @@ TEST(JobsTableTest, ShowsEachJobWithItsSpan) {
 
   std::ostringstream text, csv;
   WriteText(JobsTable(response), text);
-  EXPECT_EQ(text.str(),
-            "job        ranks  events  first_event              last_event                  span\n"
-            "sim-1          8  800000  2023-11-14 22:13:20.000  2023-11-14 22:15:00.500  1m40.5s\n"
-            "no-events      0       0  -                        -                              -\n");
+  EXPECT_EQ(
+      text.str(),
+      "job        ranks  events  first_event              last_event                  span\n"
+      "sim-1          8  800000  2023-11-14 22:13:20.000  2023-11-14 22:15:00.500  1m40.5s\n"
+      "no-events      0       0  -                        -                              -\n");
   WriteCsv(JobsTable(response), csv);
   EXPECT_EQ(csv.str(),
             "job,ranks,events,first_event,last_event,span\n"

@@ -30,11 +30,10 @@ int RunRanks(const Command& self, const std::vector<std::string>& args, CommandI
   absl::StatusOr<v1::ListRanksResponse> response = client->ListRanks(job);
   if (!response.ok()) return ReportError(io, response.status());
   if (response->ranks().empty()) {
-    return ReportError(io, absl::NotFoundError(absl::StrCat("job '", job, "' has no ranks at ",
-                                                            common.collector)));
+    return ReportError(io, absl::NotFoundError(
+                               absl::StrCat("job '", job, "' has no ranks at ", common.collector)));
   }
-  WriteTable(RanksTable(*response, common.format != OutputFormat::kTable), common.format,
-             io.out);
+  WriteTable(RanksTable(*response, common.format != OutputFormat::kTable), common.format, io.out);
   return kExitOk;
 }
 
@@ -70,25 +69,24 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
     std::vector<Cell> row = {uint64_t{rank.rank()}, id.host(), int64_t{id.local_rank()},
                              uint64_t{id.attempt()}};
     if (detailed) {
-      row.insert(row.end(), {int64_t{id.world_size()}, uint64_t{id.pid()},
-                             int64_t{id.device_index()}, id.launcher(),
-                             int64_t{rank.first_ts_ns()}, int64_t{rank.last_ts_ns()}});
+      row.insert(row.end(),
+                 {int64_t{id.world_size()}, uint64_t{id.pid()}, int64_t{id.device_index()},
+                  id.launcher(), int64_t{rank.first_ts_ns()}, int64_t{rank.last_ts_ns()}});
     }
-    row.insert(row.end(), {rank.identified_by(), uint64_t{rank.events_stored()},
-                           uint64_t{rank.durable_seq()}, rank.complete(),
-                           uint64_t{rank.counters().events_lost()},
-                           uint64_t{rank.counters().spool_bytes()},
-                           int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
-                           int64_t{rank.current_step()}, uint64_t{rank.anomalies()},
-                           uint64_t{rank.ooms()}});
+    row.insert(row.end(),
+               {rank.identified_by(), uint64_t{rank.events_stored()}, uint64_t{rank.durable_seq()},
+                rank.complete(), uint64_t{rank.counters().events_lost()},
+                uint64_t{rank.counters().spool_bytes()}, int64_t{rank.last_ack_unix_ns()},
+                uint64_t{rank.live_bytes()}, int64_t{rank.current_step()},
+                uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
     table.AddRow(std::move(row));
   }
   return table;
 }
 
 Command RanksCommand() {
-  Command command{"ranks", "per-rank identity, stored events, agent health and live bytes",
-                  kUsage, nullptr};
+  Command command{"ranks", "per-rank identity, stored events, agent health and live bytes", kUsage,
+                  nullptr};
   command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
     return RunRanks(self, args, io);
   };

@@ -48,11 +48,12 @@ TEST(RanksTableTest, TextTableShowsIdentityStorageAndHealthInHumanUnits) {
 TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
   std::ostringstream out;
   WriteCsv(RanksTable(OneRank(), /*detailed=*/true), out);
-  EXPECT_EQ(out.str(),
-            "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
-            "identified_by,events,durable_seq,complete,lost,spool,last_ack,live,step,anomalies,ooms\n"
-            "5,sim-node-0,5,0,8,4242,5,simulator,0,0,env,1000,1000,true,3,4096,"
-            "1700000000000000000,3221225472,99,2,1\n");
+  EXPECT_EQ(
+      out.str(),
+      "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
+      "identified_by,events,durable_seq,complete,lost,spool,last_ack,live,step,anomalies,ooms\n"
+      "5,sim-node-0,5,0,8,4242,5,simulator,0,0,env,1000,1000,true,3,4096,"
+      "1700000000000000000,3221225472,99,2,1\n");
 }
 
 TEST(RanksCommandTest, RequiresAJob) {

@@ -82,9 +82,9 @@ Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) 
       if (previous != nullptr) {
         change = static_cast<int64_t>(point->end_bytes() - previous->end_bytes());
       }
-      row.insert(row.end(), {int64_t{point->key()}, int64_t{point->start_ns()},
-                             uint64_t{point->floor_bytes()}, uint64_t{point->peak_bytes()},
-                             uint64_t{point->end_bytes()}, change});
+      row.insert(row.end(),
+                 {int64_t{point->key()}, int64_t{point->start_ns()}, uint64_t{point->floor_bytes()},
+                  uint64_t{point->peak_bytes()}, uint64_t{point->end_bytes()}, change});
       table.AddRow(std::move(row));
       previous = point;
     }
@@ -150,30 +150,28 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
             });
   flags.Add("steps", "A:B", "only steps (or bucket indices) A..B inclusive; A: and :B are open",
             [&a](absl::string_view v) { return ParseKeyRange(v, &a.view); });
-  flags.Add("every", "N", "only every N-th row of each rank, plus its last",
-            [&a](absl::string_view v) {
-              if (!absl::SimpleAtoi(v, &a.view.every) || a.view.every < 1) {
-                return absl::InvalidArgumentError(
-                    absl::StrCat("'", v, "' is not a positive integer"));
-              }
-              return absl::OkStatus();
-            });
+  flags.Add(
+      "every", "N", "only every N-th row of each rank, plus its last", [&a](absl::string_view v) {
+        if (!absl::SimpleAtoi(v, &a.view.every) || a.view.every < 1) {
+          return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a positive integer"));
+        }
+        return absl::OkStatus();
+      });
   flags.AddBool("wide", "one row per step, one column per rank (the --value of each)",
                 &a.view.wide);
-  flags.Add("value", "floor|peak|end", "what --wide shows (default end)",
-            [&a](absl::string_view v) {
-              if (v == "floor") {
-                a.view.value = TimelineValue::kFloor;
-              } else if (v == "peak") {
-                a.view.value = TimelineValue::kPeak;
-              } else if (v == "end") {
-                a.view.value = TimelineValue::kEnd;
-              } else {
-                return absl::InvalidArgumentError(
-                    absl::StrCat("'", v, "' is not floor, peak or end"));
-              }
-              return absl::OkStatus();
-            });
+  flags.Add(
+      "value", "floor|peak|end", "what --wide shows (default end)", [&a](absl::string_view v) {
+        if (v == "floor") {
+          a.view.value = TimelineValue::kFloor;
+        } else if (v == "peak") {
+          a.view.value = TimelineValue::kPeak;
+        } else if (v == "end") {
+          a.view.value = TimelineValue::kEnd;
+        } else {
+          return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not floor, peak or end"));
+        }
+        return absl::OkStatus();
+      });
   AddCommonFlags(io, flags, &common);
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
   auto usage_error = [&io](std::string message) {
@@ -194,8 +192,8 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
     (request.*setter)(*ns);
   }
   if (request.from_ns() != 0 && request.to_ns() != 0 && request.from_ns() > request.to_ns()) {
-    return usage_error(absl::StrCat("--from (", request.from_ns(), ") is after --to (",
-                                    request.to_ns(), ")"));
+    return usage_error(
+        absl::StrCat("--from (", request.from_ns(), ") is after --to (", request.to_ns(), ")"));
   }
 
   absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
@@ -203,11 +201,11 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
   absl::StatusOr<v1::TimelineResponse> response = client->Timeline(request);
   if (!response.ok()) return ReportError(io, response.status());
   if (response->ranks().empty()) {
-    return ReportError(io, absl::NotFoundError(
-                               a.rank ? absl::StrCat("rank ", *a.rank, " of job '", a.job,
-                                                     "' has no timeline at ", common.collector)
-                                      : absl::StrCat("job '", a.job, "' has no timeline at ",
-                                                     common.collector)));
+    return ReportError(
+        io, absl::NotFoundError(
+                a.rank ? absl::StrCat("rank ", *a.rank, " of job '", a.job, "' has no timeline at ",
+                                      common.collector)
+                       : absl::StrCat("job '", a.job, "' has no timeline at ", common.collector)));
   }
   WriteTable(TimelineTable(*response, a.view), common.format, io.out);
   return kExitOk;

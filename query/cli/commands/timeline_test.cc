@@ -83,7 +83,8 @@ TEST(TimelineTableTest, WideFormLeavesMissingStepsEmptyAndNamesAttempts) {
   TimelineView view;
   view.wide = true;
   ASSERT_TRUE(ParseKeyRange("4", &view).ok());
-  EXPECT_EQ(Csv(TimelineTable(response, view)), absl::StrCat("step,r0,r1.1\n4,", 100 * kMiB, ",\n"));
+  EXPECT_EQ(Csv(TimelineTable(response, view)),
+            absl::StrCat("step,r0,r1.1\n4,", 100 * kMiB, ",\n"));
 }
 
 TEST(TimelineTableTest, TimeAxisNamesTheKeyColumnBucketAndShowsAttemptsWhenPresent) {
@@ -137,13 +138,15 @@ TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
            {{"--rank", "1"}, "memtrace timeline: --job is required\n"},
            {{"--job", "j", "--rank", "abc"},
             "memtrace timeline: --rank: 'abc' is not a non-negative integer below 2^32\n"},
-           {{"--job", "j", "--by", "hour"}, "memtrace timeline: --by: 'hour' is not step or time\n"},
+           {{"--job", "j", "--by", "hour"},
+            "memtrace timeline: --by: 'hour' is not step or time\n"},
            {{"--job", "j", "--from", "yesterday"},
             "memtrace timeline: --from: 'yesterday' is not a time: use ns since the epoch, now, "
             "now-15m, -90s or RFC 3339\n"},
            {{"--job", "j", "--from", "200", "--to", "100"},
             "memtrace timeline: --from (200) is after --to (100)\n"},
-           {{"--job", "j", "--every", "0"}, "memtrace timeline: --every: '0' is not a positive integer\n"},
+           {{"--job", "j", "--every", "0"},
+            "memtrace timeline: --every: '0' is not a positive integer\n"},
            {{"--job", "j", "--value", "max"},
             "memtrace timeline: --value: 'max' is not floor, peak or end\n"},
        }) {
