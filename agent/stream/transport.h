@@ -13,7 +13,8 @@
 //   LOSS_REASON_SPOOL_FULL: unacknowledged batches exceeded max_unacked_bytes (a long
 //     outage) and the oldest were dropped. Counted as lost even if the collector had in fact
 //     stored them before the ack could arrive: the count is an upper bound.
-// Sequence numbers stay gap-free: dropped events never receive one.
+// Events dropped from the queue never receive a sequence number; batches dropped for
+// SPOOL_FULL leave a gap in the sequence, which their loss marker accounts for.
 #ifndef MEMTRACE_AGENT_STREAM_TRANSPORT_H_
 #define MEMTRACE_AGENT_STREAM_TRANSPORT_H_
 

@@ -1,0 +1,80 @@
+// Where encoded batches wait between being formed and being acknowledged by the collector.
+//
+// BatchStore is the seam for the on-disk spool (a later issue): MemoryBatchStore keeps batches
+// in memory under a byte bound; a spool would keep the newest in memory and spill the rest to
+// MEMTRACE_SPOOL_DIR behind the same interface. Not thread-safe: the Transport serializes
+// every call under its own lock.
+#ifndef MEMTRACE_AGENT_STREAM_BATCH_STORE_H_
+#define MEMTRACE_AGENT_STREAM_BATCH_STORE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "proto/codec/event.h"
+
+namespace memtrace {
+
+// One encoded batch. `bytes` is a serialized memtrace.v1.EventBatch, shared so that a reader
+// can send it without copying while the store moves on.
+struct SealedBatch {
+  uint64_t first_seq = 0;
+  uint64_t last_seq = 0;
+  // Events it holds, loss markers excluded.
+  uint64_t events = 0;
+  // Sum of the loss markers' aux it holds, by LossReasonValue: if the batch itself is dropped,
+  // those losses must be reported again.
+  std::array<uint64_t, 4> marker_losses = {};
+  bool has_strings = false;
+  std::shared_ptr<const std::string> bytes;
+};
+
+class BatchStore {
+ public:
+  virtual ~BatchStore() = default;
+
+  // Takes a batch whose first_seq is above every stored batch's last_seq. To stay within its
+  // bound the store may drop its oldest batches (never the one just appended); they are
+  // appended to `dropped`, oldest first, so the caller can report the loss.
+  virtual void Append(SealedBatch batch, std::vector<SealedBatch>* dropped) = 0;
+
+  // Forgets every batch whose last_seq <= durable_seq (the collector has them).
+  virtual void Acknowledge(uint64_t durable_seq) = 0;
+
+  // The oldest batch with last_seq > seq, if any.
+  virtual std::optional<SealedBatch> NextAfter(uint64_t seq) const = 0;
+
+  // Adds string definitions to the oldest stored batch (definitions of dropped batches that the
+  // remaining ones may use). No-op when empty.
+  virtual void AddStringsToOldest(absl::Span<const StringDef> defs) = 0;
+
+  virtual size_t batches() const = 0;
+  virtual uint64_t bytes() const = 0;
+};
+
+class MemoryBatchStore final : public BatchStore {
+ public:
+  explicit MemoryBatchStore(uint64_t max_bytes);
+
+  void Append(SealedBatch batch, std::vector<SealedBatch>* dropped) override;
+  void Acknowledge(uint64_t durable_seq) override;
+  std::optional<SealedBatch> NextAfter(uint64_t seq) const override;
+  void AddStringsToOldest(absl::Span<const StringDef> defs) override;
+  size_t batches() const override { return batches_.size(); }
+  uint64_t bytes() const override { return bytes_; }
+
+ private:
+  const uint64_t max_bytes_;
+  std::deque<SealedBatch> batches_;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_AGENT_STREAM_BATCH_STORE_H_

@@ -1,0 +1,74 @@
+// A stream's string table: stable ids for (kind, value) and the definitions still to be sent.
+//
+// A definition must reach the collector in the batch that first uses its id or an earlier one.
+// The sender asks TakeForBatch() for the definitions a batch needs: those its events use first,
+// then any other pending ones, within per-batch bounds; when the bounds cut a batch short, it
+// says how many events are covered so the rest waits for the next batch.
+#ifndef MEMTRACE_AGENT_STREAM_STRING_TABLE_H_
+#define MEMTRACE_AGENT_STREAM_STRING_TABLE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "proto/codec/event.h"
+
+namespace memtrace {
+
+// The longest value kept (the collector's BatchLimits::max_string_bytes).
+inline constexpr size_t kMaxStringValueBytes = 4096;
+
+// `value` cut to at most kMaxStringValueBytes without splitting a UTF-8 sequence, with every
+// byte that is not part of valid UTF-8 replaced by '?': proto3 strings must be valid UTF-8 or
+// the collector cannot parse the batch.
+std::string SanitizeStringValue(std::string_view value);
+
+class StringTable {
+ public:
+  // At most `max_strings` distinct strings get an id.
+  explicit StringTable(size_t max_strings);
+
+  StringTable(const StringTable&) = delete;
+  StringTable& operator=(const StringTable&) = delete;
+
+  // The id (>= 1) of the sanitized (kind, value), assigned on first use and queued for sending;
+  // 0 once the table is full. Thread-safe.
+  uint32_t Intern(StringKind kind, std::string_view value);
+
+  // Appends to `out` the pending definitions used by `events` (in order of first use), then
+  // other pending ones, while `out` stays within `max_entries` and `max_bytes` of values; they
+  // are no longer pending. Returns how many leading events have all their ids defined by now
+  // (events.size() unless the bounds cut; always >= 1 for a non-empty span). Thread-safe.
+  size_t TakeForBatch(absl::Span<const Event> events, size_t max_entries, size_t max_bytes,
+                      std::vector<StringDef>* out);
+
+  // Queues definitions again (the batch that carried them was dropped unacknowledged).
+  void Resend(absl::Span<const StringDef> defs);
+  // Queues every definition again (the collector lost what it had acknowledged).
+  void ResendAll();
+
+  size_t size() const;
+  uint64_t refused() const;  // Intern() calls that found the table full
+  bool has_pending() const;
+
+ private:
+  const size_t max_strings_;
+  mutable absl::Mutex mu_;
+  // One map per kind so lookups take a string_view without building a key.
+  std::array<absl::flat_hash_map<std::string, uint32_t>, 4> ids_ ABSL_GUARDED_BY(mu_);
+  std::vector<StringDef> defs_ ABSL_GUARDED_BY(mu_);  // defs_[id - 1]
+  std::set<uint32_t> pending_ ABSL_GUARDED_BY(mu_);
+  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_AGENT_STREAM_STRING_TABLE_H_

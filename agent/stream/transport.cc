@@ -1,0 +1,715 @@
+#include "agent/stream/transport.h"
+
+#include <algorithm>
+#include <atomic>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/memory/memory.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "agent/stream/backoff.h"
+#include "agent/stream/batch_store.h"
+#include "agent/stream/event_queue.h"
+#include "agent/stream/failure_log.h"
+#include "agent/stream/ingest_stream.h"
+#include "agent/stream/string_table.h"
+#include "proto/codec/batch_codec.h"
+#include "proto/memtrace/v1/ingest.grpc.pb.h"
+
+namespace memtrace {
+
+namespace {
+
+// The collector's default BatchLimits: a batch beyond them is rejected as a whole.
+constexpr size_t kMaxBatchEvents = 65536;
+constexpr size_t kMaxStringsPerBatch = 4096;
+// Far below gRPC's default 4 MiB receive limit, leaving room for the events.
+constexpr size_t kMaxStringBytesPerBatch = 1 << 20;
+// How long a clean close (WritesDone) may wait for the collector to finish the call.
+constexpr absl::Duration kCloseGrace = absl::Seconds(1);
+// Rounds of batch forming per wake-up, so a producer faster than the sender cannot keep the
+// sender from writing.
+constexpr int kMaxFormRounds = 64;
+
+int ToMillis(absl::Duration d) {
+  return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(d), 1, INT32_MAX));
+}
+
+absl::Status ValidateOptions(const TransportOptions& o) {
+  if (o.collector_address.empty()) {
+    return absl::InvalidArgumentError("transport: collector_address is empty");
+  }
+  if (o.identity.job_id().empty()) {
+    return absl::InvalidArgumentError("transport: identity.job_id is empty");
+  }
+  if (o.queue_capacity == 0) {
+    return absl::InvalidArgumentError("transport: queue_capacity is 0");
+  }
+  if (o.max_batch_events == 0 || o.max_batch_events > kMaxBatchEvents) {
+    return absl::InvalidArgumentError(absl::StrCat("transport: max_batch_events ",
+                                                   o.max_batch_events, " is not in 1..",
+                                                   kMaxBatchEvents));
+  }
+  if (o.max_batch_delay <= absl::ZeroDuration() || o.initial_backoff <= absl::ZeroDuration() ||
+      o.max_backoff < o.initial_backoff || o.hello_timeout <= absl::ZeroDuration() ||
+      o.ack_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport: durations must be positive and initial_backoff <= max_backoff (batch delay ",
+        absl::FormatDuration(o.max_batch_delay), ", backoff ",
+        absl::FormatDuration(o.initial_backoff), "..", absl::FormatDuration(o.max_backoff),
+        ", hello timeout ", absl::FormatDuration(o.hello_timeout), ", ack timeout ",
+        absl::FormatDuration(o.ack_timeout), ")"));
+  }
+  if (o.max_unacked_bytes == 0) {
+    return absl::InvalidArgumentError("transport: max_unacked_bytes is 0");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+class Transport::Impl final : public IngestStream::Listener {
+ public:
+  explicit Impl(TransportOptions options);
+  ~Impl() override;
+
+  void StartSender() { sender_ = std::thread([this] { Run(); }); }
+
+  void Record(const Event& event) {
+    // Waking the sender at the batch threshold only (not per event) keeps Record() to one
+    // lock; below it the sender's max_batch_delay timer picks the events up.
+    if (queue_.Push(event) == options_.max_batch_events) Wake();
+  }
+
+  uint32_t Intern(StringKind kind, std::string_view value) {
+    const uint32_t id = strings_.Intern(kind, value);
+    if (id == 0) {
+      failures_.Report(Failure::kStringsRefused,
+                       absl::StrCat("string table full (", options_.max_strings,
+                                    " entries): new tags/sources are recorded without a name"));
+    }
+    return id;
+  }
+
+  void CountCuptiRecordsDropped(uint64_t n) {
+    cupti_dropped_.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  absl::Status Flush(absl::Duration timeout);
+  absl::Status Shutdown(absl::Duration drain_timeout);
+  TransportStats stats() const;
+
+  // IngestStream::Listener, on gRPC's threads.
+  void OnAck(const v1::IngestAck& ack) override;
+  void OnWriteDone(bool ok) override;
+  void OnReadsDone() override;
+  void OnStreamDone(const grpc::Status& status) override;
+
+ private:
+  enum class Action { kNone, kWrite, kClose, kAbort, kCancel };
+
+  void Wake();
+  void Run();
+  // One stream from Hello to its end; true when the sender should stop.
+  bool ServeStream();
+  // Forms batches until `until`; true when the sender should stop.
+  bool WaitDisconnected(absl::Time until);
+  void FormBatches(bool force);
+  void SealBatch(size_t covered);
+  void HandleDropped();
+  bool PrepareWrite(const SealedBatch& batch, uint64_t resume_after);
+  AgentCounterValues Counters();
+  void ReportEndOfStream(const grpc::Status& status, bool hello_acked, bool closing);
+  bool ForceBatches();
+
+  const TransportOptions options_;
+  FailureLog failures_;
+  EventQueue queue_;
+  StringTable strings_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Ingest::Stub> stub_;
+  std::atomic<uint64_t> cupti_dropped_{0};
+  std::thread sender_;
+
+  // Used by the sender thread only.
+  std::vector<Event> carry_;  // popped from the queue, not yet in a batch
+  std::vector<StringDef> batch_strings_;
+  std::vector<SealedBatch> dropped_;
+  v1::EventBatch encoded_;
+  absl::Time partial_due_ = absl::InfiniteFuture();
+  Backoff backoff_;
+  std::unique_ptr<IngestStream> stream_;
+  uint64_t reported_queue_lost_ = 0;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar sender_cv_;
+  absl::CondVar ack_cv_;
+  std::unique_ptr<BatchStore> store_ ABSL_GUARDED_BY(mu_);
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  int flush_waiters_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool clean_close_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time stop_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool sender_exited_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // The current stream.
+  bool hello_acked_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool stream_done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status done_status_ ABSL_GUARDED_BY(mu_);
+  // Highest seq written on this stream, or the Hello's durable mark: writing resumes after it.
+  uint64_t written_through_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time opened_at_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);
+  // Across streams.
+  bool ever_connected_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_cleanly_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t max_written_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t events_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t batches_sent_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t batches_resent_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t reconnects_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stream_errors_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t lost_spool_full_ ABSL_GUARDED_BY(mu_) = 0;
+
+  absl::Mutex shutdown_mu_;
+  std::optional<absl::Status> shutdown_result_ ABSL_GUARDED_BY(shutdown_mu_);
+};
+
+Transport::Impl::Impl(TransportOptions options)
+    : options_(std::move(options)),
+      failures_(options_.log_failures),
+      queue_(options_.queue_capacity),
+      strings_(options_.max_strings),
+      backoff_(options_.initial_backoff, options_.max_backoff),
+      store_(std::make_unique<MemoryBatchStore>(options_.max_unacked_bytes)) {
+  grpc::ChannelArguments args;
+  // gRPC's own reconnect backoff (1 s doubling to 120 s by default) would otherwise dominate
+  // ours after a collector restart.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ToMillis(options_.initial_backoff));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ToMillis(options_.max_backoff));
+  channel_ = grpc::CreateCustomChannel(options_.collector_address,
+                                       grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Ingest::NewStub(channel_);
+  carry_.reserve(options_.max_batch_events);
+}
+
+Transport::Impl::~Impl() {
+  // Transport's destructor shuts down first; this only guards against a sender left running.
+  if (sender_.joinable()) {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+      stop_deadline_ = absl::Now();
+      sender_cv_.Signal();
+    }
+    sender_.join();
+  }
+}
+
+void Transport::Impl::Wake() {
+  absl::MutexLock lock(&mu_);
+  wake_ = true;
+  sender_cv_.Signal();
+}
+
+bool Transport::Impl::ForceBatches() {
+  absl::MutexLock lock(&mu_);
+  return flush_waiters_ > 0 || stopping_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batch forming (sender thread).
+
+AgentCounterValues Transport::Impl::Counters() {
+  EventQueue::Counters q = queue_.counters();
+  AgentCounterValues c;
+  c.events_recorded = q.pushed;
+  c.cupti_records_dropped = cupti_dropped_.load(std::memory_order_relaxed);
+  absl::MutexLock lock(&mu_);
+  c.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
+  c.spool_bytes = store_->bytes();
+  c.reconnects = reconnects_;
+  return c;
+}
+
+void Transport::Impl::FormBatches(bool force) {
+  for (int round = 0; round < kMaxFormRounds; ++round) {
+    EventQueue::Counters q = queue_.counters();
+    if (q.lost_queue_full > reported_queue_lost_) {
+      reported_queue_lost_ = q.lost_queue_full;
+      failures_.Report(Failure::kQueueFull,
+                       absl::StrCat("event queue full (", options_.queue_capacity,
+                                    " events): dropping events, reported as a loss"));
+    }
+    const size_t waiting = carry_.size() + q.size;
+    if (waiting == 0) {
+      partial_due_ = absl::InfiniteFuture();
+      return;
+    }
+    if (!force && waiting < options_.max_batch_events) {
+      // A partial batch goes once its oldest event has waited max_batch_delay (measured from
+      // when the sender first saw it, which is at most one wake-up late).
+      const absl::Time now = absl::Now();
+      if (partial_due_ == absl::InfiniteFuture()) partial_due_ = now + options_.max_batch_delay;
+      if (now < partial_due_) return;
+    }
+    queue_.Pop(options_.max_batch_events - carry_.size(), &carry_);
+    if (carry_.empty()) continue;  // only markers were pending; they are in the queue now
+    const size_t covered = strings_.TakeForBatch(carry_, kMaxStringsPerBatch,
+                                                 kMaxStringBytesPerBatch, &batch_strings_);
+    SealBatch(covered);
+    partial_due_ = absl::InfiniteFuture();
+  }
+}
+
+void Transport::Impl::SealBatch(size_t covered) {
+  SealedBatch sealed;
+  sealed.first_seq = carry_.front().seq;
+  sealed.last_seq = carry_[covered - 1].seq;
+  for (size_t i = 0; i < covered; ++i) {
+    const Event& e = carry_[i];
+    if (e.kind == EventKind::kLoss) {
+      sealed.marker_losses[e.memory_kind < 4 ? e.memory_kind : 0] += e.aux;
+    } else {
+      ++sealed.events;
+    }
+  }
+  sealed.has_strings = !batch_strings_.empty();
+  EncodeBatch(absl::MakeConstSpan(carry_.data(), covered), batch_strings_, Counters(), &encoded_);
+  auto bytes = std::make_shared<std::string>();
+  encoded_.SerializeToString(bytes.get());
+  sealed.bytes = std::move(bytes);
+  carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(covered));
+  batch_strings_.clear();
+  {
+    absl::MutexLock lock(&mu_);
+    store_->Append(std::move(sealed), &dropped_);
+  }
+  if (!dropped_.empty()) HandleDropped();
+}
+
+void Transport::Impl::HandleDropped() {
+  uint64_t lost = 0;
+  std::vector<StringDef> defs;
+  for (const SealedBatch& b : dropped_) {
+    lost += b.events;
+    // Loss markers inside the dropped batch are reported again under their own reason.
+    for (uint32_t reason = 0; reason < b.marker_losses.size(); ++reason) {
+      queue_.AddLoss(reason, b.marker_losses[reason]);
+    }
+    v1::EventBatch batch;
+    if (b.has_strings && b.bytes != nullptr && batch.ParseFromString(*b.bytes)) {
+      for (const v1::StringEntry& s : batch.strings()) {
+        defs.push_back(StringDef{s.id(), static_cast<StringKind>(s.kind()), s.value()});
+      }
+    }
+  }
+  const uint64_t batches = dropped_.size();
+  dropped_.clear();
+  queue_.AddLoss(kLossSpoolFull, lost);
+  // Later batches may use these ids: the oldest kept batch carries them, and so does the next
+  // new one (in case the oldest is already on the wire).
+  strings_.Resend(defs);
+  {
+    absl::MutexLock lock(&mu_);
+    lost_spool_full_ += lost;
+    store_->AddStringsToOldest(defs);
+  }
+  failures_.Report(Failure::kSpoolFull,
+                   absl::StrCat("unacknowledged batches exceed ", options_.max_unacked_bytes,
+                                " bytes: dropped the oldest ", batches, " (", lost,
+                                " events), reported as a loss"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sender thread.
+
+void Transport::Impl::Run() {
+  while (true) {
+    {
+      // A shutdown with nothing left to flush still opens one stream, if there is time, so the
+      // collector learns of the rank and sees it complete.
+      absl::MutexLock lock(&mu_);
+      if (stopping_ && (!clean_close_ || absl::Now() >= stop_deadline_)) break;
+    }
+    if (ServeStream()) break;
+    if (WaitDisconnected(absl::Now() + backoff_.Next())) break;
+  }
+  uint64_t undelivered = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    EventQueue::Counters q = queue_.counters();
+    undelivered = q.last_seq > durable_seq_ ? q.last_seq - durable_seq_ : 0;
+  }
+  if (undelivered > 0) {
+    failures_.Report(Failure::kUndelivered,
+                     absl::StrCat("shutting down with ", undelivered,
+                                  " events not acknowledged by collector ",
+                                  options_.collector_address));
+  }
+  absl::MutexLock lock(&mu_);
+  sender_exited_ = true;
+  ack_cv_.SignalAll();
+}
+
+bool Transport::Impl::WaitDisconnected(absl::Time until) {
+  while (true) {
+    FormBatches(ForceBatches());
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return true;
+    const absl::Time now = absl::Now();
+    if (now >= until) return false;
+    if (!wake_) sender_cv_.WaitWithDeadline(&mu_, std::min(until, partial_due_));
+    wake_ = false;
+  }
+}
+
+bool Transport::Impl::ServeStream() {
+  v1::IngestRequest hello;
+  *hello.mutable_hello()->mutable_identity() = options_.identity;
+  {
+    absl::MutexLock lock(&mu_);
+    hello_acked_ = false;
+    write_in_flight_ = true;  // the Hello
+    write_failed_ = false;
+    reads_done_ = false;
+    stream_done_ = false;
+    written_through_ = 0;
+    opened_at_ = absl::Now();
+    last_progress_ = opened_at_;
+  }
+  stream_ = std::make_unique<IngestStream>(this);
+  stream_->Open(stub_.get(), hello);
+
+  bool ending = false;         // Close() or Abort() issued
+  bool closing = false;        // ... and it was Close()
+  bool cancelled = false;
+  absl::Time close_deadline = absl::InfiniteFuture();
+  bool hello_was_acked = false;
+  while (true) {
+    FormBatches(ForceBatches());
+    Action action = Action::kNone;
+    std::optional<SealedBatch> next;
+    uint64_t resume_after = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stream_done_) break;
+      const absl::Time now = absl::Now();
+      hello_was_acked |= hello_acked_;
+      const bool outstanding = written_through_ > durable_seq_;
+      if (ending) {
+        if (closing && !cancelled && now >= close_deadline) action = Action::kCancel;
+      } else if (reads_done_ || write_failed_) {
+        action = Action::kAbort;
+      } else if (!hello_acked_ && now - opened_at_ >= options_.hello_timeout) {
+        failures_.Report(Failure::kHelloTimeout,
+                         absl::StrCat("collector ", options_.collector_address,
+                                      " did not answer the Hello within ",
+                                      absl::FormatDuration(options_.hello_timeout)));
+        action = Action::kAbort;
+      } else if (hello_acked_ && outstanding && now - last_progress_ >= options_.ack_timeout) {
+        failures_.Report(Failure::kAckTimeout,
+                         absl::StrCat("collector ", options_.collector_address,
+                                      " sent no ack within ",
+                                      absl::FormatDuration(options_.ack_timeout),
+                                      "; reopening the stream"));
+        action = Action::kAbort;
+      } else if (stopping_ && (!clean_close_ || (!hello_acked_ && now >= stop_deadline_))) {
+        action = Action::kAbort;
+      } else if (hello_acked_ && !write_in_flight_) {
+        next = store_->NextAfter(written_through_);
+        if (next.has_value()) {
+          action = Action::kWrite;
+        } else if (stopping_) {
+          action = Action::kClose;
+        }
+      }
+      if (action == Action::kWrite) {
+        resume_after = written_through_;
+        if (!outstanding) last_progress_ = now;  // the ack clock starts with the first write
+        write_in_flight_ = true;
+        written_through_ = next->last_seq;
+        events_sent_ += next->last_seq - std::max(next->first_seq - 1, resume_after);
+        ++batches_sent_;
+        if (next->first_seq <= max_written_seq_) ++batches_resent_;
+        max_written_seq_ = std::max(max_written_seq_, next->last_seq);
+      } else if (action == Action::kClose || action == Action::kAbort) {
+        ending = true;
+        closing = action == Action::kClose;
+        close_deadline = std::max(now, stop_deadline_) + kCloseGrace;
+      } else if (action == Action::kCancel) {
+        cancelled = true;
+      } else if (!wake_) {
+        absl::Time deadline = partial_due_;
+        if (!hello_acked_) deadline = std::min(deadline, opened_at_ + options_.hello_timeout);
+        if (outstanding) deadline = std::min(deadline, last_progress_ + options_.ack_timeout);
+        if (ending && closing && !cancelled) deadline = std::min(deadline, close_deadline);
+        if (stopping_ && !hello_acked_) deadline = std::min(deadline, stop_deadline_);
+        sender_cv_.WaitWithDeadline(&mu_, deadline);
+      }
+      if (action == Action::kNone) wake_ = false;
+    }
+    switch (action) {
+      case Action::kWrite:
+        if (PrepareWrite(*next, resume_after)) {
+          stream_->Write();
+        } else {
+          absl::MutexLock lock(&mu_);
+          write_in_flight_ = false;
+        }
+        break;
+      case Action::kClose:
+        stream_->Close();
+        break;
+      case Action::kAbort:
+        stream_->Abort();
+        break;
+      case Action::kCancel:
+        stream_->Cancel();
+        break;
+      case Action::kNone:
+        break;
+    }
+  }
+
+  grpc::Status status;
+  bool stop = false;
+  {
+    absl::MutexLock lock(&mu_);
+    status = done_status_;
+    hello_was_acked |= hello_acked_;
+    hello_acked_ = false;
+    stop = stopping_;
+    if (closing && status.ok()) closed_cleanly_ = true;
+    if (!(closing && status.ok()) && !stop) ++stream_errors_;
+  }
+  stream_.reset();  // OnStreamDone was the call's last use of it
+  if (hello_was_acked) backoff_.Reset();
+  if (!stop) ReportEndOfStream(status, hello_was_acked, closing);
+  return stop;
+}
+
+void Transport::Impl::ReportEndOfStream(const grpc::Status& status, bool hello_acked,
+                                        bool closing) {
+  const std::string what =
+      status.ok() ? std::string("the collector ended the stream")
+                  : absl::StrCat("status ", static_cast<int>(status.error_code()), ": ",
+                                 status.error_message());
+  if (!hello_acked) {
+    failures_.Report(Failure::kConnect,
+                     absl::StrCat("cannot reach collector ", options_.collector_address, " (",
+                                  what, "); recording continues, retrying with backoff"));
+  } else if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+    failures_.Report(Failure::kRejected,
+                     absl::StrCat("collector ", options_.collector_address,
+                                  " rejected a batch (", what, "); retrying"));
+  } else if (!closing) {
+    failures_.Report(Failure::kStreamBroken,
+                     absl::StrCat("stream to collector ", options_.collector_address,
+                                  " broke (", what, "); reconnecting and resending"));
+  }
+}
+
+bool Transport::Impl::PrepareWrite(const SealedBatch& sealed, uint64_t resume_after) {
+  v1::EventBatch* batch = stream_->request()->mutable_batch();
+  if (!batch->ParseFromString(*sealed.bytes)) return false;
+  if (sealed.first_seq > resume_after) return true;
+  // The collector already has the head of this batch: send only the rest, so a reconnect
+  // never resends what the Hello ack covered.
+  BatchLimits limits;
+  limits.max_events = kMaxBatchEvents;
+  limits.max_strings = UINT32_MAX;
+  limits.max_string_bytes = UINT32_MAX;
+  absl::StatusOr<DecodedBatch> decoded = DecodeBatch(*batch, limits);
+  if (!decoded.ok()) return true;  // cannot happen for our own encoding; send it whole
+  auto keep = std::find_if(decoded->events.begin(), decoded->events.end(),
+                           [&](const Event& e) { return e.seq > resume_after; });
+  std::vector<Event> rest(keep, decoded->events.end());
+  EncodeBatch(rest, decoded->strings, decoded->counters, batch);
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Listener callbacks (gRPC threads).
+
+void Transport::Impl::OnAck(const v1::IngestAck& ack) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t seq = ack.durable_seq();
+  if (!hello_acked_) {
+    hello_acked_ = true;
+    if (seq < durable_seq_) {
+      // A collector that lost its data (new data directory): what it had acknowledged is gone
+      // and cannot be resent, but the string table can.
+      strings_.ResendAll();
+      failures_.Report(Failure::kCollectorRegressed,
+                       absl::StrCat("collector ", options_.collector_address, " reports durable ",
+                                    "seq ", seq, " after acknowledging ", durable_seq_,
+                                    "; events in between are lost"));
+    }
+    written_through_ = seq;
+    if (ever_connected_) ++reconnects_;
+    ever_connected_ = true;
+  }
+  if (seq > durable_seq_) {
+    durable_seq_ = seq;
+    store_->Acknowledge(durable_seq_);
+  }
+  last_progress_ = absl::Now();
+  sender_cv_.Signal();
+  ack_cv_.SignalAll();
+}
+
+void Transport::Impl::OnWriteDone(bool ok) {
+  absl::MutexLock lock(&mu_);
+  write_in_flight_ = false;
+  if (!ok) write_failed_ = true;
+  sender_cv_.Signal();
+}
+
+void Transport::Impl::OnReadsDone() {
+  absl::MutexLock lock(&mu_);
+  reads_done_ = true;
+  sender_cv_.Signal();
+}
+
+void Transport::Impl::OnStreamDone(const grpc::Status& status) {
+  absl::MutexLock lock(&mu_);
+  stream_done_ = true;
+  done_status_ = status;
+  sender_cv_.Signal();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flush, Shutdown, stats.
+
+absl::Status Transport::Impl::Flush(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  // A loss still waiting for room in the queue gets its marker once the sender drains it;
+  // the flush covers that marker too, so the loss is known to the collector when it returns.
+  EventQueue::Sealed sealed = queue_.SealPendingLosses();
+  uint64_t target = sealed.last_seq;
+  absl::MutexLock lock(&mu_);
+  if (durable_seq_ >= target && !sealed.loss_pending) return absl::OkStatus();
+  ++flush_waiters_;
+  wake_ = true;
+  sender_cv_.Signal();
+  while (!sender_exited_) {
+    if (durable_seq_ >= target) {
+      if (!sealed.loss_pending) break;
+      mu_.Unlock();
+      sealed = queue_.SealPendingLosses();
+      mu_.Lock();
+      target = sealed.last_seq;
+      continue;
+    }
+    if (ack_cv_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  --flush_waiters_;
+  if (durable_seq_ >= target && !sealed.loss_pending) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(
+      "flush: ", target - durable_seq_, " events not acknowledged by collector ",
+      options_.collector_address, " within ", absl::FormatDuration(timeout), " (durable seq ",
+      durable_seq_, ", last seq ", target, ", ",
+      hello_acked_ ? "connected" : "not connected", ")"));
+}
+
+absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
+  absl::MutexLock shutdown_lock(&shutdown_mu_);
+  if (shutdown_result_.has_value()) return *shutdown_result_;
+  const absl::Time drain_deadline = absl::Now() + drain_timeout;
+  // Closing first makes the flush target final: events recorded from now on are dropped and
+  // counted, so "flushed" covers everything recorded before Shutdown().
+  queue_.Close();
+  absl::Status result = Flush(drain_timeout);
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    clean_close_ = result.ok();
+    // With nothing left to send, a stream still opening gets until the drain deadline (at
+    // least a moment) to be answered, so that a quick start-and-stop still closes cleanly.
+    const absl::Time now = absl::Now();
+    stop_deadline_ = result.ok() ? std::max(drain_deadline, now + absl::Milliseconds(200)) : now;
+    sender_cv_.Signal();
+  }
+  if (sender_.joinable()) sender_.join();
+  if (result.ok()) {
+    absl::MutexLock lock(&mu_);
+    if (!closed_cleanly_) {
+      result = ever_connected_
+                   ? absl::DeadlineExceededError(absl::StrCat(
+                         "shutdown: collector ", options_.collector_address,
+                         " did not confirm the stream's close"))
+                   : absl::UnavailableError(absl::StrCat("shutdown: collector ",
+                                                         options_.collector_address,
+                                                         " was never reached"));
+    }
+  }
+  shutdown_result_ = result;
+  return result;
+}
+
+TransportStats Transport::Impl::stats() const {
+  EventQueue::Counters q = queue_.counters();
+  TransportStats s;
+  s.events_recorded = q.pushed;
+  s.events_lost_queue_full = q.lost_queue_full;
+  s.last_seq = q.last_seq;
+  s.strings_interned = strings_.size();
+  s.strings_refused = strings_.refused();
+  absl::MutexLock lock(&mu_);
+  s.events_lost_spool_full = lost_spool_full_;
+  s.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
+  s.events_sent = events_sent_;
+  s.durable_seq = durable_seq_;
+  s.reconnects = reconnects_;
+  s.connected = hello_acked_ && !reads_done_ && !write_failed_ && !stream_done_;
+  s.batches_sent = batches_sent_;
+  s.batches_resent = batches_resent_;
+  s.unacked_batches = store_->batches();
+  s.unacked_bytes = store_->bytes();
+  s.stream_errors = stream_errors_;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transport.
+
+absl::StatusOr<std::unique_ptr<Transport>> Transport::Start(TransportOptions options) {
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  auto impl = std::make_unique<Impl>(std::move(options));
+  impl->StartSender();
+  return absl::WrapUnique(new Transport(std::move(impl)));
+}
+
+Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Transport::~Transport() { impl_->Shutdown(absl::Seconds(5)).IgnoreError(); }
+
+void Transport::Record(const Event& event) { impl_->Record(event); }
+
+uint32_t Transport::Intern(StringKind kind, std::string_view value) {
+  return impl_->Intern(kind, value);
+}
+
+void Transport::CountCuptiRecordsDropped(uint64_t n) { impl_->CountCuptiRecordsDropped(n); }
+
+absl::Status Transport::Flush(absl::Duration timeout) { return impl_->Flush(timeout); }
+
+absl::Status Transport::Shutdown(absl::Duration drain_timeout) {
+  return impl_->Shutdown(drain_timeout);
+}
+
+TransportStats Transport::stats() const { return impl_->stats(); }
+
+}  // namespace memtrace

@@ -1,0 +1,431 @@
+// The transport against an in-process Ingest service on a real loopback port.
+#include "agent/stream/transport.h"
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "agent/stream/fake_collector.h"
+#include "gtest/gtest.h"
+#include "proto/codec/event.h"
+
+namespace memtrace {
+namespace {
+
+using Stream = FakeCollector::Stream;
+
+TransportOptions Options(const std::string& address) {
+  TransportOptions o;
+  o.collector_address = address;
+  o.identity.set_job_id("job-t");
+  o.identity.set_rank(3);
+  o.identity.set_world_size(4);
+  o.max_batch_events = 256;
+  o.max_batch_delay = absl::Milliseconds(5);
+  o.initial_backoff = absl::Milliseconds(10);
+  o.max_backoff = absl::Milliseconds(100);
+  return o;
+}
+
+Event Alloc(uint64_t i, uint32_t tag = 0) {
+  Event e;
+  e.kind = i % 2 == 0 ? EventKind::kAlloc : EventKind::kFree;
+  e.ts_ns = 1'000'000 + static_cast<int64_t>(i) * 10;
+  e.address = 0x7f0000000000ull + (i / 2) * 4096;
+  e.bytes = 4096 + i;
+  e.tag_id = tag;
+  e.device = 1;
+  e.memory_kind = kMemoryDevice;
+  return e;
+}
+
+// What the collector must hold after `n` events from Alloc(0..n-1): each once, in order.
+void ExpectExactly(const Stream& s, uint64_t first, uint64_t n) {
+  ASSERT_EQ(s.events.size(), n);
+  for (uint64_t k = 0; k < n; ++k) {
+    Event want = Alloc(first - 1 + k);
+    want.seq = first + k;
+    ASSERT_EQ(s.events[k], want) << "event " << k;
+  }
+  EXPECT_EQ(s.seq_gaps, 0u);
+}
+
+std::unique_ptr<Transport> StartOrDie(TransportOptions options) {
+  absl::StatusOr<std::unique_ptr<Transport>> t = Transport::Start(std::move(options));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *std::move(t) : nullptr;
+}
+
+bool WaitConnected(const Transport& t, absl::Duration timeout = absl::Seconds(5)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!t.stats().connected) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
+
+// A port on which nothing listens: one the OS gave a server that has stopped.
+int DeadPort() {
+  FakeCollector c;
+  EXPECT_TRUE(c.Start().ok());
+  int port = c.port();
+  c.Stop();
+  return port;
+}
+
+TEST(TransportTest, DeliversEveryEventOnceInOrderWithTheHelloIdentity) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  for (uint64_t i = 0; i < 10000; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  Stream s = collector.Snapshot();
+  ExpectExactly(s, 1, 10000);
+  EXPECT_EQ(s.identity.job_id(), "job-t");
+  EXPECT_EQ(s.identity.rank(), 3);
+  EXPECT_EQ(s.hellos, 1);
+  for (const FakeCollector::ReceivedBatch& b : s.received) EXPECT_LE(b.count, 256u);
+  TransportStats stats = t->stats();
+  EXPECT_EQ(stats.durable_seq, 10000u);
+  EXPECT_EQ(stats.events_recorded, 10000u);
+  EXPECT_EQ(stats.events_lost, 0u);
+  EXPECT_EQ(stats.reconnects, 0u);
+  EXPECT_TRUE(stats.connected);
+}
+
+TEST(TransportTest, EveryEventArrivesExactlyOnceInOrderAcrossAForcedDisconnect) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.DropStreamAtBatch(3);
+  auto t = StartOrDie(Options(collector.address()));
+  for (uint64_t i = 0; i < 5000; ++i) {
+    t->Record(Alloc(i));
+    if (i % 500 == 0) absl::SleepFor(absl::Milliseconds(2));  // spread over many batches
+  }
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  Stream s = collector.Snapshot();
+  ExpectExactly(s, 1, 5000);
+  ASSERT_EQ(s.hellos, 2);
+  EXPECT_EQ(s.aborted, 1);
+  // The dropped batch (and whatever was in flight behind it) was sent again...
+  uint64_t received = 0;
+  for (const FakeCollector::ReceivedBatch& b : s.received) received += b.count;
+  EXPECT_GT(received, 5000u);
+  // ...but nothing the second Hello's ack already covered.
+  for (const FakeCollector::ReceivedBatch& b : s.received) {
+    if (b.stream_index == 2) EXPECT_GT(b.first_seq, s.hello_acks[1]);
+  }
+  TransportStats stats = t->stats();
+  EXPECT_EQ(stats.reconnects, 1u);
+  EXPECT_EQ(stats.stream_errors, 1u);
+  EXPECT_GE(stats.batches_resent, 1u);
+  EXPECT_EQ(s.last_counters.reconnects, 1u);
+}
+
+TEST(TransportTest, RecoversWhenTheCollectorRestartsOnTheSamePort) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  for (uint64_t i = 0; i < 1000; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  collector.Stop();
+  for (uint64_t i = 1000; i < 2000; ++i) t->Record(Alloc(i));  // recorded while it is down
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_FALSE(t->stats().connected);
+  ASSERT_TRUE(collector.Start(collector.port()).ok());
+  ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
+  ExpectExactly(collector.Snapshot(), 1, 2000);
+  EXPECT_GE(t->stats().reconnects, 1u);
+}
+
+TEST(TransportTest, HelloAckDurableSeqMakesTheTransportSkipWhatTheCollectorHas) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.PretendStoredThrough(600);
+  collector.HoldHelloAcks(true);
+  auto t = StartOrDie(Options(collector.address()));
+  for (uint64_t i = 0; i < 1000; ++i) t->Record(Alloc(i));
+  absl::SleepFor(absl::Milliseconds(50));  // batches formed and waiting for the Hello ack
+  EXPECT_TRUE(collector.Snapshot().received.empty());
+  collector.HoldHelloAcks(false);
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  Stream s = collector.Snapshot();
+  ASSERT_FALSE(s.received.empty());
+  for (const FakeCollector::ReceivedBatch& b : s.received) EXPECT_GE(b.first_seq, 601u);
+  EXPECT_EQ(s.received.front().first_seq, 601u);  // a batch straddling 600 was trimmed
+  ExpectExactly(s, 601, 400);
+  EXPECT_EQ(t->stats().events_sent, 400u);
+}
+
+TEST(TransportTest, QueueOverflowProducesALossEventWithTheExactLostCount) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.queue_capacity = 100;
+  // Neither the batch threshold nor the timer drains the queue during the burst, so exactly
+  // 100 events fit.
+  o.max_batch_events = 1000;
+  o.max_batch_delay = absl::Seconds(5);
+  auto t = StartOrDie(o);
+  ASSERT_TRUE(WaitConnected(*t));
+  for (uint64_t i = 0; i < 1000; ++i) t->Record(Alloc(i));
+  EXPECT_EQ(t->stats().events_lost_queue_full, 900u);
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  for (uint64_t i = 1000; i < 1005; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+
+  Stream s = collector.Snapshot();
+  ASSERT_EQ(s.events.size(), 106u);
+  for (uint64_t k = 0; k < 100; ++k) {
+    EXPECT_EQ(s.events[k].kind, Alloc(k).kind);
+    EXPECT_EQ(s.events[k].seq, k + 1);
+  }
+  const Event& loss = s.events[100];
+  EXPECT_EQ(loss.kind, EventKind::kLoss);
+  EXPECT_EQ(loss.seq, 101u);
+  EXPECT_EQ(loss.aux, 900u);
+  EXPECT_EQ(loss.memory_kind, kLossQueueFull);
+  EXPECT_EQ(loss.ts_ns, Alloc(999).ts_ns);  // the time of the last event dropped
+  for (uint64_t k = 101; k < 106; ++k) {
+    EXPECT_EQ(s.events[k].seq, k + 1);
+    EXPECT_EQ(s.events[k].bytes, Alloc(k + 899).bytes);
+  }
+  EXPECT_EQ(s.last_counters.events_lost, 900u);
+  EXPECT_EQ(s.last_counters.events_recorded, 1005u);
+}
+
+TEST(TransportTest, LossCountsAddUpUnderConcurrentOverflow) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.queue_capacity = 64;
+  o.max_batch_events = 32;
+  o.max_batch_delay = absl::Milliseconds(1);
+  auto t = StartOrDie(o);
+  constexpr uint64_t kPerThread = 50000;
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 2; ++k) {
+    threads.emplace_back([&] {
+      for (uint64_t i = 0; i < kPerThread; ++i) t->Record(Alloc(i));
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
+  Stream s = collector.Snapshot();
+  uint64_t kept = 0, lost = 0;
+  for (const Event& e : s.events) {
+    if (e.kind == EventKind::kLoss) {
+      EXPECT_EQ(e.memory_kind, kLossQueueFull);
+      lost += e.aux;
+    } else {
+      ++kept;
+    }
+  }
+  EXPECT_EQ(kept + lost, 2 * kPerThread);
+  EXPECT_EQ(lost, t->stats().events_lost);
+  EXPECT_EQ(s.seq_gaps, 0u);
+  EXPECT_EQ(s.events.back().seq, t->stats().last_seq);
+}
+
+TEST(TransportTest, FlushReturnsOnlyAfterTheAck) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.HoldAcks(true);
+  auto t = StartOrDie(Options(collector.address()));
+  for (uint64_t i = 0; i < 10; ++i) t->Record(Alloc(i));
+  absl::Status early = t->Flush(absl::Milliseconds(300));
+  EXPECT_EQ(early.code(), absl::StatusCode::kDeadlineExceeded) << early;
+  // Delivered and stored, but not acknowledged: not flushed.
+  EXPECT_EQ(collector.Snapshot().events.size(), 10u);
+  EXPECT_EQ(t->stats().durable_seq, 0u);
+  collector.HoldAcks(false);
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  EXPECT_EQ(t->stats().durable_seq, 10u);
+}
+
+TEST(TransportTest, ShutdownCompletesTheStreamCleanly) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  for (uint64_t i = 0; i < 100; ++i) t->Record(Alloc(i));
+  absl::Status s = t->Shutdown(absl::Seconds(5));
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(collector.WaitFor([](const Stream& st) { return st.clean_closes == 1; },
+                                absl::Seconds(2)));
+  Stream st = collector.Snapshot();
+  EXPECT_EQ(st.aborted, 0);
+  ExpectExactly(st, 1, 100);
+  EXPECT_TRUE(t->Shutdown(absl::Seconds(5)).ok());  // idempotent
+  t->Record(Alloc(100));                            // after shutdown: dropped and counted
+  EXPECT_EQ(t->stats().events_lost, 1u);
+  EXPECT_FALSE(t->stats().connected);
+}
+
+TEST(TransportTest, ShutdownRightAfterStartStillClosesCleanly) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  absl::Status s = t->Shutdown(absl::Seconds(2));
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(collector.WaitFor([](const Stream& st) { return st.clean_closes == 1; },
+                                absl::Seconds(2)));
+}
+
+TEST(TransportTest, UnreachableCollectorNeitherBlocksRecordNorCrashes) {
+  TransportOptions o = Options(absl::StrCat("127.0.0.1:", DeadPort()));
+  o.queue_capacity = 1 << 16;
+  auto t = StartOrDie(o);
+  const absl::Time start = absl::Now();
+  for (uint64_t i = 0; i < 200000; ++i) t->Record(Alloc(i));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(t->Flush(absl::Milliseconds(100)).code(), absl::StatusCode::kDeadlineExceeded);
+  const absl::Time shutdown_start = absl::Now();
+  absl::Status s = t->Shutdown(absl::Milliseconds(200));
+  EXPECT_LT(absl::Now() - shutdown_start, absl::Seconds(2));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  TransportStats stats = t->stats();
+  EXPECT_EQ(stats.events_recorded, 200000u);
+  EXPECT_EQ(stats.durable_seq, 0u);
+  EXPECT_FALSE(stats.connected);
+}
+
+TEST(TransportTest, ShutdownWithNothingRecordedAndNoCollectorSaysUnavailable) {
+  auto t = StartOrDie(Options(absl::StrCat("127.0.0.1:", DeadPort())));
+  const absl::Time start = absl::Now();
+  absl::Status s = t->Shutdown(absl::Milliseconds(100));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+}
+
+TEST(TransportTest, UnroutableAddressShutsDownInBoundedTime) {
+  // 10.255.255.1 normally swallows the SYN (or the sandbox rejects it at once): either way the
+  // connection attempt must not hold Record() or Shutdown().
+  auto t = StartOrDie(Options("10.255.255.1:7431"));
+  for (uint64_t i = 0; i < 1000; ++i) t->Record(Alloc(i));
+  const absl::Time start = absl::Now();
+  absl::Status s = t->Shutdown(absl::Milliseconds(200));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+}
+
+TEST(TransportTest, StringsArriveWithOrBeforeTheirFirstUse) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  std::vector<uint32_t> tags;
+  for (int k = 0; k < 50; ++k) {
+    tags.push_back(t->Intern(StringKind::kTag, absl::StrCat("fsdp:layers.", k)));
+  }
+  const uint32_t source = t->Intern(StringKind::kSource, "libnccl.so.2");
+  EXPECT_EQ(t->Intern(StringKind::kTag, "fsdp:layers.7"), tags[7]);  // same value, same id
+  for (uint64_t i = 0; i < 3000; ++i) {
+    if (i % 100 == 0) tags.push_back(t->Intern(StringKind::kPhase, absl::StrCat("phase ", i)));
+    Event e = Alloc(i, tags[i % tags.size()]);
+    e.source_id = i % 3 == 0 ? source : 0;
+    t->Record(e);
+  }
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  Stream s = collector.Snapshot();
+  EXPECT_EQ(s.events.size(), 3000u);
+  EXPECT_EQ(s.undefined_string_uses, 0u);
+  ASSERT_EQ(s.strings.size(), 81u);
+  EXPECT_EQ(s.strings.at(tags[7]).value, "fsdp:layers.7");
+  EXPECT_EQ(s.strings.at(tags[7]).kind, StringKind::kTag);
+  EXPECT_EQ(s.strings.at(source).value, "libnccl.so.2");
+  EXPECT_EQ(s.strings.at(source).kind, StringKind::kSource);
+  EXPECT_EQ(t->stats().strings_interned, 81u);
+}
+
+TEST(TransportTest, StringsOfADroppedBatchAreResentAfterReconnect) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.DropStreamAtBatch(1);  // the batch carrying the first definitions never lands
+  auto t = StartOrDie(Options(collector.address()));
+  ASSERT_TRUE(WaitConnected(*t));
+  const uint32_t a = t->Intern(StringKind::kTag, "model.encoder");
+  const uint32_t b = t->Intern(StringKind::kTag, "model.decoder");
+  for (uint64_t i = 0; i < 2000; ++i) t->Record(Alloc(i, i % 2 == 0 ? a : b));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  Stream s = collector.Snapshot();
+  EXPECT_EQ(s.hellos, 2);
+  EXPECT_EQ(s.undefined_string_uses, 0u);
+  EXPECT_EQ(s.strings.at(a).value, "model.encoder");
+  EXPECT_EQ(s.strings.at(b).value, "model.decoder");
+  EXPECT_EQ(s.events.size(), 2000u);
+}
+
+TEST(TransportTest, DroppedUnackedBatchesAreReportedAsSpoolFullLossAndKeepTheirStrings) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  const int port = collector.port();
+  collector.Stop();  // the collector is away from the start
+  TransportOptions o = Options(collector.address());
+  o.max_batch_events = 64;
+  o.max_batch_delay = absl::Milliseconds(1);
+  o.max_unacked_bytes = 8 << 10;
+  auto t = StartOrDie(o);
+  const uint32_t tag = t->Intern(StringKind::kTag, "optimizer.state");
+  for (uint64_t i = 0; i < 5000; ++i) {
+    t->Record(Alloc(i, tag));
+    if (i % 256 == 0) absl::SleepFor(absl::Milliseconds(2));
+  }
+  absl::SleepFor(absl::Milliseconds(20));
+  TransportStats before = t->stats();
+  EXPECT_GT(before.events_lost_spool_full, 0u);
+  EXPECT_LE(before.unacked_bytes, o.max_unacked_bytes + 4096);
+  ASSERT_TRUE(collector.Start(port).ok());
+  ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
+  Stream s = collector.Snapshot();
+  uint64_t kept = 0, lost = 0;
+  for (const Event& e : s.events) {
+    if (e.kind == EventKind::kLoss) {
+      EXPECT_EQ(e.memory_kind, kLossSpoolFull);
+      lost += e.aux;
+    } else {
+      ++kept;
+      EXPECT_EQ(e.tag_id, tag);
+    }
+  }
+  EXPECT_GT(lost, 0u);
+  EXPECT_EQ(kept + lost, 5000u);
+  EXPECT_EQ(lost, t->stats().events_lost_spool_full);
+  EXPECT_EQ(lost, t->stats().events_lost);
+  EXPECT_EQ(s.undefined_string_uses, 0u);  // the definition outlived its dropped batch
+  EXPECT_EQ(s.strings.at(tag).value, "optimizer.state");
+  EXPECT_EQ(s.last_counters.events_lost, lost);
+}
+
+TEST(TransportTest, StartRejectsInvalidOptions) {
+  TransportOptions no_job = Options("127.0.0.1:1");
+  no_job.identity.clear_job_id();
+  EXPECT_EQ(Transport::Start(no_job).status().code(), absl::StatusCode::kInvalidArgument);
+  TransportOptions no_address = Options("");
+  EXPECT_EQ(Transport::Start(no_address).status().code(), absl::StatusCode::kInvalidArgument);
+  TransportOptions huge_batch = Options("127.0.0.1:1");
+  huge_batch.max_batch_events = 70000;
+  absl::Status s = Transport::Start(huge_batch).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("70000"), std::string::npos) << s;
+  TransportOptions no_queue = Options("127.0.0.1:1");
+  no_queue.queue_capacity = 0;
+  EXPECT_EQ(Transport::Start(no_queue).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TransportTest, CuptiDropCountTravelsWithBatches) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  t->CountCuptiRecordsDropped(7);
+  t->Record(Alloc(0));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  EXPECT_EQ(collector.Snapshot().last_counters.cupti_records_dropped, 7u);
+  EXPECT_EQ(collector.Snapshot().last_counters.events_recorded, 1u);
+}
+
+}  // namespace
+}  // namespace memtrace
