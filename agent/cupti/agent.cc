@@ -168,12 +168,7 @@ void Agent::OnActivityBuffer(uint8_t* buffer, size_t valid_size) {
 }
 
 void Agent::OnRecordsDropped(uint64_t n) {
-  Event e;
-  e.kind = EventKind::kLoss;
-  e.ts_ns = RealtimeNanos();
-  e.aux = n;
-  e.memory_kind = kLossCuptiDropped;
-  transport_->Record(e);
+  translator_->RecordDropped(n, RealtimeNanos());
   transport_->CountCuptiRecordsDropped(n);
   log_->Once("dropped", absl::StrCat("CUPTI dropped ", n,
                                      " activity records (reported as LOSS events; raise "

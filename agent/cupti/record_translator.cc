@@ -186,6 +186,17 @@ void RecordTranslator::TranslateMarker(const CUpti_ActivityMarker2& r) {
   }
 }
 
+void RecordTranslator::RecordDropped(uint64_t n, int64_t ts_ns) {
+  if (n == 0) return;
+  cupti_dropped_.fetch_add(n, std::memory_order_relaxed);
+  Event e;
+  e.kind = EventKind::kLoss;
+  e.ts_ns = ts_ns;
+  e.aux = n;
+  e.memory_kind = kLossCuptiDropped;
+  sink_->Record(e);
+}
+
 TranslatorStats RecordTranslator::stats() const {
   TranslatorStats s;
   s.records = records_.load();
@@ -197,6 +208,7 @@ TranslatorStats RecordTranslator::stats() const {
   s.correlated = correlated_.load();
   s.other_records = other_records_.load();
   s.invalid_records = invalid_records_.load();
+  s.cupti_dropped = cupti_dropped_.load();
   return s;
 }
 

@@ -46,6 +46,7 @@ struct TranslatorStats {
   uint64_t correlated = 0;           // MEMORY2 records found in the correlation table
   uint64_t other_records = 0;        // kinds we do not translate
   uint64_t invalid_records = 0;      // a known kind with an unknown operation type
+  uint64_t cupti_dropped = 0;        // records CUPTI reported dropped
 };
 
 class RecordTranslator {
@@ -60,6 +61,10 @@ class RecordTranslator {
   // Walks a completed activity buffer with cuptiActivityGetNextRecord and translates every
   // record in it. Returns the number of records walked. Thread-safe.
   size_t TranslateBuffer(uint8_t* buffer, size_t valid_size);
+
+  // Reports `n` activity records CUPTI dropped (cuptiActivityGetNumDroppedRecords) as one
+  // EVENT_KIND_LOSS event, aux = n, memory_kind = LOSS_REASON_CUPTI_DROPPED. Thread-safe.
+  void RecordDropped(uint64_t n, int64_t ts_ns);
 
   // Switches marker translation on or off (the agent knows only after subscribing whether
   // callbacks will deliver NVTX). Thread-safe.
@@ -92,6 +97,7 @@ class RecordTranslator {
   std::atomic<uint64_t> correlated_{0};
   std::atomic<uint64_t> other_records_{0};
   std::atomic<uint64_t> invalid_records_{0};
+  std::atomic<uint64_t> cupti_dropped_{0};
 };
 
 }  // namespace cupti

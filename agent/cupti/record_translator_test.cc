@@ -232,6 +232,18 @@ TEST(RecordTranslatorMarkerTest, MarkersDriveStepsAndPhasesInActivityOnlyMode) {
   EXPECT_EQ(sink.Name(events[1].tag_id), "rollout");
 }
 
+TEST_F(RecordTranslatorTest, DroppedRecordsBecomeOneLossEventWithTheCount) {
+  translator_.RecordDropped(0, 10);  // nothing dropped: nothing to report
+  translator_.RecordDropped(1234, 20);
+  std::vector<Event> events = sink_.events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, EventKind::kLoss);
+  EXPECT_EQ(events[0].aux, 1234u);
+  EXPECT_EQ(events[0].memory_kind, kLossCuptiDropped);
+  EXPECT_EQ(events[0].ts_ns, 20);
+  EXPECT_EQ(translator_.stats().cupti_dropped, 1234u);
+}
+
 // A buffer laid out as CUPTI lays it out (records back to back, each 8-byte aligned), walked by
 // libcupti's own cuptiActivityGetNextRecord, which works without a GPU.
 TEST_F(RecordTranslatorTest, CompletedBufferIsWalkedWithCuptiAndEveryRecordTranslated) {
