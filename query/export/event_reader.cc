@@ -1,0 +1,59 @@
+#include "query/export/event_reader.h"
+
+#include "absl/strings/str_cat.h"
+#include "proto/codec/batch_codec.h"
+#include "query/cli/query_client.h"
+
+namespace memtrace::exporter {
+
+absl::StatusOr<EventReader> EventReader::Create(const std::string& address,
+                                                absl::Duration timeout) {
+  if (address.empty()) {
+    return absl::InvalidArgumentError("--collector: empty address (expected host:port)");
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(256 << 20);
+  return EventReader(address, timeout,
+                     grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+}
+
+EventReader::EventReader(std::string address, absl::Duration timeout,
+                         std::shared_ptr<grpc::Channel> channel)
+    : address_(std::move(address)),
+      timeout_(timeout),
+      channel_(std::move(channel)),
+      stub_(v1::Query::NewStub(channel_)) {}
+
+absl::Status EventReader::ForEach(const std::string& job_id, uint32_t rank, uint32_t attempt,
+                                  const std::function<void(const Event&)>& on_event) const {
+  // A page carries the stream's string table as well; allow a full one.
+  BatchLimits limits;
+  limits.max_strings = 1 << 20;
+  uint64_t from = 1;
+  while (true) {
+    v1::ReadEventsRequest request;
+    request.set_job_id(job_id);
+    request.set_rank(rank);
+    request.set_attempt(attempt);
+    request.set_from_seq(from);
+    v1::ReadEventsResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+    grpc::Status status = stub_->ReadEvents(&context, request, &response);
+    if (!status.ok()) return cli::FromGrpcStatus(status, address_, "ReadEvents", timeout_);
+    absl::StatusOr<DecodedBatch> batch = DecodeBatch(response.batch(), limits);
+    if (!batch.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("events of rank ", rank, " from seq ", from,
+                                                     " do not decode: ", batch.status().message()));
+    }
+    for (const Event& e : batch->events) on_event(e);
+    if (response.next_seq() == 0) return absl::OkStatus();
+    if (response.next_seq() <= from) {
+      return absl::InternalError(absl::StrCat("ReadEvents of rank ", rank, " did not advance past seq ",
+                                              from));
+    }
+    from = response.next_seq();
+  }
+}
+
+}  // namespace memtrace::exporter

@@ -1,0 +1,157 @@
+#include "query/export/export_command.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "query/cli/flags.h"
+#include "query/cli/query_client.h"
+#include "query/export/event_reader.h"
+#include "query/export/output_file.h"
+#include "query/export/perfetto_trace.h"
+
+namespace memtrace::exporter {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: memtrace export --job JOB --format perfetto -o FILE\n"
+    "\n"
+    "Writes the job's memory as a Chrome trace-event JSON file that ui.perfetto.dev and\n"
+    "chrome://tracing open: one process per rank (pid = rank) with counter tracks for live\n"
+    "bytes, each step's floor and peak, device memory used and the top tags' live bytes, and\n"
+    "one slice per step. Live bytes and device used come from every raw event (ReadEvents),\n"
+    "reduced to at most --max-points per rank (keeping each interval's lowest and highest\n"
+    "value); --raw=false uses only the per-step rollups. FILE '-' writes to stdout.";
+
+struct ExportFlags {
+  std::string collector;
+  absl::Duration timeout = absl::Seconds(30);
+  std::string job;
+  std::string format;
+  std::string output;
+  std::string axis = "step";
+  bool raw = true;
+  int64_t max_points = 200000;
+  int64_t top_tags = 5;
+};
+
+absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,
+                                             const cli::QueryClient& client,
+                                             const v1::GetRollupsResponse& rollups,
+                                             std::ostream& err) {
+  FineSeriesMap fine;
+  absl::StatusOr<v1::ListRanksResponse> ranks = client.ListRanks(flags.job);
+  if (!ranks.ok()) return ranks.status();
+  absl::StatusOr<EventReader> reader = EventReader::Create(flags.collector, flags.timeout);
+  if (!reader.ok()) return reader.status();
+  for (const v1::RankRollups& rank : rollups.ranks()) {
+    // The rank's span and size decide the bucket width that bounds its points.
+    int64_t bucket_ns = 0;
+    for (const v1::RankSummary& s : ranks->ranks()) {
+      if (s.rank() != rank.rank() || s.identity().attempt() != rank.attempt()) continue;
+      if (s.events_stored() > static_cast<uint64_t>(flags.max_points)) {
+        bucket_ns = std::max<int64_t>(
+            1, (s.last_ts_ns() - s.first_ts_ns()) / std::max<int64_t>(1, flags.max_points / 3));
+      }
+    }
+    LiveSeriesBuilder builder(bucket_ns);
+    absl::Status read = reader->ForEach(flags.job, rank.rank(), rank.attempt(),
+                                        [&builder](const Event& e) { builder.Add(e); });
+    if (read.code() == absl::StatusCode::kUnimplemented) {
+      err << "memtrace export: the collector has no ReadEvents; live bytes from rollups only\n";
+      return FineSeriesMap();
+    }
+    if (!read.ok()) return read;
+    FineSeries& series = fine[{rank.rank(), rank.attempt()}];
+    series.live = builder.TakeLive();
+    series.device_used = builder.TakeDeviceUsed();
+  }
+  return fine;
+}
+
+int RunExport(const cli::Command& self, const std::vector<std::string>& args,
+              cli::CommandIo& io) {
+  ExportFlags f;
+  f.collector = io.default_collector;
+  cli::FlagSet flags;
+  flags.AddString("job", "JOB", "job id (required)", &f.job);
+  flags.AddString("format", "perfetto", "output format (required; only perfetto)", &f.format);
+  flags.AddString("o", "FILE", "output file (required; '-' = stdout)", &f.output);
+  flags.AddString("output", "FILE", "the same as -o", &f.output);
+  flags.AddString("collector", "ADDR",
+                  absl::StrCat("collector host:port (default ", io.default_collector, ")"),
+                  &f.collector);
+  flags.AddDuration("timeout", "DURATION", "deadline of each request (default 30s)", &f.timeout);
+  flags.AddString("axis", "step|time", "rollups by step (default) or by time bucket", &f.axis);
+  flags.AddBool("raw", "counters from every raw event (default true; --raw=false: rollups)",
+                &f.raw);
+  flags.AddInt("max-points", "N", "live-bytes points per rank at most (default 200000)",
+               &f.max_points);
+  flags.AddInt("top-tags", "N", "tags with a counter track (default 5)", &f.top_tags);
+  absl::StatusOr<cli::FlagSet::Parsed> parsed = flags.Parse(args);
+  if (!parsed.ok()) return cli::ReportError(io, parsed.status(), self.name);
+  if (parsed->help) {
+    io.out << self.usage << "\n\nFlags:\n" << flags.Describe();
+    return cli::kExitOk;
+  }
+  auto usage_error = [&](const std::string& message) {
+    return cli::ReportError(io, absl::InvalidArgumentError(message), self.name);
+  };
+  if (!parsed->positional.empty()) {
+    return usage_error(absl::StrCat("unexpected argument '", parsed->positional.front(), "'"));
+  }
+  if (f.job.empty()) return usage_error("--job is required");
+  if (f.format != "perfetto") {
+    return usage_error(f.format.empty()
+                           ? "--format is required (perfetto)"
+                           : absl::StrCat("--format: '", f.format, "' is not one of perfetto"));
+  }
+  if (f.output.empty()) return usage_error("-o FILE is required");
+  if (f.axis != "step" && f.axis != "time") {
+    return usage_error(absl::StrCat("--axis: '", f.axis, "' is not one of step, time"));
+  }
+  if (f.max_points < 3) return usage_error("--max-points: must be at least 3");
+  if (f.top_tags < 0) return usage_error("--top-tags: must not be negative");
+
+  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(f.collector, f.timeout);
+  if (!client.ok()) return cli::ReportError(io, client.status(), self.name);
+  v1::GetRollupsRequest request;
+  request.set_job_id(f.job);
+  request.set_axis(f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP);
+  absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetRollups(request);
+  if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
+  FineSeriesMap fine;
+  if (f.raw) {
+    absl::StatusOr<FineSeriesMap> read = ReadFineSeries(f, *client, *rollups, io.err);
+    if (!read.ok()) return cli::ReportError(io, read.status(), self.name);
+    fine = std::move(*read);
+  }
+  PerfettoOptions options;
+  options.top_tags = static_cast<size_t>(f.top_tags);
+  options.time_axis = f.axis == "time";
+  absl::Status written = WriteOutputFile(f.output, io.out, [&](std::ostream& out) {
+    return WritePerfettoTrace(f.job, *rollups, fine, options, out);
+  });
+  if (!written.ok()) return cli::ReportError(io, written, self.name);
+  if (f.output != "-") {
+    size_t points = 0;
+    for (const auto& [key, series] : fine) points += series.live.size();
+    io.err << "wrote " << f.output << ": " << rollups->ranks_size() << " ranks, "
+           << (f.raw ? absl::StrCat(points, " live-bytes points from raw events")
+                     : std::string("from rollups"))
+           << "; open it in ui.perfetto.dev or chrome://tracing\n";
+  }
+  return cli::kExitOk;
+}
+
+}  // namespace
+
+cli::Command ExportCommand() {
+  cli::Command command{"export", "write a job's memory as a Perfetto / chrome://tracing trace",
+                       kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, cli::CommandIo& io) {
+    return RunExport(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::exporter

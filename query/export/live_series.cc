@@ -1,0 +1,93 @@
+#include "query/export/live_series.h"
+
+#include <algorithm>
+
+namespace memtrace::exporter {
+namespace {
+
+bool IsHostKind(uint32_t memory_kind) {
+  return memory_kind == kMemoryPageable || memory_kind == kMemoryPinned;
+}
+
+// floor division, so buckets are aligned for negative times too
+int64_t BucketOf(int64_t ts, int64_t width) {
+  int64_t q = ts / width;
+  return (ts % width != 0 && ts < 0) ? q - 1 : q;
+}
+
+}  // namespace
+
+void BucketedSeries::Add(int64_t ts_ns, uint64_t bytes) {
+  SeriesPoint p{ts_ns, bytes};
+  if (bucket_ns_ <= 0) {
+    if (points_.empty() || points_.back().bytes != bytes) points_.push_back(p);
+    return;
+  }
+  int64_t bucket = BucketOf(ts_ns, bucket_ns_);
+  if (open_ && bucket != bucket_) Flush();
+  if (!open_) {
+    open_ = true;
+    bucket_ = bucket;
+    min_ = max_ = last_ = p;
+    return;
+  }
+  if (bytes < min_.bytes) min_ = p;
+  if (bytes > max_.bytes) max_ = p;
+  last_ = p;
+}
+
+void BucketedSeries::Flush() {
+  if (!open_) return;
+  SeriesPoint keep[3] = {min_, max_, last_};
+  std::sort(std::begin(keep), std::end(keep),
+            [](const SeriesPoint& a, const SeriesPoint& b) { return a.ts_ns < b.ts_ns; });
+  for (const SeriesPoint& p : keep) {
+    if (!points_.empty() && points_.back() == p) continue;
+    if (!points_.empty() && points_.back().ts_ns == p.ts_ns) {
+      points_.back() = p;  // one value per instant: the later event's
+      continue;
+    }
+    points_.push_back(p);
+  }
+  open_ = false;
+}
+
+std::vector<SeriesPoint> BucketedSeries::Finish() {
+  Flush();
+  std::vector<SeriesPoint> out;
+  out.swap(points_);
+  return out;
+}
+
+void LiveSeriesBuilder::Add(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kAlloc:
+    case EventKind::kVmmMap: {
+      if (e.kind == EventKind::kAlloc && IsHostKind(e.memory_kind)) return;
+      auto [it, inserted] = allocations_.try_emplace(e.address, e.bytes);
+      if (!inserted) {
+        live_bytes_ -= it->second;
+        it->second = e.bytes;
+      }
+      live_bytes_ += e.bytes;
+      live_series_.Add(e.ts_ns, live_bytes_);
+      return;
+    }
+    case EventKind::kFree:
+    case EventKind::kVmmUnmap: {
+      auto it = allocations_.find(e.address);
+      if (it == allocations_.end()) return;  // host memory, or never seen
+      live_bytes_ -= it->second;
+      allocations_.erase(it);
+      live_series_.Add(e.ts_ns, live_bytes_);
+      return;
+    }
+    case EventKind::kDeviceSample:
+      used_series_.Add(e.ts_ns, e.bytes);
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace memtrace::exporter

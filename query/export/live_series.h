@@ -1,0 +1,69 @@
+// Device live bytes and device-used samples over time, rebuilt from a rank's raw events for
+// the Perfetto export's fine-grained counters. Live bytes follow the collector's rules
+// (collector/rollup/rank_state.h): ALLOC/FREE of host kinds (pageable, pinned) are not device
+// memory, VMM mappings are, an ALLOC over a live address replaces it, a FREE of an unknown
+// address changes nothing.
+//
+// A rank with millions of events would make a trace too large to load, so points can be
+// bucketed: within each bucket only the lowest and highest values (in time order) and the last
+// one are kept, which preserves every peak and floor a viewer would look for.
+#ifndef MEMTRACE_QUERY_EXPORT_LIVE_SERIES_H_
+#define MEMTRACE_QUERY_EXPORT_LIVE_SERIES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "proto/codec/event.h"
+
+namespace memtrace::exporter {
+
+struct SeriesPoint {
+  int64_t ts_ns = 0;
+  uint64_t bytes = 0;
+
+  bool operator==(const SeriesPoint& o) const { return ts_ns == o.ts_ns && bytes == o.bytes; }
+};
+
+// Reduces a stream of (time, value) points to min/max/last per time bucket.
+class BucketedSeries {
+ public:
+  // bucket_ns <= 0 keeps every point whose value differs from the previous one.
+  explicit BucketedSeries(int64_t bucket_ns) : bucket_ns_(bucket_ns) {}
+  void Add(int64_t ts_ns, uint64_t bytes);
+  // Flushes the open bucket and returns the points in time order.
+  std::vector<SeriesPoint> Finish();
+
+ private:
+  void Flush();
+
+  int64_t bucket_ns_;
+  std::vector<SeriesPoint> points_;
+  bool open_ = false;
+  int64_t bucket_ = 0;
+  SeriesPoint min_, max_, last_;
+};
+
+// Feeds one rank's events (in sequence order) and yields its series. Not thread-safe.
+class LiveSeriesBuilder {
+ public:
+  explicit LiveSeriesBuilder(int64_t bucket_ns) : live_series_(bucket_ns), used_series_(bucket_ns) {}
+
+  void Add(const Event& event);
+
+  uint64_t live_bytes() const { return live_bytes_; }
+  // Device live bytes after every memory event (bucketed).
+  std::vector<SeriesPoint> TakeLive() { return live_series_.Finish(); }
+  // DEVICE_SAMPLE "used" values (bucketed).
+  std::vector<SeriesPoint> TakeDeviceUsed() { return used_series_.Finish(); }
+
+ private:
+  absl::flat_hash_map<uint64_t, uint64_t> allocations_;  // device allocations and mappings
+  uint64_t live_bytes_ = 0;
+  BucketedSeries live_series_;
+  BucketedSeries used_series_;
+};
+
+}  // namespace memtrace::exporter
+
+#endif  // MEMTRACE_QUERY_EXPORT_LIVE_SERIES_H_

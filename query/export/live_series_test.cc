@@ -1,0 +1,61 @@
+#include "query/export/live_series.h"
+
+#include "gtest/gtest.h"
+
+namespace memtrace::exporter {
+namespace {
+
+Event Mem(EventKind kind, int64_t ts, uint64_t address, uint64_t bytes,
+          uint32_t memory_kind = kMemoryDevice) {
+  Event e;
+  e.kind = kind;
+  e.ts_ns = ts;
+  e.address = address;
+  e.bytes = bytes;
+  e.memory_kind = memory_kind;
+  return e;
+}
+
+TEST(LiveSeriesTest, FollowsDeviceLiveBytesLikeTheCollector) {
+  LiveSeriesBuilder b(0);
+  b.Add(Mem(EventKind::kAlloc, 1, 0x10, 100));
+  b.Add(Mem(EventKind::kAlloc, 2, 0x20, 50, kMemoryPageable));  // host: not live bytes
+  b.Add(Mem(EventKind::kVmmMap, 3, 0x30, 1000));
+  b.Add(Mem(EventKind::kFree, 4, 0x99, 7));   // unknown address: no change
+  b.Add(Mem(EventKind::kAlloc, 5, 0x10, 40));  // over a live address: replaces it
+  b.Add(Mem(EventKind::kFree, 6, 0x20, 50));   // the host block
+  b.Add(Mem(EventKind::kVmmUnmap, 7, 0x30, 1000));
+  EXPECT_EQ(b.live_bytes(), 40u);
+  EXPECT_EQ(b.TakeLive(), (std::vector<SeriesPoint>{{1, 100}, {3, 1100}, {5, 1040}, {7, 40}}));
+}
+
+TEST(LiveSeriesTest, KeepsDeviceSamples) {
+  LiveSeriesBuilder b(0);
+  Event s;
+  s.kind = EventKind::kDeviceSample;
+  s.ts_ns = 9;
+  s.bytes = 123;
+  b.Add(s);
+  EXPECT_EQ(b.TakeDeviceUsed(), (std::vector<SeriesPoint>{{9, 123}}));
+}
+
+TEST(BucketedSeriesTest, KeepsMinMaxAndLastOfEachBucketInTimeOrder) {
+  BucketedSeries s(100);
+  for (auto [ts, v] : std::vector<std::pair<int64_t, uint64_t>>{
+           {0, 50}, {10, 90}, {20, 10}, {30, 60}, {150, 5}, {160, 7}}) {
+    s.Add(ts, v);
+  }
+  EXPECT_EQ(s.Finish(),
+            (std::vector<SeriesPoint>{{10, 90}, {20, 10}, {30, 60}, {150, 5}, {160, 7}}));
+}
+
+TEST(BucketedSeriesTest, WithoutBucketsDropsOnlyRepeats) {
+  BucketedSeries s(0);
+  s.Add(1, 5);
+  s.Add(2, 5);
+  s.Add(3, 6);
+  EXPECT_EQ(s.Finish(), (std::vector<SeriesPoint>{{1, 5}, {3, 6}}));
+}
+
+}  // namespace
+}  // namespace memtrace::exporter

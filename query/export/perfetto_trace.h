@@ -1,0 +1,58 @@
+// Writes a job's memory as Chrome trace-event JSON, the format ui.perfetto.dev and
+// chrome://tracing load. Per rank (and attempt) one process, pid = rank (rank + 100000 x attempt
+// for restarts), named "rank N (host)", holding:
+//   - "live bytes": counter of device live bytes; exact from raw events when the caller has
+//     them (FineSeries), else from the rollups (the value at each step's start and end);
+//   - "step floor/peak": the floor and peak of each step, held over the step (two series);
+//   - "device used": counter from device samples (raw) or each step's device_used_max;
+//   - "tag: NAME": live bytes of the job's top tags at each step end;
+//   - "step N" slices on the "steps" thread, with the step's rollup in args.
+// Times are microseconds since the earliest moment in the export (otherData.time_origin_ns
+// holds it in ns since the epoch), so sub-microsecond detail survives the JSON doubles.
+#ifndef MEMTRACE_QUERY_EXPORT_PERFETTO_TRACE_H_
+#define MEMTRACE_QUERY_EXPORT_PERFETTO_TRACE_H_
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/memtrace/v1/query.pb.h"
+#include "query/export/live_series.h"
+
+namespace memtrace::exporter {
+
+inline constexpr char kLiveBytesTrack[] = "live bytes";
+inline constexpr char kStepFloorPeakTrack[] = "step floor/peak";
+inline constexpr char kDeviceUsedTrack[] = "device used";
+inline constexpr char kTagTrackPrefix[] = "tag: ";
+
+// Raw-event series of one rank, keyed by (rank, attempt).
+struct FineSeries {
+  std::vector<SeriesPoint> live;
+  std::vector<SeriesPoint> device_used;
+};
+using FineSeriesMap = std::map<std::pair<uint32_t, uint32_t>, FineSeries>;
+
+struct PerfettoOptions {
+  // How many tags get a counter track (the ones with the most live bytes at any step end).
+  size_t top_tags = 5;
+  // The rollups are time buckets (GetRollups with TIMELINE_AXIS_TIME), not steps.
+  bool time_axis = false;
+};
+
+// The process id of a rank's attempt in the trace.
+int64_t TracePid(uint32_t rank, uint32_t attempt);
+
+// Writes the trace of `job_id`. Ranks absent from `fine` use their rollups for live bytes.
+// Fails only when `out` goes bad (INTERNAL naming the failure).
+absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsResponse& rollups,
+                                const FineSeriesMap& fine, const PerfettoOptions& options,
+                                std::ostream& out);
+
+}  // namespace memtrace::exporter
+
+#endif  // MEMTRACE_QUERY_EXPORT_PERFETTO_TRACE_H_

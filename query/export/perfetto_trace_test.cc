@@ -1,0 +1,171 @@
+#include "query/export/perfetto_trace.h"
+
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+
+namespace memtrace::exporter {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000'000'000;
+constexpr uint64_t kGiB = 1ull << 30;
+
+v1::GetRollupsResponse Rollups(int ranks, int steps) {
+  v1::GetRollupsResponse response;
+  for (int r = 0; r < ranks; ++r) {
+    v1::RankRollups* rank = response.add_ranks();
+    rank->set_rank(r);
+    rank->mutable_identity()->set_host("node-" + std::to_string(r / 2));
+    v1::StringEntry* tag = rank->add_strings();
+    tag->set_id(1);
+    tag->set_kind(v1::STRING_KIND_TAG);
+    tag->set_value("fsdp:params");
+    v1::StringEntry* leak = rank->add_strings();
+    leak->set_id(2);
+    leak->set_kind(v1::STRING_KIND_TAG);
+    leak->set_value(r == 1 ? "leak:cache" : "small");
+    for (int s = 0; s < steps; ++s) {
+      v1::StepRollup* step = rank->add_steps();
+      step->set_step(s);
+      step->set_start_ns(kT0 + s * 1'000'000'000ll + r * 1000);
+      step->set_end_ns(step->start_ns() + 900'000'000);
+      step->set_start_bytes(10 * kGiB);
+      step->set_floor_bytes(10 * kGiB);
+      step->set_peak_bytes(20 * kGiB);
+      step->set_end_bytes(10 * kGiB + (r == 1 ? s * kGiB : 0));
+      step->set_device_used_max(22 * kGiB);
+      v1::GroupBytes* g = step->add_by_tag();
+      g->set_id(1);
+      g->set_live_bytes(8 * kGiB);
+      v1::GroupBytes* g2 = step->add_by_tag();
+      g2->set_id(2);
+      g2->set_live_bytes(r == 1 ? s * kGiB : 1024);
+    }
+  }
+  return response;
+}
+
+rapidjson::Document Parse(const std::string& json) {
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  EXPECT_FALSE(doc.HasParseError()) << "offset " << doc.GetErrorOffset();
+  return doc;
+}
+
+std::string Export(const v1::GetRollupsResponse& rollups, const FineSeriesMap& fine = {},
+                   PerfettoOptions options = {}) {
+  std::ostringstream out;
+  absl::Status s = WritePerfettoTrace("job-1", rollups, fine, options, out);
+  EXPECT_TRUE(s.ok()) << s;
+  return out.str();
+}
+
+// (pid, track name) -> samples
+std::map<std::pair<int64_t, std::string>, int> CounterTracks(const rapidjson::Document& doc) {
+  std::map<std::pair<int64_t, std::string>, int> tracks;
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) == "C") {
+      ++tracks[{e["pid"].GetInt64(), e["name"].GetString()}];
+    }
+  }
+  return tracks;
+}
+
+TEST(PerfettoTraceTest, OneProcessPerRankNamedWithItsHost) {
+  rapidjson::Document doc = Parse(Export(Rollups(3, 4)));
+  std::map<int64_t, std::string> names;
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) == "M" &&
+        std::string(e["name"].GetString()) == "process_name") {
+      names[e["pid"].GetInt64()] = e["args"]["name"].GetString();
+    }
+  }
+  EXPECT_EQ(names, (std::map<int64_t, std::string>{
+                       {0, "rank 0 (node-0)"}, {1, "rank 1 (node-0)"}, {2, "rank 2 (node-1)"}}));
+  EXPECT_STREQ(doc["otherData"]["job"].GetString(), "job-1");
+  EXPECT_EQ(doc["otherData"]["time_origin_ns"].GetInt64(), kT0);
+}
+
+TEST(PerfettoTraceTest, ExactlyOneLiveBytesTrackPerRankFromRollups) {
+  rapidjson::Document doc = Parse(Export(Rollups(3, 4)));
+  auto tracks = CounterTracks(doc);
+  for (int64_t pid = 0; pid < 3; ++pid) {
+    EXPECT_EQ(tracks.count({pid, kLiveBytesTrack}), 1u);
+    EXPECT_EQ((tracks[{pid, kLiveBytesTrack}]), 8);  // start and end of 4 steps
+    EXPECT_EQ((tracks[{pid, kStepFloorPeakTrack}]), 4);
+    EXPECT_EQ((tracks[{pid, kDeviceUsedTrack}]), 4);
+  }
+  int live_tracks = 0;
+  for (const auto& [key, n] : tracks) live_tracks += key.second == kLiveBytesTrack;
+  EXPECT_EQ(live_tracks, 3);
+}
+
+TEST(PerfettoTraceTest, StepSlicesCarryTheirRollupInMicroseconds) {
+  rapidjson::Document doc = Parse(Export(Rollups(2, 3)));
+  int slices = 0;
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) != "X") continue;
+    ++slices;
+    if (e["pid"].GetInt64() == 1 && std::string(e["name"].GetString()) == "step 2") {
+      EXPECT_DOUBLE_EQ(e["ts"].GetDouble(), 2'000'000.0 + 1.0);  // 2 s and 1000 ns after origin
+      EXPECT_DOUBLE_EQ(e["dur"].GetDouble(), 900'000.0);
+      EXPECT_EQ(e["args"]["end_bytes"].GetUint64(), 12 * kGiB);
+      EXPECT_EQ(e["args"]["peak_bytes"].GetUint64(), 20 * kGiB);
+    }
+  }
+  EXPECT_EQ(slices, 6);
+}
+
+TEST(PerfettoTraceTest, TopTagsGetTracksOnTheRanksThatUseThem) {
+  PerfettoOptions options;
+  options.top_tags = 2;
+  rapidjson::Document doc = Parse(Export(Rollups(3, 4), {}, options));
+  auto tracks = CounterTracks(doc);
+  std::set<std::string> tag_tracks;
+  for (const auto& [key, n] : tracks) {
+    if (key.second.rfind(kTagTrackPrefix, 0) == 0) tag_tracks.insert(key.second);
+  }
+  // fsdp:params (8 GiB) and leak:cache (3 GiB at the end); "small" is not among the top 2.
+  EXPECT_EQ(tag_tracks, (std::set<std::string>{"tag: fsdp:params", "tag: leak:cache"}));
+  EXPECT_EQ(tracks.count({1, "tag: leak:cache"}), 1u);
+  EXPECT_EQ(tracks.count({0, "tag: leak:cache"}), 0u);
+}
+
+TEST(PerfettoTraceTest, RawSeriesReplaceTheRollupApproximation) {
+  FineSeriesMap fine;
+  fine[{0, 0}].live = {{kT0 + 10, 100}, {kT0 + 20, 300}, {kT0 + 30, 200}};
+  fine[{0, 0}].device_used = {{kT0 + 15, 1000}};
+  rapidjson::Document doc = Parse(Export(Rollups(2, 2), fine));
+  std::vector<uint64_t> rank0_live;
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) == "C" && e["pid"].GetInt64() == 0 &&
+        std::string(e["name"].GetString()) == kLiveBytesTrack) {
+      rank0_live.push_back(e["args"]["bytes"].GetUint64());
+    }
+  }
+  EXPECT_EQ(rank0_live, (std::vector<uint64_t>{100, 300, 200}));
+  auto tracks = CounterTracks(doc);
+  EXPECT_EQ((tracks[{0, kDeviceUsedTrack}]), 1);
+  EXPECT_EQ((tracks[{1, kLiveBytesTrack}]), 4);  // rank 1 has no raw series
+}
+
+TEST(PerfettoTraceTest, RestartedRanksAreSeparateProcesses) {
+  v1::GetRollupsResponse rollups = Rollups(1, 1);
+  *rollups.add_ranks() = rollups.ranks(0);
+  rollups.mutable_ranks(1)->set_attempt(1);
+  rapidjson::Document doc = Parse(Export(rollups));
+  auto tracks = CounterTracks(doc);
+  EXPECT_EQ(tracks.count({0, kLiveBytesTrack}), 1u);
+  EXPECT_EQ(tracks.count({TracePid(0, 1), kLiveBytesTrack}), 1u);
+}
+
+TEST(PerfettoTraceTest, AnEmptyJobIsAValidEmptyTrace) {
+  rapidjson::Document doc = Parse(Export(v1::GetRollupsResponse()));
+  EXPECT_TRUE(doc["traceEvents"].GetArray().Empty());
+}
+
+}  // namespace
+}  // namespace memtrace::exporter
