@@ -1,5 +1,7 @@
 #include "agent/cupti/agent.h"
 
+#include <dlfcn.h>
+
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -102,6 +104,19 @@ std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
   // Without callbacks, NVTX reaches us only as MARKER records.
   a->translator_->SetMarkersDriveSteps(!st.callbacks);
   if (a->sampler_ != nullptr) a->sampler_->Start();
+  if (st.callbacks && !env("NVTX_INJECTION64_PATH").has_value()) {
+    // NVTX stays a no-op in every library that initialises it without this variable set.
+    Dl_info self;
+    const char* path =
+        dladdr(reinterpret_cast<void*>(&TransportFromEnv), &self) != 0 && self.dli_fname != nullptr
+            ? self.dli_fname
+            : "libmemtrace_agent.so";
+    log->Once("nvtx_hint", absl::StrCat("NVTX_INJECTION64_PATH is not set: NVTX ranges (steps, "
+                                        "phases, tags) will not be seen; set it to ",
+                                        path,
+                                        " (or to the libcupti.so.13 in use) before the process "
+                                        "starts"));
+  }
 
   log->Once("attached",
             absl::StrCat("attached: job ", identity.job_id(), " rank ", identity.rank(), " pid ",
