@@ -5,12 +5,12 @@
 namespace memtrace {
 
 EventQueue::EventQueue(size_t capacity) : capacity_(std::max<size_t>(capacity, 1)) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ring_.resize(capacity_);
 }
 
 size_t EventQueue::Push(const Event& event) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   ++counters_.pushed;
   last_ts_ns_ = event.ts_ns;
   if (closed_) {
@@ -30,37 +30,46 @@ size_t EventQueue::Push(const Event& event) {
 }
 
 size_t EventQueue::Pop(size_t max, std::vector<Event>* out) {
-  absl::MutexLock lock(&mu_);
-  const size_t n = std::min(max, size_);
-  for (size_t i = 0; i < n; ++i) {
-    out->push_back(ring_[head_]);
-    head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+  size_t moved = 0;
+  while (moved < max) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t n = std::min({max - moved, size_, kPopChunk});
+    for (size_t i = 0; i < n; ++i) {
+      out->push_back(ring_[head_]);
+      head_ = head_ + 1 == capacity_ ? 0 : head_ + 1;
+    }
+    size_ -= n;
+    moved += n;
+    if (n < kPopChunk || moved == max) {
+      if (HasPendingLossLocked() && size_ + PendingMarkersLocked() <= capacity_) {
+        PlaceMarkersLocked();
+      }
+      break;
+    }
   }
-  size_ -= n;
-  if (HasPendingLossLocked() && size_ + PendingMarkersLocked() <= capacity_) PlaceMarkersLocked();
-  return n;
+  return moved;
 }
 
 void EventQueue::AddLoss(uint32_t reason, uint64_t n) {
   if (n == 0) return;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   pending_loss_[reason < kReasons ? reason : kLossUnspecified] += n;
   if (size_ + PendingMarkersLocked() <= capacity_) PlaceMarkersLocked();
 }
 
 EventQueue::Sealed EventQueue::SealPendingLosses() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (HasPendingLossLocked() && size_ + PendingMarkersLocked() <= capacity_) PlaceMarkersLocked();
   return Sealed{last_seq_, HasPendingLossLocked()};
 }
 
 void EventQueue::Close() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
 }
 
 EventQueue::Counters EventQueue::counters() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   Counters c = counters_;
   c.last_seq = last_seq_;
   c.size = size_;

