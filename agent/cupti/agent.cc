@@ -170,14 +170,6 @@ void Agent::OnNvtx(CUpti_CallbackId cbid, const void* params, const void* return
   callbacks_->OnNvtx(cbid, params, return_value);
 }
 
-void Agent::OnContextCreated(CUcontext context) {
-  if (devices_ != nullptr) devices_->AddContext(context);
-}
-
-void Agent::OnContextDestroying(CUcontext context) {
-  if (devices_ != nullptr) devices_->RemoveContext(context);
-}
-
 void Agent::OnActivityBuffer(uint8_t* buffer, size_t valid_size) {
   translator_->TranslateBuffer(buffer, valid_size);
 }

@@ -43,8 +43,6 @@ class Agent : public CuptiHandlers {
   // CuptiHandlers.
   void OnApi(const ApiCall& call) override;
   void OnNvtx(CUpti_CallbackId cbid, const void* params, const void* return_value) override;
-  void OnContextCreated(CUcontext context) override;
-  void OnContextDestroying(CUcontext context) override;
   void OnActivityBuffer(uint8_t* buffer, size_t valid_size) override;
   void OnRecordsDropped(uint64_t n) override;
 

@@ -137,8 +137,6 @@ void CuptiSession::Subscribe() {
     enable(CUPTI_CB_DOMAIN_RUNTIME_API, id);
   }
   for (CUpti_CallbackId id : DriverCallbacks::NvtxCallbackIds()) enable(CUPTI_CB_DOMAIN_NVTX, id);
-  enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
-  enable(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   enable(CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
   if (failures > 0) {
     log_->Once("enable_callback", absl::StrCat(failures,
@@ -216,14 +214,6 @@ void CuptiSession::HandleCallback(CUpti_CallbackDomain domain, CUpti_CallbackId 
     case CUPTI_CB_DOMAIN_NVTX: {
       auto* d = static_cast<const CUpti_NvtxData*>(cbdata);
       handlers_->OnNvtx(cbid, d->functionParams, d->functionReturnValue);
-      return;
-    }
-    case CUPTI_CB_DOMAIN_RESOURCE: {
-      auto* d = static_cast<const CUpti_ResourceData*>(cbdata);
-      if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) handlers_->OnContextCreated(d->context);
-      if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-        handlers_->OnContextDestroying(d->context);
-      }
       return;
     }
     case CUPTI_CB_DOMAIN_STATE: {

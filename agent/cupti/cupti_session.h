@@ -34,8 +34,6 @@ class CuptiHandlers {
   virtual ~CuptiHandlers() = default;
   virtual void OnApi(const ApiCall& call) = 0;
   virtual void OnNvtx(CUpti_CallbackId cbid, const void* params, const void* return_value) = 0;
-  virtual void OnContextCreated(CUcontext context) = 0;
-  virtual void OnContextDestroying(CUcontext context) = 0;
   // A completed buffer of activity records (valid only during the call).
   virtual void OnActivityBuffer(uint8_t* buffer, size_t valid_size) = 0;
   // CUPTI reports `n` more records dropped (buffers declined or full).

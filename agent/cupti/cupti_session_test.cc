@@ -19,8 +19,6 @@ class RecordingHandlers : public CuptiHandlers {
  public:
   void OnApi(const ApiCall&) override { ++api_calls; }
   void OnNvtx(CUpti_CallbackId, const void*, const void*) override { ++nvtx_calls; }
-  void OnContextCreated(CUcontext) override {}
-  void OnContextDestroying(CUcontext) override {}
   void OnActivityBuffer(uint8_t* buffer, size_t valid_size) override {
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid_size, &record) == CUPTI_SUCCESS) {

@@ -2,9 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
-
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -62,20 +59,6 @@ DriverMemorySource::DriverMemorySource(std::unique_ptr<Api> api) : api_(std::mov
 
 DriverMemorySource::~DriverMemorySource() = default;
 
-void DriverMemorySource::AddContext(CUcontext context) {
-  if (context == nullptr) return;
-  absl::MutexLock lock(&mu_);
-  if (std::find(contexts_.begin(), contexts_.end(), context) == contexts_.end() &&
-      contexts_.size() < 64) {
-    contexts_.push_back(context);
-  }
-}
-
-void DriverMemorySource::RemoveContext(CUcontext context) {
-  absl::MutexLock lock(&mu_);
-  contexts_.erase(std::remove(contexts_.begin(), contexts_.end(), context), contexts_.end());
-}
-
 bool DriverMemorySource::ReadCurrent(DeviceMemory* out) {
   CUdevice dev = 0;
   size_t free = 0, total = 0;
@@ -89,35 +72,23 @@ bool DriverMemorySource::ReadCurrent(DeviceMemory* out) {
 
 std::vector<DeviceMemory> DriverMemorySource::Read() {
   std::vector<DeviceMemory> out;
-  absl::MutexLock lock(&mu_);
-  absl::flat_hash_set<uint32_t> seen;
-  for (CUcontext ctx : contexts_) {
+  int count = 0;
+  if (api_->device_get_count(&count) != CUDA_SUCCESS) return out;
+  for (int i = 0; i < count && i < 64; ++i) {
+    CUdevice dev = 0;
+    unsigned int flags = 0;
+    int active = 0;
+    if (api_->device_get(&dev, i) != CUDA_SUCCESS) continue;
+    // Only a primary context the application already made active: retaining an inactive one
+    // would create it and cost device memory.
+    if (api_->primary_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active) continue;
+    CUcontext ctx = nullptr;
+    if (api_->primary_retain(&ctx, dev) != CUDA_SUCCESS) continue;
     DeviceMemory d;
-    if (api_->ctx_set_current(ctx) == CUDA_SUCCESS && ReadCurrent(&d) &&
-        seen.insert(d.device).second) {
-      out.push_back(d);
-    }
+    if (api_->ctx_set_current(ctx) == CUDA_SUCCESS && ReadCurrent(&d)) out.push_back(d);
+    api_->ctx_set_current(nullptr);
+    api_->primary_release(dev);
   }
-  if (contexts_.empty()) {
-    int count = 0;
-    if (api_->device_get_count(&count) != CUDA_SUCCESS) count = 0;
-    for (int i = 0; i < count && i < 64; ++i) {
-      CUdevice dev = 0;
-      unsigned int flags = 0;
-      int active = 0;
-      if (api_->device_get(&dev, i) != CUDA_SUCCESS) continue;
-      // Only a primary context the application already made active: retaining an inactive one
-      // would create it and cost device memory.
-      if (api_->primary_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active) continue;
-      CUcontext ctx = nullptr;
-      if (api_->primary_retain(&ctx, dev) != CUDA_SUCCESS) continue;
-      DeviceMemory d;
-      if (api_->ctx_set_current(ctx) == CUDA_SUCCESS && ReadCurrent(&d)) out.push_back(d);
-      api_->ctx_set_current(nullptr);
-      api_->primary_release(dev);
-    }
-  }
-  api_->ctx_set_current(nullptr);
   return out;
 }
 

@@ -1,9 +1,12 @@
 // Device memory figures from the CUDA driver, resolved at run time with dlsym from the libcuda
 // the process has already loaded (the agent never links libcuda, and never loads it itself).
 //
-// cuMemGetInfo needs a current context on the calling (sampler) thread. The agent registers
-// the contexts it learns of (CUPTI resource callbacks); without any, the active primary
-// context of each device is used, retained only for the duration of one reading.
+// cuMemGetInfo needs a current context on the calling (sampler) thread. It uses the primary
+// context of each device the application has made active (PyTorch and the CUDA runtime use
+// primary contexts), retained for the duration of one reading so it cannot be destroyed under
+// the reading, and never created by us. Contexts are deliberately not collected from CUPTI
+// resource callbacks: a context-creation callback runs inside the driver, and waiting there for
+// a sampler that is itself inside the driver could deadlock.
 #ifndef MEMTRACE_AGENT_CUPTI_DRIVER_MEMORY_H_
 #define MEMTRACE_AGENT_CUPTI_DRIVER_MEMORY_H_
 
@@ -12,9 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "agent/cupti/sampler.h"
 
 namespace memtrace {
@@ -26,21 +27,14 @@ class DriverMemorySource : public DeviceMemorySource {
   static absl::StatusOr<std::unique_ptr<DriverMemorySource>> Open();
   ~DriverMemorySource() override;
 
-  // Contexts to read through. Thread-safe; RemoveContext waits for a reading in progress, so
-  // after it returns the context is no longer used (call it before the context is destroyed).
-  void AddContext(CUcontext context);
-  void RemoveContext(CUcontext context);
-
   std::vector<DeviceMemory> Read() override;
 
  private:
   struct Api;
   explicit DriverMemorySource(std::unique_ptr<Api> api);
-  bool ReadCurrent(DeviceMemory* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ReadCurrent(DeviceMemory* out);
 
   std::unique_ptr<Api> api_;
-  absl::Mutex mu_;
-  std::vector<CUcontext> contexts_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cupti
