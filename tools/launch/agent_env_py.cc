@@ -3,6 +3,10 @@
 // the same list as `memtrace ray-env` without a copy kept by hand.
 // //tests/launch:agent_env_py_current_test fails when the checked-in file is stale.
 #include <iostream>
+#include <map>
+#include <string>
+
+#include "agent/identity/env.h"
 
 #include "agent/identity/env_vars.h"
 #include "tools/launch/worker_env.h"
@@ -20,6 +24,18 @@ int main() {
     std::cout << "    (" << JsonQuote(std::string(doc.name)) << ", "
               << JsonQuote(std::string(doc.set_by)) << ",\n     "
               << JsonQuote(std::string(doc.meaning)) << "),\n";
+  }
+  // The settings `memtrace ray-env` forwards when set: ForwardedAgentSettings with all set.
+  std::map<std::string, std::string> all;
+  for (const memtrace::EnvVarDoc& doc : memtrace::AgentEnvironmentVariables()) {
+    all[std::string(doc.name)] = "1";
+  }
+  std::cout << ")\n\n"
+            << "# The agent settings that runtime_env() copies from the environment when set.\n"
+            << "FORWARDED_SETTINGS = (\n";
+  for (const auto& [name, value] :
+       memtrace::launch::ForwardedAgentSettings(memtrace::MapEnvironment(all))) {
+    std::cout << "    " << JsonQuote(name) << ",\n";
   }
   std::cout << ")\n\n"
             << "CUDA_INJECTION_VAR = " << JsonQuote(memtrace::launch::kCudaInjectionVar) << "\n"

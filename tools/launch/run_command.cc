@@ -227,7 +227,8 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
   local_ = *std::move(started);
   data_dir_ = options.data_dir;
   o_.collector = local_->address();
-  Say(absl::StrCat("local collector at ", local_->address(), ", data ", data_dir_));
+  Say(absl::StrCat("local collector at ", local_->address(), ", data ", data_dir_, ", pid ",
+                   local_->pid()));
   return absl::OkStatus();
 }
 

@@ -25,6 +25,12 @@ bool IsVariableName(const std::string& name) {
 
 }  // namespace
 
+bool IsPerProcessVariable(const std::string& name) {
+  // They describe one process (its device, its restart), not the job: a value set in the
+  // launching shell would give every worker the same one.
+  return name == "MEMTRACE_DEVICE" || name == "MEMTRACE_ATTEMPT";
+}
+
 std::string GenerateJobId(absl::Time now, uint32_t random) {
   return absl::StrCat("job-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::LocalTimeZone()),
                       "-", absl::StrFormat("%06x", random & 0xffffff));
@@ -88,6 +94,7 @@ EnvVars ForwardedAgentSettings(const EnvLookup& env) {
     if (doc.set_by != "memtrace") continue;
     const std::string name(doc.name);
     if (name == kCollectorVar || name == kJobIdVar || name == kDefaultJobIdVar) continue;
+    if (IsPerProcessVariable(name)) continue;
     if (std::optional<std::string> value = EnvNonEmpty(env, name)) {
       vars.emplace_back(name, *value);
     }

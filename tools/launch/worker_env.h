@@ -69,9 +69,13 @@ EnvVars ToVariables(const AgentEnvironment& environment);
 
 // The agent settings set in `env` that a job should inherit: every variable of the agent's list
 // that memtrace's user sets (set_by "memtrace") and `env` has non-empty, except
-// MEMTRACE_COLLECTOR and MEMTRACE_JOB_ID (chosen by flags) and the fallback id. Launcher-set
-// variables (RANK, RAY_JOB_ID, ...) are never forwarded: each worker gets its own.
+// MEMTRACE_COLLECTOR and MEMTRACE_JOB_ID (chosen by flags), the fallback id and the per-process
+// ones (IsPerProcessVariable). Launcher-set variables (RANK, RAY_JOB_ID, ...) are never
+// forwarded: each worker gets its own.
 EnvVars ForwardedAgentSettings(const EnvLookup& env);
+
+// MEMTRACE_DEVICE and MEMTRACE_ATTEMPT: settings of one process that must not be copied to all.
+bool IsPerProcessVariable(const std::string& name);
 
 // Parses "NAME=VALUE" (--env). INVALID_ARGUMENT when there is no '=' or NAME is empty or not a
 // valid variable name.

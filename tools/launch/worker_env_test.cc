@@ -88,11 +88,14 @@ TEST(ForwardedAgentSettingsTest, ForwardsEveryMemtraceSettingOfTheAgentListAndNo
   for (const EnvVarDoc& doc : AgentEnvironmentVariables()) {
     const std::string name(doc.name);
     const bool expected = doc.set_by == "memtrace" && name != "MEMTRACE_COLLECTOR" &&
-                          name != "MEMTRACE_JOB_ID" && name != kDefaultJobIdVar;
+                          name != "MEMTRACE_JOB_ID" && name != kDefaultJobIdVar &&
+                          !IsPerProcessVariable(name);
     EXPECT_EQ(forwarded.count(name), expected ? 1u : 0u) << name;
   }
   EXPECT_EQ(forwarded.count("RANK"), 0u);
   EXPECT_EQ(forwarded.count("RAY_JOB_ID"), 0u);
+  EXPECT_EQ(forwarded.count("MEMTRACE_DEVICE"), 0u);
+  EXPECT_EQ(forwarded.count("MEMTRACE_BATCH_EVENTS"), 1u);
 }
 
 TEST(ForwardedAgentSettingsTest, UnsetAndEmptyValuesAreNotForwarded) {

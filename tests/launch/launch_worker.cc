@@ -1,0 +1,116 @@
+// A stand-in for one training process, for the launcher tests: takes its identity and collector
+// from the environment exactly as the injected agent does (TransportOptionsFromEnvironment),
+// streams a few steps of allocations through the agent's real Transport, and exits. No GPU.
+//
+//   launch_worker [--events N] [--hold_ms MS] [--exit_code C] [--identity_out FILE]
+//
+// --hold_ms keeps it alive between the first and second half of its events (to kill a
+// collector or send signals meanwhile); --identity_out writes "key=value" lines of the identity
+// it derived. Exit codes: C (default 0); 2 when the environment gives no valid identity.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/time/clock.h"
+#include "agent/identity/transport_env.h"
+#include "agent/stream/transport.h"
+#include "proto/codec/event.h"
+
+namespace {
+
+struct Args {
+  int64_t events = 40;
+  int64_t hold_ms = 0;
+  int exit_code = 0;
+  std::string identity_out;
+};
+
+bool ParseArgs(int argc, char** argv, Args* args) {
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc) return false;
+    std::string value = argv[++i];
+    int64_t n = 0;
+    if (flag == "--identity_out") {
+      args->identity_out = value;
+    } else if (!absl::SimpleAtoi(value, &n)) {
+      return false;
+    } else if (flag == "--events") {
+      args->events = n;
+    } else if (flag == "--hold_ms") {
+      args->hold_ms = n;
+    } else if (flag == "--exit_code") {
+      args->exit_code = static_cast<int>(n);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+void WriteIdentity(const std::string& path, const memtrace::TransportOptions& options) {
+  const memtrace::v1::RankIdentity& id = options.identity;
+  std::ofstream out(path);
+  out << "job_id=" << id.job_id() << "\nrank=" << id.rank() << "\nlocal_rank=" << id.local_rank()
+      << "\nworld_size=" << id.world_size() << "\ngroup_rank=" << id.group_rank()
+      << "\nattempt=" << id.attempt() << "\nlauncher=" << id.launcher()
+      << "\ncollector=" << options.collector_address << "\n";
+}
+
+// Step s allocates one 1 MiB block per event pair and frees it again.
+void Record(memtrace::Transport& transport, int64_t from, int64_t to) {
+  for (int64_t i = from; i < to; ++i) {
+    memtrace::Event e;
+    e.ts_ns = absl::GetCurrentTimeNanos();
+    if (i % 10 == 0) {
+      e.kind = memtrace::EventKind::kStep;
+      e.aux = static_cast<uint64_t>(i / 10);
+    } else {
+      e.kind = i % 2 == 1 ? memtrace::EventKind::kAlloc : memtrace::EventKind::kFree;
+      e.address = 0x7f0000000000ull + static_cast<uint64_t>(i / 2) * (1 << 20);
+      e.bytes = 1 << 20;
+      e.memory_kind = memtrace::kMemoryDevice;
+    }
+    transport.Record(e);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!ParseArgs(argc, argv, &args)) {
+    fprintf(stderr, "usage: launch_worker [--events N] [--hold_ms MS] [--exit_code C] "
+                    "[--identity_out FILE]\n");
+    return 64;
+  }
+  absl::StatusOr<memtrace::TransportOptions> options =
+      memtrace::TransportOptionsFromEnvironment(memtrace::ProcessEnvironment());
+  if (!options.ok()) {
+    fprintf(stderr, "launch_worker: %s\n", std::string(options.status().message()).c_str());
+    return 2;
+  }
+  if (!args.identity_out.empty()) WriteIdentity(args.identity_out, *options);
+  absl::StatusOr<std::unique_ptr<memtrace::Transport>> transport =
+      memtrace::Transport::Start(*options);
+  if (!transport.ok()) {
+    fprintf(stderr, "launch_worker: %s\n", std::string(transport.status().message()).c_str());
+    return 2;
+  }
+  Record(**transport, 0, args.events / 2);
+  if (args.hold_ms > 0) {
+    (void)(*transport)->Flush(absl::Seconds(2));
+    absl::SleepFor(absl::Milliseconds(args.hold_ms));
+  }
+  Record(**transport, args.events / 2, args.events);
+  absl::Status shutdown = (*transport)->Shutdown(absl::Seconds(2));
+  if (!shutdown.ok()) {
+    fprintf(stderr, "launch_worker: shutdown: %s\n", std::string(shutdown.message()).c_str());
+  }
+  return args.exit_code;
+}

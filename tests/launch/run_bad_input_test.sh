@@ -1,0 +1,118 @@
+#!/bin/sh
+# memtrace run on bad input: each a clear message, and the job's own exit code unchanged.
+#   args: MEMTRACE COLLECTOR_BIN WORKER FAKE_TORCHRUN COLLECTOR_VIEW
+set -u
+MEMTRACE=$1 COLLECTOR_BIN=$2 WORKER=$3 FAKE_TORCHRUN=$4 VIEW=$5
+. "$(dirname "$0")/testlib.sh"
+
+# A port nothing listens on: bind a collector, note its port, stop it.
+start_collector "$WORK/data-closed"
+CLOSED=$COLLECTOR_ADDR
+stop_collector
+
+# 1. A command that does not exist: 127 like a shell, and no collector started for it.
+"$MEMTRACE" run --data "$WORK/d1" -- no-such-command-xyz --flag >"$WORK/c1.out" 2>"$WORK/c1.err"
+expect_eq "exit code for a missing command" "$?" "127"
+expect_grep "$WORK/c1.err" "memtrace run: command not found: no-such-command-xyz"
+grep -q "local collector" "$WORK/c1.err" && fail "a collector was started for a missing command"
+printf 'data' >"$WORK/not-executable"
+"$MEMTRACE" run --collector "$CLOSED" --timeout 200ms -- "$WORK/not-executable" \
+  >"$WORK/c1b.out" 2>"$WORK/c1b.err"
+expect_eq "exit code for a non-executable file" "$?" "126"
+echo "ok: missing command 127, non-executable 126"
+
+# 2. The job's exit code passes through unchanged; a signal death is 128 + signal.
+"$MEMTRACE" run --data "$WORK/d2" -- sh -c 'exit 3' >"$WORK/c2.out" 2>"$WORK/c2.err"
+expect_eq "exit code 3" "$?" "3"
+"$MEMTRACE" run --data "$WORK/d2" -- sh -c 'kill -KILL $$' >"$WORK/c2b.out" 2>"$WORK/c2b.err"
+expect_eq "exit code of a SIGKILLed job" "$?" "137"
+expect_grep "$WORK/c2b.err" "the job was killed by signal 9"
+FAKE_RUN_ID=x "$MEMTRACE" run --data "$WORK/d2" -- "$FAKE_TORCHRUN" 4 "$WORKER" --exit_code 5 \
+  >"$WORK/c2c.out" 2>"$WORK/c2c.err"
+expect_eq "exit code of a launcher whose workers fail" "$?" "5"
+echo "ok: exit codes 3, 137, 5 returned unchanged"
+
+# 3. Unreachable collector: a loud warning, and the job still runs to its own exit code.
+start=$(date +%s)
+"$MEMTRACE" run --collector "$CLOSED" --timeout 500ms --job unreachable -- \
+  "$FAKE_TORCHRUN" 2 "$WORKER" --exit_code 4 >"$WORK/c3.out" 2>"$WORK/c3.err"
+expect_eq "exit code with an unreachable collector" "$?" "4"
+expect_grep "$WORK/c3.err" "WARNING: cannot reach collector at $CLOSED"
+expect_grep "$WORK/c3.err" "Running the job anyway"
+expect_grep "$WORK/c3.err" "was unreachable when the job started"
+[ $(($(date +%s) - start)) -lt 30 ] || fail "an unreachable collector made the run slow"
+"$MEMTRACE" run --collector no-such-host.invalid:7431 --timeout 500ms --no_agent -- true \
+  >"$WORK/c3b.out" 2>"$WORK/c3b.err"
+expect_eq "exit code with an unresolvable collector" "$?" "0"
+expect_grep "$WORK/c3b.err" "cannot reach collector at no-such-host.invalid:7431"
+echo "ok: unreachable collector warned about, job ran"
+
+# 4. The agent library cannot be found: an error before anything starts, unless --no_agent.
+MEMTRACE_AGENT_LIB="$WORK/nope.so" "$MEMTRACE" run --collector "$CLOSED" -- true \
+  >"$WORK/c4.out" 2>"$WORK/c4.err"
+expect_eq "exit code without the agent" "$?" "1"
+expect_grep "$WORK/c4.err" "agent library '$WORK/nope.so' (from MEMTRACE_AGENT_LIB) does not exist"
+expect_grep "$WORK/c4.err" "--no_agent"
+MEMTRACE_AGENT_LIB="$WORK/nope.so" "$MEMTRACE" run --no-agent --collector "$CLOSED" \
+  --timeout 200ms -- sh -c 'test -z "$CUDA_INJECTION64_PATH"' >"$WORK/c4b.out" 2>"$WORK/c4b.err"
+expect_eq "--no-agent runs the job without injection" "$?" "0"
+echo "ok: missing agent library is an error naming it; --no-agent runs untraced"
+
+# 5. The local collector is killed mid-job: the job keeps running, its exit code is kept, and
+# the run says what happened.
+"$MEMTRACE" run --data "$WORK/d5" --job killed -- "$FAKE_TORCHRUN" 2 "$WORKER" --hold_ms 2500 \
+  --exit_code 3 >"$WORK/c5.out" 2>"$WORK/c5.err" &
+run=$!
+wait_for_line "$WORK/c5.err" "local collector at" 20
+cpid=$(sed -n 's/.*local collector at .*, pid \([0-9]*\)$/\1/p' "$WORK/c5.err")
+sleep 0.5
+kill -KILL "$cpid" || fail "cannot kill the local collector $cpid"
+wait "$run"
+expect_eq "exit code after the collector died" "$?" "3"
+expect_grep "$WORK/c5.err" "WARNING: the local collector (pid $cpid) killed by signal 9 (Killed) during the job"
+expect_grep "$WORK/c5.err" "before the job ended"
+echo "ok: local collector killed mid-job reported, exit code kept"
+
+# 6. A remote collector that dies mid-job: noticed by the health checks and reported at the end.
+start_collector "$WORK/d6"
+"$MEMTRACE" run --collector "$COLLECTOR_ADDR" --health_interval 200ms --job remote-killed -- \
+  "$FAKE_TORCHRUN" 2 "$WORKER" --hold_ms 2000 >"$WORK/c6.out" 2>"$WORK/c6.err" &
+run=$!
+sleep 1
+kill -KILL "$COLLECTOR_PID"
+wait "$COLLECTOR_PID" 2>/dev/null
+COLLECTOR_PID=""
+wait "$run"
+expect_eq "exit code after the remote collector died" "$?" "0"
+expect_grep "$WORK/c6.err" "unreachable 1 time(s) while it ran"
+expect_grep "$WORK/c6.err" "still unreachable at the end"
+echo "ok: remote collector death reported"
+
+# 7. SIGTERM sent to memtrace run reaches the job, which decides its exit code; the local
+# collector is stopped afterwards.
+"$MEMTRACE" run --data "$WORK/d7" -- sh -c \
+  'trap "echo TERM >'"$WORK"'/got-term; exit 42" TERM; echo ready; while :; do sleep 0.05; done' \
+  >"$WORK/c7.out" 2>"$WORK/c7.err" &
+run=$!
+wait_for_line "$WORK/c7.out" "ready" 20
+kill -TERM "$run"
+wait "$run"
+expect_eq "exit code of the job after SIGTERM" "$?" "42"
+[ -f "$WORK/got-term" ] || fail "the job did not receive SIGTERM"
+expect_grep "$WORK/c7.err" "passed signal 15"
+expect_grep "$WORK/c7.err" "local collector stopped"
+# And a job that does not handle it dies of it: 128 + 15.
+"$MEMTRACE" run --collector "$CLOSED" --timeout 200ms --no_agent -- sh -c 'echo ready; exec sleep 30' \
+  >"$WORK/c7b.out" 2>"$WORK/c7b.err" &
+run=$!
+wait_for_line "$WORK/c7b.out" "ready" 20
+kill -TERM "$run"
+wait "$run"
+expect_eq "exit code of a job killed by the forwarded SIGTERM" "$?" "143"
+echo "ok: SIGTERM forwarded"
+
+# 8. Usage errors.
+"$MEMTRACE" run --job x >"$WORK/c8.out" 2>"$WORK/c8.err"
+expect_eq "exit code without a command" "$?" "2"
+expect_grep "$WORK/c8.err" "no command to run"
+echo PASS

@@ -1,0 +1,55 @@
+#!/bin/sh
+# memtrace run around the real torchrun (Debian's python3-torch; see
+# ../shared/notes/launchers.md for why the stream flags are needed): 4 workers, each the
+# agent's Transport started by `torchrun --no_python`, end up as 4 ranks of one job.
+#   args: MEMTRACE COLLECTOR_BIN WORKER COLLECTOR_VIEW
+set -u
+MEMTRACE=$1 COLLECTOR_BIN=$2 WORKER=$3 VIEW=$4
+. "$(dirname "$0")/testlib.sh"
+
+TORCHRUN=$(command -v torchrun || true)
+# tools/setup.sh installs python3-torch, which brings /usr/bin/torchrun.
+[ -n "$TORCHRUN" ] || fail "no torchrun on PATH ($PATH): run tools/setup.sh (python3-torch)"
+WORKER_ABS=$(cd "$(dirname "$WORKER")" && pwd)/$(basename "$WORKER")
+
+# Which job id the workers get: the launcher's own (TORCHELASTIC_RUN_ID) when the agent has a
+# fallback id variable, else the one memtrace run generates (MEMTRACE_JOB_ID overrides).
+if "$MEMTRACE" run --dry_run --collector 127.0.0.1:1 -- true | grep -q '^MEMTRACE_DEFAULT_JOB_ID='; then
+  EXPECT=launcher
+else
+  EXPECT=generated
+fi
+
+start_collector "$WORK/data"
+timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" -- \
+  "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs" --no_python --standalone \
+  --nproc_per_node 4 "$WORKER_ABS" \
+  >"$WORK/run.out" 2>"$WORK/run.err"
+expect_eq "exit code" "$?" "0"
+
+"$VIEW" "$COLLECTOR_ADDR" jobs >"$WORK/jobs" 2>"$WORK/view.err" || fail "collector_view jobs"
+expect_eq "jobs stored" "$(wc -l <"$WORK/jobs" | tr -d ' ')" "1"
+job=$(field "$(cat "$WORK/jobs")" job)
+if [ "$EXPECT" = launcher ]; then
+  # torchrun --standalone sets TORCHELASTIC_RUN_ID to a fresh UUID.
+  echo "$job" | grep -Eq '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' ||
+    fail "job id '$job' is not torchrun's TORCHELASTIC_RUN_ID (a UUID)"
+else
+  expect_grep "$WORK/run.err" "memtrace: job $job (generated"
+fi
+"$VIEW" "$COLLECTOR_ADDR" ranks "$job" >"$WORK/ranks" 2>"$WORK/view.err" || fail "ranks"
+expect_eq "ranks" "$(wc -l <"$WORK/ranks" | tr -d ' ')" "4"
+r=0
+while read -r line; do
+  expect_eq "rank" "$(field "$line" rank)" "$r"
+  expect_eq "local_rank of $r" "$(field "$line" local_rank)" "$r"
+  expect_eq "world_size of $r" "$(field "$line" world_size)" "4"
+  expect_eq "group_rank of $r" "$(field "$line" group_rank)" "0"
+  expect_eq "attempt of $r" "$(field "$line" attempt)" "0"
+  expect_eq "launcher of $r" "$(field "$line" launcher)" "torchrun"
+  expect_eq "events of $r" "$(field "$line" events)" "40"
+  r=$((r + 1))
+done <"$WORK/ranks"
+stop_collector
+echo "ok: real torchrun, 4 ranks, job $job ($EXPECT id)"
+echo PASS

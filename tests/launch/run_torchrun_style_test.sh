@@ -1,0 +1,71 @@
+#!/bin/sh
+# memtrace run around a torchrun-style launcher of 4 workers (each one the agent's Transport):
+# the collector ends up with 4 ranks carrying the launcher's identities and the run's job id;
+# local collector, generated job id, restarts and two "nodes" sharing one collector.
+#   args: MEMTRACE COLLECTOR_BIN WORKER FAKE_TORCHRUN COLLECTOR_VIEW
+set -u
+MEMTRACE=$1 COLLECTOR_BIN=$2 WORKER=$3 FAKE_TORCHRUN=$4 VIEW=$5
+. "$(dirname "$0")/testlib.sh"
+
+check_ranks() {  # check_ranks ADDR JOB N_PER_NODE NODES ATTEMPT
+  "$VIEW" "$1" ranks "$2" >"$WORK/ranks" 2>"$WORK/view.err" || fail "collector_view ranks"
+  world=$(($3 * $4))
+  expect_eq "ranks of $2" "$(wc -l <"$WORK/ranks" | tr -d ' ')" "$world"
+  r=0
+  while read -r line; do
+    expect_eq "rank" "$(field "$line" rank)" "$r"
+    expect_eq "local_rank of $r" "$(field "$line" local_rank)" "$((r % $3))"
+    expect_eq "world_size of $r" "$(field "$line" world_size)" "$world"
+    expect_eq "group_rank of $r" "$(field "$line" group_rank)" "$((r / $3))"
+    expect_eq "attempt of $r" "$(field "$line" attempt)" "$5"
+    expect_eq "identified_by of $r" "$(field "$line" identified_by)" "env"
+    expect_eq "events of $r" "$(field "$line" events)" "40"
+    expect_eq "complete of $r" "$(field "$line" complete)" "1"
+    r=$((r + 1))
+  done <"$WORK/ranks"
+}
+
+# 1. Local collector (no --collector), explicit job, 4 workers.
+DATA="$WORK/data1"
+"$MEMTRACE" run --job exp-1 --data "$DATA" -- "$FAKE_TORCHRUN" 4 "$WORKER" \
+  >"$WORK/run1.out" 2>"$WORK/run1.err"
+expect_eq "exit code of run 1" "$?" "0"
+expect_grep "$WORK/run1.err" "memtrace: local collector at 127.0.0.1:[0-9]*, data $DATA, pid [0-9]*"
+expect_grep "$WORK/run1.err" "memtrace: job exp-1 (from --job)"
+expect_grep "$WORK/run1.err" "memtrace: job exp-1: 4 rank(s), 160 events recorded"
+expect_grep "$WORK/run1.err" "local collector stopped; data kept in $DATA"
+local_addr=$(sed -n 's/.*local collector at \([0-9.:]*\),.*/\1/p' "$WORK/run1.err")
+"$VIEW" "$local_addr" jobs >/dev/null 2>&1 && fail "the local collector still answers after the run"
+# What the local collector stored survives it: reopen its directory.
+start_collector "$DATA"
+check_ranks "$COLLECTOR_ADDR" exp-1 4 1 0
+stop_collector
+echo "ok: local collector, 4 ranks, identities, job id"
+
+# 2. Generated job id, restart count 2 is attempt 2 of the same job.
+DATA="$WORK/data2"
+FAKE_RESTART=2 "$MEMTRACE" run --data "$DATA" "$FAKE_TORCHRUN" 4 "$WORKER" \
+  >"$WORK/run2.out" 2>"$WORK/run2.err"
+expect_eq "exit code of run 2" "$?" "0"
+job=$(sed -n 's/^memtrace: job \(job-[0-9]\{8\}-[0-9]\{6\}-[0-9a-f]\{6\}\).*/\1/p' "$WORK/run2.err" | head -n 1)
+[ -n "$job" ] || fail "no generated job id printed: $(cat "$WORK/run2.err")"
+start_collector "$DATA"
+check_ranks "$COLLECTOR_ADDR" "$job" 4 1 2
+stop_collector
+echo "ok: generated job id $job, attempt from TORCHELASTIC_RESTART_COUNT"
+
+# 3. Two nodes, each `memtrace run --collector ADDR` with the same --job: one job of 8 ranks.
+start_collector "$WORK/data3"
+for node in 0 1; do
+  FAKE_NODE_RANK=$node FAKE_NNODES=2 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job two-nodes \
+    -- "$FAKE_TORCHRUN" 4 "$WORKER" >"$WORK/node$node.out" 2>"$WORK/node$node.err" &
+  eval "pid$node=\$!"
+done
+wait "$pid0"; rc0=$?
+wait "$pid1"; rc1=$?
+expect_eq "exit codes of the nodes" "$rc0 $rc1" "0 0"
+grep -q "local collector" "$WORK/node0.err" && fail "--collector must not start a local collector"
+check_ranks "$COLLECTOR_ADDR" two-nodes 4 2 0
+stop_collector
+echo "ok: two nodes on one collector, 8 ranks with group ranks 0 and 1"
+echo PASS
