@@ -122,7 +122,9 @@ std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
             absl::StrCat("attached: job ", identity.job_id(), " rank ", identity.rank(), " pid ",
                          identity.pid(), " -> collector ", collector, "; CUPTI ", st.version,
                          ", records ", st.records ? "on" : "off", ", callbacks ",
-                         st.callbacks ? "on" : "off", ", samples every ", o.sample_ms, " ms"));
+                         st.callbacks ? "on" : "off", ", samples every ", o.sample_ms, " ms",
+                         st.cupti_libraries.empty() ? "" : ", libcupti ",
+                         st.cupti_libraries.empty() ? "" : st.cupti_libraries.front()));
   return a;
 }
 

@@ -1,5 +1,7 @@
 #include "agent/cupti/cupti_session.h"
 
+#include <link.h>
+
 #include <cstring>
 #include <vector>
 
@@ -49,6 +51,23 @@ void CUPTIAPI OnBufferCompleted(CUcontext /*context, deprecated*/, uint32_t /*st
 
 }  // namespace
 
+std::vector<std::string> LoadedCuptiLibraries() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        const char* name = info->dlpi_name;
+        if (name != nullptr && std::strstr(name, "libcupti") != nullptr) {
+          const char* slash = std::strrchr(name, '/');
+          if (std::strncmp(slash != nullptr ? slash + 1 : name, "libcupti", 8) == 0) {
+            static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+          }
+        }
+        return 0;
+      },
+      &paths);
+  return paths;
+}
+
 std::string CuptiResultName(CUptiResult result) {
   const char* name = nullptr;
   if (cuptiGetResultString(result, &name) != CUPTI_SUCCESS || name == nullptr) name = "?";
@@ -70,6 +89,20 @@ std::unique_ptr<CuptiSession> CuptiSession::Start(const CuptiSessionOptions& opt
                                         " (CUDA 13): activity record decoding disabled, "
                                         "callbacks only"));
     }
+  }
+  s->state_.cupti_libraries = LoadedCuptiLibraries();
+  bool foreign_major = false;
+  for (const std::string& path : s->state_.cupti_libraries) {
+    if (path.find("libcupti.so.13") == std::string::npos) foreign_major = true;
+  }
+  if (s->state_.cupti_libraries.size() > 1 || foreign_major) {
+    std::string list;
+    for (const std::string& path : s->state_.cupti_libraries) {
+      absl::StrAppend(&list, list.empty() ? "" : ", ", path);
+    }
+    log->Once("cupti_copies",
+              absl::StrCat(s->state_.cupti_libraries.size(), " libcupti copies loaded (", list,
+                           "); the agent uses the libcupti.so.13 it links"));
   }
   if (options.subscribe) {
     s->Subscribe();

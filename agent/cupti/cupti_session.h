@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/cupti/agent_log.h"
 #include "agent/cupti/buffer_pool.h"
@@ -49,11 +50,17 @@ struct CuptiSessionOptions {
 };
 
 struct CuptiSessionState {
-  uint32_t version = 0;          // cuptiGetVersion, 0 when it failed
-  bool records = false;          // activity records enabled and decodable
-  bool callbacks = false;        // subscribed: API / NVTX / resource callbacks run
-  std::string other_subscriber;  // who held the subscriber when ours was refused
+  uint32_t version = 0;                      // cuptiGetVersion, 0 when it failed
+  bool records = false;                      // activity records enabled and decodable
+  bool callbacks = false;                    // subscribed: API / NVTX / resource callbacks run
+  std::string other_subscriber;              // who held the subscriber when ours was refused
+  std::vector<std::string> cupti_libraries;  // every libcupti* mapped into the process
 };
+
+// Paths of every libcupti* shared object loaded in this process (dl_iterate_phdr), in load
+// order. More than one, or one that is not libcupti.so.13 (a cu12 PyTorch's), is worth a log
+// line: records then come from whichever copy CUDA's injection bound us to.
+std::vector<std::string> LoadedCuptiLibraries();
 
 class CuptiSession {
  public:

@@ -134,6 +134,12 @@ TEST(CuptiSessionTest, CallbacksAreRoutedByDomain) {
   EXPECT_EQ(handlers.nvtx_calls, 1);
 }
 
+TEST(CuptiSessionTest, FindsTheLinkedLibcupti) {
+  std::vector<std::string> libs = LoadedCuptiLibraries();
+  ASSERT_EQ(libs.size(), 1u);
+  EXPECT_NE(libs[0].find("libcupti.so.13"), std::string::npos) << libs[0];
+}
+
 TEST(CuptiSessionTest, ResultNamesAreReadable) {
   EXPECT_EQ(CuptiResultName(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED),
             "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39)");
