@@ -33,8 +33,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (const auto& job : jobs->jobs()) {
-      lines.push_back(absl::StrCat("job=", job.job_id(), " ranks=", job.ranks(),
-                                   " events=", job.events()));
+      lines.push_back(
+          absl::StrCat("job=", job.job_id(), " ranks=", job.ranks(), " events=", job.events()));
     }
   } else {
     absl::StatusOr<memtrace::v1::ListRanksResponse> ranks = client->ListRanks(argv[3]);

@@ -85,8 +85,9 @@ void Record(memtrace::Transport& transport, int64_t from, int64_t to) {
 int main(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) {
-    fprintf(stderr, "usage: launch_worker [--events N] [--hold_ms MS] [--exit_code C] "
-                    "[--identity_out FILE]\n");
+    fprintf(stderr,
+            "usage: launch_worker [--events N] [--hold_ms MS] [--exit_code C] "
+            "[--identity_out FILE]\n");
     return 64;
   }
   absl::StatusOr<memtrace::TransportOptions> options =

@@ -2,10 +2,12 @@
 # `memtrace ray-env` prints valid runtime_env JSON carrying every variable of the agent's own
 # list that a job-wide setting can be (and none of the per-worker ones), and
 # memtrace.ray.runtime_env() builds the same dict.
-#   args: MEMTRACE AGENT_ENV_PY PYTHON_DIR
+# Then three "Ray workers" (the agent's Transport) started with exactly that runtime_env plus
+# what Ray and verl set: one job named by RAY_JOB_ID, two ranks from RANK/WORLD_SIZE/LOCAL_RANK
+# and one worker without them, which the collector names by host + device + pid.
+#   args: MEMTRACE AGENT_ENV_PY PYTHON_DIR COLLECTOR_BIN WORKER COLLECTOR_VIEW
 set -u
-MEMTRACE=$1 AGENT_ENV_PY=$2 PYTHON_DIR=$3
-COLLECTOR_BIN=/nonexistent
+MEMTRACE=$1 AGENT_ENV_PY=$2 PYTHON_DIR=$3 COLLECTOR_BIN=$4 WORKER=$5 VIEW=$6
 . "$(dirname "$0")/testlib.sh"
 PYTHON=$(command -v python3) || fail "no python3"
 
@@ -74,6 +76,32 @@ env = json.load(open(sys.argv[1]))
 assert "MEMTRACE_JOB_ID" not in env["env_vars"], env
 assert memtrace.ray.runtime_env("head:7431") == env, (memtrace.ray.runtime_env("head:7431"), env)
 PY
+
+# Ray workers: the runtime_env's variables (and nothing else of this shell's memtrace settings).
+for v in $(sed 's/=.*//' "$WORK/all.env"); do unset "$v"; done
+start_collector "$WORK/data"
+"$MEMTRACE" ray-env --collector "$COLLECTOR_ADDR" >"$WORK/ray4.json" 2>"$WORK/ray4.err" ||
+  fail "ray-env"
+"$PYTHON" -c 'import json, shlex, sys
+for k, v in json.load(open(sys.argv[1]))["env_vars"].items():
+    print("export %s=%s" % (k, shlex.quote(v)))' "$WORK/ray4.json" >"$WORK/ray4.sh"
+(
+  . "$WORK/ray4.sh"
+  export RAY_JOB_ID=05000000
+  RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 "$WORKER" &
+  RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 "$WORKER" &
+  CUDA_VISIBLE_DEVICES=3 "$WORKER" &
+  wait
+) >"$WORK/ray-workers.out" 2>"$WORK/ray-workers.err"
+"$VIEW" "$COLLECTOR_ADDR" jobs >"$WORK/jobs" 2>"$WORK/view.err" || fail "collector_view jobs"
+expect_eq "jobs" "$(cat "$WORK/jobs")" "job=05000000 ranks=3 events=120"
+"$VIEW" "$COLLECTOR_ADDR" ranks 05000000 >"$WORK/ranks" 2>"$WORK/view.err" || fail "ranks"
+expect_eq "ranks identified from the env" "$(grep -c 'identified_by=env' "$WORK/ranks")" "2"
+expect_eq "ranks named by host+device+pid" \
+  "$(grep -c 'identified_by=host+device+pid' "$WORK/ranks")" "1"
+expect_eq "launcher" "$(grep -c 'launcher=ray' "$WORK/ranks")" "3"
+stop_collector
+echo "ok: Ray workers with the runtime_env: job RAY_JOB_ID, 2 env ranks + 1 host+device+pid"
 
 # Bad input: no collector is a usage error.
 env -u MEMTRACE_COLLECTOR "$MEMTRACE" ray-env >"$WORK/ray3.out" 2>"$WORK/ray3.err"

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "agent/identity/env.h"
-
 #include "agent/identity/env_vars.h"
 #include "tools/launch/worker_env.h"
 

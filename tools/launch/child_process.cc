@@ -105,8 +105,7 @@ absl::StatusOr<std::string> ResolveCommand(const std::string& name, const std::s
 }
 
 int ExitCodeForStartFailure(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kNotFound ? kExitCommandNotFound
-                                                      : kExitNotExecutable;
+  return status.code() == absl::StatusCode::kNotFound ? kExitCommandNotFound : kExitNotExecutable;
 }
 
 absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
@@ -181,8 +180,8 @@ std::string DescribeWaitStatus(int wait_status) {
   if (WIFSIGNALED(wait_status)) {
     int sig = WTERMSIG(wait_status);
     const char* name = strsignal(sig);
-    return absl::StrCat("killed by signal ", sig, name != nullptr ? absl::StrCat(" (", name, ")")
-                                                                 : "");
+    return absl::StrCat("killed by signal ", sig,
+                        name != nullptr ? absl::StrCat(" (", name, ")") : "");
   }
   return absl::StrCat("ended with wait status ", wait_status);
 }

@@ -18,7 +18,7 @@ constexpr char kMethod[] = "/grpc.health.v1.Health/Check";
 // HealthCheckRequest{string service = 1}.
 std::string EncodeRequest(const std::string& service) {
   std::string out;
-  out.push_back(0x0a);  // field 1, length-delimited
+  out.push_back(0x0a);                               // field 1, length-delimited
   out.push_back(static_cast<char>(service.size()));  // < 128: one varint byte
   out += service;
   return out;
@@ -38,8 +38,7 @@ int DecodeStatus(const std::string& bytes) {
 absl::Status CheckCollector(const std::string& address, absl::Duration timeout) {
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  const auto deadline =
-      std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout);
+  const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout);
   if (!channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(absl::StrCat("cannot reach collector at ", address, " within ",
                                                absl::FormatDuration(timeout)));
@@ -53,22 +52,20 @@ absl::Status CheckCollector(const std::string& address, absl::Duration timeout) 
   grpc::ByteBuffer response;
   grpc::Status status;
   absl::Notification done;
-  stub.UnaryCall(&context, kMethod, grpc::StubOptions(), &request, &response,
-                 [&](grpc::Status s) {
-                   status = std::move(s);
-                   done.Notify();
-                 });
+  stub.UnaryCall(&context, kMethod, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
   done.WaitForNotification();
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
       status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    return absl::UnavailableError(absl::StrCat("cannot reach collector at ", address, ": ",
-                                               status.error_message()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach collector at ", address, ": ", status.error_message()));
   }
   if (!status.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the server at ", address,
-                     " does not answer health checks as a memtrace collector does (",
-                     status.error_message(), ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the server at ", address, " does not answer health checks as a memtrace collector does (",
+        status.error_message(), ")"));
   }
   std::vector<grpc::Slice> slices;
   std::string bytes;
@@ -79,9 +76,8 @@ absl::Status CheckCollector(const std::string& address, absl::Duration timeout) 
   }
   int serving = DecodeStatus(bytes);
   if (serving != 1) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "collector at ", address, " is not serving ", kService, " (health status ", serving,
-        ")"));
+    return absl::FailedPreconditionError(absl::StrCat("collector at ", address, " is not serving ",
+                                                      kService, " (health status ", serving, ")"));
   }
   return absl::OkStatus();
 }

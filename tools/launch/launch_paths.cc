@@ -74,11 +74,11 @@ absl::StatusOr<std::string> FindComponent(const std::string& what, const std::st
   for (const std::string& candidate : candidates) {
     if (IsRegularFile(candidate)) return Absolute(candidate);
   }
-  return absl::NotFoundError(absl::StrCat(
-      "cannot find the ", what, ": ", env_name, " is not set and none of ",
-      candidates.empty() ? "(no place: the memtrace binary's path is unknown)"
-                         : absl::StrJoin(candidates, ", "),
-      " exists"));
+  return absl::NotFoundError(
+      absl::StrCat("cannot find the ", what, ": ", env_name, " is not set and none of ",
+                   candidates.empty() ? "(no place: the memtrace binary's path is unknown)"
+                                      : absl::StrJoin(candidates, ", "),
+                   " exists"));
 }
 
 absl::StatusOr<std::string> FindAgentLibrary(const std::string& flag_value, const EnvLookup& env,
@@ -98,8 +98,7 @@ absl::StatusOr<std::string> NvtxLibrary(const std::string& flag_value, const Env
   return agent_library;
 }
 
-absl::StatusOr<std::string> FindCollectorBinary(const EnvLookup& env,
-                                                const std::string& exe_path) {
+absl::StatusOr<std::string> FindCollectorBinary(const EnvLookup& env, const std::string& exe_path) {
   return FindComponent("collector binary", "", kCollectorBinaryEnv, env,
                        CandidatePaths(exe_path, kCollectorBinaryName, "collector"));
 }

@@ -52,8 +52,7 @@ absl::StatusOr<std::string> NvtxLibrary(const std::string& flag_value, const Env
                                         const std::string& agent_library);
 
 // FindComponent for the collector binary (MEMTRACE_COLLECTOR_BIN).
-absl::StatusOr<std::string> FindCollectorBinary(const EnvLookup& env,
-                                                const std::string& exe_path);
+absl::StatusOr<std::string> FindCollectorBinary(const EnvLookup& env, const std::string& exe_path);
 
 }  // namespace memtrace::launch
 

@@ -92,8 +92,7 @@ TEST_F(LaunchPathsTest, NvtxLibraryDefaultsToTheAgentAndHonoursOverrides) {
   std::string nvtx = Make("cupti/libcupti.so.13");
   EXPECT_EQ(*NvtxLibrary("", MapEnvironment({}), "/x/libmemtrace_agent.so"),
             "/x/libmemtrace_agent.so");
-  EXPECT_EQ(*NvtxLibrary("", MapEnvironment({{"MEMTRACE_NVTX_LIB", nvtx}}), "/x/agent.so"),
-            nvtx);
+  EXPECT_EQ(*NvtxLibrary("", MapEnvironment({{"MEMTRACE_NVTX_LIB", nvtx}}), "/x/agent.so"), nvtx);
   EXPECT_FALSE(NvtxLibrary(root_ + "/missing.so", MapEnvironment({}), "/x/agent.so").ok());
 }
 

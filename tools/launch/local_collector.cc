@@ -54,13 +54,22 @@ absl::StatusOr<std::unique_ptr<LocalCollector>> LocalCollector::Start(
     const LocalCollectorOptions& options) {
   if (absl::Status s = MakeDirs(options.data_dir); !s.ok()) return s;
   std::unique_ptr<LocalCollector> collector(new LocalCollector());
-  collector->host_ = options.host;
+  const size_t colon = options.listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", options.listen, "' is not HOST:PORT"));
+  }
+  collector->host_ = options.listen.substr(0, colon);
+  if (collector->host_ == "0.0.0.0" || collector->host_ == "[::]") {
+    char name[256] = {};
+    collector->host_ = gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
+  }
   collector->log_path_ = absl::StrCat(options.work_dir, "/collector.log");
   const std::string port_file = absl::StrCat(options.work_dir, "/collector.port");
   unlink(port_file.c_str());
 
   SpawnOptions spawn;
-  spawn.argv = {options.binary, "--listen", absl::StrCat(options.host, ":0"), "--data",
+  spawn.argv = {options.binary,   "--listen",    options.listen, "--data",
                 options.data_dir, "--port_file", port_file};
   spawn.signal_mask = options.signal_mask;
   spawn.new_process_group = true;
@@ -78,9 +87,9 @@ absl::StatusOr<std::unique_ptr<LocalCollector>> LocalCollector::Start(
     }
     if (std::optional<int> status = collector->Poll()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("the local collector (", options.binary, " --data ", options.data_dir,
-                       ") ", DescribeWaitStatus(*status), " before it was ready; its log ends: ",
-                       collector->LogTail(600)));
+          absl::StrCat("the local collector (", options.binary, " --data ", options.data_dir, ") ",
+                       DescribeWaitStatus(*status),
+                       " before it was ready; its log ends: ", collector->LogTail(600)));
     }
     if (absl::Now() > deadline) {
       collector->Stop(absl::Seconds(1));

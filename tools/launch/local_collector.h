@@ -22,7 +22,9 @@ struct LocalCollectorOptions {
   std::string data_dir;  // its RocksDB directory (created if missing)
   // A directory of the caller's for the port file and the collector's log.
   std::string work_dir;
-  std::string host = "127.0.0.1";
+  // HOST:PORT to listen on; port 0 lets the OS choose. A wildcard host (0.0.0.0, [::]) serves
+  // other machines too (workers of a multi-node srun / mpirun started from here).
+  std::string listen = "127.0.0.1:0";
   absl::Duration start_timeout = absl::Seconds(20);
   sigset_t signal_mask;  // the mask the collector process starts with
 };
@@ -39,7 +41,9 @@ class LocalCollector {
   LocalCollector(const LocalCollector&) = delete;
   LocalCollector& operator=(const LocalCollector&) = delete;
 
-  std::string address() const;  // "127.0.0.1:PORT"
+  // Where workers reach it: "HOST:PORT" with the listen host, or this machine's hostname for a
+  // wildcard listen host.
+  std::string address() const;
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
 

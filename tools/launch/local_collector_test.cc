@@ -44,7 +44,8 @@ class LocalCollectorTest : public ::testing::Test {
 };
 
 TEST_F(LocalCollectorTest, ReadyWhenThePortFileHasACompleteLine) {
-  options_.binary = Script("printf 4242 > $PORT_FILE; sleep 0.3; echo >> $PORT_FILE; exec sleep 30");
+  options_.binary =
+      Script("printf 4242 > $PORT_FILE; sleep 0.3; echo >> $PORT_FILE; exec sleep 30");
   absl::StatusOr<std::unique_ptr<LocalCollector>> c = LocalCollector::Start(options_);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ((*c)->address(), "127.0.0.1:4242");
@@ -54,6 +55,18 @@ TEST_F(LocalCollectorTest, ReadyWhenThePortFileHasACompleteLine) {
   int status = (*c)->Stop(absl::Seconds(5));
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
   EXPECT_EQ((*c)->Stop(absl::Seconds(5)), status) << "idempotent";
+}
+
+TEST_F(LocalCollectorTest, WildcardListenIsReachedThroughTheHostname) {
+  options_.binary = Script("echo 4243 > $PORT_FILE; exec sleep 30");
+  options_.listen = "0.0.0.0:0";
+  absl::StatusOr<std::unique_ptr<LocalCollector>> c = LocalCollector::Start(options_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  EXPECT_EQ((*c)->address(), std::string(host) + ":4243");
+  options_.listen = "no-port";
+  EXPECT_EQ(LocalCollector::Start(options_).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(LocalCollectorTest, EarlyExitIsAnErrorQuotingTheLog) {
@@ -88,7 +101,8 @@ TEST_F(LocalCollectorTest, PollReportsADeathDuringTheRun) {
   ASSERT_TRUE(c.ok()) << c.status();
   kill((*c)->pid(), SIGKILL);
   absl::Time deadline = absl::Now() + absl::Seconds(5);
-  while (!(*c)->Poll().has_value() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+  while (!(*c)->Poll().has_value() && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(10));
   ASSERT_TRUE((*c)->Poll().has_value());
   EXPECT_EQ(WTERMSIG(*(*c)->Poll()), SIGKILL);
 }

@@ -58,8 +58,8 @@ absl::StatusOr<EnvVars> RayEnvVariables(const RayEnvRequest& request, const EnvL
   }
   absl::StatusOr<std::string> lib = FindAgentLibrary(request.agent_lib, env, exe_path);
   if (!lib.ok()) {
-    return absl::NotFoundError(absl::StrCat(lib.status().message(),
-                                            "; pass --agent_lib with its path on the Ray nodes"));
+    return absl::NotFoundError(
+        absl::StrCat(lib.status().message(), "; pass --agent_lib with its path on the Ray nodes"));
   }
   absl::StatusOr<std::string> nvtx = NvtxLibrary(request.nvtx_lib, env, *lib);
   if (!nvtx.ok()) return nvtx.status();

@@ -97,8 +97,8 @@ TEST(RayEnvCommandTest, WarnsAboutLoopbackCollectorAndUnknownMemtraceVariable) {
   setenv("MEMTRACE_AGENT_LIB", MakeAgent().c_str(), 1);
   std::ostringstream out, err;
   cli::CommandIo io{out, err};
-  int code = RayEnvCommand().run(
-      {"--collector", "127.0.0.1:7431", "--env", "MEMTRACE_BATCH_EVENT=1"}, io);
+  int code =
+      RayEnvCommand().run({"--collector", "127.0.0.1:7431", "--env", "MEMTRACE_BATCH_EVENT=1"}, io);
   EXPECT_EQ(code, 0);
   EXPECT_NE(err.str().find("loopback"), std::string::npos) << err.str();
   EXPECT_NE(err.str().find("MEMTRACE_BATCH_EVENT is not in the agent's list"), std::string::npos);

@@ -45,7 +45,8 @@ constexpr char kUsage[] =
     "  memtrace run --collector head:7431 -- torchrun --nnodes 2 --rdzv_id exp1 ... train.py\n"
     "\n"
     "Without --collector (and without $MEMTRACE_COLLECTOR) a local collector is started on\n"
-    "127.0.0.1 for the duration of the job, storing into --data (default ~/.memtrace/data).\n"
+    "127.0.0.1 (--listen) for the duration of the job, storing into --data (default\n"
+    "~/.memtrace/data).\n"
     "With --collector the address is checked first; an unreachable collector is reported and\n"
     "the job runs anyway (the agents keep retrying): the tracer never stops a job.\n"
     "\n"
@@ -61,6 +62,7 @@ struct RunOptions {
   std::string collector;
   std::string job;
   std::string data_dir;
+  std::string listen = "127.0.0.1:0";
   std::string agent_lib;
   std::string nvtx_lib;
   bool no_agent = false;
@@ -92,6 +94,10 @@ void Register(RunFlags& f, RunOptions* o) {
   f.String("job", "NAME", "job id for every process of the run (see above)", &o->job);
   f.String("data", "DIR", "the local collector's RocksDB directory (default ~/.memtrace/data)",
            &o->data_dir);
+  f.String("listen", "HOST:PORT",
+           "where the local collector listens (default 127.0.0.1:0; 0.0.0.0:PORT serves the "
+           "workers of a multi-node srun/mpirun started here)",
+           &o->listen);
   f.String("agent_lib", "PATH",
            "the agent library (default $MEMTRACE_AGENT_LIB, else found next to memtrace)",
            &o->agent_lib);
@@ -209,6 +215,7 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
   LocalCollectorOptions options;
   options.binary = *binary;
   options.work_dir = work_dir_;
+  options.listen = o_.listen;
   options.signal_mask = child_mask;
   const bool explicit_dir = !o_.data_dir.empty();
   options.data_dir = explicit_dir ? o_.data_dir : DefaultDataDir(env_);
@@ -276,14 +283,13 @@ void Runner::ReportCollectorAtEnd() {
     std::string when;
     if (!watch_.reachable_at_start) when = "when the job started";
     if (watch_.outages > 0) {
-      absl::StrAppend(&when, when.empty() ? "" : " and ", watch_.outages,
-                      " time(s) while it ran");
+      absl::StrAppend(&when, when.empty() ? "" : " and ", watch_.outages, " time(s) while it ran");
     }
-    Warn(absl::StrCat(
-        "the collector at ", watch_.address, " was unreachable ", when, " (",
-        absl::FormatDuration(absl::Trunc(watch_.down_total, absl::Seconds(1))), " in all",
-        watch_.down ? ", still unreachable at the end" : "", "; last error: ", watch_.last_error,
-        "); events the agents could not deliver are missing"));
+    Warn(absl::StrCat("the collector at ", watch_.address, " was unreachable ", when, " (",
+                      absl::FormatDuration(absl::Trunc(watch_.down_total, absl::Seconds(1))),
+                      " in all", watch_.down ? ", still unreachable at the end" : "",
+                      "; last error: ", watch_.last_error,
+                      "); events the agents could not deliver are missing"));
   }
 }
 
@@ -338,8 +344,8 @@ int Runner::Run() {
 
   if (o_.collector.empty()) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
   if (o_.dry_run) {
-    agent.collector = o_.collector.empty() ? "<local collector started by memtrace run>"
-                                           : o_.collector;
+    agent.collector =
+        o_.collector.empty() ? "<local collector started by memtrace run>" : o_.collector;
     for (const auto& [name, value] : ToVariables(agent)) io_.out << name << "=" << value << "\n";
     io_.out << absl::StrJoin(command_, " ") << "\n";
     return cli::kExitOk;
@@ -349,8 +355,8 @@ int Runner::Run() {
   if (o_.collector.empty()) {
     if (absl::Status s = StartLocalCollector(signals.original_mask()); !s.ok()) {
       RemoveTree(work_dir_);
-      return Fail(absl::Status(s.code(),
-                               absl::StrCat("cannot start a local collector: ", s.message())));
+      return Fail(
+          absl::Status(s.code(), absl::StrCat("cannot start a local collector: ", s.message())));
     }
   } else {
     watch_.address = o_.collector;
@@ -371,7 +377,8 @@ int Runner::Run() {
   } else if (!AgentReadsVariable(kDefaultJobIdVar)) {
     Say(absl::StrCat("job ", agent.job.fallback_id, " (generated; pass --job to name it)"));
   } else {
-    Say(absl::StrCat("job id: the launcher's (TORCHELASTIC_RUN_ID, RAY_JOB_ID, SLURM_JOB_ID, ...)"
+    Say(
+        absl::StrCat("job id: the launcher's (TORCHELASTIC_RUN_ID, RAY_JOB_ID, SLURM_JOB_ID, ...)"
                      " where workers have one, else ",
                      agent.job.fallback_id));
   }
@@ -393,8 +400,8 @@ int Runner::Run() {
   }
 
   SuperviseOptions supervise;
-  supervise.tick = local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1))
-                                     : o_.health_interval;
+  supervise.tick =
+      local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1)) : o_.health_interval;
   supervise.on_tick = [this] { Tick(); };
   supervise.on_forward = [this](int sig, pid_t from) {
     Say(absl::StrCat("passed signal ", sig, " (", strsignal(sig), ") from pid ", from,
@@ -412,8 +419,8 @@ int Runner::Run() {
       int stopped = local_->Stop(absl::Seconds(10));
       if (!(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) &&
           !(WIFSIGNALED(stopped) && WTERMSIG(stopped) == SIGTERM)) {
-        Warn(absl::StrCat("the local collector did not stop cleanly: ",
-                          DescribeWaitStatus(stopped), "; its log ends: ", local_->LogTail(400)));
+        Warn(absl::StrCat("the local collector did not stop cleanly: ", DescribeWaitStatus(stopped),
+                          "; its log ends: ", local_->LogTail(400)));
       } else {
         Say(absl::StrCat("local collector stopped; data kept in ", data_dir_,
                          " (query it with: memtrace-collector --data ", data_dir_,
@@ -452,7 +459,8 @@ cli::Command RunCommand() {
           io, absl::InvalidArgumentError("no command to run (memtrace run [flags] -- COMMAND ...)"),
           kName);
     }
-    if (options.health_interval <= absl::ZeroDuration() || options.timeout <= absl::ZeroDuration()) {
+    if (options.health_interval <= absl::ZeroDuration() ||
+        options.timeout <= absl::ZeroDuration()) {
       return cli::ReportError(
           io, absl::InvalidArgumentError("--timeout and --health_interval must be positive"),
           kName);

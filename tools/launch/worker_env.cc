@@ -32,8 +32,8 @@ bool IsPerProcessVariable(const std::string& name) {
 }
 
 std::string GenerateJobId(absl::Time now, uint32_t random) {
-  return absl::StrCat("job-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::LocalTimeZone()),
-                      "-", absl::StrFormat("%06x", random & 0xffffff));
+  return absl::StrCat("job-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::LocalTimeZone()), "-",
+                      absl::StrFormat("%06x", random & 0xffffff));
 }
 
 JobIdChoice ChooseJobId(const std::string& flag_job, const EnvLookup& env, absl::Time now,
