@@ -1,0 +1,152 @@
+#include "query/export/plot_command.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "query/analysis/rollup_convert.h"
+#include "query/cli/flags.h"
+#include "query/cli/query_client.h"
+#include "query/export/output_file.h"
+#include "query/export/svg_plot.h"
+
+namespace memtrace::exporter {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: memtrace plot --job JOB -o FILE.svg [--metric live|floor|peak] [--ranks 0,1,5]\n"
+    "\n"
+    "Draws each rank's memory per step as an SVG line: live bytes at the step's end (live, the\n"
+    "default), the step's floor or its peak. The rank that left the cohort first (as `memtrace\n"
+    "diverged` finds it) is drawn in red on top, the step it diverged at and any leak's onset\n"
+    "(a rising floor, as `memtrace leaks` finds it) are marked with labelled vertical lines.\n"
+    "--ranks limits the lines drawn; the analyses still compare every rank. FILE '-' writes to\n"
+    "stdout. The SVG's elements carry data-rank / data-highlighted / data-onset-step attributes.";
+
+constexpr uint32_t kMaxRank = 1 << 24;
+
+int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
+  std::string job, output, metric_text = "live", ranks_text, axis = "step";
+  std::string collector = io.default_collector;
+  absl::Duration timeout = absl::Seconds(30);
+  int64_t width = 1200, height = 700;
+  cli::FlagSet flags;
+  flags.AddString("job", "JOB", "job id (required)", &job);
+  flags.AddString("o", "FILE", "output SVG file (required; '-' = stdout)", &output);
+  flags.AddString("output", "FILE", "the same as -o", &output);
+  flags.AddString("metric", "live|floor|peak", "what each line shows (default live)",
+                  &metric_text);
+  flags.AddString("ranks", "LIST", "only these ranks, e.g. 0,1,5 or 0-3 (default all)",
+                  &ranks_text);
+  flags.AddString("axis", "step|time", "steps (default) or time buckets on the x axis", &axis);
+  flags.AddInt("width", "PX", "image width (default 1200)", &width);
+  flags.AddInt("height", "PX", "image height (default 700)", &height);
+  flags.AddString("collector", "ADDR",
+                  absl::StrCat("collector host:port (default ", io.default_collector, ")"),
+                  &collector);
+  flags.AddDuration("timeout", "DURATION", "deadline of each request (default 30s)", &timeout);
+  absl::StatusOr<cli::FlagSet::Parsed> parsed = flags.Parse(args);
+  if (!parsed.ok()) return cli::ReportError(io, parsed.status(), self.name);
+  if (parsed->help) {
+    io.out << self.usage << "\n\nFlags:\n" << flags.Describe();
+    return cli::kExitOk;
+  }
+  auto usage_error = [&](const std::string& message) {
+    return cli::ReportError(io, absl::InvalidArgumentError(message), self.name);
+  };
+  if (!parsed->positional.empty()) {
+    return usage_error(absl::StrCat("unexpected argument '", parsed->positional.front(), "'"));
+  }
+  if (job.empty()) return usage_error("--job is required");
+  if (output.empty()) return usage_error("-o FILE is required");
+  PlotOptions options;
+  absl::StatusOr<analysis::Metric> metric = ParsePlotMetric(metric_text);
+  if (!metric.ok()) return usage_error(absl::StrCat("--metric: ", metric.status().message()));
+  options.metric = *metric;
+  if (!ranks_text.empty()) {
+    absl::StatusOr<std::set<uint32_t>> ranks = ParseRankList(ranks_text);
+    if (!ranks.ok()) return usage_error(absl::StrCat("--ranks: ", ranks.status().message()));
+    options.ranks = *ranks;
+  }
+  if (axis != "step" && axis != "time") {
+    return usage_error(absl::StrCat("--axis: '", axis, "' is not one of step, time"));
+  }
+  if (width < 400 || width > 20000 || height < 300 || height > 20000) {
+    return usage_error("--width / --height: 400..20000 x 300..20000 pixels");
+  }
+  options.width = static_cast<int>(width);
+  options.height = static_cast<int>(height);
+
+  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(collector, timeout);
+  if (!client.ok()) return cli::ReportError(io, client.status(), self.name);
+  v1::GetRollupsRequest request;
+  request.set_job_id(job);
+  v1::TimelineAxis wire_axis = axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP;
+  request.set_axis(wire_axis);
+  absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetRollups(request);
+  if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
+  absl::StatusOr<analysis::JobTimeline> timeline =
+      analysis::TimelineFromRollups(job, *rollups, wire_axis);
+  if (!timeline.ok()) return cli::ReportError(io, timeline.status(), self.name);
+  if (!options.ranks.empty()) {
+    for (uint32_t rank : options.ranks) {
+      bool found = false;
+      for (const analysis::RankTimeline& r : timeline->ranks) found |= r.rank == rank;
+      if (!found) {
+        return cli::ReportError(
+            io, absl::NotFoundError(absl::StrCat("--ranks: job ", job, " has no rank ", rank)),
+            self.name);
+      }
+    }
+  }
+  PlotMarks marks = MarksFromAnalyses(*timeline);
+  absl::Status written = WriteOutputFile(output, io.out, [&](std::ostream& out) {
+    out << RenderMemoryPlot(*timeline, marks, options);
+    return absl::OkStatus();
+  });
+  if (!written.ok()) return cli::ReportError(io, written, self.name);
+  if (output != "-") {
+    io.err << "wrote " << output << ": " << timeline->ranks.size() << " ranks, "
+           << (marks.highlighted_rank
+                   ? absl::StrCat("rank ", *marks.highlighted_rank,
+                                  " highlighted (diverged at step ", marks.onset_step, ")")
+                   : std::string("no rank diverged"))
+           << (marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"))
+           << "\n";
+  }
+  return cli::kExitOk;
+}
+
+}  // namespace
+
+absl::StatusOr<std::set<uint32_t>> ParseRankList(absl::string_view text) {
+  std::set<uint32_t> ranks;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(part, '-');
+    uint32_t first = 0, last = 0;
+    bool ok = absl::SimpleAtoi(range.first, &first);
+    if (range.second.empty() && part.find('-') == absl::string_view::npos) {
+      last = first;
+    } else {
+      ok = ok && absl::SimpleAtoi(range.second, &last) && last >= first;
+    }
+    if (!ok || last >= kMaxRank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", part, "' is not a rank or a range of ranks"));
+    }
+    for (uint32_t r = first; r <= last; ++r) ranks.insert(r);
+  }
+  return ranks;
+}
+
+cli::Command PlotCommand() {
+  cli::Command command{"plot", "draw each rank's memory per step as an SVG, divergence marked",
+                       kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, cli::CommandIo& io) {
+    return RunPlot(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::exporter

@@ -1,0 +1,141 @@
+// `memtrace plot` on a simulated leak job (tools/sim, planted rank) played through real
+// Transports into an in-process collector: the SVG highlights the planted rank, and marks the
+// onset near the planted step.
+#include "query/export/plot_command.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "query/export/simulated_job.h"
+#include "query/export/svg_test_util.h"
+
+namespace memtrace::exporter {
+namespace {
+
+using testing::Attributes;
+
+constexpr int kLeakRank = 5;
+constexpr int64_t kLeakFrom = 20;
+
+struct CommandRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CommandRun Plot(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  int code = PlotCommand().run(args, io);
+  return {code, out.str(), err.str()};
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+class PlotCommandTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sim::SimulationOptions leak = testing::SmallJob("sim-leak", 8, 50, 3000);
+    leak.workload.leak_rank = kLeakRank;
+    leak.workload.leak_from_step = kLeakFrom;
+    server_ = testing::SimulateJob("plot_sim", leak);
+    if (server_ != nullptr) {
+      sim::SimulationOptions healthy = testing::SmallJob("sim-healthy", 8, 50, 3000);
+      healthy.collector_address = server_->address();
+      auto outcomes = sim::RunSimulation(healthy, [](const std::string&) {});
+      healthy_ok_ = outcomes.ok();
+    }
+  }
+  static void TearDownTestSuite() { server_.reset(); }
+  void SetUp() override { ASSERT_NE(server_, nullptr); }
+
+  std::string Svg(const std::string& job, std::vector<std::string> extra = {}) {
+    std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + job + ".svg";
+    std::vector<std::string> args = {"--job", job, "-o", path, "--collector", server_->address()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CommandRun run = Plot(args);
+    EXPECT_EQ(run.code, 0) << run.err;
+    return Read(path);
+  }
+
+  static std::unique_ptr<collector::CollectorServer> server_;
+  static bool healthy_ok_;
+};
+std::unique_ptr<collector::CollectorServer> PlotCommandTest::server_;
+bool PlotCommandTest::healthy_ok_ = false;
+
+TEST_F(PlotCommandTest, HighlightsThePlantedRankOfASimulatedLeak) {
+  std::string svg = Svg("sim-leak");
+  Attributes root = testing::Root(svg);
+  EXPECT_EQ(root["data-job"], "sim-leak");
+  EXPECT_EQ(root["data-ranks"], "8");
+  EXPECT_EQ(root["data-status"], "diverged");
+  EXPECT_EQ(root["data-highlighted-rank"], std::to_string(kLeakRank));
+  int onset = std::stoi(root["data-onset-step"]);
+  EXPECT_GE(onset, kLeakFrom);
+  EXPECT_LE(onset, kLeakFrom + 10);
+  int highlighted = 0;
+  for (Attributes& line : testing::Elements(svg, "polyline", "rank-line")) {
+    if (line["data-highlighted"] == "true") {
+      ++highlighted;
+      EXPECT_EQ(line["data-rank"], std::to_string(kLeakRank));
+    }
+    EXPECT_GE(std::stoi(line["data-points"]), 50);
+  }
+  EXPECT_EQ(highlighted, 1);
+  std::vector<Attributes> onsets = testing::Elements(svg, "line", "onset");
+  ASSERT_FALSE(onsets.empty());
+  bool leak_line = false;
+  for (Attributes& o : onsets) {
+    EXPECT_EQ(o["data-rank"], std::to_string(kLeakRank));
+    leak_line |= o["data-kind"].find("leak") != std::string::npos;
+  }
+  EXPECT_TRUE(leak_line);
+}
+
+TEST_F(PlotCommandTest, AHealthySimulatedJobHighlightsNobody) {
+  ASSERT_TRUE(healthy_ok_);
+  std::string svg = Svg("sim-healthy", {"--metric", "floor"});
+  Attributes root = testing::Root(svg);
+  EXPECT_EQ(root["data-highlighted-rank"], "");
+  EXPECT_EQ(root["data-metric"], "floor");
+  EXPECT_TRUE(testing::Elements(svg, "line", "onset").empty());
+}
+
+TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {
+  std::string svg = Svg("sim-leak", {"--ranks", "0,3-5", "--metric", "peak"});
+  std::vector<Attributes> lines = testing::Elements(svg, "polyline", "rank-line");
+  std::vector<std::string> ranks;
+  for (Attributes& l : lines) ranks.push_back(l["data-rank"]);
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, (std::vector<std::string>{"0", "3", "4", "5"}));
+  EXPECT_EQ(testing::Root(svg)["data-highlighted-rank"], std::to_string(kLeakRank));
+}
+
+TEST_F(PlotCommandTest, ErrorsNameWhatIsWrong) {
+  CommandRun missing = Plot({"--job", "sim-leak", "-o", "-", "--ranks", "42", "--collector",
+                             server_->address()});
+  EXPECT_EQ(missing.code, cli::kExitError);
+  EXPECT_NE(missing.err.find("has no rank 42"), std::string::npos) << missing.err;
+  EXPECT_EQ(Plot({"--job", "j", "-o", "x.svg", "--metric", "max"}).code, cli::kExitUsage);
+  EXPECT_EQ(Plot({"--job", "j"}).code, cli::kExitUsage);
+  EXPECT_EQ(Plot({"-o", "x.svg"}).code, cli::kExitUsage);
+  CommandRun to_stdout = Plot({"--job", "sim-leak", "-o", "-", "--collector", server_->address()});
+  EXPECT_EQ(to_stdout.code, 0);
+  EXPECT_EQ(to_stdout.out.rfind("<svg", 0), 0u);
+}
+
+TEST(ParseRankListTest, ReadsListsAndRanges) {
+  EXPECT_EQ(*ParseRankList("0,1,5"), (std::set<uint32_t>{0, 1, 5}));
+  EXPECT_EQ(*ParseRankList("2-4, 7"), (std::set<uint32_t>{2, 3, 4, 7}));
+  EXPECT_FALSE(ParseRankList("a").ok());
+  EXPECT_FALSE(ParseRankList("5-2").ok());
+  EXPECT_FALSE(ParseRankList("1,").ok());
+}
+
+}  // namespace
+}  // namespace memtrace::exporter

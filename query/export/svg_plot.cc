@@ -1,0 +1,374 @@
+#include "query/export/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "query/analysis/diverged.h"
+#include "query/analysis/leaks.h"
+#include "query/analysis/units.h"
+
+namespace memtrace::exporter {
+namespace {
+
+using analysis::kGiB;
+
+constexpr int kLeft = 90;
+constexpr int kRight = 210;
+constexpr int kTop = 78;
+constexpr int kBottom = 60;
+
+constexpr const char* kPalette[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
+                                    "#17becf", "#bcbd22", "#7f7f7f", "#aec7e8", "#98df8a"};
+constexpr char kHighlight[] = "#d62728";
+constexpr char kFollower[] = "#ff7f0e";
+constexpr char kMuted[] = "#a8b3bf";
+constexpr char kLeakColor[] = "#6a3d9a";
+
+std::string Escape(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // Control characters are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
+    }
+  }
+  return out;
+}
+
+std::string Number(double v) {
+  std::string s = absl::StrFormat("%.2f", v);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s == "-0" ? "0" : s;
+}
+
+std::string GibLabel(double gib) { return absl::StrCat(Number(gib), " GiB"); }
+
+struct Series {
+  const analysis::RankTimeline* rank;
+  std::vector<std::pair<int64_t, uint64_t>> points;  // (step, bytes)
+  uint64_t max_bytes = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<analysis::Metric> ParsePlotMetric(absl::string_view text) {
+  if (text == "live") return analysis::Metric::kEnd;
+  if (text == "floor") return analysis::Metric::kFloor;
+  if (text == "peak") return analysis::Metric::kPeak;
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", text, "' is not one of live, floor, peak"));
+}
+
+absl::string_view PlotMetricName(analysis::Metric metric) {
+  switch (metric) {
+    case analysis::Metric::kEnd: return "live";
+    case analysis::Metric::kFloor: return "floor";
+    case analysis::Metric::kPeak: return "peak";
+  }
+  return "live";
+}
+
+std::vector<double> NiceTicks(double min, double max) {
+  if (!(max > min)) max = min + 1;
+  double span = max - min;
+  double step = 1;
+  double magnitude = std::pow(10.0, std::floor(std::log10(span)) - 1);
+  for (double m : {1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0}) {
+    step = m * magnitude;
+    if (span / step <= 10) break;
+  }
+  std::vector<double> ticks;
+  // Multiples of the step, not a running sum, so 0.1 + 0.05 rounding never accumulates; the
+  // last tick is at or above `max`, so the axis covers every value.
+  int64_t first = static_cast<int64_t>(std::floor(min / step + 1e-9));
+  int64_t last = static_cast<int64_t>(std::ceil(max / step - 1e-9));
+  for (int64_t k = first; k <= last; ++k) ticks.push_back(k * step);
+  return ticks;
+}
+
+PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
+  PlotMarks marks;
+  analysis::DivergenceReport divergence = analysis::FindDivergence(job);
+  marks.message = divergence.message;
+  switch (divergence.status) {
+    case analysis::DivergenceStatus::kDiverged: marks.status = "diverged"; break;
+    case analysis::DivergenceStatus::kNoneDiverged: marks.status = "none"; break;
+    case analysis::DivergenceStatus::kTooFewRanks: marks.status = "too-few-ranks"; break;
+    case analysis::DivergenceStatus::kTooFewSteps: marks.status = "too-few-steps"; break;
+  }
+  if (!divergence.diverged.empty()) {
+    const analysis::RankDivergence& first = divergence.diverged.front();
+    marks.highlighted_rank = first.rank;
+    marks.onset_step = first.onset_step;
+    marks.excess_bytes = first.last_excess_bytes;
+    for (size_t i = 1; i < divergence.diverged.size(); ++i) {
+      marks.followers.push_back(divergence.diverged[i].rank);
+    }
+  }
+  analysis::LeakReport leaks = analysis::FindLeaks(job);
+  for (const analysis::RankCurve& curve : leaks.curves) {
+    if (curve.curve != analysis::CurveClass::kLeak) continue;
+    int64_t since = curve.evidence.rising_since_step >= 0 ? curve.evidence.rising_since_step
+                                                          : curve.evidence.first_step;
+    marks.leaks.push_back({curve.rank, since, curve.evidence.floor_bytes_per_step});
+  }
+  return marks;
+}
+
+std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& marks,
+                             const PlotOptions& options) {
+  const int width = std::max(options.width, kLeft + kRight + 100);
+  const int height = std::max(options.height, kTop + kBottom + 100);
+  const int plot_w = width - kLeft - kRight;
+  const int plot_h = height - kTop - kBottom;
+
+  std::vector<Series> series;
+  for (const analysis::RankTimeline* rank : analysis::SelectRanks(job)) {
+    if (!options.ranks.empty() && !options.ranks.count(rank->rank)) continue;
+    Series s{rank, {}, 0};
+    for (const analysis::StepPoint& p : rank->steps) {
+      uint64_t v = analysis::MetricValue(p, options.metric);
+      s.points.push_back({p.step, v});
+      s.max_bytes = std::max(s.max_bytes, v);
+    }
+    series.push_back(std::move(s));
+  }
+  const bool highlight_drawn =
+      marks.highlighted_rank.has_value() &&
+      std::any_of(series.begin(), series.end(),
+                  [&](const Series& s) { return s.rank->rank == *marks.highlighted_rank; });
+  auto is_follower = [&](uint32_t rank) {
+    return std::find(marks.followers.begin(), marks.followers.end(), rank) !=
+           marks.followers.end();
+  };
+
+  int64_t min_step = INT64_MAX, max_step = INT64_MIN;
+  uint64_t max_bytes = 0;
+  for (const Series& s : series) {
+    for (const auto& [step, bytes] : s.points) {
+      min_step = std::min(min_step, step);
+      max_step = std::max(max_step, step);
+    }
+    max_bytes = std::max(max_bytes, s.max_bytes);
+  }
+  if (min_step == INT64_MAX) min_step = 0, max_step = 1;
+  if (max_step == min_step) max_step = min_step + 1;
+  std::vector<double> y_ticks = NiceTicks(0, std::max(max_bytes * 1.05, 0.1 * kGiB) / kGiB);
+  const double y_max_gib = y_ticks.back();
+  std::vector<double> x_ticks = NiceTicks(static_cast<double>(min_step),
+                                          static_cast<double>(max_step));
+  // Step ticks are whole steps inside the range.
+  x_ticks.erase(std::remove_if(x_ticks.begin(), x_ticks.end(),
+                               [&](double v) {
+                                 return std::floor(v) != v || v < min_step || v > max_step;
+                               }),
+                x_ticks.end());
+
+  auto X = [&](double step) {
+    return kLeft + (step - min_step) / static_cast<double>(max_step - min_step) * plot_w;
+  };
+  auto Y = [&](double bytes) { return kTop + plot_h - bytes / kGiB / y_max_gib * plot_h; };
+
+  const std::string metric = std::string(PlotMetricName(options.metric));
+  const std::string axis_name = job.time_axis ? "time bucket" : "step";
+  std::optional<int64_t> onset;
+  if (marks.highlighted_rank.has_value()) {
+    onset = marks.onset_step;
+  } else if (!marks.leaks.empty()) {
+    onset = marks.leaks.front().since_step;
+  }
+
+  std::string svg = absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\" "
+      "data-job=\"%s\" data-metric=\"%s\" data-ranks=\"%d\" data-status=\"%s\" "
+      "data-highlighted-rank=\"%s\" data-onset-step=\"%s\">\n",
+      width, height, width, height, Escape(job.job_id), metric, series.size(),
+      Escape(marks.status),
+      marks.highlighted_rank ? absl::StrCat(*marks.highlighted_rank) : "",
+      onset ? absl::StrCat(*onset) : "");
+  absl::StrAppend(&svg, "<title>", Escape(job.job_id), ": ", metric, " bytes by ", axis_name,
+                  "</title>\n");
+  absl::StrAppendFormat(&svg, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width,
+                        height);
+  absl::StrAppendFormat(
+      &svg,
+      "<text class=\"title\" x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">"
+      "job %s: %s bytes per %s, %d ranks</text>\n",
+      kLeft, Escape(job.job_id),
+      options.metric == analysis::Metric::kEnd ? "live" : metric, axis_name, series.size());
+  if (!marks.message.empty()) {
+    absl::StrAppendFormat(&svg,
+                          "<text class=\"subtitle\" x=\"%d\" y=\"50\" fill=\"#444\">%s</text>\n",
+                          kLeft, Escape(marks.message));
+  }
+
+  // Axes and grid.
+  absl::StrAppend(&svg, "<g class=\"axis\" data-axis=\"y\">\n");
+  for (double gib : y_ticks) {
+    double y = Y(gib * kGiB);
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%d\" y1=\"%s\" x2=\"%d\" y2=\"%s\" stroke=\"#e3e7eb\"/>"
+                          "<text class=\"tick\" data-gib=\"%s\" x=\"%d\" y=\"%s\" "
+                          "text-anchor=\"end\">%s</text>\n",
+                          kLeft, Number(y), kLeft + plot_w, Number(y), Number(gib), kLeft - 8,
+                          Number(y + 4), GibLabel(gib));
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"18\" y=\"%d\" transform=\"rotate(-90 18 %d)\" "
+                        "text-anchor=\"middle\">%s bytes (GiB)</text>\n</g>\n",
+                        kTop + plot_h / 2, kTop + plot_h / 2, metric);
+  absl::StrAppend(&svg, "<g class=\"axis\" data-axis=\"x\">\n");
+  for (double step : x_ticks) {
+    double x = X(step);
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#555\"/>"
+                          "<text class=\"tick\" data-step=\"%s\" x=\"%s\" y=\"%d\" "
+                          "text-anchor=\"middle\">%s</text>\n",
+                          Number(x), kTop + plot_h, Number(x), kTop + plot_h + 5, Number(step),
+                          Number(x), kTop + plot_h + 19, Number(step));
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n</g>\n",
+                        kLeft + plot_w / 2, height - 14, axis_name);
+  absl::StrAppendFormat(&svg,
+                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                        "stroke=\"#555\"/>\n",
+                        kLeft, kTop, plot_w, plot_h);
+
+  // Lines: ordinary ranks first, then followers, the highlighted rank on top.
+  auto style = [&](const Series& s, size_t index) -> std::pair<std::string, double> {
+    uint32_t r = s.rank->rank;
+    if (highlight_drawn && r == *marks.highlighted_rank) return {kHighlight, 3.0};
+    if (is_follower(r)) return {kFollower, 2.0};
+    if (highlight_drawn) return {kMuted, 1.2};
+    return {kPalette[index % (sizeof(kPalette) / sizeof(kPalette[0]))], 1.6};
+  };
+  auto layer = [&](const Series& s) {
+    uint32_t r = s.rank->rank;
+    if (highlight_drawn && r == *marks.highlighted_rank) return 2;
+    return is_follower(r) ? 1 : 0;
+  };
+  std::vector<size_t> order(series.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return layer(series[a]) < layer(series[b]); });
+  absl::StrAppend(&svg, "<g class=\"lines\" fill=\"none\" stroke-linejoin=\"round\">\n");
+  for (size_t i : order) {
+    const Series& s = series[i];
+    auto [color, stroke] = style(s, i);
+    std::vector<std::string> pts;
+    pts.reserve(s.points.size());
+    for (const auto& [step, bytes] : s.points) {
+      pts.push_back(absl::StrCat(Number(X(step)), ",", Number(Y(bytes))));
+    }
+    bool highlighted = highlight_drawn && s.rank->rank == *marks.highlighted_rank;
+    absl::StrAppendFormat(
+        &svg,
+        "<polyline class=\"rank-line\" data-rank=\"%d\" data-attempt=\"%d\" "
+        "data-highlighted=\"%s\" data-diverged=\"%s\" data-points=\"%d\" data-max-bytes=\"%d\" "
+        "stroke=\"%s\" stroke-width=\"%s\" points=\"%s\"/>\n",
+        s.rank->rank, s.rank->attempt, highlighted ? "true" : "false",
+        highlighted || is_follower(s.rank->rank) ? "true" : "false", s.points.size(),
+        s.max_bytes, color, Number(stroke), absl::StrJoin(pts, " "));
+  }
+  absl::StrAppend(&svg, "</g>\n");
+
+  // Onset lines: the divergence, and each leak (merged when they are the same rank and step).
+  absl::StrAppend(&svg, "<g class=\"onsets\">\n");
+  int label_row = 0;
+  auto onset_line = [&](const std::string& kind, uint32_t rank, int64_t step,
+                        const std::string& label, const char* color) {
+    if (step < min_step || step > max_step) return;
+    double x = X(static_cast<double>(step));
+    double label_y = kTop + 16 + 16 * (label_row++ % 6);
+    bool flip = x > kLeft + plot_w * 0.7;  // keep labels inside the plot
+    absl::StrAppendFormat(
+        &svg,
+        "<line class=\"onset\" data-kind=\"%s\" data-rank=\"%d\" data-onset-step=\"%d\" "
+        "x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
+        "stroke-dasharray=\"6 4\"/>"
+        "<text class=\"onset-label\" data-rank=\"%d\" x=\"%s\" y=\"%s\" fill=\"%s\" "
+        "text-anchor=\"%s\">%s</text>\n",
+        kind, rank, step, Number(x), kTop, Number(x), kTop + plot_h, color, rank,
+        Number(flip ? x - 5 : x + 5), Number(label_y), color, flip ? "end" : "start",
+        Escape(label));
+  };
+  std::vector<PlotMarks::Leak> leaks = marks.leaks;
+  if (highlight_drawn) {
+    std::string label = absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ",
+                                     axis_name, " ", marks.onset_step);
+    if (marks.excess_bytes != 0) {
+      absl::StrAppend(&label, " (", analysis::FormatSignedBytes(marks.excess_bytes),
+                      " vs cohort)");
+    }
+    std::string kind = "divergence";
+    auto same = std::find_if(leaks.begin(), leaks.end(), [&](const PlotMarks::Leak& l) {
+      return l.rank == *marks.highlighted_rank && l.since_step == marks.onset_step;
+    });
+    if (same != leaks.end()) {
+      kind = "divergence leak";
+      absl::StrAppend(&label, ", leaking ", analysis::FormatRate(same->bytes_per_step));
+      leaks.erase(same);
+    }
+    onset_line(kind, *marks.highlighted_rank, marks.onset_step, label, kHighlight);
+  }
+  size_t leak_labels = 0;
+  for (const PlotMarks::Leak& leak : leaks) {
+    if (!options.ranks.empty() && !options.ranks.count(leak.rank)) continue;
+    if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
+    onset_line("leak", leak.rank, leak.since_step,
+               absl::StrCat("leak on rank ", leak.rank, " from ", axis_name, " ",
+                            leak.since_step, " (", analysis::FormatRate(leak.bytes_per_step),
+                            ")"),
+               kLeakColor);
+  }
+  absl::StrAppend(&svg, "</g>\n");
+
+  // Legend: the highlighted rank and followers first, then others up to the limit.
+  std::vector<size_t> legend(series.size());
+  for (size_t i = 0; i < legend.size(); ++i) legend[i] = i;
+  std::stable_sort(legend.begin(), legend.end(),
+                   [&](size_t a, size_t b) { return layer(series[a]) > layer(series[b]); });
+  absl::StrAppendFormat(&svg, "<g class=\"legend\" transform=\"translate(%d %d)\">\n",
+                        kLeft + plot_w + 20, kTop + 4);
+  size_t shown = 0;
+  for (size_t i : legend) {
+    if (shown == options.max_legend_entries) break;
+    const Series& s = series[i];
+    auto [color, stroke] = style(s, i);
+    bool highlighted = highlight_drawn && s.rank->rank == *marks.highlighted_rank;
+    std::string name = absl::StrCat("rank ", s.rank->rank);
+    if (s.rank->attempt > 0) absl::StrAppend(&name, " attempt ", s.rank->attempt);
+    if (highlighted) absl::StrAppend(&name, " (diverged)");
+    else if (is_follower(s.rank->rank)) absl::StrAppend(&name, " (followed)");
+    int y = static_cast<int>(shown) * 20;
+    absl::StrAppendFormat(&svg,
+                          "<g class=\"legend-entry\" data-rank=\"%d\" data-highlighted=\"%s\">"
+                          "<line x1=\"0\" y1=\"%d\" x2=\"24\" y2=\"%d\" stroke=\"%s\" "
+                          "stroke-width=\"%s\"/><text x=\"30\" y=\"%d\">%s</text></g>\n",
+                          s.rank->rank, highlighted ? "true" : "false", y, y, color,
+                          Number(stroke), y + 4, Escape(name));
+    ++shown;
+  }
+  if (shown < series.size()) {
+    absl::StrAppendFormat(&svg, "<text class=\"legend-more\" x=\"0\" y=\"%d\">+ %d more ranks</text>\n",
+                          static_cast<int>(shown) * 20 + 4, series.size() - shown);
+  }
+  absl::StrAppend(&svg, "</g>\n</svg>\n");
+  return svg;
+}
+
+}  // namespace memtrace::exporter

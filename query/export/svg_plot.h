@@ -1,0 +1,71 @@
+// An SVG line plot of a job's memory by step: one polyline per rank, GiB and step ticks, a
+// legend, the rank that diverged from the cohort highlighted (query/analysis/diverged.h), and
+// vertical lines with labels where that divergence and any leak (a rising floor,
+// query/analysis/leaks.h) begin.
+//
+// The SVG carries what it shows as data attributes, so tests and scripts can check the picture's
+// content without looking at pixels:
+//   <svg data-job data-metric data-ranks data-status data-highlighted-rank data-onset-step>
+//   <polyline class="rank-line" data-rank data-attempt data-highlighted data-diverged
+//             data-points data-max-bytes>
+//   <line class="onset" data-kind="divergence|leak|divergence leak" data-rank data-onset-step>
+//   <g class="legend-entry" data-rank data-highlighted>, <text class="tick" data-gib|data-step>
+#ifndef MEMTRACE_QUERY_EXPORT_SVG_PLOT_H_
+#define MEMTRACE_QUERY_EXPORT_SVG_PLOT_H_
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "query/analysis/timeline.h"
+
+namespace memtrace::exporter {
+
+// --metric: "live" (live bytes at each step's end), "floor" or "peak".
+absl::StatusOr<analysis::Metric> ParsePlotMetric(absl::string_view text);
+absl::string_view PlotMetricName(analysis::Metric metric);
+
+// What the analyses found that the plot marks.
+struct PlotMarks {
+  // "diverged", "none", "too-few-ranks", "too-few-steps" (the divergence analysis' status).
+  std::string status = "none";
+  std::string message;  // the analysis' sentence, shown under the title
+  std::optional<uint32_t> highlighted_rank;  // the earliest rank to leave the cohort
+  int64_t onset_step = 0;
+  int64_t excess_bytes = 0;  // its gap to the cohort at the latest compared step
+  std::vector<uint32_t> followers;  // ranks that diverged after it
+  struct Leak {
+    uint32_t rank = 0;
+    int64_t since_step = 0;
+    double bytes_per_step = 0;
+  };
+  std::vector<Leak> leaks;  // ranks whose floor rises, with where it began to
+};
+
+// Runs FindDivergence and FindLeaks (default parameters, as `memtrace diverged` / `leaks` do)
+// over `job`. Pure.
+PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job);
+
+struct PlotOptions {
+  analysis::Metric metric = analysis::Metric::kEnd;
+  // Only these ranks are drawn (the analyses still compare every rank). Empty: all.
+  std::set<uint32_t> ranks;
+  int width = 1200;
+  int height = 700;
+  size_t max_legend_entries = 16;
+};
+
+// The SVG document. Each rank's latest attempt is drawn. Pure.
+std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& marks,
+                             const PlotOptions& options);
+
+// Tick values for [0, max]: 1-2-5 steps giving 4 to 10 ticks (exposed for tests).
+std::vector<double> NiceTicks(double min, double max);
+
+}  // namespace memtrace::exporter
+
+#endif  // MEMTRACE_QUERY_EXPORT_SVG_PLOT_H_

@@ -1,0 +1,157 @@
+#include "query/export/svg_plot.h"
+
+#include "gtest/gtest.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+#include "query/export/svg_test_util.h"
+
+namespace memtrace::exporter {
+namespace {
+
+using testing::Attributes;
+using testing::Elements;
+using testing::Root;
+
+std::string Plot(const analysis::JobTimeline& job, PlotOptions options = {}) {
+  return RenderMemoryPlot(job, MarksFromAnalyses(job), options);
+}
+
+TEST(SvgPlotTest, HighlightsThePlantedLeakingRankAndMarksItsOnset) {
+  analysis::sim::SimulatedJob job = analysis::sim::Simulate(analysis::sim::LeakJob(5, 30));
+  std::string svg = Plot(job.timeline);
+  Attributes root = Root(svg);
+  EXPECT_EQ(root["data-highlighted-rank"], "5");
+  EXPECT_EQ(root["data-status"], "diverged");
+  EXPECT_EQ(root["data-ranks"], "8");
+  EXPECT_EQ(root["data-metric"], "live");
+  int onset = std::stoi(root["data-onset-step"]);
+  EXPECT_GE(onset, 30);
+  EXPECT_LE(onset, 40);
+
+  std::vector<Attributes> lines = Elements(svg, "polyline", "rank-line");
+  ASSERT_EQ(lines.size(), 8u);
+  int highlighted = 0;
+  for (Attributes& line : lines) {
+    EXPECT_EQ(line["data-points"], "100");
+    if (line["data-highlighted"] == "true") {
+      ++highlighted;
+      EXPECT_EQ(line["data-rank"], "5");
+      EXPECT_EQ(line["stroke"], "#d62728");
+    }
+  }
+  EXPECT_EQ(highlighted, 1);
+  EXPECT_EQ(lines.back()["data-rank"], "5");  // drawn last, on top
+
+  std::vector<Attributes> onsets = Elements(svg, "line", "onset");
+  ASSERT_FALSE(onsets.empty());
+  EXPECT_NE(onsets[0]["data-kind"].find("divergence"), std::string::npos);
+  EXPECT_EQ(onsets[0]["data-rank"], "5");
+  EXPECT_EQ(onsets[0]["data-onset-step"], root["data-onset-step"]);
+  bool leak_marked = false;
+  for (Attributes& o : onsets) {
+    leak_marked |= o["data-rank"] == "5" && o["data-kind"].find("leak") != std::string::npos;
+  }
+  EXPECT_TRUE(leak_marked) << svg.substr(0, 2000);
+  EXPECT_NE(svg.find("rank 5 diverges at step"), std::string::npos);
+
+  std::vector<Attributes> legend = Elements(svg, "g", "legend-entry");
+  ASSERT_EQ(legend.size(), 8u);
+  EXPECT_EQ(legend[0]["data-rank"], "5");
+  EXPECT_EQ(legend[0]["data-highlighted"], "true");
+  EXPECT_EQ(legend[1]["data-rank"], "0");
+}
+
+TEST(SvgPlotTest, AHealthyJobHighlightsNobody) {
+  analysis::sim::SimulatedJob job = analysis::sim::Simulate(analysis::sim::HealthyJob());
+  std::string svg = Plot(job.timeline);
+  Attributes root = Root(svg);
+  EXPECT_EQ(root["data-highlighted-rank"], "");
+  EXPECT_EQ(root["data-status"], "none");
+  for (Attributes& line : Elements(svg, "polyline", "rank-line")) {
+    EXPECT_EQ(line["data-highlighted"], "false");
+  }
+  EXPECT_TRUE(Elements(svg, "line", "onset").empty());
+}
+
+TEST(SvgPlotTest, AxesHaveGibAndStepTicks) {
+  analysis::sim::SimulatedJob job = analysis::sim::Simulate(analysis::sim::LeakJob());
+  std::string svg = Plot(job.timeline);
+  std::vector<Attributes> ticks = Elements(svg, "text", "tick");
+  std::vector<double> gib, steps;
+  for (Attributes& t : ticks) {
+    if (t.count("data-gib")) gib.push_back(std::stod(t["data-gib"]));
+    if (t.count("data-step")) steps.push_back(std::stod(t["data-step"]));
+  }
+  ASSERT_GE(gib.size(), 4u);
+  ASSERT_LE(gib.size(), 11u);
+  EXPECT_EQ(gib.front(), 0);
+  // The top tick is above the highest value drawn.
+  uint64_t max_bytes = 0;
+  for (Attributes& line : Elements(svg, "polyline", "rank-line")) {
+    max_bytes = std::max<uint64_t>(max_bytes, std::stoull(line["data-max-bytes"]));
+  }
+  EXPECT_GE(gib.back() * analysis::kGiB, max_bytes);
+  ASSERT_GE(steps.size(), 4u);
+  EXPECT_EQ(steps.front(), 0);
+  EXPECT_LE(steps.back(), 99);
+  EXPECT_NE(svg.find(">10 GiB<"), std::string::npos);
+}
+
+TEST(SvgPlotTest, RanksOptionDrawsOnlyThoseRanksButKeepsTheCohortsAnswer) {
+  analysis::sim::SimulatedJob job = analysis::sim::Simulate(analysis::sim::LeakJob(5, 30));
+  PlotOptions options;
+  options.ranks = {0, 1, 5};
+  options.metric = analysis::Metric::kFloor;
+  std::string svg = Plot(job.timeline, options);
+  std::vector<Attributes> lines = Elements(svg, "polyline", "rank-line");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(Root(svg)["data-metric"], "floor");
+  EXPECT_EQ(Root(svg)["data-highlighted-rank"], "5");
+  options.ranks = {0, 1};
+  svg = Plot(job.timeline, options);
+  for (Attributes& line : Elements(svg, "polyline", "rank-line")) {
+    EXPECT_EQ(line["data-highlighted"], "false");
+  }
+}
+
+TEST(SvgPlotTest, PeakMetricPlotsPeaks) {
+  analysis::sim::SimulatedJob job = analysis::sim::Simulate(analysis::sim::HealthyJob(3, 20));
+  PlotOptions peak;
+  peak.metric = analysis::Metric::kPeak;
+  PlotOptions floor;
+  floor.metric = analysis::Metric::kFloor;
+  std::string a = Plot(job.timeline, peak);
+  std::string b = Plot(job.timeline, floor);
+  EXPECT_GT(std::stoull(Elements(a, "polyline", "rank-line")[0]["data-max-bytes"]),
+            std::stoull(Elements(b, "polyline", "rank-line")[0]["data-max-bytes"]));
+}
+
+TEST(SvgPlotTest, EscapesTextAndSurvivesAnEmptyJob) {
+  analysis::JobTimeline job;
+  job.job_id = "a<b>&\"c\"";
+  std::string svg = Plot(job);
+  EXPECT_NE(svg.find("data-job=\"a&lt;b&gt;&amp;&quot;c&quot;\""), std::string::npos) << svg;
+  EXPECT_EQ(Root(svg)["data-ranks"], "0");
+  EXPECT_EQ(Root(svg)["data-status"], "too-few-ranks");
+}
+
+TEST(SvgPlotTest, ParsesMetricNames) {
+  EXPECT_EQ(*ParsePlotMetric("live"), analysis::Metric::kEnd);
+  EXPECT_EQ(*ParsePlotMetric("floor"), analysis::Metric::kFloor);
+  EXPECT_EQ(*ParsePlotMetric("peak"), analysis::Metric::kPeak);
+  EXPECT_FALSE(ParsePlotMetric("max").ok());
+}
+
+TEST(NiceTicksTest, UsesOneTwoFiveSteps) {
+  EXPECT_EQ(NiceTicks(0, 30), (std::vector<double>{0, 5, 10, 15, 20, 25, 30}));
+  EXPECT_EQ(NiceTicks(0, 21.7), (std::vector<double>{0, 5, 10, 15, 20, 25}));  // covers the max
+  std::vector<double> small = NiceTicks(0, 0.35);
+  ASSERT_EQ(small.size(), 8u);
+  for (size_t i = 0; i < small.size(); ++i) EXPECT_NEAR(small[i], 0.05 * i, 1e-12);
+  std::vector<double> steps = NiceTicks(0, 99);
+  EXPECT_EQ(steps.front(), 0);
+  EXPECT_EQ(steps[1], 10);
+}
+
+}  // namespace
+}  // namespace memtrace::exporter
