@@ -9,6 +9,9 @@
 #include "query/cli/commands/ranks.h"
 #include "query/cli/commands/timeline.h"
 #include "query/cli/dispatch.h"
+#include "query/export/export_command.h"
+#include "query/export/plot_command.h"
+#include "query/importers/import_command.h"
 #include "tools/launch/ray_env_command.h"
 #include "tools/launch/run_command.h"
 
@@ -21,6 +24,9 @@ int main(int argc, char** argv) {
       TimelineCommand(),
       memtrace::launch::RunCommand(),
       memtrace::launch::RayEnvCommand(),
+      memtrace::importers::ImportCommand(),
+      memtrace::exporter::ExportCommand(),
+      memtrace::exporter::PlotCommand(),
   };
   CommandIo io{std::cout, std::cerr};
   if (const char* env = std::getenv("MEMTRACE_COLLECTOR"); env != nullptr && *env != '\0') {
