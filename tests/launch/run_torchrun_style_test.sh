@@ -47,8 +47,10 @@ DATA="$WORK/data2"
 FAKE_RESTART=2 "$MEMTRACE" run --data "$DATA" "$FAKE_TORCHRUN" 4 "$WORKER" \
   >"$WORK/run2.out" 2>"$WORK/run2.err"
 expect_eq "exit code of run 2" "$?" "0"
-job=$(sed -n 's/^memtrace: job \(job-[0-9]\{8\}-[0-9]\{6\}-[0-9a-f]\{6\}\).*/\1/p' "$WORK/run2.err" | head -n 1)
+job=$(grep '^memtrace: job job-' "$WORK/run2.err" | head -n 1 |
+  grep -o 'job-[0-9]\{8\}-[0-9]\{6\}-[0-9a-f]\{6\}' | head -n 1)
 [ -n "$job" ] || fail "no generated job id printed: $(cat "$WORK/run2.err")"
+expect_grep "$WORK/run2.err" "memtrace: job $job (generated"
 start_collector "$DATA"
 check_ranks "$COLLECTOR_ADDR" "$job" 4 1 2
 stop_collector

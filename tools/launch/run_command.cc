@@ -377,10 +377,9 @@ int Runner::Run() {
   } else if (!AgentReadsVariable(kDefaultJobIdVar)) {
     Say(absl::StrCat("job ", agent.job.fallback_id, " (generated; pass --job to name it)"));
   } else {
-    Say(
-        absl::StrCat("job id: the launcher's (TORCHELASTIC_RUN_ID, RAY_JOB_ID, SLURM_JOB_ID, ...)"
-                     " where workers have one, else ",
-                     agent.job.fallback_id));
+    Say(absl::StrCat("job ", agent.job.fallback_id,
+                     " (generated; workers whose launcher names the job, e.g. torchrun's "
+                     "TORCHELASTIC_RUN_ID, use that id instead)"));
   }
   if (agent.agent_library.empty()) Warn("--no_agent: the job runs untraced");
   if (!watch_.down) before = CountJobs(o_.collector);
