@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "collector/server/analysis_service.h"
 #include "collector/server/ingest_service.h"
 #include "collector/server/query_service.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -46,6 +47,7 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   server->store_ = std::move(*store);
   server->ingest_ = std::make_unique<IngestService>(server->store_.get(), options.limits);
   server->query_ = std::make_unique<QueryService>(server->store_.get());
+  server->analysis_ = std::make_unique<AnalysisService>(server->store_.get());
 
   // Both are process-wide switches read by every ServerBuilder built afterwards.
   grpc::EnableDefaultHealthCheckService(true);
@@ -58,6 +60,7 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(server->ingest_.get());
   builder.RegisterService(server->query_.get());
+  builder.RegisterService(server->analysis_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
@@ -67,6 +70,7 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   if (health != nullptr) {
     health->SetServingStatus("memtrace.v1.Ingest", true);
     health->SetServingStatus("memtrace.v1.Query", true);
+    health->SetServingStatus("memtrace.v1.Analysis", true);
   }
   return server;
 }

@@ -1,6 +1,6 @@
-// The collector as an embeddable object: the store, the Ingest and Query services, standard
-// health checking and server reflection on one gRPC server. memtrace-collector is a thin main()
-// around it; integration tests start it in-process on port 0.
+// The collector as an embeddable object: the store, the Ingest, Query and Analysis services,
+// standard health checking and server reflection on one gRPC server. memtrace-collector is a thin
+// main() around it; integration tests start it in-process on port 0.
 #ifndef MEMTRACE_COLLECTOR_SERVER_COLLECTOR_SERVER_H_
 #define MEMTRACE_COLLECTOR_SERVER_COLLECTOR_SERVER_H_
 
@@ -19,6 +19,7 @@ class Server;
 
 namespace memtrace::collector {
 
+class AnalysisService;
 class IngestService;
 class QueryService;
 
@@ -63,6 +64,7 @@ class CollectorServer {
   std::unique_ptr<EventStore> store_;
   std::unique_ptr<IngestService> ingest_;
   std::unique_ptr<QueryService> query_;
+  std::unique_ptr<AnalysisService> analysis_;
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,0 +1,156 @@
+#include "collector/server/analysis_loader.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "query/analysis/rollup_convert.h"
+
+namespace memtrace::collector {
+namespace {
+
+RollupAxis AxisOf(v1::TimelineAxis axis) {
+  return axis == v1::TIMELINE_AXIS_TIME ? RollupAxis::kTime : RollupAxis::kStep;
+}
+
+bool HasStepMarkers(const v1::GetRollupsResponse& rollups) {
+  for (const v1::RankRollups& rank : rollups.ranks()) {
+    if (rank.steps_size() > 1) return true;
+  }
+  return false;
+}
+
+// The store's snapshot in the wire form rollup_convert reads (as Query/LiveAt answers it).
+v1::LiveAtResponse ToLiveAt(const LiveSnapshot& live) {
+  v1::LiveAtResponse out;
+  out.set_rank(live.key.rank);
+  out.set_attempt(live.key.attempt);
+  out.set_seq(live.seq);
+  out.set_ts_ns(live.ts_ns);
+  out.set_step(live.step);
+  out.set_live_bytes(live.live_bytes);
+  out.set_allocation_count(live.allocations.size());
+  out.set_oom_requested_bytes(live.oom_requested_bytes);
+  out.mutable_allocations()->Reserve(static_cast<int>(live.allocations.size()));
+  for (const auto& [address, a] : live.allocations) {
+    v1::LiveAllocation* w = out.add_allocations();
+    w->set_address(address);
+    w->set_bytes(a.bytes);
+    w->set_tag_id(a.tag_id);
+    w->set_source_id(a.source_id);
+    w->set_step(a.step);
+    w->set_ts_ns(a.ts_ns);
+    w->set_seq(a.seq);
+    w->set_memory_kind(a.memory_kind);
+  }
+  for (const StringDef& d : live.strings) {
+    v1::StringEntry* e = out.add_strings();
+    e->set_id(d.id);
+    e->set_kind(static_cast<v1::StringKind>(d.kind));
+    e->set_value(d.value);
+  }
+  return out;
+}
+
+// Replays the phase markers of the stream up to the snapshot: which phase was innermost when
+// each live allocation was made, and which phases are open at the moment.
+absl::Status AttributePhases(const EventStore& store, absl::string_view job_id,
+                             const LiveSnapshot& live, analysis::RankLiveSet* set) {
+  absl::flat_hash_map<uint32_t, const std::string*> names;
+  for (const StringDef& d : live.strings) names[d.id] = &d.value;
+  auto name = [&](uint32_t id) {
+    auto it = names.find(id);
+    return it != names.end() ? *it->second : absl::StrCat("phase#", id);
+  };
+  // The event that made each allocation the set kept (host ones were left out).
+  absl::flat_hash_map<uint64_t, uint64_t> seq_of_address;
+  for (const auto& [address, a] : live.allocations) seq_of_address[address] = a.seq;
+  absl::flat_hash_map<uint64_t, analysis::LiveAllocation*> by_seq;
+  for (analysis::LiveAllocation& a : set->allocations) {
+    auto it = seq_of_address.find(a.address);
+    if (it != seq_of_address.end()) by_seq[it->second] = &a;
+  }
+
+  std::vector<uint32_t> open;
+  uint64_t from = 1;
+  while (from != 0 && from <= live.seq) {
+    absl::StatusOr<StoredEvents> page =
+        store.ReadEvents(job_id, live.key.rank, live.key.attempt, from, 1 << 16);
+    if (!page.ok()) return page.status();
+    for (const Event& e : page->events) {
+      if (e.seq > live.seq) break;
+      switch (e.kind) {
+        case EventKind::kPhaseBegin:
+          open.push_back(e.tag_id);
+          break;
+        case EventKind::kPhaseEnd:
+          for (size_t i = open.size(); i > 0; --i) {
+            if (open[i - 1] == e.tag_id) {
+              open.erase(open.begin() + static_cast<ptrdiff_t>(i - 1));
+              break;
+            }
+          }
+          break;
+        case EventKind::kAlloc:
+        case EventKind::kVmmMap:
+          if (!open.empty()) {
+            auto it = by_seq.find(e.seq);
+            if (it != by_seq.end()) it->second->phase = name(open.back());
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    if (page->events.empty()) break;
+    from = page->next_seq;
+  }
+  set->open_phases.clear();
+  for (uint32_t id : open) set->open_phases.push_back(name(id));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
+                                                      absl::string_view job_id,
+                                                      v1::TimelineAxis axis) {
+  absl::StatusOr<v1::GetRollupsResponse> rollups = store.Rollups(job_id, AxisOf(axis));
+  if (!rollups.ok()) return rollups.status();
+  if (rollups->ranks().empty()) {
+    return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
+  }
+  if (axis == v1::TIMELINE_AXIS_STEP && !HasStepMarkers(*rollups)) {
+    axis = v1::TIMELINE_AXIS_TIME;
+    rollups = store.Rollups(job_id, RollupAxis::kTime);
+    if (!rollups.ok()) return rollups.status();
+  }
+  return analysis::TimelineFromRollups(job_id, *rollups, axis);
+}
+
+absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_view job_id,
+                                          uint32_t rank, std::optional<uint32_t> attempt,
+                                          const LivePoint& point, bool with_phases) {
+  absl::StatusOr<LiveSnapshot> live = store.LiveAllocations(job_id, rank, attempt, point);
+  if (!live.ok()) return live.status();
+  LoadedLiveSet out;
+  out.set = analysis::LiveSetFromProto(ToLiveAt(*live));
+  out.live_bytes = live->live_bytes;
+  out.oom_requested_bytes = live->oom_requested_bytes;
+  if (with_phases) {
+    absl::Status s = AttributePhases(store, job_id, *live, &out.set);
+    if (!s.ok()) return s;
+  }
+  return out;
+}
+
+bool RankHasPhases(const analysis::RankTimeline& rank) {
+  for (const analysis::StepPoint& p : rank.steps) {
+    if (!p.by_phase.empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace memtrace::collector

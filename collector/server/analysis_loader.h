@@ -1,0 +1,54 @@
+// What the Analysis service reads from the EventStore, in the analyses' plain form
+// (query/analysis/timeline.h, live_set.h): a job's per-step rollups as a JobTimeline, and one
+// rank's live set at a moment as a RankLiveSet. Conversion itself is query/analysis's
+// rollup_convert; this module adds what only the store can answer: the fall-back to time buckets
+// for jobs without step markers, the moment of a rank's OOM, and which phase each live allocation
+// was made in (the store's live set does not keep it, so it is recovered from the stream's
+// events).
+#ifndef MEMTRACE_COLLECTOR_SERVER_ANALYSIS_LOADER_H_
+#define MEMTRACE_COLLECTOR_SERVER_ANALYSIS_LOADER_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "collector/store/event_store.h"
+#include "proto/memtrace/v1/query.pb.h"
+#include "query/analysis/live_set.h"
+#include "query/analysis/timeline.h"
+
+namespace memtrace::collector {
+
+// Reads `job_id`'s rollups on `axis` and converts them. On the step axis, a job none of whose
+// ranks recorded a step marker (every rank has at most one step row) is read on the time axis
+// instead: the returned timeline's time_axis says which one was used. NOT_FOUND naming the job
+// when the store does not know it or it has no ranks. Thread-safe (reads a store snapshot).
+absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
+                                                      absl::string_view job_id,
+                                                      v1::TimelineAxis axis);
+
+struct LoadedLiveSet {
+  analysis::RankLiveSet set;
+  // Device live bytes at the moment (host kinds excluded), as the store counts them.
+  uint64_t live_bytes = 0;
+  // For LivePoint::Kind::kFirstOom: the size the failed allocation asked for.
+  uint64_t oom_requested_bytes = 0;
+};
+
+// The live set of (job, rank, attempt) at `point` (attempt unset = the rank's latest), host
+// allocations left out. With `with_phases`, the stream's events up to the moment are read once
+// to set each allocation's phase (the innermost phase open when it was made) and the phases open
+// at the moment; that costs O(events of the rank), so callers ask only for ranks whose rollups
+// recorded phases. NOT_FOUND naming the job / rank when unknown, or (kFirstOom) when the rank
+// recorded no OOM. Thread-safe.
+absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_view job_id,
+                                          uint32_t rank, std::optional<uint32_t> attempt,
+                                          const LivePoint& point, bool with_phases);
+
+// True when any step of `rank` recorded a phase (by_phase not empty).
+bool RankHasPhases(const analysis::RankTimeline& rank);
+
+}  // namespace memtrace::collector
+
+#endif  // MEMTRACE_COLLECTOR_SERVER_ANALYSIS_LOADER_H_

@@ -1,0 +1,196 @@
+#include "collector/server/analysis_loader.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "proto/codec/batch_codec.h"
+
+namespace memtrace::collector {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+constexpr int64_t kSecond = 1'000'000'000;
+constexpr int64_t kStart = 1'700'000'000'000'000'000;
+
+std::string TmpDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+// Builds one stream's events with increasing seq and time.
+class StreamBuilder {
+ public:
+  StreamBuilder& Add(EventKind kind, uint64_t address = 0, uint64_t bytes = 0, uint32_t tag = 0,
+                     uint64_t aux = 0, uint32_t memory_kind = kMemoryDevice) {
+    Event e;
+    e.seq = ++seq_;
+    ts_ += 100'000'000;  // 0.1 s apart
+    e.ts_ns = ts_;
+    e.kind = kind;
+    e.address = address;
+    e.bytes = bytes;
+    e.tag_id = tag;
+    e.aux = aux;
+    e.memory_kind = memory_kind;
+    batch_.events.push_back(e);
+    return *this;
+  }
+  StreamBuilder& String(uint32_t id, StringKind kind, std::string value) {
+    batch_.strings.push_back({id, kind, std::move(value)});
+    return *this;
+  }
+  const DecodedBatch& batch() const { return batch_; }
+
+ private:
+  uint64_t seq_ = 0;
+  int64_t ts_ = kStart;
+  DecodedBatch batch_;
+};
+
+class AnalysisLoaderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EventStoreOptions options;
+    options.dir = TmpDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    options.durability = Durability::kAsync;
+    options.bucket_ns = kSecond;
+    absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+  }
+
+  void Store(const std::string& job, int rank, const StreamBuilder& stream) {
+    v1::RankIdentity identity;
+    identity.set_job_id(job);
+    identity.set_rank(rank);
+    identity.set_host("host-a");
+    absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    ASSERT_TRUE(store_->Append(opened->key, stream.batch()).ok());
+    ASSERT_TRUE(store_->CloseStream(opened->key, true).ok());
+  }
+
+  // Rank `rank`: rollout (a KV block) in step 0, then step 1 with actor_update still open and
+  // a pinned host buffer.
+  StreamBuilder PhasedRank() {
+    StreamBuilder s;
+    s.String(1, StringKind::kPhase, "rollout")
+        .String(2, StringKind::kTag, "rollout:kv_cache")
+        .String(3, StringKind::kPhase, "actor_update")
+        .String(4, StringKind::kTag, "fsdp:grads");
+    s.Add(EventKind::kPhaseBegin, 0, 0, 1)
+        .Add(EventKind::kAlloc, 0x1000, 100 * kMiB, 2)
+        .Add(EventKind::kPhaseEnd, 0, 0, 1)
+        .Add(EventKind::kStep, 0, 0, 0, 1)
+        .Add(EventKind::kPhaseBegin, 0, 0, 3)
+        .Add(EventKind::kAlloc, 0x2000, 50 * kMiB, 4)
+        .Add(EventKind::kAlloc, 0x3000, 8 * kMiB, 4, 0, kMemoryPinned);
+    return s;
+  }
+
+  std::unique_ptr<EventStore> store_;
+};
+
+TEST_F(AnalysisLoaderTest, LoadsStepRollupsWithNamesAndHost) {
+  Store("job", 0, PhasedRank());
+  Store("job", 1, PhasedRank());
+  absl::StatusOr<analysis::JobTimeline> job =
+      LoadJobTimeline(*store_, "job", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_FALSE(job->time_axis);
+  ASSERT_EQ(job->ranks.size(), 2u);
+  const analysis::RankTimeline& rank = job->ranks[0];
+  EXPECT_EQ(rank.host, "host-a");
+  ASSERT_EQ(rank.steps.size(), 2u);
+  EXPECT_EQ(rank.steps[0].step, 0);
+  EXPECT_EQ(rank.steps[1].step, 1);
+  // Device memory only: the pinned buffer is not in the step's bytes.
+  EXPECT_EQ(rank.steps[1].end_bytes, 150 * kMiB);
+  std::optional<analysis::NameId> grads = job->names.Find("fsdp:grads");
+  ASSERT_TRUE(grads.has_value());
+  const analysis::GroupBytes* g = analysis::FindGroup(rank.steps[1].by_tag, *grads);
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->live_bytes, 50 * kMiB);
+  EXPECT_TRUE(RankHasPhases(rank));
+}
+
+TEST_F(AnalysisLoaderTest, FallsBackToTimeBucketsWhenNoRankHasStepMarkers) {
+  StreamBuilder s;
+  s.String(1, StringKind::kTag, "t");
+  for (int i = 0; i < 30; ++i) s.Add(EventKind::kAlloc, 0x1000 + i, kMiB, 1);  // 3 s of events
+  Store("no-steps", 0, s);
+  absl::StatusOr<analysis::JobTimeline> job =
+      LoadJobTimeline(*store_, "no-steps", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->time_axis);
+  EXPECT_EQ(job->bucket_ns, kSecond);
+  ASSERT_EQ(job->ranks.size(), 1u);
+  EXPECT_GE(job->ranks[0].steps.size(), 3u);
+  EXPECT_FALSE(RankHasPhases(job->ranks[0]));
+}
+
+TEST_F(AnalysisLoaderTest, UnknownJobIsNotFoundNamingIt) {
+  absl::StatusOr<analysis::JobTimeline> job =
+      LoadJobTimeline(*store_, "nope", v1::TIMELINE_AXIS_STEP);
+  ASSERT_EQ(job.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(job.status().message(), "nope")) << job.status();
+}
+
+TEST_F(AnalysisLoaderTest, LiveSetNamesThePhaseEachAllocationWasMadeIn) {
+  Store("job", 0, PhasedRank());
+  absl::StatusOr<LoadedLiveSet> live =
+      LoadLiveSet(*store_, "job", 0, std::nullopt, LivePoint{}, /*with_phases=*/true);
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_EQ(live->live_bytes, 150 * kMiB);
+  EXPECT_EQ(live->set.at_step, 1);
+  ASSERT_EQ(live->set.allocations.size(), 2u);  // the pinned host buffer is left out
+  for (const analysis::LiveAllocation& a : live->set.allocations) {
+    if (a.address == 0x1000) {
+      EXPECT_EQ(a.phase, "rollout");
+      EXPECT_EQ(a.tag, "rollout:kv_cache");
+      EXPECT_EQ(a.step_allocated, 0);
+    } else {
+      EXPECT_EQ(a.address, 0x2000u);
+      EXPECT_EQ(a.phase, "actor_update");
+    }
+  }
+  EXPECT_EQ(live->set.open_phases, std::vector<std::string>({"actor_update"}));
+
+  absl::StatusOr<LoadedLiveSet> plain =
+      LoadLiveSet(*store_, "job", 0, std::nullopt, LivePoint{}, /*with_phases=*/false);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const analysis::LiveAllocation& a : plain->set.allocations) EXPECT_EQ(a.phase, "");
+  EXPECT_TRUE(plain->set.open_phases.empty());
+}
+
+TEST_F(AnalysisLoaderTest, LiveSetAtATimeSeesOnlyWhatWasLiveThen) {
+  Store("job", 0, PhasedRank());
+  LivePoint point;
+  point.kind = LivePoint::Kind::kAtTime;
+  point.at_ns = kStart + 350'000'000;  // after the rollout's end, before step 1
+  absl::StatusOr<LoadedLiveSet> live = LoadLiveSet(*store_, "job", 0, std::nullopt, point, true);
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_EQ(live->set.allocations.size(), 1u);
+  EXPECT_EQ(live->set.allocations[0].phase, "rollout");
+  EXPECT_TRUE(live->set.open_phases.empty());
+  EXPECT_EQ(live->set.at_step, 0);
+}
+
+TEST_F(AnalysisLoaderTest, LiveSetOfUnknownRankOrMissingOomIsNotFound) {
+  Store("job", 0, PhasedRank());
+  absl::StatusOr<LoadedLiveSet> rank =
+      LoadLiveSet(*store_, "job", 7, std::nullopt, LivePoint{}, false);
+  EXPECT_EQ(rank.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(rank.status().message(), "rank 7")) << rank.status();
+  LivePoint oom;
+  oom.kind = LivePoint::Kind::kFirstOom;
+  absl::StatusOr<LoadedLiveSet> none = LoadLiveSet(*store_, "job", 0, std::nullopt, oom, false);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace memtrace::collector

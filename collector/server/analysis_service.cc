@@ -1,0 +1,232 @@
+#include "collector/server/analysis_service.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "collector/server/analysis_loader.h"
+#include "collector/server/status_util.h"
+#include "query/analysis/compare.h"
+#include "query/analysis/diverged.h"
+#include "query/analysis/growth.h"
+#include "query/analysis/headroom.h"
+#include "query/analysis/leaks.h"
+#include "query/analysis/live.h"
+#include "query/analysis/peak.h"
+#include "query/analysis/report_proto.h"
+
+namespace memtrace::collector {
+namespace {
+
+namespace an = ::memtrace::analysis;
+
+absl::Status RequireJob(const std::string& job_id, absl::string_view field = "job_id") {
+  if (!job_id.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
+}
+
+absl::StatusOr<an::JobTimeline> Load(const EventStore& store, const std::string& job_id,
+                                     absl::string_view field, v1::TimelineAxis axis) {
+  if (absl::Status s = RequireJob(job_id, field); !s.ok()) return s;
+  return LoadJobTimeline(store, job_id, axis);
+}
+
+// The timeline of `rank` that SelectRanks compares (latest attempt unless `attempt`).
+const an::RankTimeline* FindRank(const an::JobTimeline& job, uint32_t rank,
+                                 std::optional<uint32_t> attempt) {
+  for (const an::RankTimeline* r : an::SelectRanks(job, attempt)) {
+    if (r->rank == rank) return r;
+  }
+  return nullptr;
+}
+
+absl::Status UnknownRank(const an::JobTimeline& job, uint32_t rank,
+                         std::optional<uint32_t> attempt) {
+  return absl::NotFoundError(
+      attempt.has_value()
+          ? absl::StrCat("job \"", job.job_id, "\" has no rank ", rank, " attempt ", *attempt)
+          : absl::StrCat("job \"", job.job_id, "\" has no rank ", rank));
+}
+
+// The moment `step` of `rank` ended: just before the marker of the next step (the marker's
+// event belongs to the next step, and a closed step's end_ns is that marker's time), or everything
+// stored for the rank's last step. nullopt when the rank has no such step.
+std::optional<LivePoint> StepEnd(const an::RankTimeline& rank, int64_t step) {
+  for (size_t i = 0; i < rank.steps.size(); ++i) {
+    if (rank.steps[i].step != step) continue;
+    LivePoint point;
+    if (i + 1 < rank.steps.size()) {
+      point.kind = LivePoint::Kind::kAtTime;
+      point.at_ns = rank.steps[i + 1].start_ns - 1;
+    }
+    return point;
+  }
+  return std::nullopt;
+}
+
+// Says in the report's sentence that time buckets stood in for missing step markers.
+void NoteAxis(const an::JobTimeline& job, v1::TimelineAxis asked, std::string* message) {
+  if (!job.time_axis || asked == v1::TIMELINE_AXIS_TIME) return;
+  absl::StrAppend(message, message->empty() ? "" : " ", "(no step markers: compared ",
+                  job.bucket_ns / 1'000'000, " ms time buckets)");
+}
+
+absl::Status RunLeaks(const EventStore& store, const v1::LeaksRequest& request,
+                      v1::LeakReport* response) {
+  absl::StatusOr<an::JobTimeline> job = Load(store, request.job_id(), "job_id", request.axis());
+  if (!job.ok()) return job.status();
+  an::LeakParams params = an::FromProto(request.params());
+  if (request.has_rank()) {
+    params.rank = request.rank();
+    if (FindRank(*job, request.rank(), params.attempt) == nullptr) {
+      return UnknownRank(*job, request.rank(), params.attempt);
+    }
+  }
+  LivePoint point;
+  if (request.has_at_ns()) {
+    point.kind = LivePoint::Kind::kAtTime;
+    point.at_ns = request.at_ns();
+  }
+  std::vector<an::RankLiveSet> live;
+  for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
+    if (params.rank.has_value() && rank->rank != *params.rank) continue;
+    absl::StatusOr<LoadedLiveSet> set = LoadLiveSet(store, request.job_id(), rank->rank,
+                                                    rank->attempt, point, RankHasPhases(*rank));
+    if (!set.ok()) return set.status();
+    live.push_back(std::move(set->set));
+  }
+  an::ToProto(an::FindLeaks(*job, live, params), response);
+  response->set_job_id(request.job_id());
+  return absl::OkStatus();
+}
+
+absl::Status RunLive(const EventStore& store, const v1::LiveRequest& request,
+                     v1::LiveReport* response) {
+  absl::StatusOr<an::JobTimeline> job =
+      Load(store, request.job_id(), "job_id", v1::TIMELINE_AXIS_STEP);
+  if (!job.ok()) return job.status();
+  std::optional<uint32_t> attempt;
+  if (request.has_attempt()) attempt = request.attempt();
+  const an::RankTimeline* subject = FindRank(*job, request.rank(), attempt);
+  if (subject == nullptr) return UnknownRank(*job, request.rank(), attempt);
+
+  // The subject's moment first; the other ranks are read at the same time.
+  LivePoint point;
+  std::optional<an::OomMoment> oom;
+  switch (request.moment_case()) {
+    case v1::LiveRequest::kAtNs:
+      point.kind = LivePoint::Kind::kAtTime;
+      point.at_ns = request.at_ns();
+      break;
+    case v1::LiveRequest::kAtStep: {
+      if (job->time_axis) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("job \"", request.job_id(),
+                         "\" has no step markers: ask for a time, not step ", request.at_step()));
+      }
+      std::optional<LivePoint> end = StepEnd(*subject, request.at_step());
+      if (!end.has_value()) {
+        return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" rank ",
+                                                request.rank(), " has no step ",
+                                                request.at_step()));
+      }
+      point = *end;
+      break;
+    }
+    case v1::LiveRequest::kAtOom:
+      if (request.at_oom()) point.kind = LivePoint::Kind::kFirstOom;
+      break;
+    case v1::LiveRequest::MOMENT_NOT_SET:
+      break;
+  }
+  absl::StatusOr<LoadedLiveSet> mine = LoadLiveSet(
+      store, request.job_id(), subject->rank, subject->attempt, point, RankHasPhases(*subject));
+  if (!mine.ok()) return mine.status();
+  if (point.kind == LivePoint::Kind::kFirstOom) {
+    oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
+  }
+
+  std::vector<an::RankLiveSet> others;
+  for (const an::RankTimeline* rank : an::SelectRanks(*job)) {
+    if (rank->rank == subject->rank) continue;
+    LivePoint at = point;
+    if (point.kind == LivePoint::Kind::kFirstOom) {
+      at.kind = LivePoint::Kind::kAtTime;
+      at.at_ns = mine->set.at_ns;
+    } else if (request.moment_case() == v1::LiveRequest::kAtStep) {
+      // Each rank's own end of that step: ranks' clocks differ, their step boundaries agree.
+      std::optional<LivePoint> end = StepEnd(*rank, request.at_step());
+      if (!end.has_value()) continue;
+      at = *end;
+    }
+    absl::StatusOr<LoadedLiveSet> set =
+        LoadLiveSet(store, request.job_id(), rank->rank, rank->attempt, at, false);
+    if (!set.ok()) return set.status();
+    others.push_back(std::move(set->set));
+  }
+  an::ToProto(
+      an::DescribeLive(request.job_id(), mine->set, others, an::FromProto(request.params()), oom),
+      response);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedRequest* request,
+                                       v1::DivergenceReport* response) {
+  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  an::DivergenceReport report = an::FindDivergence(*job, an::FromProto(request->params()));
+  NoteAxis(*job, request->axis(), &report.message);
+  an::ToProto(report, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthRequest* request,
+                                     v1::GrowthReport* response) {
+  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  an::ToProto(an::FindGrowth(*job, an::FromProto(request->params())), response);
+  return grpc::Status::OK;
+}
+
+grpc::Status AnalysisService::Leaks(grpc::ServerContext*, const v1::LeaksRequest* request,
+                                    v1::LeakReport* response) {
+  return ToGrpcStatus(RunLeaks(*store_, *request, response));
+}
+
+grpc::Status AnalysisService::Live(grpc::ServerContext*, const v1::LiveRequest* request,
+                                   v1::LiveReport* response) {
+  return ToGrpcStatus(RunLive(*store_, *request, response));
+}
+
+grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* request,
+                                   v1::PeakReport* response) {
+  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  an::ToProto(an::FindPeaks(*job, an::FromProto(request->params())), response);
+  return grpc::Status::OK;
+}
+
+grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomRequest* request,
+                                       v1::HeadroomReport* response) {
+  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  if (!job.ok()) return ToGrpcStatus(job.status());
+  an::ToProto(an::ForecastHeadroom(*job, an::FromProto(request->params())), response);
+  return grpc::Status::OK;
+}
+
+grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareRequest* request,
+                                      v1::CompareReport* response) {
+  absl::StatusOr<an::JobTimeline> a = Load(*store_, request->job_a(), "job_a", request->axis());
+  if (!a.ok()) return ToGrpcStatus(a.status());
+  absl::StatusOr<an::JobTimeline> b = Load(*store_, request->job_b(), "job_b", request->axis());
+  if (!b.ok()) return ToGrpcStatus(b.status());
+  an::ToProto(an::CompareJobs(*a, *b, an::FromProto(request->params())), response);
+  return grpc::Status::OK;
+}
+
+}  // namespace memtrace::collector

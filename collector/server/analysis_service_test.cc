@@ -1,0 +1,277 @@
+// The Analysis service over real gRPC on loopback, on simulated jobs stored in a real RocksDB
+// directory: what each RPC answers for a planted problem, and its errors.
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "collector/server/collector_server.h"
+#include "collector/server/simulated_job_store.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/memtrace/v1/analysis.grpc.pb.h"
+
+namespace memtrace::collector {
+namespace {
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+sim::WorkloadOptions Base() {
+  sim::WorkloadOptions w;
+  w.ranks = 8;
+  w.steps = 60;
+  w.events_per_rank = 3000;
+  return w;
+}
+
+class AnalysisServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    CollectorServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.store.dir = TmpDir() + "/analysis_service_db";
+    options.store.durability = Durability::kAsync;
+    absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+
+    sim::WorkloadOptions leak = Base();
+    leak.leak_rank = 5;
+    leak.leak_from_step = 30;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "leak", leak).ok());
+    sim::WorkloadOptions oom = Base();
+    oom.oom_rank = 2;
+    oom.oom_step = 50;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "oom", oom).ok());
+    sim::WorkloadOptions phases = Base();
+    phases.phases = true;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "phases", phases).ok());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Analysis::NewStub(channel_);
+  }
+
+  static CollectorServer* server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Analysis::Stub> stub_;
+};
+
+CollectorServer* AnalysisServiceTest::server_ = nullptr;
+
+TEST_F(AnalysisServiceTest, DivergedNamesTheLeakingRankAtItsOnset) {
+  grpc::ClientContext context;
+  v1::DivergedRequest request;
+  request.set_job_id("leak");
+  v1::DivergenceReport report;
+  ASSERT_TRUE(stub_->Diverged(&context, request, &report).ok());
+  EXPECT_EQ(report.status(), v1::DIVERGENCE_STATUS_DIVERGED) << report.DebugString();
+  ASSERT_GE(report.diverged_size(), 1);
+  EXPECT_EQ(report.diverged(0).rank(), 5u);
+  EXPECT_GE(report.diverged(0).onset_step(), 30);
+  EXPECT_LE(report.diverged(0).onset_step(), 35);
+  EXPECT_EQ(report.ranks(), 8u);
+  EXPECT_EQ(report.job_id(), "leak");
+}
+
+TEST_F(AnalysisServiceTest, GrowthByTagAndRankNamesThePlantedTagOnTheLeakingRankOnly) {
+  grpc::ClientContext context;
+  v1::GrowthRequest request;
+  request.set_job_id("leak");
+  request.mutable_params()->set_by(v1::GROWTH_BY_TAG_RANK);
+  v1::GrowthReport report;
+  ASSERT_TRUE(stub_->Growth(&context, request, &report).ok());
+  ASSERT_GE(report.groups_size(), 1) << report.DebugString();
+  for (const v1::GroupGrowth& g : report.groups()) {
+    EXPECT_EQ(g.name(), "leak:cache") << report.DebugString();
+    EXPECT_EQ(g.rank(), 5u);
+  }
+}
+
+TEST_F(AnalysisServiceTest, LiveAtOomListsTheLeakFirstAndComparesTheOtherRanks) {
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("oom");
+  request.set_rank(2);
+  request.set_at_oom(true);
+  v1::LiveReport report;
+  grpc::Status status = stub_->Live(&context, request, &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(report.has_oom());
+  EXPECT_GT(report.oom().requested_bytes(), 0u);
+  EXPECT_EQ(report.oom().step(), 50);
+  EXPECT_EQ(report.other_ranks(), 7u);
+  ASSERT_GE(report.groups_size(), 1);
+  EXPECT_EQ(report.groups(0).tag(), "leak:cache");
+  EXPECT_GT(report.groups(0).excess_bytes(), 0);
+}
+
+TEST_F(AnalysisServiceTest, LiveAtAStepUsesTheEndOfThatStep) {
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("leak");
+  request.set_rank(5);
+  request.set_at_step(40);
+  v1::LiveReport report;
+  grpc::Status status = stub_->Live(&context, request, &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(report.at_step(), 40);
+  EXPECT_FALSE(report.has_oom());
+  EXPECT_EQ(report.other_ranks(), 7u);
+}
+
+TEST_F(AnalysisServiceTest, LeaksOfOneRankClassifiesItAndListsItsCandidates) {
+  grpc::ClientContext context;
+  v1::LeaksRequest request;
+  request.set_job_id("leak");
+  request.set_rank(5);
+  v1::LeakReport report;
+  ASSERT_TRUE(stub_->Leaks(&context, request, &report).ok());
+  ASSERT_EQ(report.curves_size(), 1) << report.DebugString();
+  EXPECT_EQ(report.curves(0).rank(), 5u);
+  EXPECT_EQ(report.curves(0).curve(), v1::CURVE_CLASS_LEAK);
+  ASSERT_GE(report.candidates_size(), 1);
+  EXPECT_EQ(report.candidates(0).tag(), "leak:cache");
+  for (const v1::LeakCandidate& c : report.candidates()) EXPECT_EQ(c.rank(), 5u);
+}
+
+TEST_F(AnalysisServiceTest, PeakByPhaseListsEveryPhase) {
+  grpc::ClientContext context;
+  v1::PeakRequest request;
+  request.set_job_id("phases");
+  v1::PeakReport report;
+  ASSERT_TRUE(stub_->Peak(&context, request, &report).ok());
+  std::set<std::string> phases;
+  for (const v1::PeakSummary& s : report.summaries()) phases.insert(s.group());
+  EXPECT_EQ(phases, (std::set<std::string>{"actor_update", "rollout", "weight_sync"}));
+  EXPECT_EQ(report.entries_size(), 3 * 8);
+}
+
+TEST_F(AnalysisServiceTest, CompareRunsBothJobsAndHeadroomForecastsTheOomRank) {
+  {
+    grpc::ClientContext context;
+    v1::CompareRequest request;
+    request.set_job_a("leak");
+    request.set_job_b("phases");
+    v1::CompareReport report;
+    ASSERT_TRUE(stub_->Compare(&context, request, &report).ok());
+    EXPECT_EQ(report.a().diverged().diverged(0).rank(), 5u);
+    EXPECT_EQ(report.b().ranks(), 8u);
+    EXPECT_GT(report.items_size(), 0);
+  }
+  grpc::ClientContext context;
+  v1::HeadroomRequest request;
+  request.set_job_id("oom");
+  v1::HeadroomReport report;
+  ASSERT_TRUE(stub_->Headroom(&context, request, &report).ok());
+  ASSERT_GE(report.entries_size(), 1);
+  EXPECT_EQ(report.entries(0).rank(), 2u) << report.DebugString();
+  EXPECT_EQ(report.entries(0).status(), v1::HEADROOM_STATUS_OUT_OF_MEMORY);
+}
+
+TEST_F(AnalysisServiceTest, UnknownJobRankOrStepIsNotFoundNamingIt) {
+  {
+    grpc::ClientContext context;
+    v1::DivergedRequest request;
+    request.set_job_id("no-such-job");
+    v1::DivergenceReport report;
+    grpc::Status s = stub_->Diverged(&context, request, &report);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "no-such-job")) << s.error_message();
+  }
+  {
+    grpc::ClientContext context;
+    v1::CompareRequest request;
+    request.set_job_a("leak");
+    request.set_job_b("other-missing-job");
+    v1::CompareReport report;
+    grpc::Status s = stub_->Compare(&context, request, &report);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "other-missing-job")) << s.error_message();
+  }
+  {
+    grpc::ClientContext context;
+    v1::LeaksRequest request;
+    request.set_job_id("leak");
+    request.set_rank(42);
+    v1::LeakReport report;
+    grpc::Status s = stub_->Leaks(&context, request, &report);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "rank 42")) << s.error_message();
+  }
+  {
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id("leak");
+    request.set_rank(1);
+    request.set_at_step(100000);
+    v1::LiveReport report;
+    grpc::Status s = stub_->Live(&context, request, &report);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "step 100000")) << s.error_message();
+  }
+  {
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id("leak");
+    request.set_rank(1);
+    request.set_at_oom(true);
+    v1::LiveReport report;
+    grpc::Status s = stub_->Live(&context, request, &report);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "OOM")) << s.error_message();
+  }
+}
+
+TEST_F(AnalysisServiceTest, EmptyJobIdIsInvalidArgument) {
+  grpc::ClientContext context;
+  v1::GrowthRequest request;
+  v1::GrowthReport report;
+  grpc::Status s = stub_->Growth(&context, request, &report);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "job_id")) << s.error_message();
+}
+
+TEST_F(AnalysisServiceTest, HealthReportsTheAnalysisServiceServing) {
+  grpc::GenericStub generic(channel_);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  // grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited.
+  const std::string service = "memtrace.v1.Analysis";
+  grpc::Slice request(std::string("\x0a", 1) + static_cast<char>(service.size()) + service);
+  std::unique_ptr<grpc::GenericClientAsyncResponseReader> call = generic.PrepareUnaryCall(
+      &context, "/grpc.health.v1.Health/Check", grpc::ByteBuffer(&request, 1), &cq);
+  call->StartCall();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, &cq);
+  void* tag = nullptr;
+  bool ok = false;
+  ASSERT_TRUE(cq.Next(&tag, &ok));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  // HealthCheckResponse{status: SERVING (1)}.
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+  cq.Shutdown();
+  while (cq.Next(&tag, &ok)) {
+  }
+}
+
+}  // namespace
+}  // namespace memtrace::collector
