@@ -1,0 +1,27 @@
+// The collector's bounds on what one stream may send, beyond what DecodeBatch checks per batch
+// (BatchLimits: events per batch, string entries per batch, bytes per string).
+#ifndef MEMTRACE_COLLECTOR_SECURITY_INGEST_LIMITS_H_
+#define MEMTRACE_COLLECTOR_SECURITY_INGEST_LIMITS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "proto/codec/batch_codec.h"
+
+namespace memtrace::security {
+
+struct IngestLimits {
+  // Distinct ranks per job (StreamAdmission); 0 = unbounded.
+  uint32_t max_ranks_per_job = 16384;
+  // Size of a stream's string table: string ids above it are refused. The agent interns at most
+  // 65536 strings (TransportOptions::max_strings); importers may define more.
+  uint32_t max_string_table = 1 << 18;
+};
+
+// RESOURCE_EXHAUSTED naming the id when a string entry of `batch` has an id above
+// limits.max_string_table. Ids are dense from 1 per stream, so the id bounds the table.
+absl::Status CheckStringTable(const DecodedBatch& batch, const IngestLimits& limits);
+
+}  // namespace memtrace::security
+
+#endif  // MEMTRACE_COLLECTOR_SECURITY_INGEST_LIMITS_H_
