@@ -27,7 +27,7 @@ FakeCollector::~FakeCollector() { Stop(); }
 
 absl::Status FakeCollector::Start(int port) {
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     stopping_ = false;
   }
   service_ = std::make_unique<Service>(this);  // one per server: restarts get a fresh one
@@ -47,7 +47,7 @@ absl::Status FakeCollector::Start(int port) {
 void FakeCollector::Stop() {
   if (server_ == nullptr) return;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     stopping_ = true;
   }
   server_->Shutdown(std::chrono::system_clock::now());
@@ -60,33 +60,35 @@ int FakeCollector::port() const { return port_; }
 std::string FakeCollector::address() const { return absl::StrCat("127.0.0.1:", port_); }
 
 void FakeCollector::PretendStoredThrough(uint64_t seq) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   pretend_stored_ = seq;
 }
 
 void FakeCollector::HoldHelloAcks(bool hold) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   hold_hello_ = hold;
+  released_.notify_all();
 }
 
 void FakeCollector::HoldAcks(bool hold) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   hold_acks_ = hold;
+  released_.notify_all();
 }
 
 void FakeCollector::DropStreamAtBatch(int n) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   drop_at_batch_ = n;
 }
 
 FakeCollector::Stream FakeCollector::Snapshot() const {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (streams_.empty()) return Stream();
   return streams_.begin()->second;
 }
 
 int FakeCollector::streams() const {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   return static_cast<int>(streams_.size());
 }
 
@@ -100,11 +102,12 @@ bool FakeCollector::WaitFor(const std::function<bool(const Stream&)>& done,
   }
 }
 
-bool FakeCollector::WaitWhileHeld(const bool* held, grpc::ServerContext* context) {
+bool FakeCollector::WaitWhileHeld(const bool* held, grpc::ServerContext* context,
+                                  std::unique_lock<std::mutex>& lock) {
   while (*held) {
     if (stopping_ || context->IsCancelled()) return false;
-    mu_.AwaitWithTimeout(absl::Condition(+[](bool* b) { return !*b; }, const_cast<bool*>(held)),
-                         absl::Milliseconds(10));
+    // Polls too: cancellation and Stop() do not notify.
+    released_.wait_for(lock, std::chrono::milliseconds(10));
   }
   return !stopping_ && !context->IsCancelled();
 }
@@ -120,13 +123,13 @@ grpc::Status FakeCollector::Serve(
   const std::string key = absl::StrCat(id.job_id(), "|", id.rank(), "|", id.attempt());
   v1::IngestAck ack;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     Stream& s = streams_[key];
     s.identity = id;
     ++s.hellos;
     if (pretend_stored_ > s.durable_seq) s.durable_seq = pretend_stored_;
     pretend_stored_ = 0;
-    if (!WaitWhileHeld(&hold_hello_, context)) {
+    if (!WaitWhileHeld(&hold_hello_, context, lock)) {
       ++s.aborted;
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake collector stopping");
     }
@@ -135,7 +138,7 @@ grpc::Status FakeCollector::Serve(
   }
   int stream_index = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     stream_index = streams_[key].hellos;
   }
   if (!rw->Write(ack)) return grpc::Status::OK;
@@ -148,7 +151,7 @@ grpc::Status FakeCollector::Serve(
     if (!batch.ok()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, batch.status().ToString());
     }
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     Stream& s = streams_[key];
     ReceivedBatch received;
     received.count = static_cast<uint32_t>(batch->events.size());
@@ -175,7 +178,7 @@ grpc::Status FakeCollector::Serve(
       s.durable_seq = e.seq;
     }
     s.last_counters = batch->counters;
-    if (!WaitWhileHeld(&hold_acks_, context)) {
+    if (!WaitWhileHeld(&hold_acks_, context, lock)) {
       ++s.aborted;
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake collector stopping");
     }
@@ -184,7 +187,7 @@ grpc::Status FakeCollector::Serve(
     // Writing under the lock is fine for a test server: acks are tiny.
     if (!rw->Write(ack)) break;
   }
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   Stream& s = streams_[key];
   if (context->IsCancelled() || stopping_) {
     ++s.aborted;

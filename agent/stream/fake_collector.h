@@ -6,18 +6,18 @@
 #ifndef MEMTRACE_AGENT_STREAM_FAKE_COLLECTOR_H_
 #define MEMTRACE_AGENT_STREAM_FAKE_COLLECTOR_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "proto/codec/event.h"
 #include "proto/memtrace/v1/ingest.grpc.pb.h"
@@ -83,21 +83,24 @@ class FakeCollector {
 
   grpc::Status Serve(grpc::ServerContext* context,
                      grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream);
-  // Waits while `*held`, unless the call is cancelled or the server stops. False if so.
-  bool WaitWhileHeld(const bool* held, grpc::ServerContext* context)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits (with `lock` on mu_) while `*held`, unless the call is cancelled or the server
+  // stops. False if so.
+  bool WaitWhileHeld(const bool* held, grpc::ServerContext* context,
+                     std::unique_lock<std::mutex>& lock);
 
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 
-  mutable absl::Mutex mu_;
-  std::map<std::string, Stream> streams_ ABSL_GUARDED_BY(mu_);
-  uint64_t pretend_stored_ ABSL_GUARDED_BY(mu_) = 0;
-  bool hold_hello_ ABSL_GUARDED_BY(mu_) = false;
-  bool hold_acks_ ABSL_GUARDED_BY(mu_) = false;
-  int drop_at_batch_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Guards everything below; std::mutex so that ThreadSanitizer sees it.
+  mutable std::mutex mu_;
+  std::condition_variable released_;
+  std::map<std::string, Stream> streams_;
+  uint64_t pretend_stored_ = 0;
+  bool hold_hello_ = false;
+  bool hold_acks_ = false;
+  int drop_at_batch_ = 0;
+  bool stopping_ = false;
 };
 
 }  // namespace memtrace

@@ -64,7 +64,7 @@ StringTable::StringTable(size_t max_strings) : max_strings_(max_strings) {}
 uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   const size_t k = static_cast<size_t>(kind) < 4 ? static_cast<size_t>(kind) : 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     // Debian's Abseil has its own string_view type, not std::string_view.
     auto it = ids_[k].find(absl::string_view(value.data(), value.size()));
     if (it != ids_[k].end()) return it->second;
@@ -72,7 +72,7 @@ uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   // Not seen: the sanitized form may still be known (a too-long or invalid value is looked up
   // again by what it becomes).
   std::string clean = SanitizeStringValue(value);
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = ids_[k].find(clean);
   if (it != ids_[k].end()) {
     const uint32_t id = it->second;  // a copy: emplace may rehash and move the entry
@@ -99,7 +99,7 @@ uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
 
 size_t StringTable::TakeForBatch(absl::Span<const Event> events, size_t max_entries,
                                  size_t max_bytes, std::vector<StringDef>* out) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (pending_.empty()) return events.size();
   size_t bytes = 0;
   for (const StringDef& d : *out) bytes += d.value.size();
@@ -138,29 +138,29 @@ size_t StringTable::TakeForBatch(absl::Span<const Event> events, size_t max_entr
 }
 
 void StringTable::Resend(absl::Span<const StringDef> defs) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (const StringDef& d : defs) {
     if (d.id >= 1 && d.id <= defs_.size()) pending_.insert(d.id);
   }
 }
 
 void StringTable::ResendAll() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (const StringDef& d : defs_) pending_.insert(d.id);
 }
 
 size_t StringTable::size() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return defs_.size();
 }
 
 uint64_t StringTable::refused() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return refused_;
 }
 
 bool StringTable::has_pending() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return pending_.empty() == false;
 }
 

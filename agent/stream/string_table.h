@@ -10,14 +10,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "proto/codec/event.h"
 
@@ -61,12 +60,14 @@ class StringTable {
 
  private:
   const size_t max_strings_;
-  mutable absl::Mutex mu_;
+  // Guards everything below. std::mutex, visible to ThreadSanitizer (Debian's Abseil is not
+  // instrumented).
+  mutable std::mutex mu_;
   // One map per kind so lookups take a string_view without building a key.
-  std::array<absl::flat_hash_map<std::string, uint32_t>, 4> ids_ ABSL_GUARDED_BY(mu_);
-  std::vector<StringDef> defs_ ABSL_GUARDED_BY(mu_);  // defs_[id - 1]
-  std::set<uint32_t> pending_ ABSL_GUARDED_BY(mu_);
-  uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
+  std::array<absl::flat_hash_map<std::string, uint32_t>, 4> ids_;
+  std::vector<StringDef> defs_;  // defs_[id - 1]
+  std::set<uint32_t> pending_;
+  uint64_t refused_ = 0;
 };
 
 }  // namespace memtrace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -9,11 +11,9 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/memory/memory.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "agent/stream/backoff.h"
 #include "agent/stream/batch_store.h"
@@ -38,6 +38,16 @@ constexpr absl::Duration kCloseGrace = absl::Seconds(1);
 // Rounds of batch forming per wake-up, so a producer faster than the sender cannot keep the
 // sender from writing.
 constexpr int kMaxFormRounds = 64;
+
+// Waits for a notification or `deadline`; true when the deadline has passed.
+bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+               absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) {
+    cv.wait(lock);
+    return false;
+  }
+  return cv.wait_until(lock, absl::ToChronoTime(deadline)) == std::cv_status::timeout;
+}
 
 int ToMillis(absl::Duration d) {
   return static_cast<int>(std::clamp<int64_t>(absl::ToInt64Milliseconds(d), 1, INT32_MAX));
@@ -149,41 +159,43 @@ class Transport::Impl final : public IngestStream::Listener {
   std::unique_ptr<IngestStream> stream_;
   uint64_t reported_queue_lost_ = 0;
 
-  mutable absl::Mutex mu_;
-  absl::CondVar sender_cv_;
-  absl::CondVar ack_cv_;
-  std::unique_ptr<BatchStore> store_ ABSL_GUARDED_BY(mu_);
-  bool wake_ ABSL_GUARDED_BY(mu_) = false;
-  int flush_waiters_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool clean_close_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time stop_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  bool sender_exited_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t durable_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  // Guards everything below up to shutdown_mu_. std::mutex rather than absl::Mutex so that
+  // ThreadSanitizer sees it (Debian's Abseil is not instrumented).
+  mutable std::mutex mu_;
+  std::condition_variable sender_cv_;
+  std::condition_variable ack_cv_;
+  std::unique_ptr<BatchStore> store_;
+  bool wake_ = false;
+  int flush_waiters_ = 0;
+  bool stopping_ = false;
+  bool clean_close_ = false;
+  absl::Time stop_deadline_ = absl::InfiniteFuture();
+  bool sender_exited_ = false;
+  uint64_t durable_seq_ = 0;
   // The current stream.
-  bool hello_acked_ ABSL_GUARDED_BY(mu_) = false;
-  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
-  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
-  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool stream_done_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status done_status_ ABSL_GUARDED_BY(mu_);
+  bool hello_acked_ = false;
+  bool write_in_flight_ = false;
+  bool write_failed_ = false;
+  bool reads_done_ = false;
+  bool stream_done_ = false;
+  grpc::Status done_status_;
   // Highest seq written on this stream, or the Hello's durable mark: writing resumes after it.
-  uint64_t written_through_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Time opened_at_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);
+  uint64_t written_through_ = 0;
+  absl::Time opened_at_;
+  absl::Time last_progress_;
   // Across streams.
-  bool ever_connected_ ABSL_GUARDED_BY(mu_) = false;
-  bool closed_cleanly_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t max_written_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t events_sent_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t batches_sent_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t batches_resent_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t reconnects_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t stream_errors_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t lost_spool_full_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ever_connected_ = false;
+  bool closed_cleanly_ = false;
+  uint64_t max_written_seq_ = 0;
+  uint64_t events_sent_ = 0;
+  uint64_t batches_sent_ = 0;
+  uint64_t batches_resent_ = 0;
+  uint64_t reconnects_ = 0;
+  uint64_t stream_errors_ = 0;
+  uint64_t lost_spool_full_ = 0;
 
-  absl::Mutex shutdown_mu_;
-  std::optional<absl::Status> shutdown_result_ ABSL_GUARDED_BY(shutdown_mu_);
+  std::mutex shutdown_mu_;
+  std::optional<absl::Status> shutdown_result_;
 };
 
 Transport::Impl::Impl(TransportOptions options)
@@ -208,23 +220,23 @@ Transport::Impl::~Impl() {
   // Transport's destructor shuts down first; this only guards against a sender left running.
   if (sender_.joinable()) {
     {
-      absl::MutexLock lock(&mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       stopping_ = true;
       stop_deadline_ = absl::Now();
-      sender_cv_.Signal();
+      sender_cv_.notify_one();
     }
     sender_.join();
   }
 }
 
 void Transport::Impl::Wake() {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   wake_ = true;
-  sender_cv_.Signal();
+  sender_cv_.notify_one();
 }
 
 bool Transport::Impl::ForceBatches() {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   return flush_waiters_ > 0 || stopping_;
 }
 
@@ -236,7 +248,7 @@ AgentCounterValues Transport::Impl::Counters() {
   AgentCounterValues c;
   c.events_recorded = q.pushed;
   c.cupti_records_dropped = cupti_dropped_.load(std::memory_order_relaxed);
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   c.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
   c.spool_bytes = store_->bytes();
   c.reconnects = reconnects_;
@@ -293,7 +305,7 @@ void Transport::Impl::SealBatch(size_t covered) {
   carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(covered));
   batch_strings_.clear();
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     store_->Append(std::move(sealed), &dropped_);
   }
   if (!dropped_.empty()) HandleDropped();
@@ -322,7 +334,7 @@ void Transport::Impl::HandleDropped() {
   // new one (in case the oldest is already on the wire).
   strings_.Resend(defs);
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     lost_spool_full_ += lost;
     store_->AddStringsToOldest(defs);
   }
@@ -340,7 +352,7 @@ void Transport::Impl::Run() {
     {
       // A shutdown with nothing left to flush still opens one stream, if there is time, so the
       // collector learns of the rank and sees it complete.
-      absl::MutexLock lock(&mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       if (stopping_ && (!clean_close_ || absl::Now() >= stop_deadline_)) break;
     }
     if (ServeStream()) break;
@@ -348,7 +360,7 @@ void Transport::Impl::Run() {
   }
   uint64_t undelivered = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     EventQueue::Counters q = queue_.counters();
     undelivered = q.last_seq > durable_seq_ ? q.last_seq - durable_seq_ : 0;
   }
@@ -358,19 +370,19 @@ void Transport::Impl::Run() {
                                   " events not acknowledged by collector ",
                                   options_.collector_address));
   }
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   sender_exited_ = true;
-  ack_cv_.SignalAll();
+  ack_cv_.notify_all();
 }
 
 bool Transport::Impl::WaitDisconnected(absl::Time until) {
   while (true) {
     FormBatches(ForceBatches());
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return true;
     const absl::Time now = absl::Now();
     if (now >= until) return false;
-    if (!wake_) sender_cv_.WaitWithDeadline(&mu_, std::min(until, partial_due_));
+    if (!wake_) WaitUntil(sender_cv_, lock, std::min(until, partial_due_));
     wake_ = false;
   }
 }
@@ -379,7 +391,7 @@ bool Transport::Impl::ServeStream() {
   v1::IngestRequest hello;
   *hello.mutable_hello()->mutable_identity() = options_.identity;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     hello_acked_ = false;
     write_in_flight_ = true;  // the Hello
     write_failed_ = false;
@@ -403,7 +415,7 @@ bool Transport::Impl::ServeStream() {
     std::optional<SealedBatch> next;
     uint64_t resume_after = 0;
     {
-      absl::MutexLock lock(&mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       if (stream_done_) break;
       const absl::Time now = absl::Now();
       hello_was_acked |= hello_acked_;
@@ -456,7 +468,7 @@ bool Transport::Impl::ServeStream() {
         if (outstanding) deadline = std::min(deadline, last_progress_ + options_.ack_timeout);
         if (ending && closing && !cancelled) deadline = std::min(deadline, close_deadline);
         if (stopping_ && !hello_acked_) deadline = std::min(deadline, stop_deadline_);
-        sender_cv_.WaitWithDeadline(&mu_, deadline);
+        WaitUntil(sender_cv_, lock, deadline);
       }
       if (action == Action::kNone) wake_ = false;
     }
@@ -465,7 +477,7 @@ bool Transport::Impl::ServeStream() {
         if (PrepareWrite(*next, resume_after)) {
           stream_->Write();
         } else {
-          absl::MutexLock lock(&mu_);
+          std::unique_lock<std::mutex> lock(mu_);
           write_in_flight_ = false;
         }
         break;
@@ -486,7 +498,7 @@ bool Transport::Impl::ServeStream() {
   grpc::Status status;
   bool stop = false;
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     status = done_status_;
     hello_was_acked |= hello_acked_;
     hello_acked_ = false;
@@ -524,6 +536,15 @@ void Transport::Impl::ReportEndOfStream(const grpc::Status& status, bool hello_a
 bool Transport::Impl::PrepareWrite(const SealedBatch& sealed, uint64_t resume_after) {
   v1::EventBatch* batch = stream_->request()->mutable_batch();
   if (!batch->ParseFromString(*sealed.bytes)) return false;
+  // Counters as of now, not of when the batch was formed: a resend after a reconnect then
+  // reports that reconnect.
+  const AgentCounterValues now = Counters();
+  v1::AgentCounters* counters = batch->mutable_counters();
+  counters->set_events_recorded(now.events_recorded);
+  counters->set_events_lost(now.events_lost);
+  counters->set_spool_bytes(now.spool_bytes);
+  counters->set_reconnects(now.reconnects);
+  counters->set_cupti_records_dropped(now.cupti_records_dropped);
   if (sealed.first_seq > resume_after) return true;
   // The collector already has the head of this batch: send only the rest, so a reconnect
   // never resends what the Hello ack covered.
@@ -544,7 +565,7 @@ bool Transport::Impl::PrepareWrite(const SealedBatch& sealed, uint64_t resume_af
 // Listener callbacks (gRPC threads).
 
 void Transport::Impl::OnAck(const v1::IngestAck& ack) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   const uint64_t seq = ack.durable_seq();
   if (!hello_acked_) {
     hello_acked_ = true;
@@ -566,28 +587,28 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
     store_->Acknowledge(durable_seq_);
   }
   last_progress_ = absl::Now();
-  sender_cv_.Signal();
-  ack_cv_.SignalAll();
+  sender_cv_.notify_one();
+  ack_cv_.notify_all();
 }
 
 void Transport::Impl::OnWriteDone(bool ok) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   write_in_flight_ = false;
   if (!ok) write_failed_ = true;
-  sender_cv_.Signal();
+  sender_cv_.notify_one();
 }
 
 void Transport::Impl::OnReadsDone() {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   reads_done_ = true;
-  sender_cv_.Signal();
+  sender_cv_.notify_one();
 }
 
 void Transport::Impl::OnStreamDone(const grpc::Status& status) {
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   stream_done_ = true;
   done_status_ = status;
-  sender_cv_.Signal();
+  sender_cv_.notify_one();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -599,21 +620,21 @@ absl::Status Transport::Impl::Flush(absl::Duration timeout) {
   // the flush covers that marker too, so the loss is known to the collector when it returns.
   EventQueue::Sealed sealed = queue_.SealPendingLosses();
   uint64_t target = sealed.last_seq;
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (durable_seq_ >= target && !sealed.loss_pending) return absl::OkStatus();
   ++flush_waiters_;
   wake_ = true;
-  sender_cv_.Signal();
+  sender_cv_.notify_one();
   while (!sender_exited_) {
     if (durable_seq_ >= target) {
       if (!sealed.loss_pending) break;
-      mu_.Unlock();
+      lock.unlock();
       sealed = queue_.SealPendingLosses();
-      mu_.Lock();
+      lock.lock();
       target = sealed.last_seq;
       continue;
     }
-    if (ack_cv_.WaitWithDeadline(&mu_, deadline)) break;
+    if (WaitUntil(ack_cv_, lock, deadline)) break;
   }
   --flush_waiters_;
   if (durable_seq_ >= target && !sealed.loss_pending) return absl::OkStatus();
@@ -625,7 +646,7 @@ absl::Status Transport::Impl::Flush(absl::Duration timeout) {
 }
 
 absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
-  absl::MutexLock shutdown_lock(&shutdown_mu_);
+  std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
   if (shutdown_result_.has_value()) return *shutdown_result_;
   const absl::Time drain_deadline = absl::Now() + drain_timeout;
   // Closing first makes the flush target final: events recorded from now on are dropped and
@@ -633,18 +654,18 @@ absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
   queue_.Close();
   absl::Status result = Flush(drain_timeout);
   {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     stopping_ = true;
     clean_close_ = result.ok();
     // With nothing left to send, a stream still opening gets until the drain deadline (at
     // least a moment) to be answered, so that a quick start-and-stop still closes cleanly.
     const absl::Time now = absl::Now();
     stop_deadline_ = result.ok() ? std::max(drain_deadline, now + absl::Milliseconds(200)) : now;
-    sender_cv_.Signal();
+    sender_cv_.notify_one();
   }
   if (sender_.joinable()) sender_.join();
   if (result.ok()) {
-    absl::MutexLock lock(&mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (!closed_cleanly_) {
       result = ever_connected_
                    ? absl::DeadlineExceededError(absl::StrCat(
@@ -667,7 +688,7 @@ TransportStats Transport::Impl::stats() const {
   s.last_seq = q.last_seq;
   s.strings_interned = strings_.size();
   s.strings_refused = strings_.refused();
-  absl::MutexLock lock(&mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   s.events_lost_spool_full = lost_spool_full_;
   s.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
   s.events_sent = events_sent_;
