@@ -1,7 +1,7 @@
 """CUDA/CUPTI detection: @local_cuda//:cupti where CUDA exists, an empty stub elsewhere.
 
 CUDA_PATH selects the toolkit (default /usr/local/cuda). Where it is absent, an empty stub is written and
-`CUDA_COMPAT` (load it from @local_cuda//:cuda_config.bzl) is `["@platforms//:incompatible"]`, so
+`CUDA_COMPAT` (load it from @local_cuda//:cuda_config.bzl) is a constraint no platform has, so
 CUDA-only targets that set `target_compatible_with = CUDA_COMPAT` are skipped by `bazel test //...`
 and the rest of the tree still builds.
 """
@@ -18,8 +18,13 @@ def _local_cuda_impl(rctx):
 # CUDA not found at %s: CUDA-only targets are incompatible (CUDA_COMPAT in cuda_config.bzl).
 cc_library(name = "cupti")
 cc_library(name = "cuda_headers")
+
+# A constraint no platform declares: a target that requires it is skipped by //... . (The
+# @platforms bundled with Bazel 4.2.3 has no :incompatible target.)
+constraint_setting(name = "cuda_toolkit")
+constraint_value(name = "cuda_toolkit_present", constraint_setting = ":cuda_toolkit")
 """ % cuda)
-        rctx.file("cuda_config.bzl", "CUDA_FOUND = False\nCUDA_COMPAT = [\"@platforms//:incompatible\"]\n")
+        rctx.file("cuda_config.bzl", "CUDA_FOUND = False\nCUDA_COMPAT = [\"@local_cuda//:cuda_toolkit_present\"]\n")
         return
     rctx.symlink(cuda + "/include", "include")
     rctx.symlink(cuda + "/lib64", "lib64")
