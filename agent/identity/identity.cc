@@ -107,13 +107,15 @@ absl::StatusOr<std::string> ReadJobId(const EnvLookup& env) {
     return *v;
   }
   if (auto v = EnvNonEmpty(env, "PMIX_NAMESPACE")) return *v;
+  // Last: a launcher wrapper's fallback must not override the id torchrun/Ray/Slurm give.
+  if (auto v = EnvNonEmpty(env, "MEMTRACE_DEFAULT_JOB_ID")) return *v;
   std::string why = torch.has_value()
                         ? " (TORCHELASTIC_RUN_ID is 'none', torchrun's default --rdzv_id, which "
                           "every job shares: pass --rdzv_id or --standalone)"
                         : "";
   return absl::InvalidArgumentError(absl::StrCat(
       "no job id: none of MEMTRACE_JOB_ID, TORCHELASTIC_RUN_ID, RAY_JOB_ID, RAY_SUBMISSION_ID, "
-      "SLURM_JOB_ID, PMIX_NAMESPACE is set",
+      "SLURM_JOB_ID, PMIX_NAMESPACE, MEMTRACE_DEFAULT_JOB_ID is set",
       why, "; set MEMTRACE_JOB_ID"));
 }
 

@@ -63,6 +63,18 @@ TEST(IdentityTest, MemtraceJobIdOverridesTorchrunRunId) {
   EXPECT_EQ(id->launcher(), "torchrun");
 }
 
+TEST(IdentityTest, DefaultJobIdYieldsToLauncherIds) {
+  auto env = TorchrunEnv();
+  env["MEMTRACE_DEFAULT_JOB_ID"] = "job-generated";
+  absl::StatusOr<v1::RankIdentity> id = FromMap(env);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->job_id(), "3f1c-uuid");
+  absl::StatusOr<v1::RankIdentity> plain =
+      FromMap({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MEMTRACE_DEFAULT_JOB_ID", "job-generated"}});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->job_id(), "job-generated");
+}
+
 TEST(IdentityTest, MemtraceAttemptOverridesRestartCount) {
   auto env = TorchrunEnv();
   env["MEMTRACE_ATTEMPT"] = "9";

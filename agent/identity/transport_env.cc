@@ -1,5 +1,6 @@
 #include "agent/identity/transport_env.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "collector/security/client_channel.h"
 
 namespace memtrace {
 
@@ -33,6 +35,28 @@ absl::Status CheckCollectorAddress(const std::string& address) {
   if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port == 0 || port > 65535) {
     return bad("port must be 1..65535");
   }
+  return absl::OkStatus();
+}
+
+// MEMTRACE_TOKEN[_FILE] / MEMTRACE_TLS_* through collector/security, the one place that
+// turns them into a channel; sets no factory when none is set (plaintext, no token).
+absl::Status ReadSecurity(const EnvLookup& env, TransportOptions* options) {
+  // ClientSecurityFromEnv reads C strings; std::map nodes keep them alive meanwhile.
+  std::map<std::string, std::string> values;
+  auto lookup = [&](const char* name) -> const char* {
+    std::optional<std::string> v = env(name);
+    if (!v.has_value()) return nullptr;
+    std::string& slot = values[name];
+    slot = *std::move(v);
+    return slot.c_str();
+  };
+  absl::StatusOr<security::ClientSecurity> sec = security::ClientSecurityFromEnv(lookup);
+  if (!sec.ok()) return sec.status();
+  if (sec->token.empty() && !sec->tls()) return absl::OkStatus();
+  options->channel_factory = [sec = *std::move(sec)](const std::string& target,
+                                                      const grpc::ChannelArguments& args) {
+    return security::CreateCollectorChannel(target, sec, args);
+  };
   return absl::OkStatus();
 }
 
@@ -74,6 +98,7 @@ absl::StatusOr<TransportOptions> TransportOptionsFromEnvironment(const EnvLookup
       EnvInteger(env, "MEMTRACE_SPOOL_MAX_BYTES", 0, INT64_MAX);
   if (!spool.ok()) return spool.status();
   if (spool->has_value()) options.spool_max_bytes = static_cast<uint64_t>(**spool);
+  if (absl::Status s = ReadSecurity(env, &options); !s.ok()) return s;
   return options;
 }
 

@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 
@@ -75,6 +77,30 @@ TEST(TransportEnvTest, RejectsBadCounts) {
     EXPECT_NE(options.status().message().find(name + "='" + value + "'"), std::string::npos)
         << options.status();
   }
+}
+
+TEST(TransportEnvTest, NoSecurityVariablesMeansAPlaintextChannel) {
+  absl::StatusOr<TransportOptions> options = FromMap({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->channel_factory);
+}
+
+TEST(TransportEnvTest, ATokenSetsAChannelFactory) {
+  absl::StatusOr<TransportOptions> options = FromMap({{"MEMTRACE_TOKEN", "s3cret"}});
+  ASSERT_TRUE(options.ok()) << options.status();
+  ASSERT_TRUE(options->channel_factory);
+  EXPECT_NE(options->channel_factory("127.0.0.1:1", grpc::ChannelArguments()), nullptr);
+}
+
+TEST(TransportEnvTest, BadSecuritySettingsAreErrorsNamingTheVariable) {
+  absl::StatusOr<TransportOptions> cert_only = FromMap({{"MEMTRACE_TLS_CERT", "/x.pem"}});
+  ASSERT_EQ(cert_only.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(cert_only.status().message().find("MEMTRACE_TLS_CA"), std::string::npos);
+  absl::StatusOr<TransportOptions> no_file =
+      FromMap({{"MEMTRACE_TOKEN_FILE", "/nonexistent/memtrace-token"}});
+  ASSERT_FALSE(no_file.ok());
+  EXPECT_NE(no_file.status().message().find("MEMTRACE_TOKEN_FILE"), std::string::npos)
+      << no_file.status();
 }
 
 TEST(TransportEnvTest, IdentityErrorsPassThrough) {
