@@ -27,6 +27,19 @@ std::string Parent(const std::string& path) {
   return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// The repository root, from the real path of this package's anchor runfile; "" outside a test.
+std::string RepoRootFromRunfiles() {
+  std::string srcdir = Env("TEST_SRCDIR");
+  if (srcdir.empty()) return "";
+  std::string workspace = Env("TEST_WORKSPACE");
+  std::string anchor = absl::StrCat(srcdir, "/", workspace.empty() ? "memtrace" : workspace,
+                                    "/query/importers/testdata/shared_data_anchor.txt");
+  char real[PATH_MAX];
+  if (::realpath(anchor.c_str(), real) == nullptr) return "";
+  // <repo>/query/importers/testdata/shared_data_anchor.txt -> <repo>
+  return Parent(Parent(Parent(Parent(real))));
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FindSharedDataDir() {
@@ -35,21 +48,12 @@ absl::StatusOr<std::string> FindSharedDataDir() {
     if (IsDirectory(dir)) return dir;
     tried.push_back(absl::StrCat("$MEMTRACE_SHARED_DATA=", dir));
   }
-  std::string srcdir = Env("TEST_SRCDIR");
-  std::string workspace = Env("TEST_WORKSPACE");
-  if (!srcdir.empty()) {
-    std::string anchor = absl::StrCat(srcdir, "/", workspace.empty() ? "memtrace" : workspace,
-                                      "/query/importers/testdata/shared_data_anchor.txt");
-    char real[PATH_MAX];
-    if (::realpath(anchor.c_str(), real) != nullptr) {
-      // <repo>/query/importers/testdata/shared_data_anchor.txt -> <repo>
-      std::string repo = Parent(Parent(Parent(Parent(real))));
-      std::string dir = absl::StrCat(Parent(repo), "/shared/data");
-      if (IsDirectory(dir)) return dir;
-      tried.push_back(dir);
-    } else {
-      tried.push_back(absl::StrCat("(unresolvable runfile ", anchor, ")"));
-    }
+  if (std::string repo = RepoRootFromRunfiles(); !repo.empty()) {
+    std::string dir = absl::StrCat(Parent(repo), "/shared/data");
+    if (IsDirectory(dir)) return dir;
+    tried.push_back(dir);
+  } else if (!Env("TEST_SRCDIR").empty()) {
+    tried.push_back("(the anchor runfile does not resolve)");
   }
   if (std::string ws = Env("BUILD_WORKSPACE_DIRECTORY"); !ws.empty()) {
     std::string dir = absl::StrCat(ws, "/../shared/data");
@@ -62,7 +66,11 @@ absl::StatusOr<std::string> FindSharedDataDir() {
 
 bool SharedDataRequired() {
   std::string ci = Env("CI");
-  return !ci.empty() && ci != "0" && ci != "false";
+  if (!ci.empty() && ci != "0" && ci != "false") return true;
+  // The project's layout puts shared/ beside the repository (CI copies it there); where it is,
+  // its data must be too.
+  std::string repo = RepoRootFromRunfiles();
+  return !repo.empty() && IsDirectory(absl::StrCat(Parent(repo), "/shared"));
 }
 
 }  // namespace memtrace::importers

@@ -18,7 +18,8 @@ namespace memtrace::importers {
 absl::StatusOr<std::string> FindSharedDataDir();
 
 // Whether a missing data directory must fail the test rather than skip it: $CI is set to
-// something other than "" / "0" / "false" (pass it with --test_env=CI).
+// something other than "" / "0" / "false" (Bazel passes it only with --test_env=CI), or a
+// shared/ directory exists beside the repository (CI's layout), so its data must be there.
 bool SharedDataRequired();
 
 }  // namespace memtrace::importers
