@@ -288,23 +288,17 @@ std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& 
 
   // Onset lines: the divergence, and each leak (merged when they are the same rank and step).
   absl::StrAppend(&svg, "<g class=\"onsets\">\n");
-  int label_row = 0;
+  struct Onset {
+    std::string kind;
+    uint32_t rank;
+    int64_t step;
+    std::string label;
+    const char* color;
+  };
+  std::vector<Onset> onsets;
   auto onset_line = [&](const std::string& kind, uint32_t rank, int64_t step,
                         const std::string& label, const char* color) {
-    if (step < min_step || step > max_step) return;
-    double x = X(static_cast<double>(step));
-    double label_y = kTop + 16 + 16 * (label_row++ % 6);
-    bool flip = x > kLeft + plot_w * 0.7;  // keep labels inside the plot
-    absl::StrAppendFormat(
-        &svg,
-        "<line class=\"onset\" data-kind=\"%s\" data-rank=\"%d\" data-onset-step=\"%d\" "
-        "x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
-        "stroke-dasharray=\"6 4\"/>"
-        "<text class=\"onset-label\" data-rank=\"%d\" x=\"%s\" y=\"%s\" fill=\"%s\" "
-        "text-anchor=\"%s\">%s</text>\n",
-        kind, rank, step, Number(x), kTop, Number(x), kTop + plot_h, color, rank,
-        Number(flip ? x - 5 : x + 5), Number(label_y), color, flip ? "end" : "start",
-        Escape(label));
+    if (step >= min_step && step <= max_step) onsets.push_back({kind, rank, step, label, color});
   };
   std::vector<PlotMarks::Leak> leaks = marks.leaks;
   if (highlight_drawn) {
@@ -334,6 +328,28 @@ std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& 
                             leak.since_step, " (", analysis::FormatRate(leak.bytes_per_step),
                             ")"),
                kLeakColor);
+  }
+  // Labels start beside the outermost of the lines near them, so no label crosses a line.
+  for (size_t i = 0; i < onsets.size(); ++i) {
+    const Onset& o = onsets[i];
+    double x = X(static_cast<double>(o.step));
+    bool flip = x > kLeft + plot_w * 0.7;  // keep labels inside the plot
+    double anchor = x;
+    for (const Onset& other : onsets) {
+      double ox = X(static_cast<double>(other.step));
+      if (std::fabs(ox - x) < 60) anchor = flip ? std::min(anchor, ox) : std::max(anchor, ox);
+    }
+    double label_y = kTop + 16 + 16 * (i % 6);
+    absl::StrAppendFormat(
+        &svg,
+        "<line class=\"onset\" data-kind=\"%s\" data-rank=\"%d\" data-onset-step=\"%d\" "
+        "x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
+        "stroke-dasharray=\"6 4\"/>"
+        "<text class=\"onset-label\" data-rank=\"%d\" x=\"%s\" y=\"%s\" fill=\"%s\" "
+        "text-anchor=\"%s\">%s</text>\n",
+        o.kind, o.rank, o.step, Number(x), kTop, Number(x), kTop + plot_h, o.color, o.rank,
+        Number(flip ? anchor - 5 : anchor + 5), Number(label_y), o.color, flip ? "end" : "start",
+        Escape(o.label));
   }
   absl::StrAppend(&svg, "</g>\n");
 
