@@ -7,6 +7,7 @@ namespace memtrace {
 const char* FailureName(Failure kind) {
   switch (kind) {
     case Failure::kConnect: return "connect";
+    case Failure::kRefused: return "refused";
     case Failure::kStreamBroken: return "stream_broken";
     case Failure::kHelloTimeout: return "hello_timeout";
     case Failure::kAckTimeout: return "ack_timeout";

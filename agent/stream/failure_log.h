@@ -12,7 +12,8 @@
 namespace memtrace {
 
 enum class Failure : uint8_t {
-  kConnect = 0,         // a stream ended before its Hello was answered
+  kConnect = 0,         // a stream ended before its Hello was answered (unreachable)
+  kRefused,             // the collector refused the Hello (token, admission, limits)
   kStreamBroken,        // an established stream ended with an error
   kHelloTimeout,        // no Hello ack within hello_timeout
   kAckTimeout,          // unacknowledged batches and no ack within ack_timeout
@@ -23,7 +24,7 @@ enum class Failure : uint8_t {
   kStringsRefused,      // Intern() beyond max_strings
   kUndelivered,         // shutdown with events the collector never acknowledged
 };
-inline constexpr size_t kFailureKinds = 10;
+inline constexpr size_t kFailureKinds = 11;
 
 const char* FailureName(Failure kind);
 

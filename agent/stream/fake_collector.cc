@@ -81,6 +81,11 @@ void FakeCollector::DropStreamAtBatch(int n) {
   drop_at_batch_ = n;
 }
 
+void FakeCollector::RefuseHellos(grpc::Status status) {
+  std::unique_lock<std::mutex> lock(mu_);
+  refuse_ = std::move(status);
+}
+
 FakeCollector::Stream FakeCollector::Snapshot() const {
   std::unique_lock<std::mutex> lock(mu_);
   if (streams_.empty()) return Stream();
@@ -126,6 +131,14 @@ grpc::Status FakeCollector::Serve(
     std::unique_lock<std::mutex> lock(mu_);
     Stream& s = streams_[key];
     s.identity = id;
+    auto auth = context->client_metadata().find("authorization");
+    s.authorization = auth == context->client_metadata().end()
+                          ? std::string()
+                          : std::string(auth->second.data(), auth->second.size());
+    if (!refuse_.ok()) {
+      ++s.refused;
+      return refuse_;
+    }
     ++s.hellos;
     if (pretend_stored_ > s.durable_seq) s.durable_seq = pretend_stored_;
     pretend_stored_ = 0;

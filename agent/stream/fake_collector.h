@@ -48,6 +48,9 @@ class FakeCollector {
     AgentCounterValues last_counters;
     std::vector<ReceivedBatch> received;
     int hellos = 0;
+    int refused = 0;
+    // The "authorization" metadata of the latest Hello's call ("" when none).
+    std::string authorization;
     std::vector<uint64_t> hello_acks;  // durable seq each Hello was answered with
     int clean_closes = 0;  // the agent half-closed (WritesDone)
     int aborted = 0;       // cancelled, broken, or dropped by the fake
@@ -71,6 +74,9 @@ class FakeCollector {
   void HoldAcks(bool hold);
   // The `n`-th batch read from now on ends its stream with UNAVAILABLE, unstored and unacked.
   void DropStreamAtBatch(int n);
+  // While set (not OK), every Hello is answered by ending the call with this status, as the
+  // real collector does for a bad token or a refused admission.
+  void RefuseHellos(grpc::Status status);
 
   // A copy of the only stream (tests use one identity); empty Stream when none.
   Stream Snapshot() const;
@@ -100,6 +106,7 @@ class FakeCollector {
   bool hold_hello_ = false;
   bool hold_acks_ = false;
   int drop_at_batch_ = 0;
+  grpc::Status refuse_;
   bool stopping_ = false;
 };
 

@@ -88,7 +88,7 @@ absl::Status ValidateOptions(const TransportOptions& o) {
 
 class Transport::Impl final : public IngestStream::Listener {
  public:
-  explicit Impl(TransportOptions options);
+  Impl(TransportOptions options, std::shared_ptr<grpc::Channel> channel);
   ~Impl() override;
 
   void StartSender() { sender_ = std::thread([this] { Run(); }); }
@@ -198,20 +198,14 @@ class Transport::Impl final : public IngestStream::Listener {
   std::optional<absl::Status> shutdown_result_;
 };
 
-Transport::Impl::Impl(TransportOptions options)
+Transport::Impl::Impl(TransportOptions options, std::shared_ptr<grpc::Channel> channel)
     : options_(std::move(options)),
       failures_(options_.log_failures),
       queue_(options_.queue_capacity),
       strings_(options_.max_strings),
       backoff_(options_.initial_backoff, options_.max_backoff),
       store_(std::make_unique<MemoryBatchStore>(options_.max_unacked_bytes)) {
-  grpc::ChannelArguments args;
-  // gRPC's own reconnect backoff (1 s doubling to 120 s by default) would otherwise dominate
-  // ours after a collector restart.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ToMillis(options_.initial_backoff));
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ToMillis(options_.max_backoff));
-  channel_ = grpc::CreateCustomChannel(options_.collector_address,
-                                       grpc::InsecureChannelCredentials(), args);
+  channel_ = std::move(channel);
   stub_ = v1::Ingest::NewStub(channel_);
   carry_.reserve(options_.max_batch_events);
 }
@@ -518,7 +512,18 @@ void Transport::Impl::ReportEndOfStream(const grpc::Status& status, bool hello_a
       status.ok() ? std::string("the collector ended the stream")
                   : absl::StrCat("status ", static_cast<int>(status.error_code()), ": ",
                                  status.error_message());
-  if (!hello_acked) {
+  const grpc::StatusCode code = status.error_code();
+  const bool refused = code == grpc::StatusCode::ALREADY_EXISTS ||
+                       code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+                       code == grpc::StatusCode::UNAUTHENTICATED ||
+                       code == grpc::StatusCode::PERMISSION_DENIED ||
+                       code == grpc::StatusCode::INVALID_ARGUMENT ||
+                       code == grpc::StatusCode::UNIMPLEMENTED;
+  if (!hello_acked && refused) {
+    failures_.Report(Failure::kRefused,
+                     absl::StrCat("collector ", options_.collector_address,
+                                  " refused the stream (", what, "); retrying with backoff"));
+  } else if (!hello_acked) {
     failures_.Report(Failure::kConnect,
                      absl::StrCat("cannot reach collector ", options_.collector_address, " (",
                                   what, "); recording continues, retrying with backoff"));
@@ -708,7 +713,21 @@ TransportStats Transport::Impl::stats() const {
 
 absl::StatusOr<std::unique_ptr<Transport>> Transport::Start(TransportOptions options) {
   if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
-  auto impl = std::make_unique<Impl>(std::move(options));
+  grpc::ChannelArguments args;
+  // gRPC's own reconnect backoff (1 s doubling to 120 s by default) would otherwise dominate
+  // ours after a collector restart.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ToMillis(options.initial_backoff));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ToMillis(options.max_backoff));
+  std::shared_ptr<grpc::Channel> channel =
+      options.channel_factory
+          ? options.channel_factory(options.collector_address, args)
+          : grpc::CreateCustomChannel(options.collector_address,
+                                      grpc::InsecureChannelCredentials(), args);
+  if (channel == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport: the channel factory made no channel for ", options.collector_address));
+  }
+  auto impl = std::make_unique<Impl>(std::move(options), std::move(channel));
   impl->StartSender();
   return absl::WrapUnique(new Transport(std::move(impl)));
 }

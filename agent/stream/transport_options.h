@@ -5,17 +5,32 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
 #include "proto/memtrace/v1/events.pb.h"
 
+namespace grpc {
+class Channel;
+class ChannelArguments;
+}  // namespace grpc
+
 namespace memtrace {
+
+// Builds the channel to the collector from the target and the transport's own channel
+// arguments (reconnect backoff), e.g. collector/security's CreateCollectorChannel for TLS and
+// a bearer token. Called once, in Transport::Start().
+using ChannelFactory = std::function<std::shared_ptr<grpc::Channel>(
+    const std::string& target, const grpc::ChannelArguments& args)>;
 
 struct TransportOptions {
   // host:port of the collector (MEMTRACE_COLLECTOR), or any gRPC target ("unix:/path").
   std::string collector_address = "127.0.0.1:7431";
   v1::RankIdentity identity;
+  // Empty: a plaintext channel without credentials.
+  ChannelFactory channel_factory;
   // Events the in-process queue holds before dropping (bounds the agent's memory: about 72
   // bytes an event).
   size_t queue_capacity = 1 << 20;

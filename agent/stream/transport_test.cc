@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/stream/fake_collector.h"
+#include "collector/security/client_channel.h"
 #include "gtest/gtest.h"
 #include "proto/codec/event.h"
 
@@ -414,6 +415,46 @@ TEST(TransportTest, StartRejectsInvalidOptions) {
   TransportOptions no_queue = Options("127.0.0.1:1");
   no_queue.queue_capacity = 0;
   EXPECT_EQ(Transport::Start(no_queue).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(TransportTest, RefusedStreamIsRetriedUntilAdmitted) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.RefuseHellos(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "another producer"));
+  auto t = StartOrDie(Options(collector.address()));
+  for (uint64_t i = 0; i < 100; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(collector.WaitFor([](const Stream& s) { return s.refused >= 2; }, absl::Seconds(3)));
+  EXPECT_FALSE(t->stats().connected);
+  EXPECT_GE(t->stats().stream_errors, 2u);
+  collector.RefuseHellos(grpc::Status::OK);
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  ExpectExactly(collector.Snapshot(), 1, 100);
+}
+
+TEST(TransportTest, ChannelFactoryCarriesTheBearerToken) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  int made = 0;
+  o.channel_factory = [&made](const std::string& target, const grpc::ChannelArguments& args) {
+    ++made;
+    security::ClientSecurity sec;
+    sec.token = "s3cret";
+    return security::CreateCollectorChannel(target, sec, args);
+  };
+  auto t = StartOrDie(o);
+  t->Record(Alloc(0));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(collector.Snapshot().authorization, "Bearer s3cret");
+}
+
+TEST(TransportTest, StartFailsWhenTheChannelFactoryMakesNoChannel) {
+  TransportOptions o = Options("127.0.0.1:1");
+  o.channel_factory = [](const std::string&, const grpc::ChannelArguments&) {
+    return std::shared_ptr<grpc::Channel>();
+  };
+  EXPECT_EQ(Transport::Start(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TransportTest, CuptiDropCountTravelsWithBatches) {
