@@ -18,8 +18,9 @@ constexpr char kUsage[] =
     "\n"
     "Imported: [memory] events as allocations and frees (CUDA ones as device memory, CPU ones\n"
     "as host memory, which live bytes leave out), Total Reserved as device samples,\n"
-    "ProfilerStep#N as step N, user annotations (record_function) as the tag of the\n"
-    "allocations made inside them on the same thread. Memory allocated before the trace began\n"
+    "ProfilerStep#N as step N, user annotations (record_function) and module scopes\n"
+    "(with_modules=True: \"nn.Module: Linear_3\") as the tag of the allocations made inside\n"
+    "them on the same thread, innermost first. Memory allocated before the trace began\n"
     "(Total Allocated at its first event) is seeded as allocations tagged kineto:before-trace,\n"
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new.";
@@ -80,6 +81,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args,
   sink_options.collector = io.default_collector;
   std::string format;
   bool skip_cpu = false;
+  bool no_module_tags = false;
   int64_t attempt = 0;
   flags.AddString("job", "JOB", "job id to import into (required)", &sink_options.job_id);
   flags.AddString("format", "kineto", "trace format (required; only kineto)", &format);
@@ -90,6 +92,8 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args,
                &attempt);
   flags.AddBool("skip-cpu-memory", "drop CPU [memory] events instead of importing them as host "
                 "memory", &skip_cpu);
+  flags.AddBool("no-module-tags", "tag allocations by record_function ranges only, not by the "
+                "nn.Module scopes of with_modules=True traces", &no_module_tags);
   flags.AddDuration("drain-timeout", "DURATION",
                     "how long to wait for the collector to store each rank (default 60s)",
                     &sink_options.drain_timeout);
@@ -116,6 +120,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args,
 
   KinetoImportOptions options;
   options.include_cpu_memory = !skip_cpu;
+  options.module_tags = !no_module_tags;
   options.progress = stderr;
   uint64_t memory_events = 0;
   absl::StatusOr<std::vector<KinetoFileSummary>> summaries = ImportKinetoFiles(

@@ -11,9 +11,9 @@
 //                           device at every step start.
 //   ProfilerStep#N       -> STEP, aux = N, at the range's start. Ranges on the GPU timeline
 //                           (cat gpu_user_annotation) repeat the CPU ones and are not re-emitted.
-//   user_annotation      -> the tag of every allocation made inside the range, innermost open
-//                           range on the allocating thread (record_function scopes are
-//                           thread-local, so a range on another thread says nothing).
+//   user_annotation and  -> the tag of every allocation made inside the range, innermost open
+//   "nn.Module: X" scopes   range on the allocating thread (record_function and module scopes
+//                           are thread-local, so a range on another thread says nothing).
 // Baseline: a trace that starts mid-run frees memory it never saw allocated and reports a
 // "Total Allocated" that already includes it. Before the first event the live set is seeded,
 // per device, with (a) one allocation at its real address for every block the trace frees

@@ -61,6 +61,7 @@ absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
       bool terminal = options.progress != nullptr && isatty(fileno(options.progress));
       ProgressBar bar(options.progress, terminal, BaseName(path));
       KinetoParseOptions parse_options;
+      parse_options.module_tags = options.module_tags;
       parse_options.progress = [&bar, &summary](uint64_t done, uint64_t total) {
         summary.file_bytes = total;
         bar.Update(done, total);

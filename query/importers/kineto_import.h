@@ -47,6 +47,7 @@ using RankSinkFactory =
 
 struct KinetoImportOptions {
   bool include_cpu_memory = true;
+  bool module_tags = true;  // see KinetoParseOptions::module_tags
   uint64_t checkpoint_events = 1 << 18;
   // Progress bar on this stream when it is a terminal; nullptr for none.
   std::FILE* progress = nullptr;

@@ -27,6 +27,7 @@ constexpr unsigned kParseFlags =
 
 constexpr absl::string_view kMemoryEventName = "[memory]";
 constexpr absl::string_view kStepPrefix = "ProfilerStep#";
+constexpr absl::string_view kModulePrefix = "nn.Module: ";
 
 bool ParseInt64(absl::string_view text, int64_t* out) {
   const char* end = text.data() + text.size();
@@ -122,7 +123,9 @@ struct PendingEvent {
 
 class KinetoHandler {
  public:
-  explicit KinetoHandler(KinetoTrace* trace) : trace_(trace) { stack_.push_back(Context::kRoot); }
+  KinetoHandler(KinetoTrace* trace, bool module_tags) : trace_(trace), module_tags_(module_tags) {
+    stack_.push_back(Context::kRoot);
+  }
 
   bool saw_trace_events() const { return saw_trace_events_; }
 
@@ -352,12 +355,15 @@ class KinetoHandler {
         return;
       }
     }
-    if (e.cat == "user_annotation") {
+    // record_function scopes, and with_modules=True module scopes ("nn.Module: Linear_3").
+    const bool module_scope =
+        module_tags_ && e.cat == "python_function" && absl::StartsWith(e.name, kModulePrefix);
+    if (e.cat == "user_annotation" || module_scope) {
       auto [it, inserted] = name_ids_.try_emplace(e.name, trace_->names.size());
       if (inserted) trace_->names.push_back(e.name);
       range.name = it->second;
       trace_->annotations.push_back(range);
-      ++counts.annotation_ranges;
+      ++(module_scope ? counts.module_ranges : counts.annotation_ranges);
     }
   }
 
@@ -369,6 +375,7 @@ class KinetoHandler {
   }
 
   KinetoTrace* trace_;
+  bool module_tags_;
   std::vector<Context> stack_;
   int skip_depth_ = 0;
   Field field_ = Field::kNone;
@@ -381,9 +388,9 @@ class KinetoHandler {
 
 template <typename Stream>
 absl::StatusOr<KinetoTrace> Parse(Stream& stream, absl::string_view name, bool compressed,
-                                  const absl::Status* read_status) {
+                                  const absl::Status* read_status, bool module_tags) {
   KinetoTrace trace;
-  KinetoHandler handler(&trace);
+  KinetoHandler handler(&trace, module_tags);
   rapidjson::Reader reader;
   rapidjson::ParseResult result = reader.Parse<kParseFlags>(stream, handler);
   if (read_status != nullptr && !read_status->ok()) {
@@ -449,12 +456,14 @@ absl::StatusOr<KinetoTrace> ParseKinetoFile(const std::string& path,
   absl::StatusOr<std::unique_ptr<CompressedInput>> input = CompressedInput::Open(path);
   if (!input.ok()) return input.status();
   if (options.progress) (*input)->set_progress(options.progress);
-  return Parse(**input, path, (*input)->compressed(), &(*input)->read_status());
+  return Parse(**input, path, (*input)->compressed(), &(*input)->read_status(),
+               options.module_tags);
 }
 
-absl::StatusOr<KinetoTrace> ParseKinetoJson(absl::string_view json, absl::string_view name) {
+absl::StatusOr<KinetoTrace> ParseKinetoJson(absl::string_view json, absl::string_view name,
+                                            const KinetoParseOptions& options) {
   rapidjson::MemoryStream stream(json.data(), json.size());
-  return Parse(stream, name, false, nullptr);
+  return Parse(stream, name, false, nullptr, options.module_tags);
 }
 
 }  // namespace memtrace::importers

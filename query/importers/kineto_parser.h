@@ -18,6 +18,9 @@ namespace memtrace::importers {
 struct KinetoParseOptions {
   // Called as the file is read with (compressed bytes consumed, file size). May be empty.
   std::function<void(uint64_t consumed, uint64_t total)> progress;
+  // Module scopes that PyTorch writes with with_modules=True (python_function ranges named
+  // "nn.Module: Qwen2Attention_0") tag allocations too, like record_function ranges.
+  bool module_tags = true;
 };
 
 // Parses the trace file at `path` (.gz or plain, detected from the data, not the name).
@@ -29,7 +32,8 @@ absl::StatusOr<KinetoTrace> ParseKinetoFile(const std::string& path,
                                             const KinetoParseOptions& options = {});
 
 // The same over JSON text in memory; `name` stands for the file in error messages.
-absl::StatusOr<KinetoTrace> ParseKinetoJson(absl::string_view json, absl::string_view name);
+absl::StatusOr<KinetoTrace> ParseKinetoJson(absl::string_view json, absl::string_view name,
+                                            const KinetoParseOptions& options = {});
 
 // Parses a decimal number of microseconds ("1428625746340.715", "-3", "1.5e3") into
 // nanoseconds, exactly for up to three fractional digits (rounded beyond). False when the text

@@ -30,7 +30,7 @@ std::string MemoryEvent(const std::string& ts, long long bytes, long long addr, 
 // A small trace shaped like PyTorch's: metadata, nested args to skip, distributedInfo after
 // traceEvents, a GPU-timeline copy of the step range.
 std::string SampleTrace() {
-  return R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "H100",
+  return R"json({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "H100",
    "totalGlobalMem": 85018279936, "computeMajor": 9}],
   "traceEvents": [
    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 100, "tid": 7, "ts": 5, "dur": 2,
@@ -41,7 +41,11 @@ std::string SampleTrace() {
     "ts": 1428625746382.662, "dur": 34892.421},
    {"ph": "X", "cat": "user_annotation", "name": "forward", "pid": 100, "tid": 7,
     "ts": 1428625740000, "dur": 1000},
-   )" + MemoryEvent("1428625740100.715", 1024, 139926520725504, 4096) + ",\n" +
+   {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 100, "tid": 7,
+    "ts": 1428625740050, "dur": 100, "args": {"Python id": 5}},
+   {"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1743)",
+    "pid": 100, "tid": 7, "ts": 1428625740050, "dur": 100},
+   )json" + MemoryEvent("1428625740100.715", 1024, 139926520725504, 4096) + ",\n" +
          MemoryEvent("1428625740200", -1024, 139926520725504, 3072) + ",\n" +
          MemoryEvent("1428625740300.5", 8, 1318913728, 8, 0, -1) + R"(,
    {"ph": "i", "name": "[memory]", "pid": 100, "tid": 7, "ts": 1, "args": {"Bytes": 5}},
@@ -54,11 +58,12 @@ std::string SampleTrace() {
 TEST(KinetoParserTest, KeepsMemoryStepAndAnnotationRecordsAndCountsTheRest) {
   auto trace = ParseKinetoJson(SampleTrace(), "sample.json");
   ASSERT_TRUE(trace.ok()) << trace.status();
-  EXPECT_EQ(trace->counts.trace_events, 9u);
+  EXPECT_EQ(trace->counts.trace_events, 11u);
   EXPECT_EQ(trace->counts.memory_events, 3u);
   EXPECT_EQ(trace->counts.memory_skipped, 1u);  // no Addr
   EXPECT_EQ(trace->counts.step_ranges, 2u);
   EXPECT_EQ(trace->counts.annotation_ranges, 1u);
+  EXPECT_EQ(trace->counts.module_ranges, 1u);  // the other python_function is not a module
   ASSERT_EQ(trace->memory.size(), 3u);
   const KinetoMemoryRecord& alloc = trace->memory[0];
   EXPECT_EQ(alloc.ts_ns, 1428625740100715);  // exact: no double rounding
@@ -80,6 +85,17 @@ TEST(KinetoParserTest, KeepsMemoryStepAndAnnotationRecordsAndCountsTheRest) {
   EXPECT_EQ(trace->steps[0].range.start_ns, 1428625731896179);
   EXPECT_EQ(trace->steps[0].range.end_ns, 1428625731896179 + 47151395);
   EXPECT_TRUE(trace->steps[1].gpu);
+  ASSERT_EQ(trace->annotations.size(), 2u);
+  EXPECT_EQ(trace->names[trace->annotations[0].name], "forward");
+  EXPECT_EQ(trace->names[trace->annotations[1].name], "nn.Module: Linear_0");
+}
+
+TEST(KinetoParserTest, ModuleScopesCanBeLeftOut) {
+  KinetoParseOptions options;
+  options.module_tags = false;
+  auto trace = ParseKinetoJson(SampleTrace(), "sample.json", options);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->counts.module_ranges, 0u);
   ASSERT_EQ(trace->annotations.size(), 1u);
   EXPECT_EQ(trace->names[trace->annotations[0].name], "forward");
 }

@@ -29,14 +29,20 @@ struct ExpectedTrace {
   uint64_t cpu_step_markers;  // distinct ProfilerStep numbers on the CPU timeline
   int32_t rank;               // -1: no distributedInfo
   int32_t world_size;
+  // Counted with Python's json module by the same rule (innermost "nn.Module: " python_function
+  // range on the allocating thread, ends inclusive): ranges, allocations inside one, distinct
+  // innermost names. None of the HTA trace's allocations falls in a user annotation.
+  uint64_t module_ranges;
+  uint64_t tagged_allocs;
+  uint64_t tags;
 };
 
 // From ../shared/data/README.md (the step markers: one per distinct ProfilerStep#N; the
 // tracelens files draw their one step on the CPU and again on the GPU timeline).
 constexpr ExpectedTrace kTraces[] = {
-    {"hta_rank1_of_2.json.gz", 216092, 28010, 14005, 14005, 5, 5, 1, 2},
-    {"tracelens_h100_qwen1.5-0.5b.json.gz", 18221, 2450, 1225, 1225, 2, 1, -1, 0},
-    {"tracelens_h100_falconsai_nsfw.json.gz", 5138, 620, 310, 310, 2, 1, -1, 0},
+    {"hta_rank1_of_2.json.gz", 216092, 28010, 14005, 14005, 5, 5, 1, 2, 0, 0, 0},
+    {"tracelens_h100_qwen1.5-0.5b.json.gz", 18221, 2450, 1225, 1225, 2, 1, -1, 0, 316, 1225, 316},
+    {"tracelens_h100_falconsai_nsfw.json.gz", 5138, 620, 310, 310, 2, 1, -1, 0, 214, 310, 149},
 };
 
 class TestRankSink : public RankImportSink {
@@ -89,6 +95,9 @@ TEST_F(KinetoRealTracesTest, ImportsEveryMemoryEventTheReadmeCounts) {
     EXPECT_EQ(s.events.frees, expected.frees);
     EXPECT_EQ(s.events.steps, expected.cpu_step_markers);
     EXPECT_EQ(s.events.total_allocated_mismatches, 0u);
+    EXPECT_EQ(s.parse.module_ranges, expected.module_ranges);
+    EXPECT_EQ(s.events.tagged_allocs, expected.tagged_allocs);
+    EXPECT_EQ(s.events.tags, expected.tags);
 
     // Counted again from what reached the sink, independently of the importer's stats.
     uint64_t allocs = 0, frees = 0, steps = 0, seeds = 0;

@@ -1,5 +1,6 @@
 // What the Kineto importer keeps of a PyTorch profiler (Kineto) Chrome-trace file: only the
-// records it turns into memtrace events (memory events, ProfilerStep ranges, user annotations)
+// records it turns into memtrace events (memory events, ProfilerStep ranges, user annotations
+// and module scopes)
 // and the file-level facts (distributedInfo, baseTimeNanoseconds, device memory sizes). The
 // thousands of kernel, operator and flow events are counted and dropped while parsing, so a
 // multi-GB trace costs memory only for its memory events (~56 bytes each).
@@ -59,12 +60,14 @@ struct KinetoParseCounts {
   uint64_t memory_skipped = 0;    // `[memory]` events without Addr or Bytes: not kept
   uint64_t step_ranges = 0;       // ProfilerStep#N ranges, CPU and GPU timeline both
   uint64_t annotation_ranges = 0; // user_annotation ranges other than ProfilerStep#N
+  uint64_t module_ranges = 0;     // "nn.Module: ..." python_function ranges (with_modules)
 };
 
 struct KinetoTrace {
   std::vector<KinetoMemoryRecord> memory;  // in file order
   std::vector<KinetoStepRange> steps;      // in file order
-  std::vector<KinetoRange> annotations;    // in file order; `name` indexes `names`
+  // record_function and module scopes, in file order; `name` indexes `names`.
+  std::vector<KinetoRange> annotations;
   std::vector<std::string> names;          // annotation names, each once
   KinetoDistributedInfo distributed;
   int64_t base_time_ns = 0;  // baseTimeNanoseconds (newer Kineto writes ts relative to it)
