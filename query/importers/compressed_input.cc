@@ -47,13 +47,13 @@ absl::StatusOr<std::unique_ptr<CompressedInput>> CompressedInput::Open(const std
     return absl::ResourceExhaustedError(absl::StrCat(path, ": cannot open: zlib out of memory"));
   }
   gzbuffer(file, 1 << 17);
-  std::unique_ptr<CompressedInput> input(
-      new CompressedInput(path, file, static_cast<uint64_t>(st.st_size), chunk_bytes));
+  auto input = std::make_unique<CompressedInput>(Token(), path, file,
+                                                 static_cast<uint64_t>(st.st_size), chunk_bytes);
   input->Refill();
   return input;
 }
 
-CompressedInput::CompressedInput(std::string path, gzFile file, uint64_t file_bytes,
+CompressedInput::CompressedInput(Token, std::string path, gzFile file, uint64_t file_bytes,
                                  size_t chunk_bytes)
     : path_(std::move(path)), file_(file), file_bytes_(file_bytes) {
   buffer_.resize(chunk_bytes < 16 ? 16 : chunk_bytes);

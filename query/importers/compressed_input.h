@@ -27,6 +27,12 @@ class CompressedInput {
   // file and the system's reason.
   static absl::StatusOr<std::unique_ptr<CompressedInput>> Open(const std::string& path,
                                                                size_t chunk_bytes = 1 << 18);
+  // Use Open(); the token keeps construction private while allowing std::make_unique.
+  class Token {
+    friend class CompressedInput;
+    Token() = default;
+  };
+  CompressedInput(Token, std::string path, gzFile file, uint64_t file_bytes, size_t chunk_bytes);
   ~CompressedInput();
   CompressedInput(const CompressedInput&) = delete;
   CompressedInput& operator=(const CompressedInput&) = delete;
@@ -61,7 +67,6 @@ class CompressedInput {
   const absl::Status& read_status() const { return read_status_; }
 
  private:
-  CompressedInput(std::string path, gzFile file, uint64_t file_bytes, size_t chunk_bytes);
   void Refill();
 
   std::string path_;
