@@ -5,7 +5,14 @@
 #include <vector>
 
 #include "query/cli/command.h"
+#include "query/cli/commands/compare.h"
+#include "query/cli/commands/diverged.h"
+#include "query/cli/commands/growth.h"
+#include "query/cli/commands/headroom.h"
 #include "query/cli/commands/jobs.h"
+#include "query/cli/commands/leaks.h"
+#include "query/cli/commands/live.h"
+#include "query/cli/commands/peak.h"
 #include "query/cli/commands/ranks.h"
 #include "query/cli/commands/timeline.h"
 #include "query/cli/dispatch.h"
@@ -22,6 +29,13 @@ int main(int argc, char** argv) {
       JobsCommand(),
       RanksCommand(),
       TimelineCommand(),
+      DivergedCommand(),
+      GrowthCommand(),
+      LeaksCommand(),
+      LiveCommand(),
+      PeakCommand(),
+      HeadroomCommand(),
+      CompareCommand(),
       memtrace::launch::RunCommand(),
       memtrace::launch::RayEnvCommand(),
       memtrace::importers::ImportCommand(),

@@ -1,0 +1,80 @@
+#include "query/cli/commands/analysis_command.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace memtrace::cli {
+
+void AddAnalysisFlags(const CommandIo& io, FlagSet& flags, AnalysisOptions* options) {
+  options->collector = io.default_collector;
+  flags.AddString("collector", "ADDR",
+                  absl::StrCat("collector host:port (default $MEMTRACE_COLLECTOR or ",
+                               kDefaultCollector, "; now ", io.default_collector, ")"),
+                  &options->collector);
+  AddChoiceFlag<bool>(flags, "format", {{"table", false}, {"json", true}},
+                      "output format (default table; json is the report message's proto3 JSON)",
+                      [options](bool json) { options->json = json; });
+  flags.AddDuration("timeout", "DURATION", "deadline of the request to the collector (default 30s)",
+                    &options->timeout);
+}
+
+void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis) {
+  AddChoiceFlag<v1::TimelineAxis>(
+      flags, "axis", {{"step", v1::TIMELINE_AXIS_STEP}, {"time", v1::TIMELINE_AXIS_TIME}},
+      "compare ranks by step (default; time buckets when the job has no step markers) or by "
+      "the collector's time buckets",
+      [axis](v1::TimelineAxis a) { *axis = a; });
+}
+
+void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,
+                   std::function<void(uint32_t)> set) {
+  flags.Add(std::move(name), std::move(value_name), std::move(help), [set](absl::string_view v) {
+    uint32_t value = 0;
+    if (v.empty() ||
+        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        !absl::SimpleAtoi(v, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
+    }
+    set(value);
+    return absl::OkStatus();
+  });
+}
+
+void AddBytesFlag(FlagSet& flags, std::string name, std::string help,
+                  std::function<void(uint64_t)> set) {
+  flags.Add(std::move(name), "BYTES", std::move(help), [set](absl::string_view v) {
+    absl::StatusOr<uint64_t> bytes = ParseBytes(v);
+    if (!bytes.ok()) return bytes.status();
+    set(*bytes);
+    return absl::OkStatus();
+  });
+}
+
+void AddDoubleFlag(FlagSet& flags, std::string name, std::string value_name, std::string help,
+                   std::function<void(double)> set) {
+  flags.Add(std::move(name), std::move(value_name), std::move(help), [set](absl::string_view v) {
+    double value = 0;
+    if (!absl::SimpleAtod(v, &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a number"));
+    }
+    set(value);
+    return absl::OkStatus();
+  });
+}
+
+std::string ReportJson(const google::protobuf::Message& report) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  // Printing a well-formed message cannot fail; an empty object is still valid JSON if it did.
+  if (!google::protobuf::util::MessageToJsonString(report, &json, options).ok()) json = "{}";
+  if (json.empty() || json.back() != '\n') json += '\n';
+  return json;
+}
+
+}  // namespace memtrace::cli

@@ -1,0 +1,87 @@
+// What the analysis subcommands (diverged, growth, leaks, live, peak, headroom, compare) share:
+// their common flags (--collector, --format table|json, --timeout), typed flags that set request
+// fields directly, and printing a report: the terminal table of query/analysis/render.h, or the
+// report's proto3 JSON (field names as in analysis.proto, every field present) that
+// JsonStringToMessage parses back into the same message.
+#ifndef MEMTRACE_QUERY_CLI_COMMANDS_ANALYSIS_COMMAND_H_
+#define MEMTRACE_QUERY_CLI_COMMANDS_ANALYSIS_COMMAND_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "proto/memtrace/v1/query.pb.h"
+#include "query/cli/command.h"
+#include "query/cli/commands/analysis_client.h"
+#include "query/cli/flags.h"
+
+namespace memtrace::cli {
+
+struct AnalysisOptions {
+  std::string collector;
+  bool json = false;
+  // Analyses of long jobs read more than the listing commands: a longer default deadline.
+  absl::Duration timeout = absl::Seconds(30);
+};
+
+// Registers --collector (default io.default_collector), --format table|json and --timeout.
+void AddAnalysisFlags(const CommandIo& io, FlagSet& flags, AnalysisOptions* options);
+
+// Registers --axis step|time (default step: steps, or time buckets when the job has none).
+void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis);
+
+// Registers --NAME VALUE_NAME calling `set` with a non-negative integer below 2^32.
+void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,
+                   std::function<void(uint32_t)> set);
+// Registers --NAME BYTES calling `set` with a byte count ("256MiB", "80GiB", "1048576").
+void AddBytesFlag(FlagSet& flags, std::string name, std::string help,
+                  std::function<void(uint64_t)> set);
+// Registers --NAME calling `set` with a number ("3.5").
+void AddDoubleFlag(FlagSet& flags, std::string name, std::string value_name, std::string help,
+                   std::function<void(double)> set);
+
+// Registers --NAME a|b|c calling `set` with the value of the chosen name; anything else is
+// "'x' is not one of a, b, c".
+template <typename T>
+void AddChoiceFlag(FlagSet& flags, std::string name, std::vector<std::pair<std::string, T>> choices,
+                   std::string help, std::function<void(T)> set) {
+  std::vector<std::string> names;
+  for (const auto& c : choices) names.push_back(c.first);
+  flags.Add(std::move(name), absl::StrJoin(names, "|"), std::move(help),
+            [choices, names, set](absl::string_view value) {
+              for (const auto& c : choices) {
+                if (c.first == value) {
+                  set(c.second);
+                  return absl::OkStatus();
+                }
+              }
+              return absl::InvalidArgumentError(
+                  absl::StrCat("'", value, "' is not one of ", absl::StrJoin(names, ", ")));
+            });
+}
+
+// The report as indented proto3 JSON, snake_case field names, fields at their default included,
+// ending in a newline.
+std::string ReportJson(const google::protobuf::Message& report);
+
+// Prints `report` (rendered by `render` for tables) to io.out and returns kExitOk, or reports
+// its error as one line on io.err ("memtrace COMMAND: ...") and returns the exit code.
+template <typename Report>
+int PrintReport(const std::string& command, const absl::StatusOr<Report>& report,
+                const AnalysisOptions& options, std::string (*render)(const Report&),
+                CommandIo& io) {
+  if (!report.ok()) return ReportError(io, report.status(), command);
+  io.out << (options.json ? ReportJson(*report) : render(*report));
+  return kExitOk;
+}
+
+}  // namespace memtrace::cli
+
+#endif  // MEMTRACE_QUERY_CLI_COMMANDS_ANALYSIS_COMMAND_H_

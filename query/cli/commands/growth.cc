@@ -1,0 +1,81 @@
+#include "query/cli/commands/growth.h"
+
+#include "query/analysis/render.h"
+#include "query/cli/commands/analysis_client.h"
+#include "query/cli/commands/analysis_command.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kName[] = "growth";
+constexpr char kUsage[] =
+    "Usage: memtrace growth --job JOB [--by tag|rank|tag,rank|source|source,rank]\n"
+    "                       [--warmup N] [--window N] [--min-growth BYTES] [--min-z Z]\n"
+    "                       [--metric floor|end|peak] [--attempt N] [--axis step|time]\n"
+    "                       [common flags]\n"
+    "\n"
+    "Which module tag (FSDP shard), source library or rank grows. For every group on every\n"
+    "rank, its live bytes at each step end after --warmup are fitted with a robust\n"
+    "(Theil-Sen) line; a group grows when the fitted growth is at least --min-growth and the\n"
+    "trend is significant (Kendall z >= --min-z), so jitter and single jumps do not count.\n"
+    "Groups are listed fastest first with bytes/step, the ranks where they grow, and whether\n"
+    "that is every rank of the job (e.g. gradients accumulating without zero_grad) or some\n"
+    "(a leak on one rank). --by tag (default) and source sum over ranks; tag,rank and\n"
+    "source,rank list each rank apart; rank fits each rank's --metric (default the floor).\n"
+    "An empty list means nothing grows.";
+
+int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  AnalysisOptions options;
+  v1::GrowthRequest request;
+  v1::GrowthParams* p = request.mutable_params();
+  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
+  AddChoiceFlag<v1::GrowthBy>(flags, "by",
+                              {{"tag", v1::GROWTH_BY_TAG},
+                               {"rank", v1::GROWTH_BY_RANK},
+                               {"tag,rank", v1::GROWTH_BY_TAG_RANK},
+                               {"source", v1::GROWTH_BY_SOURCE},
+                               {"source,rank", v1::GROWTH_BY_SOURCE_RANK}},
+                              "grouping (default tag)", [p](v1::GrowthBy by) { p->set_by(by); });
+  AddUint32Flag(flags, "warmup", "N", "first steps not fitted (default 5)",
+                [p](uint32_t v) { p->set_warmup_steps(v); });
+  AddUint32Flag(flags, "window", "N", "fit only the last N steps (default all after warm-up)",
+                [p](uint32_t v) { p->set_window_steps(v); });
+  AddBytesFlag(flags, "min-growth", "least growth over the window that counts (default 64MiB)",
+               [p](uint64_t v) { p->set_min_growth_bytes(v); });
+  AddDoubleFlag(flags, "min-z", "Z", "least trend statistic that counts (default 3)",
+                [p](double v) { p->set_min_trend_z(v); });
+  AddChoiceFlag<v1::AnalysisMetric>(flags, "metric",
+                                    {{"floor", v1::ANALYSIS_METRIC_FLOOR},
+                                     {"end", v1::ANALYSIS_METRIC_END},
+                                     {"peak", v1::ANALYSIS_METRIC_PEAK}},
+                                    "series of --by rank (default floor)",
+                                    [p](v1::AnalysisMetric m) { p->set_rank_metric(m); });
+  AddUint32Flag(flags, "attempt", "N", "restart attempt to analyse (default each rank's latest)",
+                [p](uint32_t v) { p->set_attempt(v); });
+  v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
+  AddAxisFlag(flags, &axis);
+  AddAnalysisFlags(io, flags, &options);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  request.set_axis(axis);
+  if (request.job_id().empty()) {
+    return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
+  }
+  absl::StatusOr<AnalysisClient> client =
+      AnalysisClient::Create(options.collector, options.timeout);
+  if (!client.ok()) return ReportError(io, client.status(), kName);
+  return PrintReport(kName, client->Growth(request), options, &analysis::RenderGrowth, io);
+}
+
+}  // namespace
+
+Command GrowthCommand() {
+  Command command{kName, "which tag / source / rank grows, how fast, on all ranks or some", kUsage,
+                  nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return Run(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli

@@ -1,0 +1,64 @@
+#include "query/cli/commands/headroom.h"
+
+#include "query/analysis/render.h"
+#include "query/cli/commands/analysis_client.h"
+#include "query/cli/commands/analysis_command.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kName[] = "headroom";
+constexpr char kUsage[] =
+    "Usage: memtrace headroom --job JOB [--capacity BYTES] [--recent N] [--warmup N]\n"
+    "                         [--min-growth BYTES] [--attempt N] [--axis step|time]\n"
+    "                         [common flags]\n"
+    "\n"
+    "A forecast per rank: the robust slope of its step floor over the last --recent steps,\n"
+    "extrapolated (plus the rank's typical transient peak above the floor) to the device's\n"
+    "capacity, e.g. \"rank 3 reaches 80.0 GiB at step ~412 (in ~37 min)\". The capacity is\n"
+    "--capacity, else the device total the agent sampled; memory the device uses outside\n"
+    "traced allocations is subtracted. A floor without a significant rise (at least\n"
+    "--min-growth over the window) gets no forecast; a rank that already hit an OOM says so.";
+
+int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  AnalysisOptions options;
+  v1::HeadroomRequest request;
+  v1::HeadroomParams* p = request.mutable_params();
+  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
+  AddBytesFlag(flags, "capacity", "device memory per rank (default: the sampled device total)",
+               [p](uint64_t v) { p->set_capacity_bytes(v); });
+  AddUint32Flag(flags, "recent", "N", "steps the trend is fitted over (default 50)",
+                [p](uint32_t v) { p->set_recent_steps(v); });
+  AddUint32Flag(flags, "warmup", "N", "first steps left out (default 5)",
+                [p](uint32_t v) { p->set_warmup_steps(v); });
+  AddBytesFlag(flags, "min-growth", "least floor growth over the window (default 64MiB)",
+               [p](uint64_t v) { p->set_min_growth_bytes(v); });
+  AddUint32Flag(flags, "attempt", "N", "restart attempt to analyse (default each rank's latest)",
+                [p](uint32_t v) { p->set_attempt(v); });
+  v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
+  AddAxisFlag(flags, &axis);
+  AddAnalysisFlags(io, flags, &options);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  request.set_axis(axis);
+  if (request.job_id().empty()) {
+    return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
+  }
+  absl::StatusOr<AnalysisClient> client =
+      AnalysisClient::Create(options.collector, options.timeout);
+  if (!client.ok()) return ReportError(io, client.status(), kName);
+  return PrintReport(kName, client->Headroom(request), options, &analysis::RenderHeadroom, io);
+}
+
+}  // namespace
+
+Command HeadroomCommand() {
+  Command command{kName, "when each rank reaches its device's capacity at its current trend",
+                  kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return Run(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli

@@ -1,0 +1,44 @@
+#include "query/cli/commands/headroom.h"
+
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "query/cli/commands/fake_analysis_server.h"
+
+namespace memtrace::cli {
+namespace {
+
+TEST(HeadroomCommandTest, SendsCapacityAndWindow) {
+  FakeAnalysisServer server;
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  ASSERT_EQ(
+      HeadroomCommand().run({"--job", "j", "--capacity", "80GiB", "--recent", "20", "--warmup", "3",
+                             "--min-growth", "32MiB", "--collector", server.address()},
+                            io),
+      kExitOk)
+      << err.str();
+  const v1::HeadroomParams& p = server.headroom_request.params();
+  EXPECT_EQ(p.capacity_bytes(), uint64_t{80} << 30);
+  EXPECT_EQ(p.recent_steps(), 20u);
+  EXPECT_EQ(p.warmup_steps(), 3u);
+  EXPECT_EQ(p.min_growth_bytes(), uint64_t{32} << 20);
+}
+
+TEST(HeadroomCommandTest, WithoutCapacityTheSampledTotalIsUsed) {
+  FakeAnalysisServer server;
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  ASSERT_EQ(HeadroomCommand().run({"--job", "j", "--collector", server.address()}, io), kExitOk);
+  EXPECT_FALSE(server.headroom_request.params().has_capacity_bytes());
+}
+
+TEST(HeadroomCommandTest, BadCapacityIsAUsageError) {
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  EXPECT_EQ(HeadroomCommand().run({"--job", "j", "--capacity", "big"}, io), kExitUsage);
+  EXPECT_NE(err.str().find("--capacity"), std::string::npos) << err.str();
+}
+
+}  // namespace
+}  // namespace memtrace::cli

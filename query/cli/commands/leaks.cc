@@ -1,0 +1,82 @@
+#include "query/cli/commands/leaks.h"
+
+#include "query/analysis/render.h"
+#include "query/cli/commands/analysis_client.h"
+#include "query/cli/commands/analysis_command.h"
+#include "query/cli/time_arg.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kName[] = "leaks";
+constexpr char kUsage[] =
+    "Usage: memtrace leaks --job JOB [--rank R] [--at TIME] [--warmup N]\n"
+    "                      [--min-growth BYTES] [--min-boundaries N] [--top N] [--attempt N]\n"
+    "                      [--axis step|time] [common flags]\n"
+    "\n"
+    "Leak or spike? Each rank's curve is classified from its per-step rollups: leak (the\n"
+    "step floor keeps rising: robust slope, significant, still rising lately), spikes (peaks\n"
+    "stand far above the floor in a few steps) or plateau. Leak candidates come from each\n"
+    "rank's live set (now, or at --at TIME): allocations made after warm-up and still live\n"
+    "across at least --min-boundaries step boundaries, grouped by tag and call site (source)\n"
+    "with counts and bytes, largest first (--top per rank). Phase-aware for RL trainers:\n"
+    "memory allocated in a phase (e.g. rollout) and still live after that phase ended, and\n"
+    "phase-named tags still holding memory at step ends, are listed too.\n"
+    "\n"
+    "TIME: ns since the epoch, now, now-15m, -90s, or RFC 3339 (2026-12-02T16:54:03Z).";
+
+int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  AnalysisOptions options;
+  v1::LeaksRequest request;
+  v1::LeakParams* p = request.mutable_params();
+  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
+  AddUint32Flag(flags, "rank", "R", "only this rank (default every rank)",
+                [&request](uint32_t v) { request.set_rank(v); });
+  std::string at;
+  flags.AddString("at", "TIME", "live sets at this time (default everything stored)", &at);
+  AddUint32Flag(flags, "warmup", "N", "first steps not classified (default 5)",
+                [p](uint32_t v) { p->set_warmup_steps(v); });
+  AddBytesFlag(flags, "min-growth", "least floor growth that is a leak (default 64MiB)",
+               [p](uint64_t v) { p->set_min_growth_bytes(v); });
+  AddUint32Flag(flags, "min-boundaries", "N",
+                "step boundaries a candidate must have survived (default 3)",
+                [p](uint32_t v) { p->set_min_boundaries(v); });
+  AddUint32Flag(flags, "top", "N", "candidates per rank (default 20)",
+                [p](uint32_t v) { p->set_top_n(v); });
+  AddUint32Flag(flags, "attempt", "N", "restart attempt to analyse (default each rank's latest)",
+                [p](uint32_t v) { p->set_attempt(v); });
+  v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
+  AddAxisFlag(flags, &axis);
+  AddAnalysisFlags(io, flags, &options);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  request.set_axis(axis);
+  if (request.job_id().empty()) {
+    return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
+  }
+  if (!at.empty()) {
+    absl::StatusOr<int64_t> ns = ParseTimeArg(at, io.now);
+    if (!ns.ok()) {
+      return ReportError(
+          io, absl::InvalidArgumentError(absl::StrCat("--at: ", ns.status().message())), kName);
+    }
+    request.set_at_ns(*ns);
+  }
+  absl::StatusOr<AnalysisClient> client =
+      AnalysisClient::Create(options.collector, options.timeout);
+  if (!client.ok()) return ReportError(io, client.status(), kName);
+  return PrintReport(kName, client->Leaks(request), options, &analysis::RenderLeaks, io);
+}
+
+}  // namespace
+
+Command LeaksCommand() {
+  Command command{kName, "plateau / spikes / leak per rank, leak candidates, phase survivors",
+                  kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return Run(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli

@@ -1,0 +1,96 @@
+#include "query/cli/commands/live.h"
+
+#include "query/analysis/render.h"
+#include "query/cli/commands/analysis_client.h"
+#include "query/cli/commands/analysis_command.h"
+#include "query/cli/time_arg.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kName[] = "live";
+constexpr char kUsage[] =
+    "Usage: memtrace live --job JOB --rank R (--at TIME | --at-step S | --at-oom)\n"
+    "                     [--top N] [--by tag|source|tag,source] [--order bytes|excess]\n"
+    "                     [--attempt N] [common flags]\n"
+    "\n"
+    "What was live on rank R at a moment, grouped by tag (and/or source library), top N,\n"
+    "each group next to the same group on the other ranks at the same moment (their median\n"
+    "and maximum, and the difference: what is different on this rank). The moment: --at TIME\n"
+    "on every rank; --at-step S, the end of step S on each rank; --at-oom, the rank's first\n"
+    "OOM event (with the size it asked for) and that event's time on the other ranks. With\n"
+    "none of them: everything stored (the latest state).\n"
+    "\n"
+    "TIME: ns since the epoch, now, now-15m, -90s, or RFC 3339 (2026-12-02T16:54:03Z).";
+
+int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  AnalysisOptions options;
+  v1::LiveRequest request;
+  v1::LiveParams* p = request.mutable_params();
+  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
+  std::optional<uint32_t> rank;
+  flags.AddOptionalUint32("rank", "R", "the rank to show (see memtrace ranks); required", &rank);
+  std::string at;
+  flags.AddString("at", "TIME", "the moment: a time", &at);
+  std::optional<uint32_t> at_step;
+  flags.AddOptionalUint32("at-step", "S", "the moment: the end of step S", &at_step);
+  bool at_oom = false;
+  flags.AddBool("at-oom", "the moment: the rank's first OOM", &at_oom);
+  AddUint32Flag(flags, "top", "N", "groups shown (default 10)",
+                [p](uint32_t v) { p->set_top_n(v); });
+  AddChoiceFlag<v1::LiveGroupBy>(flags, "by",
+                                 {{"tag", v1::LIVE_GROUP_BY_TAG},
+                                  {"source", v1::LIVE_GROUP_BY_SOURCE},
+                                  {"tag,source", v1::LIVE_GROUP_BY_TAG_SOURCE}},
+                                 "grouping (default tag)",
+                                 [p](v1::LiveGroupBy by) { p->set_by(by); });
+  AddChoiceFlag<v1::LiveOrder>(flags, "order",
+                               {{"bytes", v1::LIVE_ORDER_BYTES}, {"excess", v1::LIVE_ORDER_EXCESS}},
+                               "most bytes first (default), or most above the other ranks first",
+                               [p](v1::LiveOrder o) { p->set_order(o); });
+  AddUint32Flag(flags, "attempt", "N", "restart attempt of rank R (default its latest)",
+                [&request](uint32_t v) { request.set_attempt(v); });
+  AddAnalysisFlags(io, flags, &options);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  if (request.job_id().empty()) {
+    return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
+  }
+  if (!rank.has_value()) {
+    return ReportError(io, absl::InvalidArgumentError("--rank is required"), kName);
+  }
+  request.set_rank(*rank);
+  if (int(!at.empty()) + int(at_step.has_value()) + int(at_oom) > 1) {
+    return ReportError(
+        io, absl::InvalidArgumentError("give at most one of --at, --at-step and --at-oom"), kName);
+  }
+  if (!at.empty()) {
+    absl::StatusOr<int64_t> ns = ParseTimeArg(at, io.now);
+    if (!ns.ok()) {
+      return ReportError(
+          io, absl::InvalidArgumentError(absl::StrCat("--at: ", ns.status().message())), kName);
+    }
+    request.set_at_ns(*ns);
+  } else if (at_step.has_value()) {
+    request.set_at_step(*at_step);
+  } else if (at_oom) {
+    request.set_at_oom(true);
+  }
+  absl::StatusOr<AnalysisClient> client =
+      AnalysisClient::Create(options.collector, options.timeout);
+  if (!client.ok()) return ReportError(io, client.status(), kName);
+  return PrintReport(kName, client->Live(request), options, &analysis::RenderLive, io);
+}
+
+}  // namespace
+
+Command LiveCommand() {
+  Command command{kName, "what was live on a rank at a time or at its OOM, vs the other ranks",
+                  kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return Run(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli

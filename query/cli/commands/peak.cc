@@ -1,0 +1,61 @@
+#include "query/cli/commands/peak.h"
+
+#include "query/analysis/render.h"
+#include "query/cli/commands/analysis_client.h"
+#include "query/cli/commands/analysis_command.h"
+
+namespace memtrace::cli {
+namespace {
+
+constexpr char kName[] = "peak";
+constexpr char kUsage[] =
+    "Usage: memtrace peak --job JOB [--by phase|tag|source|rank] [--warmup N] [--attempt N]\n"
+    "                     [--axis step|time] [common flags]\n"
+    "\n"
+    "The most memory each group reached on each rank, at which step, and its typical (median)\n"
+    "peak. --by phase (default): per NVTX phase (e.g. an RL trainer's rollout, weight_sync,\n"
+    "actor_update) all live bytes while the phase was open, and what was live when it closed;\n"
+    "--by tag / source: that group's own bytes; --by rank: the step peak. Highest peak first.\n"
+    "A job that recorded no phases has an empty --by phase answer.";
+
+int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  AnalysisOptions options;
+  v1::PeakRequest request;
+  v1::PeakParams* p = request.mutable_params();
+  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
+  AddChoiceFlag<v1::PeakBy>(flags, "by",
+                            {{"phase", v1::PEAK_BY_PHASE},
+                             {"tag", v1::PEAK_BY_TAG},
+                             {"source", v1::PEAK_BY_SOURCE},
+                             {"rank", v1::PEAK_BY_RANK}},
+                            "grouping (default phase)", [p](v1::PeakBy by) { p->set_by(by); });
+  AddUint32Flag(flags, "warmup", "N", "first steps left out (default 0)",
+                [p](uint32_t v) { p->set_warmup_steps(v); });
+  AddUint32Flag(flags, "attempt", "N", "restart attempt to analyse (default each rank's latest)",
+                [p](uint32_t v) { p->set_attempt(v); });
+  v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
+  AddAxisFlag(flags, &axis);
+  AddAnalysisFlags(io, flags, &options);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  request.set_axis(axis);
+  if (request.job_id().empty()) {
+    return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
+  }
+  absl::StatusOr<AnalysisClient> client =
+      AnalysisClient::Create(options.collector, options.timeout);
+  if (!client.ok()) return ReportError(io, client.status(), kName);
+  return PrintReport(kName, client->Peak(request), options, &analysis::RenderPeak, io);
+}
+
+}  // namespace
+
+Command PeakCommand() {
+  Command command{kName, "peak per phase (or tag, source, rank) on each rank", kUsage, nullptr};
+  command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
+    return Run(self, args, io);
+  };
+  return command;
+}
+
+}  // namespace memtrace::cli
