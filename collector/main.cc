@@ -13,6 +13,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collector/security/secret_file.h"
 #include "collector/server/collector_server.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7431",
@@ -36,6 +37,31 @@ ABSL_FLAG(int64_t, checkpoint_every_steps, 50,
 ABSL_FLAG(int64_t, checkpoint_every_events, int64_t{1} << 21,
           "Also checkpoint after this many events without a checkpoint (jobs without step "
           "markers); 0 = never by count.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate (chain) file: serve TLS. Needs --tls_key. Required (or "
+          "--insecure) when --listen is not a loopback address.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key file of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle file: require client certificates signed by it (mutual TLS).");
+ABSL_FLAG(bool, insecure, false,
+          "Allow plaintext on a non-loopback --listen address (anyone on the network can then "
+          "read the traffic; the bearer token still applies).");
+ABSL_FLAG(std::string, token_file, "",
+          "File holding the bearer token every call must carry (\"authorization: Bearer "
+          "TOKEN\"); wrong or missing = UNAUTHENTICATED. Default: $MEMTRACE_TOKEN, else the "
+          "file $MEMTRACE_TOKEN_FILE, else no token. Health checks and reflection stay open.");
+ABSL_FLAG(int64_t, max_batch_events, 65536,
+          "Most events one batch may carry (RESOURCE_EXHAUSTED beyond).");
+ABSL_FLAG(int64_t, max_strings_per_batch, 4096,
+          "Most string-table entries one batch may define (RESOURCE_EXHAUSTED beyond).");
+ABSL_FLAG(int64_t, max_string_bytes, 4096,
+          "Longest tag / source / phase name in bytes (INVALID_ARGUMENT beyond; the agent cuts "
+          "its strings at 4096).");
+ABSL_FLAG(int64_t, max_string_table, 1 << 18,
+          "Largest string id (= string-table size) of one stream (RESOURCE_EXHAUSTED beyond).");
+ABSL_FLAG(int64_t, max_ranks_per_job, 16384,
+          "Most distinct ranks one job may have; a Hello for one more is RESOURCE_EXHAUSTED. "
+          "0 = unbounded.");
 ABSL_FLAG(std::string, port_file, "",
           "When set, write the bound port (decimal and a newline) to this file once serving.");
 
@@ -58,6 +84,84 @@ absl::Status WritePortFile(const std::string& path, int port) {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+// A limit flag in 1..max, or an error naming the flag.
+absl::StatusOr<uint32_t> LimitFlag(const char* name, int64_t value, int64_t min, int64_t max) {
+  if (value < min || value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " ", value, " is not in ", min, "..", max));
+  }
+  return static_cast<uint32_t>(value);
+}
+
+// TLS files and the token, from the flags and the environment (see the flags' help).
+absl::Status LoadSecurity(CollectorServerOptions* options) {
+  security::ServerSecurityOptions& sec = options->security;
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string key = absl::GetFlag(FLAGS_tls_key);
+  const std::string ca = absl::GetFlag(FLAGS_tls_client_ca);
+  if (cert.empty() != key.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together (only one given)");
+  }
+  if (!ca.empty() && cert.empty()) {
+    return absl::InvalidArgumentError("--tls_client_ca needs --tls_cert and --tls_key");
+  }
+  if (!cert.empty()) {
+    absl::StatusOr<std::string> c = security::ReadPemFile("--tls_cert", cert);
+    if (!c.ok()) return c.status();
+    absl::StatusOr<std::string> k = security::ReadPemFile("--tls_key", key);
+    if (!k.ok()) return k.status();
+    sec.tls_cert_pem = *c;
+    sec.tls_key_pem = *k;
+  }
+  if (!ca.empty()) {
+    absl::StatusOr<std::string> c = security::ReadPemFile("--tls_client_ca", ca);
+    if (!c.ok()) return c.status();
+    sec.tls_client_ca_pem = *c;
+  }
+  std::string token_file = absl::GetFlag(FLAGS_token_file);
+  const char* env_token = std::getenv("MEMTRACE_TOKEN");
+  const char* env_file = std::getenv("MEMTRACE_TOKEN_FILE");
+  if (token_file.empty() && env_token != nullptr && *env_token != '\0') {
+    if (absl::Status s = security::CheckToken("MEMTRACE_TOKEN", env_token); !s.ok()) return s;
+    sec.token = env_token;
+  } else {
+    if (token_file.empty() && env_file != nullptr) token_file = env_file;
+    if (!token_file.empty()) {
+      absl::StatusOr<std::string> t = security::ReadTokenFile(token_file);
+      if (!t.ok()) return t.status();
+      sec.token = *t;
+    }
+  }
+  options->allow_insecure = absl::GetFlag(FLAGS_insecure);
+  return absl::OkStatus();
+}
+
+absl::Status LoadLimits(CollectorServerOptions* options) {
+  struct Limit {
+    const char* name;
+    int64_t value;
+    int64_t min;
+    uint32_t* out;
+  };
+  const Limit limits[] = {
+      {"max_batch_events", absl::GetFlag(FLAGS_max_batch_events), 1, &options->limits.max_events},
+      {"max_strings_per_batch", absl::GetFlag(FLAGS_max_strings_per_batch), 0,
+       &options->limits.max_strings},
+      {"max_string_bytes", absl::GetFlag(FLAGS_max_string_bytes), 1,
+       &options->limits.max_string_bytes},
+      {"max_string_table", absl::GetFlag(FLAGS_max_string_table), 0,
+       &options->ingest_limits.max_string_table},
+      {"max_ranks_per_job", absl::GetFlag(FLAGS_max_ranks_per_job), 0,
+       &options->ingest_limits.max_ranks_per_job},
+  };
+  for (const Limit& l : limits) {
+    absl::StatusOr<uint32_t> v = LimitFlag(l.name, l.value, l.min, UINT32_MAX);
+    if (!v.ok()) return v.status();
+    *l.out = *v;
   }
   return absl::OkStatus();
 }
@@ -89,6 +193,8 @@ int Run() {
   }
   options.store.checkpoint_every_steps = static_cast<uint32_t>(every_steps);
   options.store.checkpoint_every_events = static_cast<uint64_t>(every_events);
+  if (absl::Status s = LoadLimits(&options); !s.ok()) return Fail(std::string(s.message()));
+  if (absl::Status s = LoadSecurity(&options); !s.ok()) return Fail(std::string(s.message()));
 
   // Block the stop signals before any thread starts, so that only sigwait() below sees them.
   sigset_t stop;
@@ -107,6 +213,13 @@ int Run() {
   }
   std::printf("memtrace-collector listening on %s, data %s\n", (*server)->address().c_str(),
               options.store.dir.c_str());
+  std::fprintf(stderr, "memtrace-collector: %s, %s\n",
+               options.security.tls() ? (options.security.tls_client_ca_pem.empty()
+                                             ? "TLS"
+                                             : "mutual TLS")
+                                      : "plaintext",
+               options.security.token.empty() ? "no bearer token: every client is trusted"
+                                              : "bearer token required");
   std::fflush(stdout);
 
   int signal = 0;

@@ -36,6 +36,14 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
     const CollectorServerOptions& options) {
   absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options.listen);
   if (!host_port.ok()) return host_port.status();
+  if (absl::Status s = security::CheckListenPolicy(host_port->first, options.security,
+                                                   options.allow_insecure);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      security::MakeServerCredentials(options.security);
+  if (!credentials.ok()) return credentials.status();
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes ", options.max_message_bytes, " is not > 0"));
@@ -45,7 +53,8 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options.store);
   if (!store.ok()) return store.status();
   server->store_ = std::move(*store);
-  server->ingest_ = std::make_unique<IngestService>(server->store_.get(), options.limits);
+  server->ingest_ = std::make_unique<IngestService>(server->store_.get(), options.limits,
+                                                   options.ingest_limits);
   server->query_ = std::make_unique<QueryService>(server->store_.get());
   server->analysis_ = std::make_unique<AnalysisService>(server->store_.get());
 
@@ -53,7 +62,7 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(options.listen, *credentials, &server->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   // gRPC sets SO_REUSEPORT by default, which would let a second collector bind the same port and
   // silently split the agents between two stores.
@@ -63,8 +72,11 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   builder.RegisterService(server->analysis_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
-                                               " (address in use or not local?)"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options.listen,
+        options.security.tls() ? " (address in use or not local, or the TLS certificate and key "
+                                 "are invalid or do not match?)"
+                               : " (address in use or not local?)"));
   }
   grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
   if (health != nullptr) {

@@ -10,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "collector/security/ingest_limits.h"
+#include "collector/security/server_security.h"
 #include "collector/store/event_store.h"
 #include "proto/codec/batch_codec.h"
 
@@ -30,12 +32,20 @@ struct CollectorServerOptions {
   // Largest gRPC message accepted; a bigger one ends its stream with RESOURCE_EXHAUSTED.
   int max_message_bytes = 16 << 20;
   BatchLimits limits;
+  // Ranks per job and string-table size per stream (collector/security/ingest_limits.h).
+  security::IngestLimits ingest_limits;
+  // TLS and the bearer token checked on every call (collector/security/server_security.h).
+  // Default: plaintext, no token.
+  security::ServerSecurityOptions security;
+  // Plaintext on a non-loopback address; without it (and without TLS) Start() refuses one.
+  bool allow_insecure = false;
 };
 
 class CollectorServer {
  public:
   // Opens the store and starts serving. Fails (naming the address or directory) when the store
-  // cannot be opened or the address cannot be bound.
+  // cannot be opened or the address cannot be bound, and with INVALID_ARGUMENT when the listen
+  // policy refuses the address (non-loopback without TLS or allow_insecure).
   static absl::StatusOr<std::unique_ptr<CollectorServer>> Start(
       const CollectorServerOptions& options);
   // Shuts down (if not yet) and closes the store.

@@ -46,6 +46,14 @@ class OpenStreamGuard {
 
 }  // namespace
 
+IngestService::IngestService(EventStore* store, const BatchLimits& limits,
+                             const security::IngestLimits& ingest_limits)
+    : store_(store),
+      limits_(limits),
+      ingest_limits_(ingest_limits),
+      admission_(ingest_limits.max_ranks_per_job,
+                 [store](absl::string_view job_id) { return store->ListRanks(job_id); }) {}
+
 grpc::Status IngestService::Stream(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream) {
@@ -63,6 +71,9 @@ grpc::Status IngestService::Stream(
   const v1::RankIdentity& identity = request.hello().identity();
   if (identity.job_id().empty()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello identity has an empty job_id");
+  }
+  if (absl::Status admitted = admission_.Admit(identity); !admitted.ok()) {
+    return ToGrpcStatus(admitted, "Hello refused: ");
   }
   absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
   if (!opened.ok()) return ToGrpcStatus(opened.status());
@@ -85,6 +96,9 @@ grpc::Status IngestService::Stream(
     absl::StatusOr<DecodedBatch> batch = DecodeBatch(request.batch(), limits_);
     if (!batch.ok()) {
       return ToGrpcStatus(batch.status(), absl::StrCat("batch for ", who, " rejected: "));
+    }
+    if (absl::Status s = security::CheckStringTable(*batch, ingest_limits_); !s.ok()) {
+      return ToGrpcStatus(s, absl::StrCat("batch for ", who, " rejected: "));
     }
     absl::StatusOr<AppendResult> appended = store_->Append(opened->key, *batch);
     if (!appended.ok()) {

@@ -7,9 +7,15 @@
 // durable_seq in an ack is durable. A malformed batch ends the stream with INVALID_ARGUMENT or
 // RESOURCE_EXHAUSTED and the reason, and nothing of it is stored. A stream the client closes
 // cleanly (WritesDone) marks the rank complete; a cancelled or broken one leaves it incomplete.
+// Before the store sees a Hello, StreamAdmission (collector/security) may refuse it: too many
+// ranks in the job (RESOURCE_EXHAUSTED) or a stream already produced by another process
+// (ALREADY_EXISTS). A batch defining a string id above the string-table limit ends the stream
+// with RESOURCE_EXHAUSTED.
 #ifndef MEMTRACE_COLLECTOR_SERVER_INGEST_SERVICE_H_
 #define MEMTRACE_COLLECTOR_SERVER_INGEST_SERVICE_H_
 
+#include "collector/security/ingest_limits.h"
+#include "collector/security/stream_admission.h"
 #include "collector/store/event_store.h"
 #include "proto/codec/batch_codec.h"
 #include "proto/memtrace/v1/ingest.grpc.pb.h"
@@ -20,7 +26,8 @@ class IngestService final : public v1::Ingest::Service {
  public:
   // `store` is borrowed and must outlive the service. Thread-safe: gRPC runs one Stream() per
   // connected agent concurrently.
-  IngestService(EventStore* store, const BatchLimits& limits) : store_(store), limits_(limits) {}
+  IngestService(EventStore* store, const BatchLimits& limits,
+                const security::IngestLimits& ingest_limits = {});
 
   grpc::Status Stream(grpc::ServerContext* context,
                       grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream) override;
@@ -28,6 +35,8 @@ class IngestService final : public v1::Ingest::Service {
  private:
   EventStore* const store_;
   const BatchLimits limits_;
+  const security::IngestLimits ingest_limits_;
+  security::StreamAdmission admission_;
 };
 
 }  // namespace memtrace::collector
