@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/security/client_channel.h"
 
 namespace memtrace::cli {
 
@@ -29,13 +30,20 @@ absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view addres
   }
 }
 
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CollectorChannel(const std::string& address,
+                                                                grpc::ChannelArguments args) {
+  absl::StatusOr<security::ClientSecurity> security = security::ClientSecurityFromEnv();
+  if (!security.ok()) return security.status();
+  return security::CreateCollectorChannel(address, *security, std::move(args));
+}
+
 absl::StatusOr<QueryClient> QueryClient::Create(std::string address, absl::Duration timeout) {
   if (address.empty()) {
     return absl::InvalidArgumentError("--collector: empty address (expected host:port)");
   }
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  return QueryClient(std::move(address), timeout, std::move(channel));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CollectorChannel(address);
+  if (!channel.ok()) return channel.status();
+  return QueryClient(std::move(address), timeout, *std::move(channel));
 }
 
 QueryClient::QueryClient(std::string address, absl::Duration timeout,

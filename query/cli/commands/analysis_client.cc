@@ -27,9 +27,9 @@ absl::StatusOr<AnalysisClient> AnalysisClient::Create(std::string address, absl:
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxAnalysisResponseBytes);
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-  return AnalysisClient(std::move(address), timeout, std::move(channel));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CollectorChannel(address, args);
+  if (!channel.ok()) return channel.status();
+  return AnalysisClient(std::move(address), timeout, *std::move(channel));
 }
 
 AnalysisClient::AnalysisClient(std::string address, absl::Duration timeout,
