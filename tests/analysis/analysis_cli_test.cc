@@ -1,0 +1,408 @@
+// The analyses end to end: simulated jobs with planted answers streamed by 8 real agent
+// Transports (tools/sim runner, one per rank) into an in-process collector on a loopback port 0
+// over a RocksDB dir in the test's tmp dir, then asked through the real `memtrace` binary as a
+// subprocess. Answers are read from --format json, parsed into the report messages.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "collector/server/collector_server.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "proto/memtrace/v1/analysis.pb.h"
+#include "tools/sim/recording_sink.h"
+#include "tools/sim/runner.h"
+#include "tools/sim/workload.h"
+
+namespace memtrace {
+namespace {
+
+constexpr char kMemtrace[] = "query/cli/memtrace";
+constexpr int kLeakRank = 5;
+constexpr int64_t kLeakFrom = 30;
+constexpr int kOomRank = 3;
+constexpr int64_t kOomStep = 60;
+constexpr char kLeakTag[] = "leak:cache";
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `argv` with stdout and stderr captured in files, waiting for it.
+ProcessResult RunProcess(const std::vector<std::string>& argv) {
+  static int counter = 0;
+  const std::string base = absl::StrCat(TmpDir(), "/memtrace", ++counter);
+  const std::string out_path = base + ".out", err_path = base + ".err";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(err, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  ProcessResult result;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  return result;
+}
+
+// 8 ranks x 70 steps, ~1 k events per rank; the layer count is fixed so that a longer replay of
+// the same job (headroom's ground truth) has the same steps.
+sim::WorkloadOptions Base() {
+  sim::WorkloadOptions w;
+  w.ranks = 8;
+  w.steps = 70;
+  w.layers = 4;
+  return w;
+}
+
+sim::WorkloadOptions LeakJob() {
+  sim::WorkloadOptions w = Base();
+  w.leak_rank = kLeakRank;
+  w.leak_from_step = kLeakFrom;
+  w.leak_bytes_per_step = 256 * sim::kMiB;
+  w.leak_tag = kLeakTag;
+  return w;
+}
+
+sim::WorkloadOptions GradAccumJob() {
+  sim::WorkloadOptions w = Base();
+  w.grad_accum = true;
+  return w;
+}
+
+sim::WorkloadOptions HealthyJob() {
+  sim::WorkloadOptions w = Base();
+  w.spikes = true;
+  return w;
+}
+
+sim::WorkloadOptions OomJob() {
+  sim::WorkloadOptions w = Base();
+  w.oom_rank = kOomRank;
+  w.oom_step = kOomStep;
+  w.leak_tag = kLeakTag;
+  return w;
+}
+
+sim::WorkloadOptions PhasesJob() {
+  sim::WorkloadOptions w = Base();
+  w.phases = true;
+  return w;
+}
+
+// Headroom's planted answer, from the workload alone: play the leaking rank far past the test's
+// last step; the simulated device runs out (the simulator records an OOM and stops) in the step
+// where its peak plus the memory used outside traced allocations no longer fits.
+int64_t StepLeakReachesCapacity(sim::WorkloadOptions w) {
+  w.steps = 1000;
+  sim::RecordingSink sink;
+  EXPECT_TRUE(sim::PlayRank(w, kLeakRank, sink).ok());
+  int64_t step = 0;
+  for (const Event& e : sink.events()) {
+    if (e.kind == EventKind::kStep) step = static_cast<int64_t>(e.aux);
+    if (e.kind == EventKind::kOom) return step;
+  }
+  ADD_FAILURE() << "the leak never reaches the device's capacity in 1000 steps";
+  return -1;
+}
+
+class AnalysisCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    collector::CollectorServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.store.dir = TmpDir() + "/rocksdb";
+    absl::StatusOr<std::unique_ptr<collector::CollectorServer>> server =
+        collector::CollectorServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = server->release();
+    const std::vector<std::pair<std::string, sim::WorkloadOptions>> jobs = {
+        {"leak", LeakJob()},
+        {"gradacc", GradAccumJob()},
+        {"healthy", HealthyJob()},
+        {"oom", OomJob()},
+        {"phases", PhasesJob()}};
+    for (const auto& [job, workload] : jobs) {
+      sim::SimulationOptions sim;
+      sim.workload = workload;
+      sim.job_id = job;
+      sim.collector_address = server_->address();
+      absl::StatusOr<std::vector<sim::RankOutcome>> outcomes =
+          sim::RunSimulation(sim, [](const std::string&) {});
+      ASSERT_TRUE(outcomes.ok()) << job << ": " << outcomes.status();
+      for (const sim::RankOutcome& o : *outcomes) {
+        // The OOM rank's stream ends at its OOM; every rank's events must all be durable.
+        ASSERT_TRUE(o.status.ok()) << job << " rank " << o.rank << ": " << o.status;
+      }
+    }
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+
+  void SetUp() override { ASSERT_NE(server_, nullptr); }
+
+  static ProcessResult Memtrace(std::vector<std::string> args) {
+    args.insert(args.begin(), kMemtrace);
+    args.push_back("--collector");
+    args.push_back(server_->address());
+    return RunProcess(args);
+  }
+
+  // Runs a command with --format json and parses its report.
+  template <typename Report>
+  static Report Json(std::vector<std::string> args) {
+    args.push_back("--format");
+    args.push_back("json");
+    ProcessResult r = Memtrace(args);
+    Report report;
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.err, "");
+    const auto parsed = google::protobuf::util::JsonStringToMessage(r.out, &report);
+    EXPECT_TRUE(parsed.ok()) << parsed.ToString() << "\n" << r.out;
+    return report;
+  }
+
+  static collector::CollectorServer* server_;
+};
+
+collector::CollectorServer* AnalysisCliTest::server_ = nullptr;
+
+TEST_F(AnalysisCliTest, DivergedNamesTheLeakingRankAtThePlantedStep) {
+  auto report = Json<v1::DivergenceReport>({"diverged", "--job", "leak"});
+  ASSERT_EQ(report.status(), v1::DIVERGENCE_STATUS_DIVERGED) << report.DebugString();
+  ASSERT_GE(report.diverged_size(), 1);
+  const v1::RankDivergence& first = report.diverged(0);
+  EXPECT_EQ(first.rank(), static_cast<uint32_t>(kLeakRank));
+  const int64_t window = report.params().persistence_steps();
+  EXPECT_GE(window, 1);
+  EXPECT_GE(first.onset_step(), kLeakFrom - window);
+  EXPECT_LE(first.onset_step(), kLeakFrom + window);
+  EXPECT_GT(first.excess_bytes(), 0);
+  EXPECT_EQ(first.direction(), 1);
+  // Nobody followed: the leak is on one rank.
+  EXPECT_EQ(report.diverged_size(), 1) << report.DebugString();
+  EXPECT_EQ(report.ranks(), 8u);
+}
+
+TEST_F(AnalysisCliTest, GrowthByTagAndRankNamesThePlantedTagOnTheLeakingRankOnly) {
+  auto report = Json<v1::GrowthReport>({"growth", "--job", "leak", "--by", "tag,rank"});
+  EXPECT_EQ(report.by(), v1::GROWTH_BY_TAG_RANK);
+  ASSERT_GE(report.groups_size(), 1) << report.DebugString();
+  for (const v1::GroupGrowth& g : report.groups()) {
+    EXPECT_EQ(g.name(), kLeakTag) << report.DebugString();
+    EXPECT_EQ(g.rank(), static_cast<uint32_t>(kLeakRank));
+    EXPECT_EQ(g.scope(), v1::GROWTH_SCOPE_SOME_RANKS);
+  }
+  // Fitted over the last 30 steps, all after the leak began: the planted 256 MiB per step.
+  auto recent =
+      Json<v1::GrowthReport>({"growth", "--job", "leak", "--by", "tag,rank", "--window", "30"});
+  ASSERT_EQ(recent.groups_size(), 1) << recent.DebugString();
+  EXPECT_NEAR(recent.groups(0).total_bytes_per_step(), 256.0 * (1 << 20), 16.0 * (1 << 20));
+}
+
+TEST_F(AnalysisCliTest, GradientAccumulationGrowsOnEveryRankWithoutADivergingRank) {
+  auto growth = Json<v1::GrowthReport>({"growth", "--job", "gradacc", "--by", "tag"});
+  ASSERT_GE(growth.groups_size(), 1) << growth.DebugString();
+  EXPECT_EQ(growth.groups(0).scope(), v1::GROWTH_SCOPE_ALL_RANKS) << growth.DebugString();
+  EXPECT_EQ(growth.groups(0).ranks_growing(), 8u);
+  auto by_rank = Json<v1::GrowthReport>({"growth", "--job", "gradacc", "--by", "rank"});
+  std::set<uint32_t> growing;
+  for (const v1::GroupGrowth& g : by_rank.groups()) growing.insert(g.rank());
+  EXPECT_EQ(growing.size(), 8u) << by_rank.DebugString();
+
+  auto diverged = Json<v1::DivergenceReport>({"diverged", "--job", "gradacc"});
+  EXPECT_EQ(diverged.status(), v1::DIVERGENCE_STATUS_NONE_DIVERGED) << diverged.DebugString();
+  EXPECT_EQ(diverged.diverged_size(), 0);
+}
+
+TEST_F(AnalysisCliTest, HealthyJobWithSpikesHasNoDivergenceNoLeakNoForecast) {
+  auto diverged = Json<v1::DivergenceReport>({"diverged", "--job", "healthy"});
+  EXPECT_EQ(diverged.status(), v1::DIVERGENCE_STATUS_NONE_DIVERGED) << diverged.DebugString();
+  EXPECT_EQ(diverged.diverged_size(), 0);
+
+  auto leaks = Json<v1::LeakReport>({"leaks", "--job", "healthy"});
+  EXPECT_EQ(leaks.leaking_ranks(), 0u) << leaks.DebugString();
+  ASSERT_EQ(leaks.curves_size(), 8);
+  int spiky = 0;
+  for (const v1::RankCurve& c : leaks.curves()) {
+    EXPECT_NE(c.curve(), v1::CURVE_CLASS_LEAK) << "rank " << c.rank();
+    spiky += c.curve() == v1::CURVE_CLASS_SPIKES;
+  }
+  EXPECT_EQ(spiky, 8) << leaks.DebugString();
+
+  auto growth = Json<v1::GrowthReport>({"growth", "--job", "healthy"});
+  EXPECT_EQ(growth.groups_size(), 0) << growth.DebugString();
+
+  auto headroom = Json<v1::HeadroomReport>({"headroom", "--job", "healthy"});
+  EXPECT_EQ(headroom.forecasts(), 0u) << headroom.DebugString();
+  ASSERT_EQ(headroom.entries_size(), 8);
+  for (const v1::RankHeadroom& h : headroom.entries()) {
+    EXPECT_EQ(h.status(), v1::HEADROOM_STATUS_FLAT) << "rank " << h.rank();
+    EXPECT_EQ(h.forecast_step(), -1);
+  }
+}
+
+TEST_F(AnalysisCliTest, LeaksClassifiesTheLeakingRankAndListsThePlantedTag) {
+  auto leaks = Json<v1::LeakReport>({"leaks", "--job", "leak", "--rank", "5"});
+  ASSERT_EQ(leaks.curves_size(), 1);
+  EXPECT_EQ(leaks.curves(0).curve(), v1::CURVE_CLASS_LEAK) << leaks.DebugString();
+  ASSERT_GE(leaks.candidates_size(), 1);
+  EXPECT_EQ(leaks.candidates(0).tag(), kLeakTag);
+  EXPECT_GE(leaks.candidates(0).distinct_steps(), 30u);
+  auto all = Json<v1::LeakReport>({"leaks", "--job", "leak"});
+  EXPECT_EQ(all.leaking_ranks(), 1u) << all.DebugString();
+}
+
+TEST_F(AnalysisCliTest, LiveAtOomListsThePlantedTagFirst) {
+  auto live = Json<v1::LiveReport>(
+      {"live", "--job", "oom", "--rank", absl::StrCat(kOomRank), "--at-oom", "--top", "5"});
+  ASSERT_TRUE(live.has_oom()) << live.DebugString();
+  EXPECT_EQ(live.oom().step(), kOomStep);
+  EXPECT_GT(live.oom().requested_bytes(), 0u);
+  EXPECT_EQ(live.rank(), static_cast<uint32_t>(kOomRank));
+  EXPECT_EQ(live.other_ranks(), 7u);
+  ASSERT_GE(live.groups_size(), 1);
+  EXPECT_LE(live.groups_size(), 5);
+  EXPECT_EQ(live.groups(0).tag(), kLeakTag) << live.DebugString();
+  // The other ranks hold none of it.
+  EXPECT_EQ(live.groups(0).others_max_bytes(), 0u);
+
+  ProcessResult no_oom = Memtrace({"live", "--job", "oom", "--rank", "0", "--at-oom"});
+  EXPECT_EQ(no_oom.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(no_oom.err, "OOM")) << no_oom.err;
+  EXPECT_EQ(std::count(no_oom.err.begin(), no_oom.err.end(), '\n'), 1) << no_oom.err;
+}
+
+TEST_F(AnalysisCliTest, HeadroomForecastsTheLinearLeakWithinTenPercent) {
+  const int64_t planted = StepLeakReachesCapacity(LeakJob());
+  ASSERT_GT(planted, 70);
+  auto headroom = Json<v1::HeadroomReport>({"headroom", "--job", "leak"});
+  EXPECT_EQ(headroom.forecasts(), 1u) << headroom.DebugString();
+  ASSERT_GE(headroom.entries_size(), 1);
+  const v1::RankHeadroom& first = headroom.entries(0);  // soonest first
+  EXPECT_EQ(first.rank(), static_cast<uint32_t>(kLeakRank));
+  ASSERT_EQ(first.status(), v1::HEADROOM_STATUS_FORECAST) << headroom.DebugString();
+  EXPECT_TRUE(first.capacity_from_samples());
+  EXPECT_NEAR(static_cast<double>(first.forecast_step()), static_cast<double>(planted),
+              0.1 * static_cast<double>(planted))
+      << "planted " << planted << "\n"
+      << headroom.DebugString();
+  EXPECT_GT(first.eta_ns(), 0);
+  for (int i = 1; i < headroom.entries_size(); ++i) {
+    EXPECT_NE(headroom.entries(i).status(), v1::HEADROOM_STATUS_FORECAST);
+  }
+  // With a smaller device the same leak arrives sooner.
+  auto small = Json<v1::HeadroomReport>({"headroom", "--job", "leak", "--capacity", "60GiB"});
+  ASSERT_GE(small.entries_size(), 1);
+  EXPECT_FALSE(small.entries(0).capacity_from_samples());
+  EXPECT_LT(small.entries(0).forecast_step(), first.forecast_step());
+}
+
+TEST_F(AnalysisCliTest, PeakByPhaseListsThePhases) {
+  auto peak = Json<v1::PeakReport>({"peak", "--job", "phases", "--by", "phase"});
+  std::set<std::string> phases;
+  for (const v1::PeakSummary& s : peak.summaries()) {
+    phases.insert(s.group());
+    EXPECT_EQ(s.ranks(), 8u) << s.group();
+    EXPECT_GT(s.max_peak_bytes(), 0u);
+  }
+  EXPECT_EQ(phases, (std::set<std::string>{"actor_update", "rollout", "weight_sync"}));
+  EXPECT_EQ(peak.entries_size(), 3 * 8);
+  // A job without phases answers with none.
+  auto none = Json<v1::PeakReport>({"peak", "--job", "healthy", "--by", "phase"});
+  EXPECT_EQ(none.summaries_size(), 0);
+}
+
+TEST_F(AnalysisCliTest, CompareRunsTheAnalysesOnBothJobs) {
+  auto report = Json<v1::CompareReport>({"compare", "--job", "healthy", "--job", "leak"});
+  EXPECT_EQ(report.job_a(), "healthy");
+  EXPECT_EQ(report.job_b(), "leak");
+  EXPECT_EQ(report.a().diverged().diverged_size(), 0);
+  ASSERT_GE(report.b().diverged().diverged_size(), 1);
+  EXPECT_EQ(report.b().diverged().diverged(0).rank(), static_cast<uint32_t>(kLeakRank));
+  bool changed = false;
+  for (const v1::CompareItem& item : report.items()) changed |= item.changed();
+  EXPECT_TRUE(changed) << report.DebugString();
+}
+
+TEST_F(AnalysisCliTest, TablesAreReadableAndErrorsAreOneLine) {
+  ProcessResult table = Memtrace({"diverged", "--job", "leak"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_TRUE(absl::StartsWith(table.out, "job leak: ")) << table.out;
+  EXPECT_TRUE(absl::StrContains(table.out, "onset")) << table.out;
+  std::vector<std::string> lines = absl::StrSplit(table.out, '\n', absl::SkipEmpty());
+  bool rank5 = false;
+  for (const std::string& line : lines) {
+    std::vector<std::string> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (cells.size() > 2 && cells[0] == "1" && cells[1] == "5") rank5 = true;
+  }
+  EXPECT_TRUE(rank5) << table.out;
+
+  ProcessResult healthy = Memtrace({"diverged", "--job", "healthy"});
+  EXPECT_EQ(healthy.exit_code, 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"growth", "--job", "leak", "--by", "tag,rank"},
+        std::vector<std::string>{"leaks", "--job", "leak"},
+        std::vector<std::string>{"peak", "--job", "phases"},
+        std::vector<std::string>{"headroom", "--job", "leak"},
+        std::vector<std::string>{"compare", "--job", "leak", "--job", "healthy"}}) {
+    ProcessResult r = Memtrace(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_FALSE(r.out.empty()) << args[0];
+  }
+  ProcessResult live = Memtrace({"live", "--job", "oom", "--rank", "3", "--at-oom"});
+  ASSERT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_TRUE(absl::StrContains(live.out, kLeakTag)) << live.out;
+
+  ProcessResult unknown = Memtrace({"growth", "--job", "no-such-job"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(unknown.err, "memtrace growth: ")) << unknown.err;
+  EXPECT_TRUE(absl::StrContains(unknown.err, "no-such-job")) << unknown.err;
+  EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1) << unknown.err;
+  EXPECT_EQ(unknown.out, "");
+
+  ProcessResult usage = Memtrace({"live", "--job", "oom"});
+  EXPECT_EQ(usage.exit_code, 2);
+  ProcessResult help = RunProcess({kMemtrace, "help", "growth"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(help.out, "--by tag|rank|tag,rank|source|source,rank")) << help.out;
+}
+
+}  // namespace
+}  // namespace memtrace
