@@ -1,0 +1,132 @@
+#include "tools/bench/store_footprint.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "rocksdb/db.h"
+#include "rocksdb/metadata.h"
+#include "rocksdb/options.h"
+#include "rocksdb/table_properties.h"
+
+namespace memtrace::bench {
+namespace {
+
+absl::Status FromRocks(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", s.ToString()));
+}
+
+rocksdb::CompressionType CompressionOf(Codec codec) {
+  switch (codec) {
+    case Codec::kZstd:
+      return rocksdb::kZSTD;
+    case Codec::kNone:
+      return rocksdb::kNoCompression;
+    case Codec::kAsCollector:
+    case Codec::kLz4:
+      return rocksdb::kLZ4Compression;
+  }
+  return rocksdb::kLZ4Compression;
+}
+
+bool Compressed(const std::string& family) {
+  return family == "blocks" || family == "rollups" || family == "checkpoints";
+}
+
+}  // namespace
+
+FamilyFootprint StoreFootprint::Family(const std::string& name) const {
+  for (const FamilyFootprint& f : families) {
+    if (f.name == name) return f;
+  }
+  FamilyFootprint none;
+  none.name = name;
+  return none;
+}
+
+absl::StatusOr<StoreFootprint> MeasureStore(const std::string& dir,
+                                            const FootprintOptions& options) {
+  std::vector<std::string> names;
+  if (absl::Status s =
+          FromRocks(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names),
+                    absl::StrCat("listing column families of ", dir));
+      !s.ok()) {
+    return s;
+  }
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const std::string& name : names) {
+    rocksdb::ColumnFamilyOptions cf;
+    if (Compressed(name)) {
+      cf.compression = CompressionOf(options.codec);
+      cf.bottommost_compression = cf.compression;
+      if (options.codec == Codec::kZstd) {
+        cf.compression_opts.level = options.zstd_level;
+        cf.bottommost_compression_opts.level = options.zstd_level;
+        cf.bottommost_compression_opts.enabled = true;
+      }
+    }
+    if (name == "blocks") cf.write_buffer_size = 64 << 20;
+    families.emplace_back(name, cf);
+  }
+  rocksdb::DBOptions db_options;
+  db_options.max_background_jobs = 2;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (absl::Status s = FromRocks(rocksdb::DB::Open(db_options, dir, families, &handles, &raw),
+                                 absl::StrCat("opening ", dir));
+      !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  absl::Status status;
+  for (rocksdb::ColumnFamilyHandle* h : handles) {
+    if (!status.ok()) break;
+    status = FromRocks(db->Flush(rocksdb::FlushOptions(), h), "flushing " + h->GetName());
+    if (status.ok() && options.compact) {
+      rocksdb::CompactRangeOptions cro;
+      cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+      status = FromRocks(db->CompactRange(cro, h, nullptr, nullptr),
+                         "compacting " + h->GetName());
+    }
+  }
+  StoreFootprint out;
+  if (status.ok()) {
+    std::vector<rocksdb::LiveFileMetaData> files;
+    db->GetLiveFilesMetaData(&files);
+    for (rocksdb::ColumnFamilyHandle* h : handles) {
+      FamilyFootprint f;
+      f.name = h->GetName();
+      for (const rocksdb::LiveFileMetaData& m : files) {
+        if (m.column_family_name != f.name) continue;
+        ++f.files;
+        f.sst_bytes += m.size;
+      }
+      rocksdb::TablePropertiesCollection props;
+      if (db->GetPropertiesOfAllTables(h, &props).ok()) {
+        for (const auto& [file, p] : props) {
+          f.entries += p->num_entries;
+          f.raw_key_bytes += p->raw_key_size;
+          f.raw_value_bytes += p->raw_value_size;
+        }
+      }
+      out.sst_bytes += f.sst_bytes;
+      out.families.push_back(f);
+    }
+  }
+  for (rocksdb::ColumnFamilyHandle* h : handles) db->DestroyColumnFamilyHandle(h);
+  if (absl::Status s = FromRocks(db->Close(), "closing " + dir); status.ok()) status = s;
+  if (!status.ok()) return status;
+  return out;
+}
+
+absl::Status CopyDirectory(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  std::filesystem::remove_all(to, ec);
+  std::filesystem::copy(from, to, std::filesystem::copy_options::recursive, ec);
+  if (ec) return absl::InternalError(absl::StrCat("copying ", from, " to ", to, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace memtrace::bench
