@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/server/analysis_loader.h"
 #include "collector/server/status_util.h"
+#include "collector/server/timeline_cache.h"
 #include "query/analysis/compare.h"
 #include "query/analysis/diverged.h"
 #include "query/analysis/growth.h"
@@ -28,10 +29,13 @@ absl::Status RequireJob(const std::string& job_id, absl::string_view field = "jo
   return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
 }
 
-absl::StatusOr<an::JobTimeline> Load(const EventStore& store, const std::string& job_id,
-                                     absl::string_view field, v1::TimelineAxis axis) {
+using Timeline = std::shared_ptr<const an::JobTimeline>;
+
+absl::StatusOr<Timeline> Load(TimelineCache& cache, const EventStore& store,
+                              const std::string& job_id, absl::string_view field,
+                              v1::TimelineAxis axis) {
   if (absl::Status s = RequireJob(job_id, field); !s.ok()) return s;
-  return LoadJobTimeline(store, job_id, axis);
+  return cache.Get(store, job_id, axis);
 }
 
 // The timeline of `rank` that SelectRanks compares (latest attempt unless `attempt`).
@@ -74,10 +78,11 @@ void NoteAxis(const an::JobTimeline& job, v1::TimelineAxis asked, std::string* m
                   job.bucket_ns / 1'000'000, " ms time buckets)");
 }
 
-absl::Status RunLeaks(const EventStore& store, const v1::LeaksRequest& request,
-                      v1::LeakReport* response) {
-  absl::StatusOr<an::JobTimeline> job = Load(store, request.job_id(), "job_id", request.axis());
-  if (!job.ok()) return job.status();
+absl::Status RunLeaks(TimelineCache& cache, const EventStore& store,
+                      const v1::LeaksRequest& request, v1::LeakReport* response) {
+  absl::StatusOr<Timeline> loaded = Load(cache, store, request.job_id(), "job_id", request.axis());
+  if (!loaded.ok()) return loaded.status();
+  const an::JobTimeline* job = loaded->get();
   an::LeakParams params = an::FromProto(request.params());
   if (request.has_rank()) {
     params.rank = request.rank();
@@ -103,11 +108,12 @@ absl::Status RunLeaks(const EventStore& store, const v1::LeaksRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status RunLive(const EventStore& store, const v1::LiveRequest& request,
+absl::Status RunLive(TimelineCache& cache, const EventStore& store, const v1::LiveRequest& request,
                      v1::LiveReport* response) {
-  absl::StatusOr<an::JobTimeline> job =
-      Load(store, request.job_id(), "job_id", v1::TIMELINE_AXIS_STEP);
-  if (!job.ok()) return job.status();
+  absl::StatusOr<Timeline> loaded =
+      Load(cache, store, request.job_id(), "job_id", v1::TIMELINE_AXIS_STEP);
+  if (!loaded.ok()) return loaded.status();
+  const an::JobTimeline* job = loaded->get();
   std::optional<uint32_t> attempt;
   if (request.has_attempt()) attempt = request.attempt();
   const an::RankTimeline* subject = FindRank(*job, request.rank(), attempt);
@@ -177,55 +183,59 @@ absl::Status RunLive(const EventStore& store, const v1::LiveRequest& request,
 
 grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedRequest* request,
                                        v1::DivergenceReport* response) {
-  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  absl::StatusOr<Timeline> job =
+      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::DivergenceReport report = an::FindDivergence(*job, an::FromProto(request->params()));
-  NoteAxis(*job, request->axis(), &report.message);
+  an::DivergenceReport report = an::FindDivergence(**job, an::FromProto(request->params()));
+  NoteAxis(**job, request->axis(), &report.message);
   an::ToProto(report, response);
   return grpc::Status::OK;
 }
 
 grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthRequest* request,
                                      v1::GrowthReport* response) {
-  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  absl::StatusOr<Timeline> job =
+      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::ToProto(an::FindGrowth(*job, an::FromProto(request->params())), response);
+  an::ToProto(an::FindGrowth(**job, an::FromProto(request->params())), response);
   return grpc::Status::OK;
 }
 
 grpc::Status AnalysisService::Leaks(grpc::ServerContext*, const v1::LeaksRequest* request,
                                     v1::LeakReport* response) {
-  return ToGrpcStatus(RunLeaks(*store_, *request, response));
+  return ToGrpcStatus(RunLeaks(cache_, *store_, *request, response));
 }
 
 grpc::Status AnalysisService::Live(grpc::ServerContext*, const v1::LiveRequest* request,
                                    v1::LiveReport* response) {
-  return ToGrpcStatus(RunLive(*store_, *request, response));
+  return ToGrpcStatus(RunLive(cache_, *store_, *request, response));
 }
 
 grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* request,
                                    v1::PeakReport* response) {
-  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  absl::StatusOr<Timeline> job =
+      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::ToProto(an::FindPeaks(*job, an::FromProto(request->params())), response);
+  an::ToProto(an::FindPeaks(**job, an::FromProto(request->params())), response);
   return grpc::Status::OK;
 }
 
 grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomRequest* request,
                                        v1::HeadroomReport* response) {
-  absl::StatusOr<an::JobTimeline> job = Load(*store_, request->job_id(), "job_id", request->axis());
+  absl::StatusOr<Timeline> job =
+      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::ToProto(an::ForecastHeadroom(*job, an::FromProto(request->params())), response);
+  an::ToProto(an::ForecastHeadroom(**job, an::FromProto(request->params())), response);
   return grpc::Status::OK;
 }
 
 grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareRequest* request,
                                       v1::CompareReport* response) {
-  absl::StatusOr<an::JobTimeline> a = Load(*store_, request->job_a(), "job_a", request->axis());
+  absl::StatusOr<Timeline> a = Load(cache_, *store_, request->job_a(), "job_a", request->axis());
   if (!a.ok()) return ToGrpcStatus(a.status());
-  absl::StatusOr<an::JobTimeline> b = Load(*store_, request->job_b(), "job_b", request->axis());
+  absl::StatusOr<Timeline> b = Load(cache_, *store_, request->job_b(), "job_b", request->axis());
   if (!b.ok()) return ToGrpcStatus(b.status());
-  an::ToProto(an::CompareJobs(*a, *b, an::FromProto(request->params())), response);
+  an::ToProto(an::CompareJobs(**a, **b, an::FromProto(request->params())), response);
   return grpc::Status::OK;
 }
 

@@ -3,12 +3,14 @@
 // (unset = that analysis's defaults) and returns its report (query/analysis/report_proto.h).
 // Live and Leaks also read live sets: the rank asked about at its moment and, for Live, every
 // other rank at the same moment. A job without step markers is analysed on its time buckets.
+// Converted timelines are cached while the job does not change (timeline_cache.h).
 //
 // Errors: empty job id INVALID_ARGUMENT; unknown job, rank or step NOT_FOUND naming it; a rank
 // without an OOM asked --at-oom NOT_FOUND. Reads never block ingest (store snapshots).
 #ifndef MEMTRACE_COLLECTOR_SERVER_ANALYSIS_SERVICE_H_
 #define MEMTRACE_COLLECTOR_SERVER_ANALYSIS_SERVICE_H_
 
+#include "collector/server/timeline_cache.h"
 #include "collector/store/event_store.h"
 #include "proto/memtrace/v1/analysis.grpc.pb.h"
 
@@ -16,7 +18,9 @@ namespace memtrace::collector {
 
 class AnalysisService final : public v1::Analysis::Service {
  public:
-  // `store` is borrowed and must outlive the service. Thread-safe: no state besides the store.
+  // `store` is borrowed and must outlive the service. Thread-safe: the only state besides the
+  // store is the cache of converted timelines (timeline_cache.h), checked against the store on
+  // every call.
   explicit AnalysisService(const EventStore* store) : store_(store) {}
 
   grpc::Status Diverged(grpc::ServerContext* context, const v1::DivergedRequest* request,
@@ -41,6 +45,7 @@ class AnalysisService final : public v1::Analysis::Service {
 
  private:
   const EventStore* const store_;
+  TimelineCache cache_;
 };
 
 }  // namespace memtrace::collector

@@ -1,0 +1,252 @@
+// Query latency of the Analysis service (not a test): builds a simulated job (default 8 ranks x
+// 2000 steps x 10^6 events per rank, a leak on rank 5) straight into an EventStore (no gRPC, see
+// simulated_job_store.h), then times Diverged, Growth, Leaks and Live through a real loopback
+// gRPC client against an in-process CollectorServer:
+//   cold  the first call after opening the store afresh (RocksDB's block cache empty; the OS page
+//         cache still holds the files: dropping it needs privileges a benchmark should not have);
+//   warm  the median (and max) of --repeat further calls.
+//   bazel run -c opt //collector/server:analysis_bench -- --help
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "collector/server/analysis_loader.h"
+#include "collector/server/collector_server.h"
+#include "collector/server/simulated_job_store.h"
+#include "grpcpp/grpcpp.h"
+#include "proto/memtrace/v1/analysis.grpc.pb.h"
+#include "query/analysis/diverged.h"
+#include "query/analysis/growth.h"
+#include "query/analysis/rollup_convert.h"
+
+ABSL_FLAG(int, ranks, 8, "ranks of the simulated job");
+ABSL_FLAG(int64_t, steps, 2000, "steps of the simulated job");
+ABSL_FLAG(uint64_t, events_per_rank, 1'000'000, "approximate events per rank");
+ABSL_FLAG(int, repeat, 20, "warm calls per query");
+ABSL_FLAG(std::string, dir, "",
+          "store directory (default: a fresh one under $TMPDIR, removed at the end); an existing "
+          "store with the job is reused without generating it again");
+ABSL_FLAG(bool, keep, false, "keep the default store directory");
+
+namespace memtrace::collector {
+namespace {
+
+constexpr char kJob[] = "bench-job";
+
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+struct Query {
+  std::string name;
+  // Returns the gRPC status of one call; `bytes` receives the response size.
+  std::function<grpc::Status(v1::Analysis::Stub&, size_t* bytes)> call;
+};
+
+template <typename Request, typename Report>
+std::function<grpc::Status(v1::Analysis::Stub&, size_t*)> Rpc(
+    Request request,
+    grpc::Status (v1::Analysis::Stub::*method)(grpc::ClientContext*, const Request&, Report*)) {
+  return [request, method](v1::Analysis::Stub& stub, size_t* bytes) {
+    grpc::ClientContext context;
+    Report report;
+    grpc::Status s = (stub.*method)(&context, request, &report);
+    *bytes = report.ByteSizeLong();
+    return s;
+  };
+}
+
+std::vector<Query> Queries(int64_t steps) {
+  std::vector<Query> q;
+  v1::DivergedRequest diverged;
+  diverged.set_job_id(kJob);
+  q.push_back({"diverged", Rpc(diverged, &v1::Analysis::Stub::Diverged)});
+  v1::GrowthRequest growth;
+  growth.set_job_id(kJob);
+  q.push_back({"growth --by tag", Rpc(growth, &v1::Analysis::Stub::Growth)});
+  growth.mutable_params()->set_by(v1::GROWTH_BY_TAG_RANK);
+  q.push_back({"growth --by tag,rank", Rpc(growth, &v1::Analysis::Stub::Growth)});
+  v1::LeaksRequest leaks;
+  leaks.set_job_id(kJob);
+  q.push_back({"leaks (all ranks)", Rpc(leaks, &v1::Analysis::Stub::Leaks)});
+  leaks.set_rank(5);
+  q.push_back({"leaks --rank 5", Rpc(leaks, &v1::Analysis::Stub::Leaks)});
+  v1::LiveRequest live;
+  live.set_job_id(kJob);
+  live.set_rank(5);
+  live.set_at_step(steps / 2);
+  q.push_back(
+      {absl::StrCat("live --rank 5 --at-step ", steps / 2), Rpc(live, &v1::Analysis::Stub::Live)});
+  live.clear_at_step();
+  q.push_back({"live --rank 5 (latest)", Rpc(live, &v1::Analysis::Stub::Live)});
+  v1::HeadroomRequest headroom;
+  headroom.set_job_id(kJob);
+  q.push_back({"headroom", Rpc(headroom, &v1::Analysis::Stub::Headroom)});
+  return q;
+}
+
+absl::StatusOr<std::unique_ptr<CollectorServer>> Start(const std::string& dir) {
+  CollectorServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.store.dir = dir;
+  options.store.durability = Durability::kAsync;
+  return CollectorServer::Start(options);
+}
+
+int Run() {
+  std::string dir = absl::GetFlag(FLAGS_dir);
+  const bool temporary = dir.empty();
+  if (temporary) {
+    const char* tmp = getenv("TMPDIR");
+    std::string pattern = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/analysis_bench.XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      fprintf(stderr, "analysis_bench: cannot create a directory from %s\n", pattern.c_str());
+      return 1;
+    }
+    dir = pattern + "/db";
+  }
+
+  sim::WorkloadOptions w;
+  w.ranks = absl::GetFlag(FLAGS_ranks);
+  w.steps = absl::GetFlag(FLAGS_steps);
+  w.events_per_rank = absl::GetFlag(FLAGS_events_per_rank);
+  w.leak_rank = w.ranks > 5 ? 5 : w.ranks - 1;
+  w.leak_from_step = 30;
+  // Small enough that the leaking rank does not run out of its 80 GiB within 2000 steps.
+  w.leak_bytes_per_step = 12 * sim::kMiB;
+
+  {
+    absl::StatusOr<std::unique_ptr<CollectorServer>> server = Start(dir);
+    if (!server.ok()) {
+      fprintf(stderr, "analysis_bench: %s\n", std::string(server.status().message()).c_str());
+      return 1;
+    }
+    if (!(*server)->store().ListRanks(kJob).ok()) {
+      const absl::Time start = absl::Now();
+      absl::StatusOr<StoredJobStats> stats = StoreSimulatedJob((*server)->store(), kJob, w, 16384);
+      if (!stats.ok()) {
+        fprintf(stderr, "analysis_bench: %s\n", std::string(stats.status().message()).c_str());
+        return 1;
+      }
+      const absl::Duration took = absl::Now() - start;
+      printf(
+          "generated %s: %d ranks x %ld steps, %lu events (%lu per rank) in %lu batches, "
+          "%.1f s (%.2f M events/s, simulation + EventStore::Append, async WAL)\n",
+          kJob, w.ranks, static_cast<long>(w.steps), static_cast<unsigned long>(stats->events),
+          static_cast<unsigned long>(stats->events / w.ranks),
+          static_cast<unsigned long>(stats->batches), absl::ToDoubleSeconds(took),
+          static_cast<double>(stats->events) / absl::ToDoubleSeconds(took) / 1e6);
+    } else {
+      printf("reusing %s in %s\n", kJob, dir.c_str());
+    }
+    absl::StatusOr<analysis::JobTimeline> job =
+        LoadJobTimeline((*server)->store(), kJob, v1::TIMELINE_AXIS_STEP);
+    if (job.ok()) {
+      size_t rows = 0, tags = 0;
+      for (const analysis::RankTimeline& r : job->ranks) {
+        rows += r.steps.size();
+        for (const analysis::StepPoint& p : r.steps) tags += p.by_tag.size();
+      }
+      printf("rollups: %zu rows, %.1f tags per row, %zu names\n", rows,
+             rows > 0 ? static_cast<double>(tags) / rows : 0.0, job->names.size());
+    }
+  }
+
+  {
+    // Where a rollup-only query's time goes, in-process (no gRPC): the store read, the
+    // conversion to the plain timeline, and the analysis itself.
+    absl::StatusOr<std::unique_ptr<CollectorServer>> server = Start(dir);
+    if (!server.ok()) return 1;
+    const EventStore& store = (*server)->store();
+    std::vector<double> read, convert, diverged, growth;
+    for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_repeat)); ++i) {
+      absl::Time t = absl::Now();
+      absl::StatusOr<v1::GetRollupsResponse> rollups = store.Rollups(kJob, RollupAxis::kStep);
+      read.push_back(Ms(absl::Now() - t));
+      if (!rollups.ok()) return 1;
+      t = absl::Now();
+      absl::StatusOr<analysis::JobTimeline> job = analysis::TimelineFromRollups(kJob, *rollups);
+      convert.push_back(Ms(absl::Now() - t));
+      if (!job.ok()) return 1;
+      t = absl::Now();
+      analysis::DivergenceReport d = analysis::FindDivergence(*job);
+      diverged.push_back(Ms(absl::Now() - t));
+      t = absl::Now();
+      analysis::GrowthReport g = analysis::FindGrowth(*job);
+      growth.push_back(Ms(absl::Now() - t));
+    }
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    printf(
+        "\nin-process medians: EventStore::Rollups %.1f ms (first %.1f), TimelineFromRollups "
+        "%.1f ms, FindDivergence %.1f ms, FindGrowth(by tag) %.1f ms\n",
+        median(read), read[0], median(convert), median(diverged), median(growth));
+  }
+
+  const std::vector<Query> queries = Queries(w.steps);
+  printf("\n%-32s %10s %10s %10s %10s\n", "query (gRPC loopback)", "cold ms", "warm ms", "warm max",
+         "response");
+  for (const Query& q : queries) {
+    // Cold: a fresh store open for each query.
+    absl::StatusOr<std::unique_ptr<CollectorServer>> server = Start(dir);
+    if (!server.ok()) {
+      fprintf(stderr, "analysis_bench: %s\n", std::string(server.status().message()).c_str());
+      return 1;
+    }
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(1 << 30);
+    std::unique_ptr<v1::Analysis::Stub> stub = v1::Analysis::NewStub(
+        grpc::CreateCustomChannel((*server)->address(), grpc::InsecureChannelCredentials(), args));
+    // Connect first, so that cold measures the query, not the TCP handshake.
+    {
+      grpc::ClientContext context;
+      v1::DivergedRequest empty;
+      v1::DivergenceReport ignored;
+      (void)stub->Diverged(&context, empty, &ignored);  // INVALID_ARGUMENT, no store read
+    }
+    size_t bytes = 0;
+    absl::Time t = absl::Now();
+    grpc::Status s = q.call(*stub, &bytes);
+    const absl::Duration cold = absl::Now() - t;
+    if (!s.ok()) {
+      fprintf(stderr, "analysis_bench: %s: %s\n", q.name.c_str(), s.error_message().c_str());
+      return 1;
+    }
+    std::vector<double> warm;
+    for (int i = 0; i < absl::GetFlag(FLAGS_repeat); ++i) {
+      t = absl::Now();
+      s = q.call(*stub, &bytes);
+      warm.push_back(Ms(absl::Now() - t));
+    }
+    std::sort(warm.begin(), warm.end());
+    printf("%-32s %10.1f %10.1f %10.1f %9.1fK\n", q.name.c_str(), Ms(cold),
+           warm.empty() ? 0.0 : warm[warm.size() / 2], warm.empty() ? 0.0 : warm.back(),
+           static_cast<double>(bytes) / 1024);
+  }
+  if (temporary && !absl::GetFlag(FLAGS_keep)) {
+    std::error_code ignored;
+    std::filesystem::remove_all(std::filesystem::path(dir).parent_path(), ignored);
+  } else {
+    printf("\nstore kept in %s\n", dir.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace memtrace::collector
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return memtrace::collector::Run();
+}

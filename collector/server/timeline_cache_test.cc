@@ -1,0 +1,104 @@
+#include "collector/server/timeline_cache.h"
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "collector/server/simulated_job_store.h"
+#include "gtest/gtest.h"
+#include "proto/codec/batch_codec.h"
+
+namespace memtrace::collector {
+namespace {
+
+class TimelineCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* tmp = std::getenv("TEST_TMPDIR");
+    EventStoreOptions options;
+    options.dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options.durability = Durability::kAsync;
+    absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
+    sim::WorkloadOptions w;
+    w.ranks = 3;
+    w.steps = 10;
+    w.layers = 2;
+    ASSERT_TRUE(StoreSimulatedJob(*store_, "a", w).ok());
+    ASSERT_TRUE(StoreSimulatedJob(*store_, "b", w).ok());
+  }
+
+  // Appends one more event (a step marker) to rank 0 of `job`.
+  void Touch(const std::string& job, int64_t step) {
+    v1::RankIdentity id;
+    id.set_job_id(job);
+    id.set_rank(0);
+    absl::StatusOr<OpenedStream> opened = store_->OpenStream(id);
+    ASSERT_TRUE(opened.ok());
+    DecodedBatch batch;
+    Event e;
+    e.seq = opened->durable_seq + 1;
+    e.ts_ns = 1'800'000'000'000'000'000;
+    e.kind = EventKind::kStep;
+    e.aux = static_cast<uint64_t>(step);
+    batch.events.push_back(e);
+    ASSERT_TRUE(store_->Append(opened->key, batch).ok());
+    ASSERT_TRUE(store_->CloseStream(opened->key, true).ok());
+  }
+
+  std::unique_ptr<EventStore> store_;
+};
+
+TEST_F(TimelineCacheTest, ServesAnUnchangedJobFromTheCache) {
+  TimelineCache cache;
+  auto first = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(first->get(), second->get());
+  EXPECT_EQ(cache.loads(), 1u);
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ((*first)->ranks.size(), 3u);
+}
+
+TEST_F(TimelineCacheTest, ReloadsAJobThatStoredMoreEvents) {
+  TimelineCache cache;
+  auto before = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(before.ok());
+  const size_t steps = (*before)->ranks[0].steps.size();
+  Touch("a", 100);
+  auto after = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(cache.loads(), 2u);
+  EXPECT_EQ((*after)->ranks[0].steps.size(), steps + 1);
+  // The old timeline stays valid for whoever still holds it.
+  EXPECT_EQ((*before)->ranks[0].steps.size(), steps);
+}
+
+TEST_F(TimelineCacheTest, KeepsAxesApartAndEvictsTheLeastRecentlyUsed) {
+  TimelineCache cache(/*max_jobs=*/2);
+  ASSERT_TRUE(cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP).ok());
+  auto time = cache.Get(*store_, "a", v1::TIMELINE_AXIS_TIME);
+  ASSERT_TRUE(time.ok());
+  EXPECT_TRUE((*time)->time_axis);
+  EXPECT_EQ(cache.loads(), 2u);
+  ASSERT_TRUE(cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP).ok());  // hit, now most recent
+  ASSERT_TRUE(cache.Get(*store_, "b", v1::TIMELINE_AXIS_STEP).ok());  // evicts a/time
+  EXPECT_EQ(cache.loads(), 3u);
+  ASSERT_TRUE(cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP).ok());
+  EXPECT_EQ(cache.loads(), 3u);
+  ASSERT_TRUE(cache.Get(*store_, "a", v1::TIMELINE_AXIS_TIME).ok());
+  EXPECT_EQ(cache.loads(), 4u);
+}
+
+TEST_F(TimelineCacheTest, UnknownJobIsNotFoundAndNotCached) {
+  TimelineCache cache;
+  auto missing = cache.Get(*store_, "nope", v1::TIMELINE_AXIS_STEP);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(cache.loads(), 0u);
+}
+
+}  // namespace
+}  // namespace memtrace::collector
