@@ -118,9 +118,12 @@ sim::WorkloadOptions OomJob() {
   return w;
 }
 
+// RL-style steps (rollout, weight_sync, actor_update) where each rollout keeps part of its KV
+// cache: rollout memory still live during training, on every rank.
 sim::WorkloadOptions PhasesJob() {
   sim::WorkloadOptions w = Base();
   w.phases = true;
+  w.rollout_leak = true;
   return w;
 }
 
@@ -347,6 +350,20 @@ TEST_F(AnalysisCliTest, PeakByPhaseListsThePhases) {
   // A job without phases answers with none.
   auto none = Json<v1::PeakReport>({"peak", "--job", "healthy", "--by", "phase"});
   EXPECT_EQ(none.summaries_size(), 0);
+}
+
+TEST_F(AnalysisCliTest, LeaksNamesRolloutMemoryLiveAfterTheRollout) {
+  auto leaks = Json<v1::LeakReport>({"leaks", "--job", "phases"});
+  std::set<uint32_t> survivor_ranks, residue_ranks;
+  for (const v1::PhaseSurvivor& s : leaks.phase_survivors()) {
+    if (s.phase() == "rollout" && s.tag() == "rollout:kv_cache") survivor_ranks.insert(s.rank());
+  }
+  for (const v1::PhaseResidue& r : leaks.phase_residues()) {
+    EXPECT_EQ(r.phase(), "rollout");
+    residue_ranks.insert(r.rank());
+  }
+  EXPECT_EQ(survivor_ranks.size(), 8u) << leaks.DebugString();
+  EXPECT_EQ(residue_ranks.size(), 8u) << leaks.DebugString();
 }
 
 TEST_F(AnalysisCliTest, CompareRunsTheAnalysesOnBothJobs) {
