@@ -232,6 +232,11 @@ TEST_F(AnalysisCliTest, GrowthByTagAndRankNamesThePlantedTagOnTheLeakingRankOnly
     EXPECT_EQ(g.rank(), static_cast<uint32_t>(kLeakRank));
     EXPECT_EQ(g.scope(), v1::GROWTH_SCOPE_SOME_RANKS);
   }
+  // By source library: the allocator library that made the leaked blocks, on rank 5 only.
+  auto source = Json<v1::GrowthReport>({"growth", "--job", "leak", "--by", "source,rank"});
+  ASSERT_EQ(source.groups_size(), 1) << source.DebugString();
+  EXPECT_EQ(source.groups(0).name(), "libc10_cuda.so");
+  EXPECT_EQ(source.groups(0).rank(), static_cast<uint32_t>(kLeakRank));
   // Fitted over the last 30 steps, all after the leak began: the planted 256 MiB per step.
   auto recent =
       Json<v1::GrowthReport>({"growth", "--job", "leak", "--by", "tag,rank", "--window", "30"});
