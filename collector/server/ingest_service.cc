@@ -5,12 +5,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "collector/server/status_util.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "grpcpp/support/method_handler.h"
 
 namespace memtrace::collector {
 
 namespace {
 
-bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream,
+bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
              uint64_t durable_seq) {
   v1::IngestAck ack;
   ack.set_durable_seq(durable_seq);
@@ -44,6 +46,26 @@ class OpenStreamGuard {
   bool closed_ = false;
 };
 
+// Reads and parses the next request. kEnd: no more messages (the client half-closed, or the call
+// was cancelled or broken); kGarbage: a message that is not an IngestRequest.
+enum class ReadResult { kOk, kEnd, kGarbage };
+ReadResult ReadRequest(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
+                       v1::IngestRequest* request) {
+  grpc::ByteBuffer buffer;
+  if (!stream->Read(&buffer)) return ReadResult::kEnd;
+  grpc::ProtoBufferReader reader(&buffer);
+  request->Clear();
+  return request->ParseFromZeroCopyStream(&reader) ? ReadResult::kOk : ReadResult::kGarbage;
+}
+
+grpc::Status Unparseable(int message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      absl::StrCat("message ", message,
+                                   " of the stream is not a valid memtrace.v1.IngestRequest "
+                                   "(truncated, wrong field types or lengths, or invalid UTF-8 "
+                                   "in a string); nothing of it was stored"));
+}
+
 }  // namespace
 
 IngestService::IngestService(EventStore* store, const BatchLimits& limits,
@@ -52,14 +74,29 @@ IngestService::IngestService(EventStore* store, const BatchLimits& limits,
       limits_(limits),
       ingest_limits_(ingest_limits),
       admission_(ingest_limits.max_ranks_per_job,
-                 [store](absl::string_view job_id) { return store->ListRanks(job_id); }) {}
+                 [store](absl::string_view job_id) { return store->ListRanks(job_id); }) {
+  AddMethod(new grpc::internal::RpcServiceMethod(  // owned by grpc::Service
+      "/memtrace.v1.Ingest/Stream", grpc::internal::RpcMethod::BIDI_STREAMING,
+      new grpc::internal::BidiStreamingHandler<IngestService, grpc::ByteBuffer, v1::IngestAck>(
+          [](IngestService* service, grpc::ServerContext* context,
+             grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream) {
+            return service->Stream(context, stream);
+          },
+          this)));
+}
 
 grpc::Status IngestService::Stream(
     grpc::ServerContext* context,
-    grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream) {
+    grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream) {
   v1::IngestRequest request;
-  if (!stream->Read(&request)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "stream ended before its Hello");
+  int message = 1;
+  switch (ReadRequest(stream, &request)) {
+    case ReadResult::kEnd:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "stream ended before its Hello");
+    case ReadResult::kGarbage:
+      return Unparseable(message);
+    case ReadResult::kOk:
+      break;
   }
   if (request.body_case() != v1::IngestRequest::kHello) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -86,7 +123,9 @@ grpc::Status IngestService::Stream(
                    opened->key.attempt);
 
   bool ack_failed = false;
-  while (stream->Read(&request)) {
+  ReadResult read;
+  while ((read = ReadRequest(stream, &request)) == ReadResult::kOk) {
+    ++message;
     if (request.body_case() != v1::IngestRequest::kBatch) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           request.body_case() == v1::IngestRequest::kHello
@@ -112,6 +151,7 @@ grpc::Status IngestService::Stream(
       break;
     }
   }
+  if (read == ReadResult::kGarbage) return Unparseable(message + 1);
   // Read() fails both on a clean WritesDone and on cancellation; only the former is complete.
   const bool complete = !ack_failed && !context->IsCancelled();
   guard.Close(complete).IgnoreError();  // logged; the stream itself went fine

@@ -5,7 +5,8 @@
 // mark the store already has for that identity. Each batch is validated (DecodeBatch with the
 // configured limits) and appended; its ack is sent only after the store's write returned OK, so
 // durable_seq in an ack is durable. A malformed batch ends the stream with INVALID_ARGUMENT or
-// RESOURCE_EXHAUSTED and the reason, and nothing of it is stored. A stream the client closes
+// RESOURCE_EXHAUSTED and the reason, and nothing of it is stored; so does a message that does
+// not parse (INVALID_ARGUMENT). A stream the client closes
 // cleanly (WritesDone) marks the rank complete; a cancelled or broken one leaves it incomplete.
 // Before the store sees a Hello, StreamAdmission (collector/security) may refuse it: too many
 // ranks in the job (RESOURCE_EXHAUSTED) or a stream already produced by another process
@@ -18,11 +19,18 @@
 #include "collector/security/stream_admission.h"
 #include "collector/store/event_store.h"
 #include "proto/codec/batch_codec.h"
+#include "grpcpp/impl/service_type.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "proto/memtrace/v1/ingest.grpc.pb.h"
 
 namespace memtrace::collector {
 
-class IngestService final : public v1::Ingest::Service {
+// Registered by hand (not through the generated v1::Ingest::Service) so that requests arrive as
+// raw bytes and are parsed here: gRPC's sync API reports a message it cannot parse exactly like
+// the client's clean end of stream, which would mark a rank complete on garbage. Parsed here,
+// an unparseable message (truncated, invalid UTF-8 in a string, wrong lengths) ends the stream
+// with INVALID_ARGUMENT naming the message number.
+class IngestService final : public grpc::Service {
  public:
   // `store` is borrowed and must outlive the service. Thread-safe: gRPC runs one Stream() per
   // connected agent concurrently.
@@ -30,7 +38,7 @@ class IngestService final : public v1::Ingest::Service {
                 const security::IngestLimits& ingest_limits = {});
 
   grpc::Status Stream(grpc::ServerContext* context,
-                      grpc::ServerReaderWriter<v1::IngestAck, v1::IngestRequest>* stream) override;
+                      grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream);
 
  private:
   EventStore* const store_;

@@ -152,7 +152,7 @@ absl::Status CollectorProcess::Start(int port) {
     int p = 0;
     if (absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOr(port_file)), &p) && p > 0) {
       port_ = p;
-      if (Healthy(address())) return absl::OkStatus();
+      if (Healthy(address(), client_security_)) return absl::OkStatus();
     }
     absl::SleepFor(absl::Milliseconds(20));
   }

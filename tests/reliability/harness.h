@@ -66,6 +66,8 @@ class CollectorProcess {
   std::string address() const;
   Child* child() { return child_.get(); }
   std::vector<std::string> args() const;
+  // How Start() reaches the health service (a TLS collector needs the CA).
+  void set_client_security(security::ClientSecurity s) { client_security_ = std::move(s); }
 
  private:
   const std::string data_dir_;
@@ -73,6 +75,7 @@ class CollectorProcess {
   const Env env_;
   int port_ = 0;
   int starts_ = 0;
+  security::ClientSecurity client_security_;
   std::unique_ptr<Child> child_;
 };
 
