@@ -54,8 +54,13 @@ std::string TopLevelHelp(absl::Span<const Command> commands, const CommandIo& io
   FlagSet common;
   CommonOptions unused;
   AddCommonFlags(io, common, &unused);
-  absl::StrAppend(&out, "\nCommon flags (every command):\n", common.Describe(),
-                  "\nErrors print one line on stderr; exit code 1 for a failed request, 2 for a "
+  absl::StrAppend(&out,
+                  "\nCommon flags (the query commands; some take a subset or other\n"
+                  "defaults, e.g. the analyses: table|json, 30s; import/export/run have their "
+                  "own --format\nand flags):\n",
+                  common.Describe(),
+                  "\nRun 'memtrace help COMMAND' for a command's own flags.\nErrors print one line "
+                  "on stderr; exit code 1 for a failed request, 2 for a "
                   "bad command line.\n");
   return out;
 }
