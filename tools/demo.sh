@@ -139,7 +139,7 @@ stop_collector
 start_collector
 addr="127.0.0.1:$port"
 
-say "[6/6] memtrace ranks / memtrace timeline from the collector at $addr"
+say "[6/6] memtrace ranks / timeline / diverged / growth from the collector at $addr"
 current_log="$work/collector.log"
 export MEMTRACE_COLLECTOR="$addr"
 echo
@@ -151,6 +151,12 @@ echo "\$ memtrace timeline --job $job --wide --every 10   # end-of-step live byt
 echo
 echo "\$ memtrace timeline --job $job --rank $focus --every 10"
 "$MEMTRACE" timeline --job "$job" --rank "$focus" --every 10
+echo
+echo "\$ memtrace diverged --job $job"
+"$MEMTRACE" diverged --job "$job"
+echo
+echo "\$ memtrace growth --job $job --by tag,rank"
+"$MEMTRACE" growth --job "$job" --by tag,rank
 echo
 if [ "$keep" -eq 1 ]; then
   say "done; the collector is stopped. To query this job again:"
