@@ -115,7 +115,7 @@ sim::WorkloadOptions Workload() {
   sim::WorkloadOptions w;
   w.ranks = 8;
   w.steps = 40;
-  w.events_per_rank = 8000;
+  w.events_per_rank = 100000;  // issue "End-to-end pipeline": 100k events per rank
   w.leak_rank = 5;
   w.leak_from_step = 10;
   w.leak_bytes_per_step = 256 * sim::kMiB;
@@ -134,7 +134,7 @@ std::vector<std::string> SimArgs(const std::string& collector) {
           "--steps",
           "40",
           "--events_per_rank",
-          "8000",
+          "100000",
           "--leak_rank",
           "5",
           "--leak_from_step",
