@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "agent/stream/backoff.h"
 #include "agent/stream/batch_store.h"
+#include "agent/stream/spool.h"
 #include "agent/stream/event_queue.h"
 #include "agent/stream/failure_log.h"
 #include "agent/stream/ingest_stream.h"
@@ -204,7 +205,7 @@ Transport::Impl::Impl(TransportOptions options, std::shared_ptr<grpc::Channel> c
       queue_(options_.queue_capacity),
       strings_(options_.max_strings),
       backoff_(options_.initial_backoff, options_.max_backoff),
-      store_(std::make_unique<MemoryBatchStore>(options_.max_unacked_bytes)) {
+      store_(MakeBatchStore(options_)) {
   channel_ = std::move(channel);
   stub_ = v1::Ingest::NewStub(channel_);
   carry_.reserve(options_.max_batch_events);

@@ -55,8 +55,10 @@ struct TransportOptions {
   // Print each kind of failure once to stderr (prefix "memtrace-agent: ").
   bool log_failures = true;
 
-  // The on-disk spool for long outages (MEMTRACE_SPOOL_DIR, MEMTRACE_SPOOL_MAX_BYTES).
-  // Reserved: parsed and carried, not used yet; the unacked batches live in memory.
+  // The on-disk spool for long outages (MEMTRACE_SPOOL_DIR, MEMTRACE_SPOOL_MAX_BYTES; see
+  // spool.h). With a directory, batches beyond max_unacked_bytes in memory spill there, up to
+  // spool_max_bytes (0 = 1 GiB), before the oldest are dropped as LOSS_REASON_SPOOL_FULL.
+  // Empty: memory only.
   std::string spool_dir;
   uint64_t spool_max_bytes = 0;
 };

@@ -1,0 +1,311 @@
+#include "agent/stream/spool.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "proto/memtrace/v1/events.pb.h"
+
+namespace memtrace {
+
+namespace {
+
+uint64_t SizeOf(const SealedBatch& b) { return b.bytes ? b.bytes->size() : 0; }
+
+// mkdir -p; OK when it exists already.
+absl::Status MakeDirs(const std::string& path) {
+  std::string partial;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    partial += std::string(part) + "/";
+    if (part.empty()) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create spool directory ", partial, ": ", std::strerror(errno)));
+    }
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::UnavailableError(absl::StrCat("spool path ", path, " is not a directory"));
+  }
+  return absl::OkStatus();
+}
+
+// Removes the files in `dir` (one level: the spool writes no subdirectories) and `dir`.
+void RemoveDir(const std::string& dir) {
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+      ::unlink((dir + "/" + e->d_name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
+
+// Job ids are free text; a directory name keeps [A-Za-z0-9_-], at most 64 of them.
+std::string Sanitize(absl::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (out.size() == 64) break;
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_';
+    out.push_back(ok ? c : '_');
+  }
+  return out.empty() ? "job" : out;
+}
+
+// The pid in a spool directory name "<job>.r<rank>.a<attempt>.p<pid>.<n>", or 0.
+pid_t PidOf(absl::string_view name) {
+  std::vector<absl::string_view> parts = absl::StrSplit(name, '.');
+  if (parts.size() < 5) return 0;
+  absl::string_view p = parts[parts.size() - 2];
+  int pid = 0;
+  if (p.size() < 2 || p[0] != 'p' || !absl::SimpleAtoi(p.substr(1), &pid) || pid <= 0) return 0;
+  return pid;
+}
+
+// Spool directories of processes that are gone (kill -9, OOM kill) would otherwise stay forever.
+void RemoveStaleSiblings(const std::string& spool_dir) {
+  DIR* d = ::opendir(spool_dir.c_str());
+  if (d == nullptr) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    const pid_t pid = PidOf(e->d_name);
+    if (pid != 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) {
+      stale.push_back(spool_dir + "/" + e->d_name);
+    }
+  }
+  ::closedir(d);
+  for (const std::string& dir : stale) RemoveDir(dir);
+}
+
+bool WriteFile(const std::string& path, const std::string& data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      ::unlink(path.c_str());
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return ::close(fd) == 0;
+}
+
+bool ReadFile(const std::string& path, uint64_t size, std::string* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out->resize(size);
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, out->data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return done == size;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SpoolBatchStore>> SpoolBatchStore::Create(
+    const std::string& spool_dir, const v1::RankIdentity& identity, uint64_t memory_bytes,
+    uint64_t disk_bytes, bool log_failures) {
+  if (spool_dir.empty()) return absl::InvalidArgumentError("empty spool directory");
+  if (absl::Status s = MakeDirs(spool_dir); !s.ok()) return s;
+  RemoveStaleSiblings(spool_dir);
+  // Several transports of one process (tests, importers) each get their own directory.
+  const std::string base =
+      absl::StrCat(spool_dir, "/", Sanitize(identity.job_id()), ".r", identity.rank(), ".a",
+                   identity.attempt(), ".p", ::getpid(), ".");
+  for (int n = 0; n < 1000; ++n) {
+    const std::string dir = absl::StrCat(base, n);
+    if (::mkdir(dir.c_str(), 0700) == 0) {
+      return absl::WrapUnique(
+          new SpoolBatchStore(dir, memory_bytes, disk_bytes, log_failures));
+    }
+    if (errno != EEXIST) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create spool directory ", dir, ": ", std::strerror(errno)));
+    }
+  }
+  return absl::UnavailableError(absl::StrCat("no free spool directory name at ", base, "N"));
+}
+
+SpoolBatchStore::SpoolBatchStore(std::string dir, uint64_t memory_bytes, uint64_t disk_limit,
+                                 bool log)
+    : dir_(std::move(dir)), memory_limit_(memory_bytes), disk_limit_(disk_limit), log_(log) {}
+
+SpoolBatchStore::~SpoolBatchStore() { RemoveDir(dir_); }
+
+void SpoolBatchStore::Report(Problem problem, const std::string& message) const {
+  bool& reported = reported_[static_cast<int>(problem)];
+  if (reported) return;
+  reported = true;
+  if (log_) std::fprintf(stderr, "memtrace-agent: spool: %s (reported once)\n", message.c_str());
+}
+
+bool SpoolBatchStore::SpillOldest() {
+  SealedBatch& oldest = memory_.front();
+  const uint64_t size = SizeOf(oldest);
+  DiskBatch disk;
+  disk.path = absl::StrCat(dir_, "/", next_file_++, ".batch");
+  disk.size = size;
+  if (!WriteFile(disk.path, oldest.bytes ? *oldest.bytes : std::string())) {
+    Report(Problem::kWrite, absl::StrCat("cannot write ", disk.path, ": ", std::strerror(errno),
+                                         "; batches beyond the memory bound are dropped"));
+    return false;
+  }
+  disk.meta = std::move(oldest);
+  disk.meta.bytes = nullptr;
+  memory_.pop_front();
+  memory_bytes_ -= size;
+  disk_bytes_ += size;
+  disk_.push_back(std::move(disk));
+  ++spilled_;
+  return true;
+}
+
+void SpoolBatchStore::DropOldestDisk(std::vector<SealedBatch>* dropped) {
+  DiskBatch& oldest = disk_.front();
+  SealedBatch batch = oldest.meta;
+  // The Transport re-sends the string definitions of a dropped batch; only then are its bytes
+  // needed.
+  if (batch.has_strings) batch.bytes = ReadBatch(oldest);
+  if (::unlink(oldest.path.c_str()) != 0) {
+    Report(Problem::kRemove, absl::StrCat("cannot remove ", oldest.path, ": ",
+                                          std::strerror(errno)));
+  }
+  disk_bytes_ -= oldest.size;
+  disk_.pop_front();
+  dropped->push_back(std::move(batch));
+}
+
+void SpoolBatchStore::Append(SealedBatch batch, std::vector<SealedBatch>* dropped) {
+  memory_bytes_ += SizeOf(batch);
+  memory_.push_back(std::move(batch));
+  // The newest batch always stays in memory (the bound may be exceeded by that one batch).
+  while (memory_.size() > 1 && memory_bytes_ > memory_limit_) {
+    if (!SpillOldest()) {
+      // Disk refused: behave like the memory store and drop the oldest.
+      memory_bytes_ -= SizeOf(memory_.front());
+      dropped->push_back(std::move(memory_.front()));
+      memory_.pop_front();
+    }
+  }
+  while (!disk_.empty() && disk_bytes_ > disk_limit_) DropOldestDisk(dropped);
+}
+
+void SpoolBatchStore::Acknowledge(uint64_t durable_seq) {
+  while (!disk_.empty() && disk_.front().meta.last_seq <= durable_seq) {
+    ::unlink(disk_.front().path.c_str());
+    disk_bytes_ -= disk_.front().size;
+    disk_.pop_front();
+  }
+  while (!memory_.empty() && memory_.front().last_seq <= durable_seq) {
+    memory_bytes_ -= SizeOf(memory_.front());
+    memory_.pop_front();
+  }
+}
+
+std::shared_ptr<const std::string> SpoolBatchStore::ReadBatch(const DiskBatch& b) const {
+  auto bytes = std::make_shared<std::string>();
+  if (!ReadFile(b.path, b.size, bytes.get())) return nullptr;
+  return bytes;
+}
+
+std::optional<SealedBatch> SpoolBatchStore::NextAfter(uint64_t seq) const {
+  auto on_disk = std::upper_bound(disk_.begin(), disk_.end(), seq,
+                                  [](uint64_t s, const DiskBatch& b) { return s < b.meta.last_seq; });
+  while (on_disk != disk_.end()) {
+    SealedBatch batch = on_disk->meta;
+    batch.bytes = ReadBatch(*on_disk);
+    if (batch.bytes != nullptr) return batch;
+    Report(Problem::kRead, absl::StrCat("cannot read back ", on_disk->path, ": ",
+                                        std::strerror(errno), "; its ", on_disk->meta.events,
+                                        " events are lost"));
+    read_lost_ += on_disk->meta.events;
+    disk_bytes_ -= on_disk->size;
+    ::unlink(on_disk->path.c_str());
+    on_disk = disk_.erase(on_disk);
+  }
+  auto in_memory = std::upper_bound(
+      memory_.begin(), memory_.end(), seq,
+      [](uint64_t s, const SealedBatch& b) { return s < b.last_seq; });
+  if (in_memory == memory_.end()) return std::nullopt;
+  return *in_memory;
+}
+
+void SpoolBatchStore::AddStringsToOldest(absl::Span<const StringDef> defs) {
+  if (defs.empty() || batches() == 0) return;
+  std::shared_ptr<const std::string> old;
+  if (!disk_.empty()) {
+    old = ReadBatch(disk_.front());
+  } else {
+    old = memory_.front().bytes;
+  }
+  v1::EventBatch batch;
+  if (old == nullptr || !batch.ParseFromString(*old)) return;
+  for (const StringDef& d : defs) {
+    v1::StringEntry* entry = batch.add_strings();
+    entry->set_id(d.id);
+    entry->set_kind(static_cast<v1::StringKind>(d.kind));
+    entry->set_value(d.value);
+  }
+  auto bytes = std::make_shared<std::string>();
+  batch.SerializeToString(bytes.get());
+  if (!disk_.empty()) {
+    DiskBatch& oldest = disk_.front();
+    if (!WriteFile(oldest.path, *bytes)) {
+      Report(Problem::kWrite, absl::StrCat("cannot rewrite ", oldest.path, ": ",
+                                           std::strerror(errno)));
+      return;
+    }
+    disk_bytes_ += bytes->size() - oldest.size;
+    oldest.size = bytes->size();
+    oldest.meta.has_strings = true;
+    return;
+  }
+  SealedBatch& oldest = memory_.front();
+  memory_bytes_ += bytes->size() - SizeOf(oldest);
+  oldest.bytes = std::move(bytes);
+  oldest.has_strings = true;
+}
+
+std::unique_ptr<BatchStore> MakeBatchStore(const TransportOptions& options) {
+  if (!options.spool_dir.empty()) {
+    const uint64_t disk =
+        options.spool_max_bytes == 0 ? kDefaultSpoolMaxBytes : options.spool_max_bytes;
+    absl::StatusOr<std::unique_ptr<SpoolBatchStore>> spool = SpoolBatchStore::Create(
+        options.spool_dir, options.identity, options.max_unacked_bytes, disk,
+        options.log_failures);
+    if (spool.ok()) return *std::move(spool);
+    if (options.log_failures) {
+      std::fprintf(stderr,
+                   "memtrace-agent: spool: %s; keeping unacknowledged batches in memory only "
+                   "(%llu bytes)\n",
+                   std::string(spool.status().message()).c_str(),
+                   static_cast<unsigned long long>(options.max_unacked_bytes));
+    }
+  }
+  return std::make_unique<MemoryBatchStore>(options.max_unacked_bytes);
+}
+
+}  // namespace memtrace
