@@ -5,7 +5,7 @@
 // the middle and compare what was stored with what was sent.
 //
 //   reliability-agent --events=N [--rate=EVENTS_PER_S] [--flush_timeout_ms=MS] [--progress_ms=MS]
-//                     [--tag=NAME]
+//                     [--shutdown_timeout_ms=MS] [--tag=NAME]
 //
 // Events: alloc/free pairs of 1 MiB, a STEP marker every 1000 events, timestamps increasing.
 // Prints "PROGRESS recorded=R durable=D" every progress_ms and, at the end, one line
@@ -33,6 +33,7 @@ struct Flags {
   uint64_t rate = 0;  // events per second, 0 = as fast as Record() goes
   int64_t flush_timeout_ms = 60000;
   int64_t progress_ms = 200;
+  int64_t shutdown_timeout_ms = 5000;
   std::string tag = "reliability";
 };
 
@@ -51,6 +52,8 @@ absl::Status ParseFlags(int argc, char** argv, Flags* f) {
       ok = absl::SimpleAtoi(value, &f->flush_timeout_ms) && f->flush_timeout_ms >= 0;
     } else if (name == "--progress_ms") {
       ok = absl::SimpleAtoi(value, &f->progress_ms) && f->progress_ms > 0;
+    } else if (name == "--shutdown_timeout_ms") {
+      ok = absl::SimpleAtoi(value, &f->shutdown_timeout_ms) && f->shutdown_timeout_ms >= 0;
     } else if (name == "--tag") {
       f->tag = value;
     } else {
@@ -121,7 +124,7 @@ int Main(int argc, char** argv) {
     recorded.store(i + 1, std::memory_order_relaxed);
   }
   absl::Status flushed = t.Flush(absl::Milliseconds(flags.flush_timeout_ms));
-  absl::Status shut = t.Shutdown(absl::Seconds(5));
+  absl::Status shut = t.Shutdown(absl::Milliseconds(flags.shutdown_timeout_ms));
   done.store(true);
   progress.join();
   const TransportStats s = t.stats();
