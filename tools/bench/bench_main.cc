@@ -3,6 +3,7 @@
 // plot is written to docs/scaling.svg (full run) and the table as markdown to the work dir.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -45,7 +46,8 @@ ABSL_FLAG(std::string, sections, "agent,ingest,storage,query,scaling",
 ABSL_FLAG(std::string, work_dir, "/tmp/memtrace-bench", "scratch space (emptied first)");
 ABSL_FLAG(int, ingest_seconds, 0, "measurement window of the 8/64-stream runs (0: 30, quick 3)");
 ABSL_FLAG(int, scaling_seconds, 0, "window of the 512/1024-stream runs (0: 10, quick 2)");
-ABSL_FLAG(int, db_bench_seconds, 0, "duration of each db_bench run (0: 15, quick 3)");
+ABSL_FLAG(int, db_bench_seconds, 0, "duration of each db_bench run (0: 15, quick 2)");
+ABSL_FLAG(bool, db_bench, true, "run the db_bench baselines (off: ingest figures only, for profiles)");
 ABSL_FLAG(std::string, durability, "sync", "collector durability for ingest: sync | async");
 ABSL_FLAG(int64_t, deep_events_per_rank, 0,
           "events per rank of the 8 ranks x 2000 steps job (0: 1,000,000, quick 100,000)");
@@ -146,7 +148,9 @@ absl::Status AgentSection(const Config& c, Results* r) {
   f.unit = "events/s";
   f.baseline = "copying the same Events (72 B) into an array";
   f.baseline_value = copy_rate;
-  f.note = absl::StrCat(Fmt(h->wire_bytes_per_event), " wire bytes/event");
+  f.note = absl::StrCat(Fmt(h->wire_bytes_per_event), " wire bytes/event; EncodeBatch alone ",
+                        Fmt(h->build_events_per_s), " events/s, the rest is protobuf's "
+                        "ByteSizeLong + serialization");
   r->figures.push_back(f);
   f.name = "collector side: parse + DecodeBatch, 1 thread";
   f.value = h->decode_events_per_s;
@@ -283,6 +287,16 @@ absl::Status IngestSection(const Config& c, const std::vector<EventTemplate>& te
     absl::StatusOr<BlockShape> shape = ShapeOf(dir, in->events_stored);
     if (!shape.ok()) return shape.status();
     std::filesystem::remove_all(dir);
+    if (!absl::GetFlag(FLAGS_db_bench)) {
+      Figure f;
+      f.section = "ingest";
+      f.name = absl::StrCat(streams, " Transport streams -> 1 collector (db_bench skipped)");
+      f.value = in->events_per_second;
+      f.unit = "events/s";
+      f.target = 1e6;
+      r->figures.push_back(f);
+      continue;
+    }
 
     DbBenchOptions block;
     block.dir = c.work + "/db_bench";
@@ -388,6 +402,8 @@ absl::StatusOr<Job> MakeJob(const Config& c, const std::string& id, int ranks, i
   absl::StatusOr<LoadedJob> loaded = LoadSimulatedJob(**store, id, j.workload);
   if (!loaded.ok()) return loaded.status();
   j.loaded = *loaded;
+  j.name = absl::StrCat(ranks, " ranks x ", steps, " steps, ", Fmt(j.loaded.events / ranks),
+                        " events/rank");
   Log(absl::StrCat("load: ", j.loaded.events, " events in ", Fmt(j.loaded.seconds), " s (",
                    Fmt(j.loaded.events / j.loaded.seconds), " events/s, store only)"));
   return j;
@@ -472,8 +488,10 @@ std::vector<uint32_t> OtherRanks(const Job& job) {
   return out;
 }
 
+// `sql_only`: the SQL questions to ask (empty: all of them); scaling points need only diverged.
 absl::StatusOr<QueryRun> AskBoth(const Config& c, const Job& job, const CsvExport* csv,
-                                 const std::string& duckdb_dir) {
+                                 const std::string& duckdb_dir,
+                                 const std::vector<std::string>& sql_only = {}) {
   QueryRun run;
   absl::StatusOr<int64_t> at =
       StepStartNs(job.dir, job.id, job.leak_rank, job.workload.steps * 3 / 4);
@@ -494,10 +512,20 @@ absl::StatusOr<QueryRun> AskBoth(const Config& c, const Job& job, const CsvExpor
   p.live_rank = plan.live_rank;
   p.live_at_ns = plan.live_at_ns;
   p.other_ranks = plan.other_ranks;
+  auto only = [&](std::vector<SqlQuestion> qs) {
+    if (sql_only.empty()) return qs;
+    std::vector<SqlQuestion> out;
+    for (SqlQuestion& q : qs) {
+      if (std::find(sql_only.begin(), sql_only.end(), q.name) != sql_only.end()) {
+        out.push_back(std::move(q));
+      }
+    }
+    return out;
+  };
   if (!duckdb_dir.empty()) {
     Log("query: DuckDB on " + job.name);
-    absl::StatusOr<SqlRun> d =
-        RunDuckDb(duckdb_dir, *csv, DuckDbQuestions(p), c.quick ? 2 : 3, 2, absl::Minutes(10));
+    absl::StatusOr<SqlRun> d = RunDuckDb(duckdb_dir, *csv, only(DuckDbQuestions(p)),
+                                         c.quick ? 1 : 3, 2, absl::Minutes(10));
     if (d.ok()) {
       run.sql = *d;
       return run;
@@ -506,7 +534,7 @@ absl::StatusOr<QueryRun> AskBoth(const Config& c, const Job& job, const CsvExpor
     Log("query: DuckDB failed: " + run.sql_error.substr(0, 500));
   }
   Log("query: sqlite3 on " + job.name);
-  absl::StatusOr<SqlRun> s = RunSqlite(*csv, SqliteQuestions(p), 1, absl::Minutes(10));
+  absl::StatusOr<SqlRun> s = RunSqlite(*csv, only(SqliteQuestions(p)), 1, absl::Minutes(10));
   if (s.ok()) {
     run.sql = *s;
   } else {
@@ -543,7 +571,10 @@ void QueryFigures(const Job& job, const CsvExport& csv, const QueryRun& run, Res
       }
       if (q.question == Question::kDiverged && warm) f.target = 100;
       f.note = warm ? absl::StrCat("memtrace: ", q.answer, " (", Fmt(q.response_bytes / kMiB),
-                                   " MiB read over gRPC)")
+                                   " MiB read over gRPC", q.question == Question::kLive ? ")" :
+                                   absl::StrCat("; store read ", Fmt(q.store_ms), " ms, convert ",
+                                                Fmt(q.convert_ms), " ms, analysis ",
+                                                Fmt(q.analysis_ms), " ms, gRPC the rest)"))
                     : absl::StrCat("store open ", Fmt(q.open_ms), " ms before it");
       r->figures.push_back(f);
     }
@@ -625,7 +656,7 @@ absl::Status Run() {
   auto pick = [&](int flag, int full, int quick) { return flag > 0 ? flag : (c.quick ? quick : full); };
   c.ingest_window = absl::Seconds(pick(absl::GetFlag(FLAGS_ingest_seconds), 30, 3));
   c.scaling_window = absl::Seconds(pick(absl::GetFlag(FLAGS_scaling_seconds), 10, 2));
-  c.db_bench_seconds = pick(absl::GetFlag(FLAGS_db_bench_seconds), 15, 3);
+  c.db_bench_seconds = pick(absl::GetFlag(FLAGS_db_bench_seconds), 15, 2);
   absl::StatusOr<collector::Durability> d =
       collector::ParseDurability(absl::GetFlag(FLAGS_durability));
   if (!d.ok()) return d.status();
@@ -636,7 +667,7 @@ absl::Status Run() {
   c.wide_events = absl::GetFlag(FLAGS_wide_events_per_rank) > 0
                       ? absl::GetFlag(FLAGS_wide_events_per_rank)
                       : (c.quick ? 2'000 : 10'000);
-  c.warm_repeats = c.quick ? 3 : 5;
+  c.warm_repeats = c.quick ? 2 : 5;
   c.template_events = c.quick ? 50'000 : 200'000;
   std::error_code ec;
   std::filesystem::remove_all(c.work, ec);
@@ -685,7 +716,7 @@ absl::Status Run() {
       absl::StatusOr<QueryRun> q = AskBoth(c, *deep, &*deep_csv, duckdb_dir);
       if (!q.ok()) return q.status();
       if (Enabled("query")) QueryFigures(*deep, *deep_csv, *q, &r);
-      AddQueryPoints(*q, 8, c.deep_events, false, &r);
+      AddQueryPoints(*q, 8, deep->loaded.events / 8, false, &r);
       deep_run = *q;
     }
     std::filesystem::remove_all(deep_csv->events_csv);
@@ -695,7 +726,11 @@ absl::Status Run() {
       if (!wide.ok()) return wide.status();
       absl::StatusOr<CsvExport> wide_csv = ExportJobCsv(wide->dir, wide->id, c.work + "/csv");
       if (!wide_csv.ok()) return wide_csv.status();
-      absl::StatusOr<QueryRun> q = AskBoth(c, *wide, &*wide_csv, duckdb_dir);
+      // Quick runs ask DuckDB the two headline questions only: each takes seconds at this size.
+      absl::StatusOr<QueryRun> q =
+          AskBoth(c, *wide, &*wide_csv, duckdb_dir,
+                  c.quick ? std::vector<std::string>{"diverged", "live"}
+                          : std::vector<std::string>{});
       if (!q.ok()) return q.status();
       if (Enabled("query")) QueryFigures(*wide, *wide_csv, *q, &r);
       AddQueryPoints(*q, 1024, c.wide_events, true, &r);
@@ -712,7 +747,7 @@ absl::Status Run() {
       if (!j.ok()) return j.status();
       absl::StatusOr<CsvExport> csv = ExportJobCsv(j->dir, j->id, c.work + "/csv");
       if (!csv.ok()) return csv.status();
-      absl::StatusOr<QueryRun> q = AskBoth(c, *j, &*csv, duckdb_dir);
+      absl::StatusOr<QueryRun> q = AskBoth(c, *j, &*csv, duckdb_dir, {"diverged"});
       if (!q.ok()) return q.status();
       AddQueryPoints(*q, ranks, c.wide_events, true, &r);
       std::filesystem::remove_all(j->dir);
@@ -723,9 +758,9 @@ absl::Status Run() {
     if (!j.ok()) return j.status();
     absl::StatusOr<CsvExport> csv = ExportJobCsv(j->dir, j->id, c.work + "/csv");
     if (!csv.ok()) return csv.status();
-    absl::StatusOr<QueryRun> q = AskBoth(c, *j, &*csv, duckdb_dir);
+    absl::StatusOr<QueryRun> q = AskBoth(c, *j, &*csv, duckdb_dir, {"diverged"});
     if (!q.ok()) return q.status();
-    AddQueryPoints(*q, 8, smaller, false, &r);
+    AddQueryPoints(*q, 8, j->loaded.events / 8, false, &r);
     std::filesystem::remove_all(j->dir);
 
     for (int streams : {512, 1024}) {

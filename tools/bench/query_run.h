@@ -36,6 +36,12 @@ struct QuestionTiming {
   double warm_ms = 0;  // median of the warm repeats
   std::string answer;  // one line, e.g. "rank 5 from step 30"
   uint64_t response_bytes = 0;  // wire bytes the question read
+  // For the rollup questions, one warm answer taken apart in-process: reading the rollups from
+  // the store (EventStore::Rollups, no gRPC), converting them, and the analysis alone; the rest
+  // of warm_ms is gRPC (serialize, loopback, parse).
+  double store_ms = 0;
+  double convert_ms = 0;
+  double analysis_ms = 0;
 };
 
 // Starts a collector on the directory once per question (so each has a cold first call), asks

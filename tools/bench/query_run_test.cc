@@ -45,6 +45,10 @@ TEST(QueryRunTest, EveryQuestionIsAnsweredAndTimedOnAPlantedLeak) {
     EXPECT_GT(q.cold_ms, 0);
     EXPECT_GT(q.warm_ms, 0);
     EXPECT_GT(q.response_bytes, 0u);
+    if (q.question != Question::kLive) {
+      EXPECT_GT(q.store_ms, 0);
+      EXPECT_GT(q.analysis_ms, 0);
+    }
   }
   EXPECT_FALSE(StepStartNs(dir, "job", 2, 999).ok());
 }

@@ -85,6 +85,14 @@ Axis MakeAxis(bool log, double lo, double hi) {
   return a;
 }
 
+// Tick labels: whole numbers as they are ("8", "1000"), the rest with an SI suffix.
+std::string TickLabel(double v) {
+  if (v >= 1 && v < 1e4 && v == static_cast<double>(static_cast<int64_t>(v))) {
+    return absl::StrCat(static_cast<int64_t>(v));
+  }
+  return FormatNumber(v);
+}
+
 bool Usable(bool log, double v) { return std::isfinite(v) && (!log || v > 0); }
 
 std::string RenderPanel(const Panel& p, int x0, int w, int h) {
@@ -118,7 +126,7 @@ std::string RenderPanel(const Panel& p, int x0, int w, int h) {
                           "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
                           "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\">%s"
                           "</text>\n",
-                          x, kTop, x, kTop + ph, x, kTop + ph + 14, Escape(FormatNumber(t)));
+                          x, kTop, x, kTop + ph, x, kTop + ph + 14, Escape(TickLabel(t)));
   }
   for (double t : ay.Ticks()) {
     const double y = Y(t);
@@ -127,7 +135,7 @@ std::string RenderPanel(const Panel& p, int x0, int w, int h) {
                           "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%s"
                           "</text>\n",
                           x0 + kLeft, y, x0 + kLeft + pw, y, x0 + kLeft - 4, y + 4,
-                          Escape(FormatNumber(t)));
+                          Escape(TickLabel(t)));
   }
   absl::StrAppendFormat(&out,
                         "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">%s</text>\n",
