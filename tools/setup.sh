@@ -9,7 +9,7 @@ PACKAGES=(
   librocksdb-dev rocksdb-tools libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev rapidjson-dev zlib1g-dev
   clang libclang-rt-14-dev patchelf
-  python3 python3-torch chromium
+  python3 python3-torch chromium openssl
 )
 
 missing=()

@@ -20,9 +20,9 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
        "memory bound for batches not yet acknowledged; oldest dropped beyond it "
        "(default 67108864)"},
       {"MEMTRACE_SPOOL_DIR", "memtrace",
-       "directory for the on-disk spool used during long outages (reserved: not yet used)"},
+       "directory for the on-disk spool of unacknowledged batches (unset: no spool)"},
       {"MEMTRACE_SPOOL_MAX_BYTES", "memtrace",
-       "size bound of the on-disk spool (reserved: not yet used)"},
+       "size bound of the on-disk spool (default 1 GiB; beyond it the oldest are dropped, counted)"},
       {"MEMTRACE_DEFAULT_JOB_ID", "memtrace",
        "job id used only when no launcher gives one (memtrace run sets it)"},
       // Read by the CUPTI layer (agent/cupti/agent_options.cc); see agent/cupti/README.md.

@@ -162,6 +162,9 @@ absl::StatusOr<DecodedBatch> DecodeBatch(const v1::EventBatch& batch, const Batc
       }
       seq += delta;
     } else if (i > 0) {
+      if (seq == UINT64_MAX) {
+        return absl::InvalidArgumentError(absl::StrCat("sequence number overflow at event ", i));
+      }
       ++seq;
     }
     e.seq = seq;
