@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds everything and runs every test offline.
-# Prints one line per test target, then "N passed, N failed" last.
+# The test command: installs what is missing, builds everything and runs every test offline,
+# then runs the libFuzzer targets for a bounded time (tools/fuzz.sh; MEMTRACE_FUZZ_SECONDS,
+# default 120, split over the targets; 0 skips). Prints one line per test target, then
+# "N passed, N failed" last (the fuzz run counts as one test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./tools/setup.sh || { echo "setup failed"; echo "0 passed, 1 failed"; exit 1; }
@@ -17,5 +19,16 @@ if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
   failed=1
 fi
 rm -f "$log"
+
+fuzz_seconds=${MEMTRACE_FUZZ_SECONDS:-120}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  if ./tools/fuzz.sh "$fuzz_seconds"; then
+    passed=$((passed + 1))
+  else
+    echo "FAILED: tools/fuzz.sh $fuzz_seconds"
+    failed=$((failed + 1))
+    rc=1
+  fi
+fi
 echo "$passed passed, $failed failed"
 [ "$rc" -eq 0 ]
