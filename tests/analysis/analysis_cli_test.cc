@@ -20,6 +20,7 @@
 #include "collector/server/collector_server.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "tests/util/subprocess.h"
 #include "proto/memtrace/v1/analysis.pb.h"
 #include "tools/sim/recording_sink.h"
 #include "tools/sim/runner.h"
@@ -35,49 +36,10 @@ constexpr int kOomRank = 3;
 constexpr int64_t kOomStep = 60;
 constexpr char kLeakTag[] = "leak:cache";
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `argv` with stdout and stderr captured in files, waiting for it.
-ProcessResult RunProcess(const std::vector<std::string>& argv) {
-  static int counter = 0;
-  const std::string base = absl::StrCat(TmpDir(), "/memtrace", ++counter);
-  const std::string out_path = base + ".out", err_path = base + ".err";
-  pid_t pid = fork();
-  if (pid == 0) {
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  ProcessResult result;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = ReadFile(out_path);
-  result.err = ReadFile(err_path);
-  return result;
-}
+using ::memtrace::test_util::ProcessResult;
+using ::memtrace::test_util::ReadFile;
+using ::memtrace::test_util::RunProcess;
+using ::memtrace::test_util::TmpDir;
 
 // 8 ranks x 70 steps, ~1 k events per rank; the layer count is fixed so that a longer replay of
 // the same job (headroom's ground truth) has the same steps.

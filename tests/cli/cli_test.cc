@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "collector/server/collector_server.h"
 #include "gtest/gtest.h"
+#include "tests/util/subprocess.h"
 #include "simdjson.h"
 #include "tools/sim/recording_sink.h"
 #include "tools/sim/workload.h"
@@ -33,49 +34,10 @@ constexpr char kSim[] = "tools/sim/memtrace-sim";
 constexpr char kJob[] = "cli-test-job";
 constexpr int64_t kStart = 1'700'000'000'000'000'000;
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `argv` with stdout and stderr captured in files (no pipe to fill up), waiting for it.
-ProcessResult RunProcess(const std::vector<std::string>& argv) {
-  static int counter = 0;
-  const std::string base = absl::StrCat(TmpDir(), "/proc", ++counter);
-  const std::string out_path = base + ".out", err_path = base + ".err";
-  pid_t pid = fork();
-  if (pid == 0) {
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  ProcessResult result;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = ReadFile(out_path);
-  result.err = ReadFile(err_path);
-  return result;
-}
+using ::memtrace::test_util::ProcessResult;
+using ::memtrace::test_util::ReadFile;
+using ::memtrace::test_util::RunProcess;
+using ::memtrace::test_util::TmpDir;
 
 // A loopback port nothing listens on: bound by the OS, then closed.
 int ClosedLoopbackPort() {
