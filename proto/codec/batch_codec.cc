@@ -10,21 +10,6 @@ namespace memtrace {
 
 namespace {
 
-// Fills a column only when some value differs from the default, so sparse columns cost nothing.
-template <typename Field, typename Get>
-void FillColumn(absl::Span<const Event> events, Field* column, Get get) {
-  bool any = false;
-  for (const Event& e : events) {
-    if (get(e) != 0) {
-      any = true;
-      break;
-    }
-  }
-  if (!any) return;
-  column->Reserve(events.size());
-  for (const Event& e : events) column->Add(get(e));
-}
-
 template <typename Column>
 absl::Status CheckColumn(const Column& column, uint32_t count, const char* name) {
   if (column.empty() || static_cast<uint32_t>(column.size()) == count) return absl::OkStatus();
@@ -38,6 +23,13 @@ auto At(const Column& column, int i) -> std::decay_t<decltype(column.Get(0))> {
   return column.empty() ? 0 : column.Get(i);
 }
 
+// Room for `n` values at the end of `column`, uninitialized, to be written through the pointer.
+template <typename T>
+T* Grow(google::protobuf::RepeatedField<T>* column, int n) {
+  column->Reserve(n);
+  return column->AddNAlreadyReserved(n);
+}
+
 }  // namespace
 
 void EncodeBatch(absl::Span<const Event> events, absl::Span<const StringDef> strings,
@@ -45,52 +37,66 @@ void EncodeBatch(absl::Span<const Event> events, absl::Span<const StringDef> str
   out->Clear();
   out->set_count(static_cast<uint32_t>(events.size()));
   if (!events.empty()) {
+    const int n = static_cast<int>(events.size());
     out->set_first_seq(events[0].seq);
     out->set_base_ts_ns(events[0].ts_ns);
+    // One pass over the events writes every column (instead of a scan and a fill per column:
+    // EncodeBatch runs on every batch in the agent and again in the collector's store); columns
+    // that turn out to be all default, and seq_delta when the sequence is consecutive, are
+    // emptied afterwards.
+    uint32_t* kind = Grow(out->mutable_kind(), n);
+    uint64_t* seq_delta = Grow(out->mutable_seq_delta(), n);
+    int64_t* ts_delta = Grow(out->mutable_ts_delta(), n);
+    int64_t* address_delta = Grow(out->mutable_address_delta(), n);
+    uint64_t* bytes = Grow(out->mutable_bytes(), n);
+    uint64_t* aux = Grow(out->mutable_aux(), n);
+    uint32_t* tag_id = Grow(out->mutable_tag_id(), n);
+    uint32_t* source_id = Grow(out->mutable_source_id(), n);
+    uint32_t* device = Grow(out->mutable_device(), n);
+    uint32_t* stream = Grow(out->mutable_stream(), n);
+    uint32_t* memory_kind = Grow(out->mutable_memory_kind(), n);
     bool consecutive = true;
-    for (size_t i = 1; i < events.size(); ++i) {
-      if (events[i].seq != events[i - 1].seq + 1) {
-        consecutive = false;
-        break;
-      }
+    uint64_t any_address = 0, any_bytes = 0, any_aux = 0;
+    uint32_t any_tag = 0, any_source = 0, any_device = 0, any_stream = 0, any_memory_kind = 0;
+    uint64_t prev_seq = events[0].seq;
+    uint64_t prev_ts = static_cast<uint64_t>(events[0].ts_ns);
+    uint64_t prev_address = 0;
+    for (int i = 0; i < n; ++i) {
+      const Event& e = events[i];
+      kind[i] = static_cast<uint32_t>(e.kind);
+      seq_delta[i] = e.seq - prev_seq;  // 0 for the first event
+      consecutive &= i == 0 || e.seq == prev_seq + 1;
+      prev_seq = e.seq;
+      // Wrapping subtraction in unsigned space: decode adds it back the same way.
+      ts_delta[i] = static_cast<int64_t>(static_cast<uint64_t>(e.ts_ns) - prev_ts);
+      prev_ts = static_cast<uint64_t>(e.ts_ns);
+      address_delta[i] = static_cast<int64_t>(e.address - prev_address);
+      prev_address = e.address;
+      any_address |= e.address;
+      bytes[i] = e.bytes;
+      any_bytes |= e.bytes;
+      aux[i] = e.aux;
+      any_aux |= e.aux;
+      tag_id[i] = e.tag_id;
+      any_tag |= e.tag_id;
+      source_id[i] = e.source_id;
+      any_source |= e.source_id;
+      device[i] = e.device;
+      any_device |= e.device;
+      stream[i] = e.stream;
+      any_stream |= e.stream;
+      memory_kind[i] = e.memory_kind;
+      any_memory_kind |= e.memory_kind;
     }
-    auto* kinds = out->mutable_kind();
-    kinds->Reserve(events.size());
-    for (const Event& e : events) kinds->Add(static_cast<uint32_t>(e.kind));
-    if (!consecutive) {
-      auto* col = out->mutable_seq_delta();
-      col->Reserve(events.size());
-      col->Add(0);
-      for (size_t i = 1; i < events.size(); ++i) col->Add(events[i].seq - events[i - 1].seq);
-    }
-    {
-      auto* col = out->mutable_ts_delta();
-      col->Reserve(events.size());
-      int64_t prev = events[0].ts_ns;
-      for (const Event& e : events) {
-        // Wrapping subtraction in unsigned space: decode adds it back the same way.
-        col->Add(static_cast<int64_t>(static_cast<uint64_t>(e.ts_ns) - static_cast<uint64_t>(prev)));
-        prev = e.ts_ns;
-      }
-    }
-    bool any_address = false;
-    for (const Event& e : events) any_address |= e.address != 0;
-    if (any_address) {
-      auto* col = out->mutable_address_delta();
-      col->Reserve(events.size());
-      uint64_t prev = 0;
-      for (const Event& e : events) {
-        col->Add(static_cast<int64_t>(e.address - prev));
-        prev = e.address;
-      }
-    }
-    FillColumn(events, out->mutable_bytes(), [](const Event& e) { return e.bytes; });
-    FillColumn(events, out->mutable_aux(), [](const Event& e) { return e.aux; });
-    FillColumn(events, out->mutable_tag_id(), [](const Event& e) { return e.tag_id; });
-    FillColumn(events, out->mutable_source_id(), [](const Event& e) { return e.source_id; });
-    FillColumn(events, out->mutable_device(), [](const Event& e) { return e.device; });
-    FillColumn(events, out->mutable_stream(), [](const Event& e) { return e.stream; });
-    FillColumn(events, out->mutable_memory_kind(), [](const Event& e) { return e.memory_kind; });
+    if (consecutive) out->clear_seq_delta();
+    if (any_address == 0) out->clear_address_delta();
+    if (any_bytes == 0) out->clear_bytes();
+    if (any_aux == 0) out->clear_aux();
+    if (any_tag == 0) out->clear_tag_id();
+    if (any_source == 0) out->clear_source_id();
+    if (any_device == 0) out->clear_device();
+    if (any_stream == 0) out->clear_stream();
+    if (any_memory_kind == 0) out->clear_memory_kind();
   }
   for (const StringDef& s : strings) {
     v1::StringEntry* entry = out->add_strings();

@@ -1,6 +1,7 @@
 #include "tools/bench/agent_memory.h"
 
 #include <atomic>
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -71,6 +72,7 @@ uint64_t SilentCollector::batches_received() const { return impl_->service.batch
 
 absl::StatusOr<AgentMemoryResult> MeasureAgentMemory(const std::string& collector_address,
                                                      TransportOptions options,
+                                                     absl::Duration at_least,
                                                      absl::Duration limit) {
   options.collector_address = collector_address;
   if (options.identity.job_id().empty()) options.identity.set_job_id("agent-memory");
@@ -92,6 +94,7 @@ absl::StatusOr<AgentMemoryResult> MeasureAgentMemory(const std::string& collecto
     e.memory_kind = kMemoryDevice;
   }
   r.rss_before = ResidentBytes();
+  r.anon_before = AnonResidentBytes();
   const absl::Time start = absl::Now();
   absl::StatusOr<std::unique_ptr<Transport>> t = Transport::Start(options);
   if (!t.ok()) return t.status();
@@ -104,9 +107,11 @@ absl::StatusOr<AgentMemoryResult> MeasureAgentMemory(const std::string& collecto
         (*t)->Record(e);
       }
     }
+    r.anon_peak = std::max(r.anon_peak, AnonResidentBytes());
     const TransportStats s = (*t)->stats();
-    if (s.events_lost_queue_full > 0 && s.events_lost_spool_full > 0) break;
+    if (s.events_lost_spool_full > 0 && absl::Now() - start >= at_least) break;
   }
+  r.anon_peak = std::max(r.anon_peak, AnonResidentBytes());
   const TransportStats s = (*t)->stats();
   r.rss_peak = PeakResidentBytes();
   r.unacked_bytes = s.unacked_bytes;
@@ -122,7 +127,8 @@ std::string FormatResult(const AgentMemoryResult& r) {
   return absl::StrCat("AGENT_MEMORY queue_capacity=", r.queue_capacity,
                       " event_bytes=", r.event_bytes, " max_unacked_bytes=", r.max_unacked_bytes,
                       " rss_before=", r.rss_before, " rss_started=", r.rss_started,
-                      " rss_peak=", r.rss_peak, " unacked_bytes=", r.unacked_bytes,
+                      " rss_peak=", r.rss_peak, " anon_before=", r.anon_before,
+                      " anon_peak=", r.anon_peak, " unacked_bytes=", r.unacked_bytes,
                       " lost_queue_full=", r.lost_queue_full,
                       " lost_spool_full=", r.lost_spool_full,
                       " events_recorded=", r.events_recorded, " seconds=", r.seconds);
@@ -149,6 +155,8 @@ absl::StatusOr<AgentMemoryResult> ParseResult(absl::string_view output) {
   u("rss_before", &r.rss_before);
   u("rss_started", &r.rss_started);
   u("rss_peak", &r.rss_peak);
+  u("anon_before", &r.anon_before);
+  u("anon_peak", &r.anon_peak);
   u("unacked_bytes", &r.unacked_bytes);
   u("lost_queue_full", &r.lost_queue_full);
   u("lost_spool_full", &r.lost_spool_full);

@@ -39,6 +39,8 @@ struct AgentMemoryResult {
   uint64_t rss_before = 0;         // before Transport::Start
   uint64_t rss_started = 0;        // right after it (the queue is allocated up front)
   uint64_t rss_peak = 0;           // VmHWM at the end
+  uint64_t anon_before = 0;        // RssAnon before Transport::Start
+  uint64_t anon_peak = 0;          // highest RssAnon sampled while recording
   uint64_t unacked_bytes = 0;      // the transport's count at the end
   uint64_t lost_queue_full = 0;
   uint64_t lost_spool_full = 0;
@@ -46,10 +48,12 @@ struct AgentMemoryResult {
   double seconds = 0;
 };
 
-// Records into a Transport pointed at `collector_address` (a SilentCollector) until both bounds
-// have been hit (queue-full and spool-full losses seen) or `limit` passes.
+// Records into a Transport pointed at `collector_address` (a SilentCollector) for at least
+// `at_least` and until the unacked store has overflowed (spool-full losses seen), or `limit`
+// passes. Whether the queue overflows too depends on whether the sender keeps up.
 absl::StatusOr<AgentMemoryResult> MeasureAgentMemory(const std::string& collector_address,
                                                      TransportOptions options,
+                                                     absl::Duration at_least,
                                                      absl::Duration limit);
 
 // One line "AGENT_MEMORY key=value ..." and back, for the parent process.

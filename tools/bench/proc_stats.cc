@@ -40,6 +40,7 @@ uint64_t StatusKb(const std::string& name) {
 
 uint64_t ResidentBytes() { return StatusKb("VmRSS"); }
 uint64_t PeakResidentBytes() { return StatusKb("VmHWM"); }
+uint64_t AnonResidentBytes() { return StatusKb("RssAnon"); }
 
 double ProcessCpuSeconds() {
   rusage u;

@@ -14,6 +14,8 @@ namespace memtrace::bench {
 // Resident set size now and its peak (VmRSS / VmHWM of /proc/self/status); 0 when unreadable.
 uint64_t ResidentBytes();
 uint64_t PeakResidentBytes();
+// Anonymous resident memory (RssAnon: heap, stacks, not mapped library pages); 0 when unreadable.
+uint64_t AnonResidentBytes();
 
 // User + system CPU seconds this process has used (all threads).
 double ProcessCpuSeconds();

@@ -18,6 +18,7 @@ TEST(ProcStatsTest, ResidentMemoryGrowsWhenPagesAreTouched) {
   const uint64_t after = ResidentBytes();
   EXPECT_GE(after, before + (48u << 20));
   EXPECT_GE(PeakResidentBytes(), after);
+  EXPECT_GT(AnonResidentBytes(), 48u << 20);
   EXPECT_EQ(block[12345], 1);
 }
 
