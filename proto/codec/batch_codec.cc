@@ -5,23 +5,19 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "proto/codec/batch_decode_core.h"
 
 namespace memtrace {
 
 namespace {
 
-template <typename Column>
-absl::Status CheckColumn(const Column& column, uint32_t count, const char* name) {
-  if (column.empty() || static_cast<uint32_t>(column.size()) == count) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("column ", name, " has ", column.size(),
-                                                 " entries, batch count is ", count));
-}
-
-// The value of an optional column at i: 0 when the column is empty (all default).
-template <typename Column>
-auto At(const Column& column, int i) -> std::decay_t<decltype(column.Get(0))> {
-  return column.empty() ? 0 : column.Get(i);
-}
+// Yields a repeated field's values in order; 0s when the field is empty (an all-default column).
+template <typename T>
+struct RepeatedCursor {
+  const google::protobuf::RepeatedField<T>* column;
+  int i = 0;
+  T Next() { return column->empty() ? T{0} : column->Get(i++); }
+};
 
 // Room for `n` values at the end of `column`, uninitialized, to be written through the pointer.
 template <typename T>
@@ -112,99 +108,63 @@ void EncodeBatch(absl::Span<const Event> events, absl::Span<const StringDef> str
   c->set_cupti_records_dropped(counters.cupti_records_dropped);
 }
 
-absl::StatusOr<DecodedBatch> DecodeBatch(const v1::EventBatch& batch, const BatchLimits& limits) {
-  const uint32_t n = batch.count();
-  if (n > limits.max_events) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("batch has ", n, " events, limit is ", limits.max_events));
-  }
-  if (static_cast<uint32_t>(batch.strings_size()) > limits.max_strings) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "batch has ", batch.strings_size(), " string entries, limit is ", limits.max_strings));
-  }
-  if (n > 0 && static_cast<uint32_t>(batch.kind_size()) != n) {
+absl::StatusOr<ClockEstimate> CheckClock(int64_t offset_ns, int64_t round_trip_ns) {
+  if (round_trip_ns < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("column kind has ", batch.kind_size(), " entries, batch count is ", n));
+        absl::StrCat("clock estimate has a negative round trip: ", round_trip_ns, " ns"));
   }
-  if (n == 0 && batch.kind_size() != 0) {
+  if (offset_ns > kMaxClockOffsetNs || offset_ns < -kMaxClockOffsetNs) {
     return absl::InvalidArgumentError(
-        absl::StrCat("batch count is 0 but column kind has ", batch.kind_size(), " entries"));
+        absl::StrCat("clock estimate offset ", offset_ns, " ns is beyond +-2^61 ns"));
   }
-  for (absl::Status s : {CheckColumn(batch.seq_delta(), n, "seq_delta"),
-                         CheckColumn(batch.ts_delta(), n, "ts_delta"),
-                         CheckColumn(batch.address_delta(), n, "address_delta"),
-                         CheckColumn(batch.bytes(), n, "bytes"), CheckColumn(batch.aux(), n, "aux"),
-                         CheckColumn(batch.tag_id(), n, "tag_id"),
-                         CheckColumn(batch.source_id(), n, "source_id"),
-                         CheckColumn(batch.device(), n, "device"),
-                         CheckColumn(batch.stream(), n, "stream"),
-                         CheckColumn(batch.memory_kind(), n, "memory_kind")}) {
-    if (!s.ok()) return s;
-  }
-  if (n > 0 && batch.first_seq() == 0) {
-    return absl::InvalidArgumentError("first_seq is 0; sequence numbers start at 1");
-  }
+  return ClockEstimate{offset_ns, round_trip_ns};
+}
 
+absl::StatusOr<DecodedBatch> DecodeBatch(const v1::EventBatch& batch, const BatchLimits& limits) {
+  namespace ci = codec_internal;
+  const uint32_t n = batch.count();
+  const uint32_t sizes[ci::kNumColumns] = {
+      static_cast<uint32_t>(batch.kind_size()),          static_cast<uint32_t>(batch.seq_delta_size()),
+      static_cast<uint32_t>(batch.ts_delta_size()),      static_cast<uint32_t>(batch.address_delta_size()),
+      static_cast<uint32_t>(batch.bytes_size()),         static_cast<uint32_t>(batch.aux_size()),
+      static_cast<uint32_t>(batch.tag_id_size()),        static_cast<uint32_t>(batch.source_id_size()),
+      static_cast<uint32_t>(batch.device_size()),        static_cast<uint32_t>(batch.stream_size()),
+      static_cast<uint32_t>(batch.memory_kind_size())};
+  if (absl::Status s = ci::CheckShape(n, static_cast<size_t>(batch.strings_size()), sizes,
+                                      batch.first_seq(), limits);
+      !s.ok()) {
+    return s;
+  }
   DecodedBatch out;
-  out.events.resize(n);
-  uint64_t seq = batch.first_seq();
-  int64_t ts = batch.base_ts_ns();
-  uint64_t address = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    Event& e = out.events[i];
-    const uint32_t kind = batch.kind(i);
-    if (kind == 0 || kind > kMaxEventKind) {
-      return absl::InvalidArgumentError(absl::StrCat("event ", i, " has unknown kind ", kind));
-    }
-    e.kind = static_cast<EventKind>(kind);
-    if (!batch.seq_delta().empty()) {
-      const uint64_t delta = batch.seq_delta(i);
-      if (i > 0 && delta == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "sequence numbers not increasing within batch: event ", i, " repeats seq ", seq));
-      }
-      if (seq + delta < seq) {
-        return absl::InvalidArgumentError(absl::StrCat("sequence number overflow at event ", i));
-      }
-      seq += delta;
-    } else if (i > 0) {
-      if (seq == UINT64_MAX) {
-        return absl::InvalidArgumentError(absl::StrCat("sequence number overflow at event ", i));
-      }
-      ++seq;
-    }
-    e.seq = seq;
-    const int64_t ts_delta = At(batch.ts_delta(), i);
-    if (__builtin_add_overflow(ts, ts_delta, &ts)) {
-      return absl::InvalidArgumentError(absl::StrCat("timestamp overflow at event ", i));
-    }
-    e.ts_ns = ts;
-    address += static_cast<uint64_t>(At(batch.address_delta(), i));
-    e.address = address;
-    e.bytes = At(batch.bytes(), i);
-    e.aux = At(batch.aux(), i);
-    e.tag_id = At(batch.tag_id(), i);
-    e.source_id = At(batch.source_id(), i);
-    e.device = At(batch.device(), i);
-    e.stream = At(batch.stream(), i);
-    e.memory_kind = At(batch.memory_kind(), i);
+  RepeatedCursor<uint32_t> kind{&batch.kind()};
+  RepeatedCursor<uint64_t> seq_delta{&batch.seq_delta()};
+  RepeatedCursor<int64_t> ts_delta{&batch.ts_delta()};
+  RepeatedCursor<int64_t> address_delta{&batch.address_delta()};
+  RepeatedCursor<uint64_t> bytes{&batch.bytes()};
+  RepeatedCursor<uint64_t> aux{&batch.aux()};
+  RepeatedCursor<uint32_t> tag_id{&batch.tag_id()};
+  RepeatedCursor<uint32_t> source_id{&batch.source_id()};
+  RepeatedCursor<uint32_t> device{&batch.device()};
+  RepeatedCursor<uint32_t> stream{&batch.stream()};
+  RepeatedCursor<uint32_t> memory_kind{&batch.memory_kind()};
+  if (absl::Status s = ci::DecodeEvents(n, batch.first_seq(), batch.base_ts_ns(), kind,
+                                        !batch.seq_delta().empty(), seq_delta, ts_delta,
+                                        address_delta, bytes, aux, tag_id, source_id, device,
+                                        stream, memory_kind, &out.events);
+      !s.ok()) {
+    return s;
   }
   out.strings.reserve(batch.strings_size());
   for (const v1::StringEntry& s : batch.strings()) {
-    if (s.id() == 0) return absl::InvalidArgumentError("string entry with id 0 (0 means none)");
-    if (s.value().size() > limits.max_string_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("string ", s.id(), " is ", s.value().size(),
-                                                     " bytes, limit is ", limits.max_string_bytes));
-    }
-    if (s.kind() < v1::STRING_KIND_TAG || s.kind() > v1::STRING_KIND_PHASE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("string ", s.id(), " has unknown kind ", static_cast<int>(s.kind())));
-    }
-    out.strings.push_back(StringDef{s.id(), static_cast<StringKind>(s.kind()), s.value()});
+    if (absl::Status st = ci::AddString(s, limits, &out.strings); !st.ok()) return st;
   }
-  const v1::AgentCounters& c = batch.counters();
-  out.counters = AgentCounterValues{c.events_recorded(), c.events_lost(), c.spool_bytes(),
-                                    c.reconnects(), c.cupti_records_dropped()};
+  out.counters = ci::CountersFrom(batch.counters());
+  if (batch.has_clock()) {
+    absl::StatusOr<ClockEstimate> clock =
+        CheckClock(batch.clock().offset_ns(), batch.clock().round_trip_ns());
+    if (!clock.ok()) return clock.status();
+    out.clock = *clock;
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #define MEMTRACE_PROTO_CODEC_BATCH_CODEC_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,10 +22,15 @@ struct BatchLimits {
   uint32_t max_string_bytes = 4096;
 };
 
+// A batch's clock estimate may shift timestamps by at most this much (about 73 years): beyond
+// it, it is not an estimate of a real clock but garbage, and ts + offset could overflow.
+inline constexpr int64_t kMaxClockOffsetNs = int64_t{1} << 61;
+
 struct DecodedBatch {
   std::vector<Event> events;
   std::vector<StringDef> strings;
   AgentCounterValues counters;
+  std::optional<ClockEstimate> clock;
 };
 
 // Encodes `events` (which must have strictly increasing seq) into `out`, replacing its contents.
@@ -33,9 +39,13 @@ void EncodeBatch(absl::Span<const Event> events, absl::Span<const StringDef> str
                  const AgentCounterValues& counters, v1::EventBatch* out);
 
 // Decodes and validates a batch: column lengths, strictly increasing seq >= 1, known kinds,
-// timestamps without overflow, string entries with ids >= 1 and bounded length.
+// timestamps without overflow, string entries with ids >= 1 and bounded length, a clock
+// estimate with a round trip >= 0 and |offset| <= kMaxClockOffsetNs.
 absl::StatusOr<DecodedBatch> DecodeBatch(const v1::EventBatch& batch,
                                          const BatchLimits& limits = BatchLimits());
+
+// The validation DecodeBatch applies to a batch's clock estimate.
+absl::StatusOr<ClockEstimate> CheckClock(int64_t offset_ns, int64_t round_trip_ns);
 
 }  // namespace memtrace
 

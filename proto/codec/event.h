@@ -102,6 +102,17 @@ struct AgentCounterValues {
   uint64_t cupti_records_dropped = 0;
 };
 
+// Collector clock minus agent clock and the round trip it was measured over, in ns (see
+// memtrace.v1.ClockEstimate).
+struct ClockEstimate {
+  int64_t offset_ns = 0;
+  int64_t round_trip_ns = 0;
+
+  bool operator==(const ClockEstimate& o) const {
+    return offset_ns == o.offset_ns && round_trip_ns == o.round_trip_ns;
+  }
+};
+
 const char* EventKindName(EventKind kind);
 
 }  // namespace memtrace

@@ -2,7 +2,10 @@
 // memtrace.v1.EventBatch from arbitrary bytes, DecodeBatch (validation) under the default and
 // under tight limits. Whatever is accepted must respect the validator's promises (count,
 // strictly increasing seq >= 1, known kinds, string ids >= 1 within the length bound) and must
-// survive EncodeBatch -> DecodeBatch unchanged. A violated promise aborts (a finding).
+// survive EncodeBatch -> DecodeBatch unchanged. The collector's fast path, DecodeBatchWire,
+// must agree with protobuf + DecodeBatch on every input (same events, strings, counters and
+// clock, or the same error), and AppendBatchWire must write the bytes protobuf writes. A
+// violated promise aborts (a finding).
 //   bazel build --config=fuzz //proto/codec/fuzz:batch_codec_fuzzer
 //   tools/fuzz.sh runs it for a bounded time.
 #include <cstddef>
@@ -11,6 +14,7 @@
 #include <cstdlib>
 
 #include "proto/codec/batch_codec.h"
+#include "proto/codec/batch_wire.h"
 #include "google/protobuf/stubs/logging.h"
 #include "proto/memtrace/v1/events.pb.h"
 
@@ -47,6 +51,10 @@ void CheckAccepted(const memtrace::v1::EventBatch& batch, const memtrace::Decode
   Check(d2.ok(), "re-encoded batch decodes");
   Check(d2->events == d.events, "re-encoded events equal");
   Check(d2->strings == d.strings, "re-encoded strings equal");
+  // The fast writer writes what protobuf writes.
+  std::string wire;
+  memtrace::AppendBatchWire(d.events, d.strings, &d.counters, nullptr, &wire);
+  Check(wire == again.SerializeAsString(), "AppendBatchWire bytes equal protobuf's");
   // And the wire form itself round-trips through serialization.
   std::string bytes;
   Check(again.SerializeToString(&bytes), "serialize");
@@ -65,7 +73,40 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   return 0;
 }
 
+// DecodeBatchWire against ParseFromArray + DecodeBatch on the same bytes and limits.
+void CheckWireAgrees(const uint8_t* data, size_t size, const memtrace::BatchLimits& limits) {
+  const absl::string_view bytes(reinterpret_cast<const char*>(data), size);
+  absl::StatusOr<memtrace::DecodedBatch> fast = memtrace::DecodeBatchWire(bytes, limits);
+  memtrace::v1::EventBatch batch;
+  if (!batch.ParseFromArray(data, static_cast<int>(size))) {
+    Check(!fast.ok() && fast.status().code() == absl::StatusCode::kInvalidArgument,
+          "bytes protobuf refuses are refused by DecodeBatchWire");
+    return;
+  }
+  absl::StatusOr<memtrace::DecodedBatch> slow = memtrace::DecodeBatch(batch, limits);
+  Check(fast.ok() == slow.ok(), "DecodeBatchWire accepts what DecodeBatch accepts");
+  if (!slow.ok()) {
+    Check(fast.status() == slow.status(), "DecodeBatchWire gives DecodeBatch's error");
+    return;
+  }
+  Check(fast->events == slow->events, "DecodeBatchWire events equal");
+  Check(fast->strings == slow->strings, "DecodeBatchWire strings equal");
+  Check(fast->clock == slow->clock, "DecodeBatchWire clock equal");
+  Check(fast->counters.events_recorded == slow->counters.events_recorded &&
+            fast->counters.events_lost == slow->counters.events_lost &&
+            fast->counters.spool_bytes == slow->counters.spool_bytes &&
+            fast->counters.reconnects == slow->counters.reconnects &&
+            fast->counters.cupti_records_dropped == slow->counters.cupti_records_dropped,
+        "DecodeBatchWire counters equal");
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  CheckWireAgrees(data, size, memtrace::BatchLimits());
+  memtrace::BatchLimits tight_limits;
+  tight_limits.max_events = 4;
+  tight_limits.max_strings = 2;
+  tight_limits.max_string_bytes = 8;
+  CheckWireAgrees(data, size, tight_limits);
   memtrace::v1::EventBatch batch;
   if (!batch.ParseFromArray(data, static_cast<int>(size))) return 0;
   const memtrace::BatchLimits defaults;

@@ -45,6 +45,10 @@ std::vector<std::pair<std::string, std::string>> SeedBatches() {
   out.emplace_back("seed-two", batch.SerializeAsString());
   EncodeBatch({}, strings, counters, &batch);
   out.emplace_back("seed-strings-only", batch.SerializeAsString());
+  EncodeBatch(events, {}, counters, &batch);
+  batch.mutable_clock()->set_offset_ns(-2'500'000'000);
+  batch.mutable_clock()->set_round_trip_ns(180'000);
+  out.emplace_back("seed-clock", batch.SerializeAsString());
   return out;
 }
 

@@ -1,0 +1,52 @@
+// memtrace.v1.EventBatch straight between events and wire bytes, without protobuf's message
+// objects in between. Every batch passes through this twice on the hot path (the agent seals
+// it, the collector decodes it) and again whenever a stored block is read, and the profile of
+// ingest showed protobuf's serialize / byte-size / parse of the packed columns as the largest
+// share of CPU (docs/PERFORMANCE.md, "Profiles"): these functions write and read the same
+// bytes in one pass over the events.
+//
+// They are exact stand-ins for batch_codec + protobuf: AppendBatchWire writes byte for byte
+// what EncodeBatch + SerializeToString write, and DecodeBatchWire accepts exactly the inputs
+// that ParseFromArray + DecodeBatch accept, with the same result and the same error (checked on
+// every input by the batch fuzzer). Encodings protobuf accepts but no memtrace writer produces
+// (unpacked or split columns, repeated singular messages, groups, wrong wire types) are handed
+// to protobuf itself, so the fast path only ever sees the canonical shape.
+#ifndef MEMTRACE_PROTO_CODEC_BATCH_WIRE_H_
+#define MEMTRACE_PROTO_CODEC_BATCH_WIRE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "proto/codec/batch_codec.h"
+#include "proto/codec/event.h"
+
+namespace memtrace {
+
+// Appends to `out` the wire form of the batch of `events` (strictly increasing seq), `strings`,
+// and, when not null, `counters` (field 16) and `clock` (field 17). With counters set and clock
+// null, the bytes equal EncodeBatch(events, strings, *counters, &b) + b.SerializeToString.
+void AppendBatchWire(absl::Span<const Event> events, absl::Span<const StringDef> strings,
+                     const AgentCounterValues* counters, const ClockEstimate* clock,
+                     std::string* out);
+
+// The counters (field 16) and clock (field 17) fields alone. Appended to a batch's bytes that
+// have neither, they give the batch with both: the agent seals a batch once and adds its
+// latest counters and clock estimate each time it writes it.
+void AppendCountersField(const AgentCounterValues& counters, std::string* out);
+void AppendClockField(const ClockEstimate& clock, std::string* out);
+
+// Decodes EventBatch wire bytes as ParseFromArray + DecodeBatch(batch, limits) would. Bytes
+// that do not parse as an EventBatch are INVALID_ARGUMENT "not a valid memtrace.v1.EventBatch
+// (...)"; every other error is DecodeBatch's.
+absl::StatusOr<DecodedBatch> DecodeBatchWire(absl::string_view bytes,
+                                             const BatchLimits& limits = BatchLimits());
+
+// Appends a protobuf varint / the tag of (field, wire type); for callers framing a batch inside
+// another message (an IngestRequest is field 2, length-delimited, around the batch's bytes).
+void AppendVarint(uint64_t value, std::string* out);
+
+}  // namespace memtrace
+
+#endif  // MEMTRACE_PROTO_CODEC_BATCH_WIRE_H_
