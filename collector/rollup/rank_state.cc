@@ -131,7 +131,7 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
   if (events_applied_ == 0) {
     first_ts_ns_ = e.ts_ns;
     OpenAccumulator(&step_, current_step_, e.ts_ns);
-    OpenAccumulator(&bucket_, FloorDiv(e.ts_ns, bucket_ns_), e.ts_ns);
+    OpenAccumulator(&bucket_, BucketOf(e.ts_ns), e.ts_ns);
   } else {
     if (e.ts_ns < last_ts_ns_) ++anomalies_.time_backwards;
     OnBucket(e, closed);
@@ -250,8 +250,17 @@ void RankState::OnStep(const Event& e, ClosedRollups* closed) {
   OpenAccumulator(&step_, step, e.ts_ns);
 }
 
+int64_t RankState::BucketOf(int64_t ts_ns) const {
+  int64_t collector_ts;
+  if (__builtin_add_overflow(ts_ns, clock_offset_ns_, &collector_ts)) {
+    collector_ts = clock_offset_ns_ < 0 ? std::numeric_limits<int64_t>::min()
+                                        : std::numeric_limits<int64_t>::max();
+  }
+  return FloorDiv(collector_ts, bucket_ns_);
+}
+
 void RankState::OnBucket(const Event& e, ClosedRollups* closed) {
-  const int64_t bucket = FloorDiv(e.ts_ns, bucket_ns_);
+  const int64_t bucket = BucketOf(e.ts_ns);
   // An event older than the open bucket (clock going back) is counted in the open one.
   if (bucket <= bucket_.key) return;
   if (closed != nullptr) closed->buckets.push_back(Snapshot(bucket_, Axis::kBucket));
@@ -309,7 +318,9 @@ bool RankState::RemoveAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* 
   return true;
 }
 
-void RankState::TouchGroup(GroupMap* groups, uint32_t id, uint64_t bytes, bool add) {
+// Inlined: it runs three times for every allocation and free.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RankState::TouchGroup(GroupMap* groups, uint32_t id,
+                                                               uint64_t bytes, bool add) {
   GroupLive& g = (*groups)[id];
   if (g.step_epoch != step_.epoch) {
     g.step_epoch = step_.epoch;
@@ -382,17 +393,16 @@ v1::StepRollup RankState::Snapshot(const Accumulator& acc, Axis axis) const {
   r.set_events_lost(acc.events_lost);
   r.set_pool_reserved_bytes(pool_reserved_bytes());
   const auto groups = [&](const GroupMap& map, auto* out) {
-    for (uint32_t id : SortedKeys(map)) {
-      const GroupLive& g = map.at(id);
+    map.ForEachAscending([&](uint32_t id, const GroupLive& g) {
       const bool touched = axis == Axis::kStep ? g.step_epoch == acc.epoch
                                                : g.bucket_epoch == acc.epoch;
       const uint64_t peak = touched ? (axis == Axis::kStep ? g.step_peak : g.bucket_peak) : g.live;
-      if (g.live == 0 && peak == 0) continue;
+      if (g.live == 0 && peak == 0) return;
       v1::GroupBytes* gb = out->Add();
       gb->set_id(id);
       gb->set_live_bytes(g.live);
       gb->set_peak_bytes(peak);
-    }
+    });
   };
   groups(tags_, r.mutable_by_tag());
   groups(sources_, r.mutable_by_source());
@@ -420,18 +430,17 @@ std::string RankState::Serialize() const {
     rec.add_pool_bytes(pools_.at(address));
   }
   const auto groups = [&](const GroupMap& map, auto* out) {
-    for (uint32_t id : SortedKeys(map)) {
-      const GroupLive& g = map.at(id);
+    map.ForEachAscending([&](uint32_t id, const GroupLive& g) {
       const bool step_touched = step_.open && g.step_epoch == step_.epoch;
       const bool bucket_touched = bucket_.open && g.bucket_epoch == bucket_.epoch;
-      if (!step_touched && !bucket_touched) continue;
+      if (!step_touched && !bucket_touched) return;
       GroupRecord* gr = out->Add();
       gr->set_id(id);
       gr->set_step_touched(step_touched);
       if (step_touched) gr->set_step_peak(g.step_peak);
       gr->set_bucket_touched(bucket_touched);
       if (bucket_touched) gr->set_bucket_peak(g.bucket_peak);
-    }
+    });
   };
   groups(tags_, rec.mutable_tags());
   groups(sources_, rec.mutable_sources());
@@ -478,6 +487,7 @@ std::string RankState::Serialize() const {
   rec.set_first_oom_ts_ns(first_oom_ts_ns_);
   rec.set_first_oom_bytes(first_oom_bytes_);
   rec.set_steps_closed(steps_closed_);
+  rec.set_clock_offset_ns(clock_offset_ns_);
   return rec.SerializeAsString();
 }
 
@@ -578,6 +588,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.first_oom_ts_ns_ = rec.first_oom_ts_ns();
   s.first_oom_bytes_ = rec.first_oom_bytes();
   s.steps_closed_ = rec.steps_closed();
+  s.clock_offset_ns_ = rec.clock_offset_ns();
   return s;
 }
 

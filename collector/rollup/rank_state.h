@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "collector/rollup/id_table.h"
 #include "proto/codec/event.h"
 #include "proto/memtrace/v1/query.pb.h"
 
@@ -76,6 +77,14 @@ class RankState {
   v1::StepRollup OpenStepRollup() const;
   v1::StepRollup OpenBucketRollup() const;
 
+  // Time buckets are keyed by collector time: an event at ts_ns counts in bucket
+  // floor((ts_ns + offset_ns) / bucket_ns), so that ranks on hosts whose clocks differ share
+  // buckets. Rows' start_ns / end_ns on the time axis are collector time too; events, steps and
+  // everything else keep the rank's own clock. 0 until set; may change between events (a later
+  // estimate): an event whose shifted time falls before the open bucket counts in the open one.
+  void SetClockOffset(int64_t offset_ns) { clock_offset_ns_ = offset_ns; }
+  int64_t clock_offset_ns() const { return clock_offset_ns_; }
+
   int64_t bucket_ns() const { return bucket_ns_; }
   uint64_t live_bytes() const { return live_bytes_; }
   int64_t current_step() const { return current_step_; }
@@ -115,7 +124,7 @@ class RankState {
     uint64_t step_epoch = 0;
     uint64_t bucket_epoch = 0;
   };
-  using GroupMap = absl::flat_hash_map<uint32_t, GroupLive>;
+  using GroupMap = IdTable<GroupLive>;
 
   // A phase seen within one rollup: peak live bytes while open, live bytes when it ended.
   struct PhaseStat {
@@ -160,7 +169,11 @@ class RankState {
   void ChangeLive(const LiveAllocation& a, bool add);
   void TouchGroup(GroupMap* groups, uint32_t id, uint64_t bytes, bool add);
 
+  // The bucket of an event at `ts_ns` (rank clock).
+  int64_t BucketOf(int64_t ts_ns) const;
+
   int64_t bucket_ns_;
+  int64_t clock_offset_ns_ = 0;
   absl::flat_hash_map<uint64_t, LiveAllocation> allocs_;
   absl::flat_hash_map<uint64_t, LiveAllocation> maps_;
   absl::flat_hash_map<uint64_t, uint64_t> pools_;

@@ -1,5 +1,6 @@
 #include "collector/rollup/rank_state.h"
 
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -374,6 +375,51 @@ TEST(RankStateTest, TimeBucketsGiveAnAxisWithoutSteps) {
   EXPECT_EQ(state.current_bucket(), 13);
   EXPECT_EQ(state.OpenBucketRollup().floor_bytes(), 0u);
   EXPECT_EQ(state.OpenBucketRollup().end_bytes(), 5u);
+}
+
+TEST(RankStateTest, TimeBucketsAreKeyedByCollectorTime) {
+  // The rank's clock is 2.5 s ahead of the collector's: its event at 10.2 s (rank clock) is at
+  // 7.7 s collector time, in bucket 7, and rows carry collector time.
+  Script s;
+  s.At(10 * kSecond + 200'000'000).Alloc(0x1, 100);
+  s.At(10 * kSecond + 400'000'000).Alloc(0x2, 100);  // 7.9 s: still bucket 7
+  s.At(10 * kSecond + 600'000'000).Free(0x1);        // 8.1 s: bucket 8
+  RankState state(kSecond);
+  state.SetClockOffset(-2'500'000'000);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.buckets.size(), 1u);
+  EXPECT_EQ(closed.buckets[0].step(), 7);
+  EXPECT_EQ(closed.buckets[0].start_ns(), 7 * kSecond);
+  EXPECT_EQ(closed.buckets[0].end_ns(), 8 * kSecond);
+  EXPECT_EQ(closed.buckets[0].end_bytes(), 200u);
+  EXPECT_EQ(state.current_bucket(), 8);
+  // Steps and events keep the rank's own clock.
+  EXPECT_EQ(state.last_ts_ns(), 10 * kSecond + 600'000'000);
+  // A later, better estimate moving the clock back a little: the event counts in the open
+  // bucket rather than reopening a closed one.
+  state.SetClockOffset(-2'700'000'000);
+  Script later;
+  later.At(10 * kSecond + 650'000'000).Alloc(0x3, 7);  // 7.95 s collector time
+  std::vector<Event> e = later.events();
+  e[0].seq = 4;
+  state.Apply(e, &closed);
+  EXPECT_EQ(closed.buckets.size(), 1u);
+  EXPECT_EQ(state.current_bucket(), 8);
+  EXPECT_EQ(state.OpenBucketRollup().allocs(), 1u);
+  // The offset survives a checkpoint.
+  absl::StatusOr<RankState> resumed = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->clock_offset_ns(), -2'700'000'000);
+}
+
+TEST(RankStateTest, AnOffsetAtTheEndOfTheClockSaturates) {
+  Script s;
+  s.At(std::numeric_limits<int64_t>::max() - 5).Alloc(0x1, 1);
+  RankState state(kSecond);
+  state.SetClockOffset(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.current_bucket(), std::numeric_limits<int64_t>::max() / kSecond);
 }
 
 TEST(RankStateTest, TimeGoingBackIsCountedAndStaysInTheOpenBucket) {

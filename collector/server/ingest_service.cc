@@ -4,18 +4,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "collector/server/ingest_request.h"
 #include "collector/server/status_util.h"
-#include "grpcpp/support/proto_buffer_reader.h"
 #include "grpcpp/support/method_handler.h"
 
 namespace memtrace::collector {
 
 namespace {
 
+// `received_ns`: when the message this ack answers was read (the agents' clock estimate).
 bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
-             uint64_t durable_seq) {
+             uint64_t durable_seq, int64_t received_ns) {
   v1::IngestAck ack;
   ack.set_durable_seq(durable_seq);
+  ack.set_collector_receive_ns(received_ns);
   ack.set_collector_time_ns(absl::GetCurrentTimeNanos());
   return stream->Write(ack);
 }
@@ -46,16 +48,15 @@ class OpenStreamGuard {
   bool closed_ = false;
 };
 
-// Reads and parses the next request. kEnd: no more messages (the client half-closed, or the call
-// was cancelled or broken); kGarbage: a message that is not an IngestRequest.
+// Reads the next request. kEnd: no more messages (the client half-closed, or the call was
+// cancelled or broken); kGarbage: a message that is not an IngestRequest.
 enum class ReadResult { kOk, kEnd, kGarbage };
 ReadResult ReadRequest(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
-                       v1::IngestRequest* request) {
+                       IngestMessage* request, int64_t* received_ns) {
   grpc::ByteBuffer buffer;
   if (!stream->Read(&buffer)) return ReadResult::kEnd;
-  grpc::ProtoBufferReader reader(&buffer);
-  request->Clear();
-  return request->ParseFromZeroCopyStream(&reader) ? ReadResult::kOk : ReadResult::kGarbage;
+  *received_ns = absl::GetCurrentTimeNanos();
+  return request->Read(buffer) ? ReadResult::kOk : ReadResult::kGarbage;
 }
 
 grpc::Status Unparseable(int message) {
@@ -88,9 +89,10 @@ IngestService::IngestService(EventStore* store, const BatchLimits& limits,
 grpc::Status IngestService::Stream(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream) {
-  v1::IngestRequest request;
+  IngestMessage request;
+  int64_t received_ns = 0;
   int message = 1;
-  switch (ReadRequest(stream, &request)) {
+  switch (ReadRequest(stream, &request, &received_ns)) {
     case ReadResult::kEnd:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "stream ended before its Hello");
     case ReadResult::kGarbage:
@@ -98,7 +100,7 @@ grpc::Status IngestService::Stream(
     case ReadResult::kOk:
       break;
   }
-  if (request.body_case() != v1::IngestRequest::kHello) {
+  if (request.body() != IngestMessage::Body::kHello) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "the first message of a stream must be a Hello with the rank identity");
   }
@@ -115,7 +117,7 @@ grpc::Status IngestService::Stream(
   absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
   if (!opened.ok()) return ToGrpcStatus(opened.status());
   OpenStreamGuard guard(store_, opened->key);
-  if (!SendAck(stream, opened->durable_seq)) {
+  if (!SendAck(stream, opened->durable_seq, received_ns)) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "client went away before the Hello ack");
   }
   const std::string who =
@@ -124,16 +126,17 @@ grpc::Status IngestService::Stream(
 
   bool ack_failed = false;
   ReadResult read;
-  while ((read = ReadRequest(stream, &request)) == ReadResult::kOk) {
+  while ((read = ReadRequest(stream, &request, &received_ns)) == ReadResult::kOk) {
     ++message;
-    if (request.body_case() != v1::IngestRequest::kBatch) {
+    if (request.body() != IngestMessage::Body::kBatch) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          request.body_case() == v1::IngestRequest::kHello
+                          request.body() == IngestMessage::Body::kHello
                               ? "a second Hello on one stream"
                               : "an IngestRequest with neither hello nor batch");
     }
-    absl::StatusOr<DecodedBatch> batch = DecodeBatch(request.batch(), limits_);
+    absl::StatusOr<DecodedBatch> batch = request.DecodeBatch(limits_);
     if (!batch.ok()) {
+      if (!request.batch_parses()) return Unparseable(message);
       return ToGrpcStatus(batch.status(), absl::StrCat("batch for ", who, " rejected: "));
     }
     if (absl::Status s = security::CheckStringTable(*batch, ingest_limits_); !s.ok()) {
@@ -146,7 +149,7 @@ grpc::Status IngestService::Stream(
                           absl::StrCat("storing a batch for ", who, ": ",
                                        appended.status().ToString()));
     }
-    if (!SendAck(stream, appended->durable_seq)) {
+    if (!SendAck(stream, appended->durable_seq, received_ns)) {
       ack_failed = true;
       break;
     }

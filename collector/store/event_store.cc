@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "collector/store/records.pb.h"
+#include "proto/codec/batch_wire.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
 #include "rocksdb/iterator.h"
@@ -97,6 +98,13 @@ absl::Status ParseValue(absl::string_view value, absl::string_view what, Message
   return absl::OkStatus();
 }
 
+v1::ClockEstimate ToProto(const ClockEstimate& clock) {
+  v1::ClockEstimate out;
+  out.set_offset_ns(clock.offset_ns);
+  out.set_round_trip_ns(clock.round_trip_ns);
+  return out;
+}
+
 BatchLimits StoredBlockLimits() {
   // Blocks were validated on ingest; reading them back must not depend on today's limits.
   BatchLimits limits;
@@ -108,14 +116,10 @@ BatchLimits StoredBlockLimits() {
 }
 
 absl::StatusOr<DecodedBatch> DecodeBlock(absl::string_view value, absl::string_view where) {
-  v1::EventBatch batch;
-  if (absl::Status s = ParseValue(value, absl::StrCat("block of ", where), &batch); !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<DecodedBatch> decoded = DecodeBatch(batch, StoredBlockLimits());
+  absl::StatusOr<DecodedBatch> decoded = DecodeBatchWire(value, StoredBlockLimits());
   if (!decoded.ok()) {
-    return absl::DataLossError(
-        absl::StrCat("block of ", where, " is invalid: ", decoded.status().message()));
+    return absl::DataLossError(absl::StrCat("block of ", where, " (", value.size(),
+                                            " bytes) is invalid: ", decoded.status().message()));
   }
   return decoded;
 }
@@ -185,6 +189,12 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
     if (i == kBlocks) {
       // Block values are 10-100 KiB; larger memtables mean fewer, larger flushes.
       cf.write_buffer_size = 64 << 20;
+      // Every stream writes its own key range at once, so each flushed file spans all of them
+      // and is rewritten by the next compaction anyway: compressing at flush only to
+      // decompress and compress again there doubled the LZ4 work (the ingest profile's largest
+      // single cost). L0 stays uncompressed; from L1 on, as everywhere else.
+      cf.compression_per_level.assign(cf.num_levels, compression);
+      cf.compression_per_level[0] = rocksdb::kNoCompression;
     }
     families.emplace_back(kFamilyNames[i], cf);
   }
@@ -386,6 +396,8 @@ absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
     const rocksdb::Slice v = it->value();
     absl::StatusOr<DecodedBatch> block = DecodeBlock(absl::string_view(v.data(), v.size()), where);
     if (!block.ok()) return block.status();
+    // The clock offset the block was first applied with (see Append).
+    if (block->clock.has_value()) state.SetClockOffset(block->clock->offset_ns);
     for (const Event& e : block->events) {
       if (state.events_applied() > 0 && e.seq <= state.last_seq()) continue;
       if (e.seq > target.last_seq || (target.max_ts_ns && e.ts_ns > *target.max_ts_ns)) {
@@ -455,15 +467,21 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
     entry.set_value(s.value);
     wb.Put(handles_[kMeta], StringMetaKey(key, s.id), entry.SerializeAsString());
   }
+  if (batch.clock.has_value()) *summary.mutable_clock() = ToProto(*batch.clock);
   if (!kept.empty()) {
     RankState& state = *stream->state;
+    // Time buckets follow the agent's latest clock estimate; the block records the one it was
+    // applied with, so that a replay buckets its events exactly as this append did.
+    std::optional<ClockEstimate> clock;
+    if (summary.has_clock()) {
+      clock = ClockEstimate{summary.clock().offset_ns(), summary.clock().round_trip_ns()};
+      state.SetClockOffset(clock->offset_ns);
+    }
     ClosedRollups closed;
     state.Apply(kept, &closed);
 
-    v1::EventBatch block;
-    EncodeBatch(kept, {}, AgentCounterValues(), &block);
-    block.clear_counters();
-    std::string value = block.SerializeAsString();
+    std::string value;
+    AppendBatchWire(kept, {}, nullptr, clock.has_value() ? &*clock : nullptr, &value);
     record.set_blocks(record.blocks() + 1);
     record.set_block_bytes(record.block_bytes() + value.size());
     wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq), value);

@@ -271,6 +271,63 @@ TEST(EventStoreTest, ReopenAfterCrashRestoresCountsLiveBytesAndRollups) {
   ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
 }
 
+// The agent's clock estimate moves time-bucket rows to collector time, batch by batch; a
+// restart replays each block with the estimate it was stored with, so the rows come out as
+// without the restart.
+TEST(EventStoreTest, TimeBucketsFollowTheAgentsClockEstimateAcrossARestart) {
+  const std::string dir = TestDir("clock");
+  auto with_clock = [](uint64_t first, uint64_t count) {
+    DecodedBatch b = Batch(MakeEvents(first, count));
+    // The estimate improves over time: 3.010 s, then 3.037 s behind the rank's clock.
+    b.clock = ClockEstimate{first < 150 ? -3'010 * kMs : -3'037 * kMs, 400'000};
+    return b;
+  };
+  EventStoreOptions options = Options(dir + "-reference");
+  options.bucket_ns = 50 * kMs;
+  options.checkpoint_every_steps = 1000;  // replay every block after the restart
+  auto reference = OpenOrDie(options);
+  absl::StatusOr<OpenedStream> ref = reference->OpenStream(Identity("job", 3));
+  ASSERT_TRUE(ref.ok());
+  for (uint64_t first = 1; first <= 281; first += 40) {
+    ASSERT_TRUE(reference->Append(ref->key, with_clock(first, 40)).ok());
+  }
+  const v1::RankSummary summary = RankOf(*reference, "job", 3);
+  ASSERT_TRUE(summary.has_clock());
+  EXPECT_EQ(summary.clock().offset_ns(), -3'037 * kMs);
+  EXPECT_EQ(summary.clock().round_trip_ns(), 400'000);
+  absl::StatusOr<v1::GetRollupsResponse> want = reference->Rollups("job", RollupAxis::kTime);
+  ASSERT_TRUE(want.ok());
+  // Event 1 is at kT0 + 1 ms on the rank's clock: kT0 - 3.009 s collector time.
+  const v1::StepRollup& first_row = want->ranks(0).steps(0);
+  EXPECT_EQ(first_row.step(), (kT0 + 1 * kMs - 3'010 * kMs) / (50 * kMs));
+  EXPECT_EQ(first_row.start_ns(), first_row.step() * 50 * kMs);
+
+  options.dir = dir;
+  {
+    auto store = OpenOrDie(options);
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 3));
+    ASSERT_TRUE(s.ok());
+    for (uint64_t first = 1; first <= 201; first += 40) {
+      ASSERT_TRUE(store->Append(s->key, with_clock(first, 40)).ok());
+    }
+  }  // dies with the stream open
+  auto store = OpenOrDie(options);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 3));
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(store->Append(s->key, with_clock(241, 40)).ok());
+  ASSERT_TRUE(store->Append(s->key, with_clock(281, 40)).ok());
+  absl::StatusOr<v1::GetRollupsResponse> got = store->Rollups("job", RollupAxis::kTime);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->ranks(0).steps_size(), want->ranks(0).steps_size());
+  for (int i = 0; i < got->ranks(0).steps_size(); ++i) {
+    EXPECT_EQ(got->ranks(0).steps(i).SerializeAsString(),
+              want->ranks(0).steps(i).SerializeAsString())
+        << "row " << i;
+  }
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
+}
+
 TEST(EventStoreTest, StepRollupsAreStoredPerStepWithTheOpenOneRewritten) {
   auto store = OpenOrDie(Options(TestDir("rollups")));
   ASSERT_NE(store, nullptr);
