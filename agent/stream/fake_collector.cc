@@ -147,6 +147,7 @@ grpc::Status FakeCollector::Serve(
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake collector stopping");
     }
     ack.set_durable_seq(s.durable_seq);
+    ack.set_collector_time_ns(absl::GetCurrentTimeNanos());
     s.hello_acks.push_back(s.durable_seq);
   }
   int stream_index = 0;
@@ -157,6 +158,7 @@ grpc::Status FakeCollector::Serve(
   if (!rw->Write(ack)) return grpc::Status::OK;
 
   while (rw->Read(&request)) {
+    const int64_t received_ns = absl::GetCurrentTimeNanos();
     if (!request.has_batch()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "expected a batch");
     }
@@ -191,11 +193,13 @@ grpc::Status FakeCollector::Serve(
       s.durable_seq = e.seq;
     }
     s.last_counters = batch->counters;
+    if (batch->clock.has_value()) s.last_clock = batch->clock;
     if (!WaitWhileHeld(&hold_acks_, context, lock)) {
       ++s.aborted;
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake collector stopping");
     }
     ack.set_durable_seq(s.durable_seq);
+    ack.set_collector_receive_ns(received_ns);
     ack.set_collector_time_ns(absl::GetCurrentTimeNanos());
     // Writing under the lock is fine for a test server: acks are tiny.
     if (!rw->Write(ack)) break;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,7 @@ class FakeCollector {
     // Events stored whose seq was not durable_seq + 1.
     uint64_t seq_gaps = 0;
     AgentCounterValues last_counters;
+    std::optional<ClockEstimate> last_clock;  // of the latest batch that carried one
     std::vector<ReceivedBatch> received;
     int hellos = 0;
     int refused = 0;

@@ -1,6 +1,7 @@
 // One memtrace.v1.Ingest/Stream call on gRPC's callback API, so that the sender thread never
 // blocks inside gRPC: it starts writes and closes, and learns of acks, write completions and
-// the end of the call through a Listener.
+// the end of the call through a Listener. Requests go out as the serialized IngestRequest bytes
+// the caller built (a sealed batch is framed, not re-serialized: see Transport).
 //
 // The call holds a gRPC "hold" from Open() until Close() or Abort(), so that the sender may
 // start operations from its own thread: the call cannot finish (OnStreamDone) before the
@@ -12,12 +13,14 @@
 #include <atomic>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/client_callback.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 
-#include "proto/memtrace/v1/ingest.grpc.pb.h"
+#include "proto/memtrace/v1/ingest.pb.h"
 
 namespace memtrace {
 
-class IngestStream final : public grpc::ClientBidiReactor<v1::IngestRequest, v1::IngestAck> {
+class IngestStream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, v1::IngestAck> {
  public:
   // Called on gRPC's threads; implementations must not block, nor call back into the stream.
   class Listener {
@@ -32,14 +35,12 @@ class IngestStream final : public grpc::ClientBidiReactor<v1::IngestRequest, v1:
 
   explicit IngestStream(Listener* listener) : listener_(listener) {}
 
-  // Starts the call and writes `hello` as its first message (a write in flight until
-  // OnWriteDone). Call once.
-  void Open(v1::Ingest::StubInterface* stub, const v1::IngestRequest& hello);
+  // Starts the call on `channel` and writes `hello` (a serialized IngestRequest) as its first
+  // message (a write in flight until OnWriteDone). Call once.
+  void Open(grpc::ChannelInterface* channel, grpc::ByteBuffer hello);
 
-  // The message buffer for the next write. Only touch it while no write is in flight.
-  v1::IngestRequest* request() { return &request_; }
-  // Writes request(). At most one write in flight.
-  void Write() { StartWrite(&request_); }
+  // Writes `request`, a serialized IngestRequest. At most one write in flight.
+  void Write(grpc::ByteBuffer request);
 
   // Half-closes (the collector then finishes the call and marks the rank complete) and drops
   // the hold. No write may be in flight.
@@ -58,7 +59,7 @@ class IngestStream final : public grpc::ClientBidiReactor<v1::IngestRequest, v1:
 
   Listener* const listener_;
   grpc::ClientContext context_;
-  v1::IngestRequest request_;
+  grpc::ByteBuffer request_;
   v1::IngestAck ack_;
   std::atomic<bool> hold_released_{false};
 };

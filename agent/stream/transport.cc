@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -17,13 +20,15 @@
 #include "absl/time/clock.h"
 #include "agent/stream/backoff.h"
 #include "agent/stream/batch_store.h"
+#include "agent/stream/clock_sync.h"
 #include "agent/stream/spool.h"
 #include "agent/stream/event_queue.h"
 #include "agent/stream/failure_log.h"
 #include "agent/stream/ingest_stream.h"
 #include "agent/stream/string_table.h"
 #include "proto/codec/batch_codec.h"
-#include "proto/memtrace/v1/ingest.grpc.pb.h"
+#include "proto/codec/batch_wire.h"
+#include "proto/memtrace/v1/ingest.pb.h"
 
 namespace memtrace {
 
@@ -39,6 +44,37 @@ constexpr absl::Duration kCloseGrace = absl::Seconds(1);
 // Rounds of batch forming per wake-up, so a producer faster than the sender cannot keep the
 // sender from writing.
 constexpr int kMaxFormRounds = 64;
+// Send times of messages whose ack has not come, for the clock estimate; a collector that
+// stops acking must not make the list grow without bound.
+constexpr size_t kMaxSendTimes = 1024;
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Frees the heap copy of a shared_ptr that kept a sealed batch's bytes alive for a slice.
+void ReleaseBatchBytes(void* holder) {
+  delete static_cast<std::shared_ptr<const std::string>*>(holder);
+}
+
+// An IngestRequest whose body is field `field` (1 hello, 2 batch) made of `body` followed by
+// `tail`, as three slices: the sealed batch's bytes go to gRPC without a copy.
+grpc::ByteBuffer FrameRequest(uint32_t field, std::shared_ptr<const std::string> body,
+                              const std::string& tail) {
+  std::string head;
+  AppendVarint(field << 3 | 2, &head);
+  AppendVarint(body->size() + tail.size(), &head);
+  void* const data = const_cast<char*>(body->data());
+  const size_t size = body->size();
+  grpc::Slice slices[3] = {
+      grpc::Slice(head),
+      grpc::Slice(data, size, &ReleaseBatchBytes,
+                  new std::shared_ptr<const std::string>(std::move(body))),
+      grpc::Slice(tail)};
+  return grpc::ByteBuffer(slices, tail.empty() ? 2 : 3);
+}
 
 // Waits for a notification or `deadline`; true when the deadline has passed.
 bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
@@ -136,7 +172,10 @@ class Transport::Impl final : public IngestStream::Listener {
   void FormBatches(bool force);
   void SealBatch(size_t covered);
   void HandleDropped();
-  bool PrepareWrite(const SealedBatch& batch, uint64_t resume_after);
+  grpc::ByteBuffer PrepareWrite(const SealedBatch& batch, uint64_t resume_after,
+                                const std::optional<ClockEstimate>& clock);
+  // Notes that a message is about to be sent (its ack will carry the collector's times).
+  void NoteSend();
   AgentCounterValues Counters();
   void ReportEndOfStream(const grpc::Status& status, bool hello_acked, bool closing);
   bool ForceBatches();
@@ -146,7 +185,7 @@ class Transport::Impl final : public IngestStream::Listener {
   EventQueue queue_;
   StringTable strings_;
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::Ingest::Stub> stub_;
+  const std::function<int64_t()> clock_;
   std::atomic<uint64_t> cupti_dropped_{0};
   std::thread sender_;
 
@@ -154,7 +193,6 @@ class Transport::Impl final : public IngestStream::Listener {
   std::vector<Event> carry_;  // popped from the queue, not yet in a batch
   std::vector<StringDef> batch_strings_;
   std::vector<SealedBatch> dropped_;
-  v1::EventBatch encoded_;
   absl::Time partial_due_ = absl::InfiniteFuture();
   Backoff backoff_;
   std::unique_ptr<IngestStream> stream_;
@@ -184,6 +222,10 @@ class Transport::Impl final : public IngestStream::Listener {
   uint64_t written_through_ = 0;
   absl::Time opened_at_;
   absl::Time last_progress_;
+  // When each message of this stream still waiting for its ack was sent (clock_), oldest
+  // first: the collector acks every message once, in order.
+  std::deque<int64_t> sent_at_;
+  ClockSync clock_sync_;
   // Across streams.
   bool ever_connected_ = false;
   bool closed_cleanly_ = false;
@@ -204,10 +246,10 @@ Transport::Impl::Impl(TransportOptions options, std::shared_ptr<grpc::Channel> c
       failures_(options_.log_failures),
       queue_(options_.queue_capacity),
       strings_(options_.max_strings),
+      clock_(options_.clock ? options_.clock : RealtimeNs),
       backoff_(options_.initial_backoff, options_.max_backoff),
       store_(MakeBatchStore(options_)) {
   channel_ = std::move(channel);
-  stub_ = v1::Ingest::NewStub(channel_);
   carry_.reserve(options_.max_batch_events);
 }
 
@@ -293,9 +335,10 @@ void Transport::Impl::SealBatch(size_t covered) {
     }
   }
   sealed.has_strings = !batch_strings_.empty();
-  EncodeBatch(absl::MakeConstSpan(carry_.data(), covered), batch_strings_, Counters(), &encoded_);
+  // Without counters and clock: PrepareWrite adds the current ones each time the batch goes out.
   auto bytes = std::make_shared<std::string>();
-  encoded_.SerializeToString(bytes.get());
+  AppendBatchWire(absl::MakeConstSpan(carry_.data(), covered), batch_strings_, nullptr, nullptr,
+                  bytes.get());
   sealed.bytes = std::move(bytes);
   carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(covered));
   batch_strings_.clear();
@@ -383,8 +426,8 @@ bool Transport::Impl::WaitDisconnected(absl::Time until) {
 }
 
 bool Transport::Impl::ServeStream() {
-  v1::IngestRequest hello;
-  *hello.mutable_hello()->mutable_identity() = options_.identity;
+  v1::Hello hello;
+  *hello.mutable_identity() = options_.identity;
   {
     std::unique_lock<std::mutex> lock(mu_);
     hello_acked_ = false;
@@ -395,9 +438,12 @@ bool Transport::Impl::ServeStream() {
     written_through_ = 0;
     opened_at_ = absl::Now();
     last_progress_ = opened_at_;
+    sent_at_.clear();
   }
   stream_ = std::make_unique<IngestStream>(this);
-  stream_->Open(stub_.get(), hello);
+  NoteSend();
+  stream_->Open(channel_.get(),
+                FrameRequest(1, std::make_shared<const std::string>(hello.SerializeAsString()), ""));
 
   bool ending = false;         // Close() or Abort() issued
   bool closing = false;        // ... and it was Close()
@@ -408,6 +454,7 @@ bool Transport::Impl::ServeStream() {
     FormBatches(ForceBatches());
     Action action = Action::kNone;
     std::optional<SealedBatch> next;
+    std::optional<ClockEstimate> clock;
     uint64_t resume_after = 0;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -444,6 +491,7 @@ bool Transport::Impl::ServeStream() {
       }
       if (action == Action::kWrite) {
         resume_after = written_through_;
+        clock = clock_sync_.Current();
         if (!outstanding) last_progress_ = now;  // the ack clock starts with the first write
         write_in_flight_ = true;
         written_through_ = next->last_seq;
@@ -468,14 +516,12 @@ bool Transport::Impl::ServeStream() {
       if (action == Action::kNone) wake_ = false;
     }
     switch (action) {
-      case Action::kWrite:
-        if (PrepareWrite(*next, resume_after)) {
-          stream_->Write();
-        } else {
-          std::unique_lock<std::mutex> lock(mu_);
-          write_in_flight_ = false;
-        }
+      case Action::kWrite: {
+        grpc::ByteBuffer request = PrepareWrite(*next, resume_after, clock);
+        NoteSend();
+        stream_->Write(std::move(request));
         break;
+      }
       case Action::kClose:
         stream_->Close();
         break;
@@ -539,39 +585,54 @@ void Transport::Impl::ReportEndOfStream(const grpc::Status& status, bool hello_a
   }
 }
 
-bool Transport::Impl::PrepareWrite(const SealedBatch& sealed, uint64_t resume_after) {
-  v1::EventBatch* batch = stream_->request()->mutable_batch();
-  if (!batch->ParseFromString(*sealed.bytes)) return false;
+grpc::ByteBuffer Transport::Impl::PrepareWrite(const SealedBatch& sealed, uint64_t resume_after,
+                                               const std::optional<ClockEstimate>& clock) {
+  std::shared_ptr<const std::string> body = sealed.bytes;
+  if (sealed.first_seq <= resume_after) {
+    // The collector already has the head of this batch: send only the rest, so a reconnect
+    // never resends what the Hello ack covered.
+    BatchLimits limits;
+    limits.max_events = kMaxBatchEvents;
+    limits.max_strings = UINT32_MAX;
+    limits.max_string_bytes = UINT32_MAX;
+    absl::StatusOr<DecodedBatch> decoded = DecodeBatchWire(*sealed.bytes, limits);
+    if (decoded.ok()) {  // cannot fail for our own encoding; if it did, send it whole
+      auto keep = std::find_if(decoded->events.begin(), decoded->events.end(),
+                               [&](const Event& e) { return e.seq > resume_after; });
+      auto rest = std::make_shared<std::string>();
+      AppendBatchWire(absl::MakeConstSpan(decoded->events).subspan(keep - decoded->events.begin()),
+                      decoded->strings, nullptr, nullptr, rest.get());
+      body = std::move(rest);
+    }
+  }
   // Counters as of now, not of when the batch was formed: a resend after a reconnect then
-  // reports that reconnect.
-  const AgentCounterValues now = Counters();
-  v1::AgentCounters* counters = batch->mutable_counters();
-  counters->set_events_recorded(now.events_recorded);
-  counters->set_events_lost(now.events_lost);
-  counters->set_spool_bytes(now.spool_bytes);
-  counters->set_reconnects(now.reconnects);
-  counters->set_cupti_records_dropped(now.cupti_records_dropped);
-  if (sealed.first_seq > resume_after) return true;
-  // The collector already has the head of this batch: send only the rest, so a reconnect
-  // never resends what the Hello ack covered.
-  BatchLimits limits;
-  limits.max_events = kMaxBatchEvents;
-  limits.max_strings = UINT32_MAX;
-  limits.max_string_bytes = UINT32_MAX;
-  absl::StatusOr<DecodedBatch> decoded = DecodeBatch(*batch, limits);
-  if (!decoded.ok()) return true;  // cannot happen for our own encoding; send it whole
-  auto keep = std::find_if(decoded->events.begin(), decoded->events.end(),
-                           [&](const Event& e) { return e.seq > resume_after; });
-  std::vector<Event> rest(keep, decoded->events.end());
-  EncodeBatch(rest, decoded->strings, decoded->counters, batch);
-  return true;
+  // reports that reconnect. Likewise the newest clock estimate.
+  std::string tail;
+  AppendCountersField(Counters(), &tail);
+  if (clock.has_value()) AppendClockField(*clock, &tail);
+  return FrameRequest(2, std::move(body), tail);
+}
+
+void Transport::Impl::NoteSend() {
+  const int64_t now = clock_();
+  std::unique_lock<std::mutex> lock(mu_);
+  sent_at_.push_back(now);
+  if (sent_at_.size() > kMaxSendTimes) sent_at_.pop_front();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Listener callbacks (gRPC threads).
 
 void Transport::Impl::OnAck(const v1::IngestAck& ack) {
+  const int64_t received = clock_();
   std::unique_lock<std::mutex> lock(mu_);
+  if (!sent_at_.empty()) {
+    if (ack.collector_time_ns() != 0) {
+      clock_sync_.AddSample(sent_at_.front(), ack.collector_receive_ns(), ack.collector_time_ns(),
+                            received);
+    }
+    sent_at_.pop_front();
+  }
   const uint64_t seq = ack.durable_seq();
   if (!hello_acked_) {
     hello_acked_ = true;
@@ -706,6 +767,8 @@ TransportStats Transport::Impl::stats() const {
   s.unacked_batches = store_->batches();
   s.unacked_bytes = store_->bytes();
   s.stream_errors = stream_errors_;
+  s.clock = clock_sync_.Current();
+  s.clock_samples = clock_sync_.samples();
   return s;
 }
 

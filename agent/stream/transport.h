@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,7 @@
 #include "absl/time/time.h"
 #include "agent/stream/event_sink.h"
 #include "agent/stream/transport_options.h"
+#include "proto/codec/event.h"
 #include "proto/memtrace/v1/events.pb.h"
 
 namespace memtrace {
@@ -54,6 +56,10 @@ struct TransportStats {
   uint64_t stream_errors = 0;     // streams that ended other than by Shutdown
   uint64_t strings_interned = 0;
   uint64_t strings_refused = 0;   // Intern() calls beyond max_strings
+  // The current estimate of the collector's clock against TransportOptions::clock (sent with
+  // every batch), and how many round-trip samples it was chosen from.
+  std::optional<ClockEstimate> clock;
+  uint64_t clock_samples = 0;
 };
 
 class Transport : public EventSink {

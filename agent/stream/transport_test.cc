@@ -470,3 +470,31 @@ TEST(TransportTest, CuptiDropCountTravelsWithBatches) {
 
 }  // namespace
 }  // namespace memtrace
+
+namespace memtrace {
+namespace {
+
+// The agent's host clock is 3.7 s ahead of the collector's: every batch tells the collector so,
+// to within half a loopback round trip.
+TEST(TransportTest, EstimatesTheCollectorsClockAndSendsItWithEveryBatch) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  constexpr int64_t kSkew = 3'700'000'000;
+  TransportOptions o = Options(collector.address());
+  o.clock = [] { return absl::GetCurrentTimeNanos() + kSkew; };
+  auto t = StartOrDie(o);
+  for (uint64_t i = 0; i < 2000; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  const TransportStats stats = t->stats();
+  ASSERT_TRUE(stats.clock.has_value());
+  EXPECT_GE(stats.clock_samples, 2u);  // the Hello and at least one batch
+  EXPECT_GT(stats.clock->round_trip_ns, 0);
+  EXPECT_LT(stats.clock->round_trip_ns, 50'000'000);
+  EXPECT_LE(std::abs(stats.clock->offset_ns + kSkew), stats.clock->round_trip_ns / 2 + 1);
+  const Stream s = collector.Snapshot();
+  ASSERT_TRUE(s.last_clock.has_value());
+  EXPECT_LE(std::abs(s.last_clock->offset_ns + kSkew), s.last_clock->round_trip_ns / 2 + 1);
+}
+
+}  // namespace
+}  // namespace memtrace

@@ -15,7 +15,7 @@ AGENT_VARIABLES = (
     ("MEMTRACE_QUEUE_EVENTS", "memtrace",
      "events the in-process queue holds before dropping (default 1048576)"),
     ("MEMTRACE_BATCH_EVENTS", "memtrace",
-     "most events per batch sent (default 4096)"),
+     "most events per batch sent (default 16384)"),
     ("MEMTRACE_BATCH_DELAY_MS", "memtrace",
      "longest an event waits before its batch is sent, in ms (default 100)"),
     ("MEMTRACE_UNACKED_MAX_BYTES", "memtrace",
