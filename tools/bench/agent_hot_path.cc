@@ -15,6 +15,7 @@
 #include "agent/stream/transport.h"
 #include "collector/server/collector_server.h"
 #include "proto/codec/batch_codec.h"
+#include "proto/codec/batch_wire.h"
 
 namespace memtrace::bench {
 namespace {
@@ -170,6 +171,24 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
     decoded += d->events.size();
   }
   out.decode_events_per_s = decoded / Seconds(t0, Clock::now());
+  std::string sealed;
+  t0 = Clock::now();
+  for (size_t i = 0, b = 0; i < events.size(); i += kBatch, ++b) {
+    const size_t n = std::min(kBatch, events.size() - i);
+    const AgentCounterValues counters;
+    sealed.clear();
+    AppendBatchWire(absl::MakeConstSpan(events).subspan(i, n), {}, &counters, nullptr, &sealed);
+    if (sealed != wire[b]) return absl::InternalError("AppendBatchWire differs from protobuf");
+  }
+  out.wire_encode_events_per_s = events.size() / Seconds(t0, Clock::now());
+  decoded = 0;
+  t0 = Clock::now();
+  for (const std::string& w : wire) {
+    absl::StatusOr<DecodedBatch> d = DecodeBatchWire(w);
+    if (!d.ok()) return d.status();
+    decoded += d->events.size();
+  }
+  out.wire_decode_events_per_s = decoded / Seconds(t0, Clock::now());
 
   // The real Transport, streaming to an in-process collector (default durability).
   std::error_code ec;

@@ -2,7 +2,8 @@
 // out a completed activity buffer (no GPU needed: cuptiActivityGetNextRecord walks any buffer):
 //   - translation (agent/cupti RecordTranslator) into the cheapest possible sink, per core,
 //     against two baselines: memcpy of the buffer's bytes and the bare record walk;
-//   - batching: EncodeBatch + serialization (agent side) and parse + DecodeBatch (collector);
+//   - batching: batch_wire's AppendBatchWire (agent side) and DecodeBatchWire (collector), against
+//     protobuf's way to the same bytes: EncodeBatch + serialization, parse + DecodeBatch;
 //   - Transport::Record per event while the sender streams to a real collector, against copying
 //     the same events into an array;
 //   - the latency one completed buffer adds to CUPTI's delivery thread: TranslateBuffer into the
@@ -51,6 +52,9 @@ struct HotPathResult {
   double encode_events_per_s = 0;     // EncodeBatch + SerializeToString
   double build_events_per_s = 0;      // EncodeBatch alone (the message's columns)
   double decode_events_per_s = 0;
+  // The same batches through proto/codec/batch_wire (what the agent and collector use).
+  double wire_encode_events_per_s = 0;  // AppendBatchWire
+  double wire_decode_events_per_s = 0;  // DecodeBatchWire
   double wire_bytes_per_event = 0;
   double record_ns_per_event = 0;
   double copy_ns_per_event = 0;

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "agent/stream/transport_options.h"
 #include "collector/store/event_store.h"
 #include "tools/bench/event_template.h"
 
@@ -27,7 +28,7 @@ struct IngestOptions {
   collector::Durability durability = collector::Durability::kSync;
   size_t queue_capacity = 1 << 17;    // per Transport
   uint64_t window_events = 1 << 16;   // per stream: recorded but not yet durable
-  size_t batch_events = 4096;         // Transport max_batch_events
+  size_t batch_events = TransportOptions().max_batch_events;
   absl::Duration drain_timeout = absl::Seconds(120);
 };
 
