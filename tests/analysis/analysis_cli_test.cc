@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/subprocess.h"
 #include "proto/memtrace/v1/analysis.pb.h"
+#include "google/protobuf/struct.pb.h"
 #include "tools/sim/recording_sink.h"
 #include "tools/sim/runner.h"
 #include "tools/sim/workload.h"
@@ -89,6 +90,21 @@ sim::WorkloadOptions PhasesJob() {
   return w;
 }
 
+// No step markers, two hosts whose clocks disagree by 30 s (node 1 ahead), and a leak on rank
+// 12 (node 1) from step 30, i.e. 30 s after the start. Without the collector's clock alignment
+// node 1's time buckets would sit 30 buckets late and the onset would read 60 s in.
+constexpr int kSkewedLeakRank = 12;
+constexpr int64_t kSkewNs = 30'000'000'000;
+sim::WorkloadOptions SkewedClocksJob() {
+  sim::WorkloadOptions w = LeakJob();
+  w.ranks = 16;
+  w.ranks_per_node = 8;
+  w.leak_rank = kSkewedLeakRank;
+  w.step_markers = false;
+  w.clock_skew_per_node_ns = kSkewNs;
+  return w;
+}
+
 // Headroom's planted answer, from the workload alone: play the leaking rank far past the test's
 // last step; the simulated device runs out (the simulator records an OOM and stops) in the step
 // where its peak plus the memory used outside traced allocations no longer fits.
@@ -120,7 +136,8 @@ class AnalysisCliTest : public ::testing::Test {
         {"gradacc", GradAccumJob()},
         {"healthy", HealthyJob()},
         {"oom", OomJob()},
-        {"phases", PhasesJob()}};
+        {"phases", PhasesJob()},
+        {"skewed", SkewedClocksJob()}};
     for (const auto& [job, workload] : jobs) {
       sim::SimulationOptions sim;
       sim.workload = workload;
@@ -183,6 +200,40 @@ TEST_F(AnalysisCliTest, DivergedNamesTheLeakingRankAtThePlantedStep) {
   // Nobody followed: the leak is on one rank.
   EXPECT_EQ(report.diverged_size(), 1) << report.DebugString();
   EXPECT_EQ(report.ranks(), 8u);
+}
+
+TEST_F(AnalysisCliTest, WithoutStepMarkersRanksAreComparedInCollectorTimeBuckets) {
+  auto report = Json<v1::DivergenceReport>({"diverged", "--job", "skewed"});
+  ASSERT_EQ(report.status(), v1::DIVERGENCE_STATUS_DIVERGED) << report.DebugString();
+  EXPECT_NE(report.message().find("no step markers"), std::string::npos) << report.message();
+  EXPECT_EQ(report.ranks(), 16u);
+  ASSERT_EQ(report.diverged_size(), 1) << report.DebugString();
+  const v1::RankDivergence& first = report.diverged(0);
+  EXPECT_EQ(first.rank(), static_cast<uint32_t>(kSkewedLeakRank));
+  // Buckets are 1 s of collector time; the leak began 30 s (true time) after step 0.
+  const int64_t start_bucket = SkewedClocksJob().start_ns / 1'000'000'000;
+  const int64_t window = report.params().persistence_steps();
+  EXPECT_GE(first.onset_step(), start_bucket + kLeakFrom - window) << report.DebugString();
+  EXPECT_LE(first.onset_step(), start_bucket + kLeakFrom + window) << report.DebugString();
+
+  // Each rank's stored clock estimate: node 1 is 30 s ahead, to within a loopback round trip.
+  ProcessResult ranks = Memtrace({"ranks", "--job", "skewed", "--format", "json"});
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  google::protobuf::ListValue rows;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(ranks.out, &rows).ok()) << ranks.out;
+  ASSERT_EQ(rows.values_size(), 16);
+  for (const google::protobuf::Value& row : rows.values()) {
+    const auto& f = row.struct_value().fields();
+    ASSERT_TRUE(f.contains("clock_offset_ns") && f.contains("clock_round_trip_ns")) << ranks.out;
+    const int64_t rank = static_cast<int64_t>(f.at("rank").number_value());
+    // JSON numbers are doubles: exact to well under a microsecond at 30 s.
+    const double offset = f.at("clock_offset_ns").number_value();
+    const double round_trip = f.at("clock_round_trip_ns").number_value();
+    const double want = rank >= 8 ? -static_cast<double>(kSkewNs) : 0;
+    EXPECT_LE(std::abs(offset - want), round_trip / 2 + 1000) << "rank " << rank;
+    EXPECT_GT(round_trip, 0) << "rank " << rank;
+    EXPECT_LT(round_trip, 100e6) << "rank " << rank;
+  }
 }
 
 TEST_F(AnalysisCliTest, GrowthByTagAndRankNamesThePlantedTagOnTheLeakingRankOnly) {

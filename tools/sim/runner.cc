@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace memtrace::sim {
 namespace {
@@ -101,6 +102,10 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
     t.collector_address = options.collector_address;
     t.identity = SimulatedIdentity(options, rank);
     t.log_failures = false;  // the runner reports failures itself, once per rank
+    // The rank's host clock, as its events have it: the transport measures the collector's
+    // clock against this one.
+    const int64_t skew = ClockSkewNs(options.workload, rank);
+    if (skew != 0) t.clock = [skew] { return absl::GetCurrentTimeNanos() + skew; };
     absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(std::move(t));
     if (!transport.ok()) return transport.status();
     transports.push_back(std::move(*transport));

@@ -100,6 +100,11 @@ std::string DescribeScenario(const WorkloadOptions& w, const WorkloadPlan& plan)
                                        " of KV cache per step (tag rollout:kv_cache)")
                         : "RL phases rollout / weight_sync / actor_update");
   }
+  if (!w.step_markers) parts.push_back("no step markers");
+  if (w.clock_skew_per_node_ns != 0) {
+    parts.push_back(absl::StrCat("node k's clock ahead by k x ",
+                                 absl::FormatDuration(absl::Nanoseconds(w.clock_skew_per_node_ns))));
+  }
   if (parts.empty()) return "none (a healthy job)";
   std::string out;
   for (size_t i = 0; i < parts.size(); ++i) absl::StrAppend(&out, i ? "; " : "", parts[i]);
@@ -173,6 +178,14 @@ int Main(int argc, char** argv) {
                 &w.rollout_leak);
   flags.AddBytes("device_bytes", "BYTES", "simulated device memory (default 80GiB)",
                  &w.device_total_bytes);
+  bool no_step_markers = false;
+  flags.AddBool("no_step_markers",
+                "record no step markers (the collector then compares ranks by time bucket)",
+                &no_step_markers);
+  absl::Duration skew = absl::ZeroDuration();
+  flags.AddDuration("clock_skew_per_node", "DURATION",
+                    "node k's clock runs k x this ahead of true time (default 0; at most 1h)",
+                    &skew);
   absl::Duration drain = options.drain_timeout;
   flags.AddDuration("drain_timeout", "DURATION",
                     "how long each rank waits for its events to become durable (default 60s)",
@@ -195,6 +208,8 @@ int Main(int argc, char** argv) {
   }
   options.drain_timeout = drain;
   w.step_ns = absl::ToInt64Nanoseconds(step);
+  w.step_markers = !no_step_markers;
+  w.clock_skew_per_node_ns = absl::ToInt64Nanoseconds(skew);
   const absl::Time now = absl::Now();
   if (options.job_id.empty()) {
     options.job_id =

@@ -121,6 +121,7 @@ class RankPlayer {
     quantum_ns_ =
         std::max<int64_t>(1, o_.step_ns * 4 / 5 / static_cast<int64_t>(non_sample_events));
     device_ = static_cast<uint32_t>(PlaceRank(o_, rank).local_rank);
+    skew_ns_ = ClockSkewNs(o_, rank);
     torch_source_ = sink_.Intern(StringKind::kSource, "libc10_cuda.so");
     nccl_source_ = sink_.Intern(StringKind::kSource, "libnccl.so.2");
   }
@@ -144,14 +145,14 @@ class RankPlayer {
     while (next_sample_ns_ <= clock_ns_) {
       Event sample;
       sample.kind = EventKind::kDeviceSample;
-      sample.ts_ns = next_sample_ns_;
+      sample.ts_ns = next_sample_ns_ + skew_ns_;
       sample.bytes = live_bytes_ + o_.context_bytes;
       sample.aux = o_.device_total_bytes;
       sample.device = device_;
       sink_.Record(sample);
       next_sample_ns_ += o_.sample_interval_ns;
     }
-    event.ts_ns = clock_ns_;
+    event.ts_ns = clock_ns_ + skew_ns_;
     event.device = device_;
     sink_.Record(event);
   }
@@ -225,10 +226,12 @@ class RankPlayer {
     const int64_t start =
         o_.start_ns + s * o_.step_ns + static_cast<int64_t>(Unit(o_.seed, rank_, s, 1) * 2'000'000);
     clock_ns_ = std::max(clock_ns_, start - quantum_ns_);
-    Event step;
-    step.kind = EventKind::kStep;
-    step.aux = static_cast<uint64_t>(s);
-    Emit(step);
+    if (o_.step_markers) {
+      Event step;
+      step.kind = EventKind::kStep;
+      step.aux = static_cast<uint64_t>(s);
+      Emit(step);
+    }
     if (leak_.active && s >= leak_.from_step) Alloc(leak_.bytes_per_step, Tag(o_.leak_tag));
     if (o_.phases) {
       Rollout(s);
@@ -324,7 +327,8 @@ class RankPlayer {
   EventSink& sink_;
 
   int64_t quantum_ns_ = 1;
-  int64_t clock_ns_ = 0;
+  int64_t clock_ns_ = 0;  // true time; events carry clock_ns_ + skew_ns_ (the host's clock)
+  int64_t skew_ns_ = 0;
   int64_t next_sample_ns_ = 0;
   int64_t current_step_ = -1;
   uint32_t device_ = 0;
@@ -441,6 +445,11 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
   if (o.rollout_leak && !o.phases) {
     return Invalid("rollout_leak", "true", "needs --phases");
   }
+  constexpr int64_t kHourNs = int64_t{3600} * 1'000'000'000;
+  if (o.clock_skew_per_node_ns > kHourNs || o.clock_skew_per_node_ns < -kHourNs) {
+    return Invalid("clock_skew_per_node_ns", absl::StrCat(o.clock_skew_per_node_ns),
+                   "must be within one hour either way");
+  }
   return absl::OkStatus();
 }
 
@@ -452,6 +461,11 @@ RankPlacement PlaceRank(const WorkloadOptions& options, int rank) {
       std::min(options.ranks_per_node, options.ranks - p.group_rank * options.ranks_per_node);
   p.host = absl::StrCat("sim-node-", p.group_rank);
   return p;
+}
+
+int64_t ClockSkewNs(const WorkloadOptions& options, int rank) {
+  return static_cast<int64_t>(PlaceRank(options, rank).group_rank) *
+         options.clock_skew_per_node_ns;
 }
 
 absl::StatusOr<WorkloadPlan> PlanWorkload(const WorkloadOptions& o) {

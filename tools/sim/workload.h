@@ -13,7 +13,8 @@
 //     temporary (tags "fsdp:layers.<i>"), freed during backward, an optimizer temporary;
 //   - DEVICE_SAMPLE every sample_interval_ns (used = live + context, total = device_total).
 // Planted scenarios: a leak on one rank, gradient accumulation on all ranks, periodic activation
-// spikes, an OOM on one rank at a given step, and RL-style phases with an optional rollout leak.
+// spikes, an OOM on one rank at a given step, and RL-style phases with an optional rollout leak;
+// and two ways a real job is awkward: no step markers, and hosts whose clocks disagree.
 // Deterministic: the same options give the same events (the seed drives size and time jitter).
 #ifndef MEMTRACE_TOOLS_SIM_WORKLOAD_H_
 #define MEMTRACE_TOOLS_SIM_WORKLOAD_H_
@@ -85,6 +86,14 @@ struct WorkloadOptions {
   // rollout memory is still live during actor_update and accumulates on every rank.
   bool rollout_leak = false;
   uint64_t rollout_leak_bytes = 128 * kMiB;
+
+  // false: a job without NVTX step markers (no STEP events); the collector then compares ranks
+  // by time bucket.
+  bool step_markers = true;
+  // Unsynchronized hosts: node k's clock runs k x clock_skew_per_node_ns ahead of true time
+  // (node 0 is exact). Its events carry that clock, and so does the clock the runner gives its
+  // ranks' transports, as on a host whose clock was never set right. At most one hour.
+  int64_t clock_skew_per_node_ns = 0;
 };
 
 // INVALID_ARGUMENT naming the option and value when options are inconsistent (rank out of
@@ -99,6 +108,9 @@ struct RankPlacement {
   int local_world_size = 0;
 };
 RankPlacement PlaceRank(const WorkloadOptions& options, int rank);
+
+// How far rank `rank`'s host clock is ahead of true time (clock_skew_per_node_ns x its node).
+int64_t ClockSkewNs(const WorkloadOptions& options, int rank);
 
 // The sizes derived from the options, and the planted answers.
 struct WorkloadPlan {

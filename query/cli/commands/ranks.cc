@@ -14,7 +14,10 @@ constexpr char kUsage[] =
     "stored, the highest durable sequence number, whether the agent closed its stream\n"
     "cleanly (complete), the agent's counters (events lost, spool bytes), the time of the\n"
     "last acknowledged batch, live bytes, the current step, anomalies the collector\n"
-    "counted (frees of unknown addresses, double frees, time going back) and OOM events.";
+    "counted (frees of unknown addresses, double frees, time going back) and OOM events.\n"
+    "With --format json or csv also: world size, pid, device, launcher, first and last\n"
+    "event time, and the agent's clock estimate (collector clock minus the rank's, and the\n"
+    "round trip it was measured over, in ns; empty when the agent sent none).";
 
 int RunRanks(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -50,7 +53,9 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                                    {"device", ColumnType::kInt},
                                    {"launcher", ColumnType::kText},
                                    {"first_event", ColumnType::kTimeNs},
-                                   {"last_event", ColumnType::kTimeNs}});
+                                   {"last_event", ColumnType::kTimeNs},
+                                   {"clock_offset_ns", ColumnType::kInt},
+                                   {"clock_round_trip_ns", ColumnType::kInt}});
   }
   columns.insert(columns.end(), {{"identified_by", ColumnType::kText},
                                  {"events", ColumnType::kInt},
@@ -72,6 +77,12 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
       row.insert(row.end(),
                  {int64_t{id.world_size()}, uint64_t{id.pid()}, int64_t{id.device_index()},
                   id.launcher(), int64_t{rank.first_ts_ns()}, int64_t{rank.last_ts_ns()}});
+      if (rank.has_clock()) {
+        row.insert(row.end(), {int64_t{rank.clock().offset_ns()},
+                               int64_t{rank.clock().round_trip_ns()}});
+      } else {
+        row.insert(row.end(), {std::monostate(), std::monostate()});
+      }
     }
     row.insert(row.end(),
                {rank.identified_by(), uint64_t{rank.events_stored()}, uint64_t{rank.durable_seq()},

@@ -51,9 +51,21 @@ TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
   EXPECT_EQ(
       out.str(),
       "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
+      "clock_offset_ns,clock_round_trip_ns,"
       "identified_by,events,durable_seq,complete,lost,spool,last_ack,live,step,anomalies,ooms\n"
-      "5,sim-node-0,5,0,8,4242,5,simulator,0,0,env,1000,1000,true,3,4096,"
+      "5,sim-node-0,5,0,8,4242,5,simulator,0,0,,,env,1000,1000,true,3,4096,"
       "1700000000000000000,3221225472,99,2,1\n");
+}
+
+TEST(RanksTableTest, DetailedFormHasTheAgentsClockEstimateWhenThereIsOne) {
+  v1::ListRanksResponse response = OneRank();
+  response.mutable_ranks(0)->mutable_clock()->set_offset_ns(-30'000'123'456);
+  response.mutable_ranks(0)->mutable_clock()->set_round_trip_ns(180'000);
+  std::ostringstream out;
+  WriteJson(RanksTable(response, /*detailed=*/true), out);
+  EXPECT_TRUE(absl::StrContains(out.str(),
+                                "\"clock_offset_ns\": -30000123456, \"clock_round_trip_ns\": 180000"))
+      << out.str();
 }
 
 TEST(RanksCommandTest, RequiresAJob) {
