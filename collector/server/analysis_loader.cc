@@ -15,11 +15,28 @@ RollupAxis AxisOf(v1::TimelineAxis axis) {
   return axis == v1::TIMELINE_AXIS_TIME ? RollupAxis::kTime : RollupAxis::kStep;
 }
 
-bool HasStepMarkers(const v1::GetRollupsResponse& rollups) {
-  for (const v1::RankRollups& rank : rollups.ranks()) {
-    if (rank.steps_size() > 1) return true;
+bool HasStepMarkers(const analysis::JobTimeline& job) {
+  for (const analysis::RankTimeline& rank : job.ranks) {
+    if (rank.steps.size() > 1) return true;
   }
   return false;
+}
+
+// The job's rows on `axis`, converted as they are read.
+absl::StatusOr<analysis::JobTimeline> Read(const EventStore& store, absl::string_view job_id,
+                                           v1::TimelineAxis axis) {
+  std::optional<analysis::TimelineBuilder> builder;
+  int64_t bucket_ns = 0;
+  absl::Status s = store.VisitRollups(
+      job_id, AxisOf(axis), &bucket_ns,
+      [&](const v1::RankRollups& rank) {
+        if (!builder.has_value()) builder.emplace(job_id, axis, bucket_ns);
+        return builder->StartRank(rank);
+      },
+      [&](const v1::StepRollup& row) { builder->AddRow(row); });
+  if (!s.ok()) return s;
+  if (!builder.has_value()) builder.emplace(job_id, axis, bucket_ns);
+  return std::move(*builder).Finish();
 }
 
 // The store's snapshot in the wire form rollup_convert reads (as Query/LiveAt answers it).
@@ -117,17 +134,15 @@ absl::Status AttributePhases(const EventStore& store, absl::string_view job_id,
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
                                                       v1::TimelineAxis axis) {
-  absl::StatusOr<v1::GetRollupsResponse> rollups = store.Rollups(job_id, AxisOf(axis));
-  if (!rollups.ok()) return rollups.status();
-  if (rollups->ranks().empty()) {
+  absl::StatusOr<analysis::JobTimeline> job = Read(store, job_id, axis);
+  if (!job.ok()) return job.status();
+  if (job->ranks.empty()) {
     return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
   }
-  if (axis == v1::TIMELINE_AXIS_STEP && !HasStepMarkers(*rollups)) {
-    axis = v1::TIMELINE_AXIS_TIME;
-    rollups = store.Rollups(job_id, RollupAxis::kTime);
-    if (!rollups.ok()) return rollups.status();
+  if (axis == v1::TIMELINE_AXIS_STEP && !HasStepMarkers(*job)) {
+    return Read(store, job_id, v1::TIMELINE_AXIS_TIME);
   }
-  return analysis::TimelineFromRollups(job_id, *rollups, axis);
+  return job;
 }
 
 absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_view job_id,

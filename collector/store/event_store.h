@@ -14,6 +14,7 @@
 #define MEMTRACE_COLLECTOR_STORE_EVENT_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,6 +138,14 @@ class EventStore {
   // Every stream of the job with its rollup rows on `axis` (step or time-bucket order), its
   // identity and string table; bucket_ns in the response is the job's bucket width.
   absl::StatusOr<v1::GetRollupsResponse> Rollups(absl::string_view job_id, RollupAxis axis) const;
+  // The same rows without holding them: for each stream of the job, `on_rank` gets its rank,
+  // attempt, identity and string table (no steps), then `on_row` gets its rows in key order,
+  // parsed into one message that is reused from row to row (a 1024-rank job has 200 k rows:
+  // building them all as messages first cost more than anything done with them). `bucket_ns`
+  // receives the job's bucket width. A callback's error stops the scan and is returned.
+  absl::Status VisitRollups(absl::string_view job_id, RollupAxis axis, int64_t* bucket_ns,
+                            const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
+                            const std::function<void(const v1::StepRollup&)>& on_row) const;
   // Up to `limit` stored events of one stream with seq >= from_seq, in order.
   absl::StatusOr<StoredEvents> ReadEvents(absl::string_view job_id, uint32_t rank,
                                           uint32_t attempt, uint64_t from_seq,
@@ -166,6 +175,9 @@ class EventStore {
                                                      const StreamKey& key) const;
   absl::StatusOr<std::vector<StreamRecord>> ReadStreamRecords(const rocksdb::Snapshot* snapshot,
                                                               uint32_t job_no) const;
+  // The records whose meta key starts with `prefix` (StreamMetaPrefix).
+  absl::StatusOr<std::vector<StreamRecord>> ReadStreamRecords(const rocksdb::Snapshot* snapshot,
+                                                              absl::string_view prefix) const;
   void AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const;
   absl::Status Write(rocksdb::WriteBatch* batch) const;
   void ReleaseConnection(const StreamKey& key);

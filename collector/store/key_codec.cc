@@ -149,6 +149,12 @@ std::string StreamMetaPrefix(uint32_t job_no) {
   return out;
 }
 
+std::string StreamMetaPrefix(uint32_t job_no, uint32_t rank) {
+  std::string out = StreamMetaPrefix(job_no);
+  PutU32(&out, rank);
+  return out;
+}
+
 std::string StreamMetaKey(const StreamKey& stream) {
   std::string out(1, static_cast<char>(MetaTag::kStream));
   out += StreamPrefix(stream);

@@ -93,6 +93,8 @@ absl::StatusOr<std::string> DecodeJobMetaKey(absl::string_view key);
 std::string StreamMetaKey(const StreamKey& stream);
 // The prefix of every StreamRecord row of one job.
 std::string StreamMetaPrefix(uint32_t job_no);
+// The records of one rank's streams (all its attempts).
+std::string StreamMetaPrefix(uint32_t job_no, uint32_t rank);
 absl::StatusOr<StreamKey> DecodeStreamMetaKey(absl::string_view key);
 
 std::string StringMetaPrefix(const StreamKey& stream);

@@ -20,114 +20,128 @@ constexpr uint32_t kVmm = 101;
 
 bool IsHost(uint32_t kind) { return kind == kPageable || kind == kPinned; }
 
-// One rank's string table: wire id -> job-wide name id.
-class Resolver {
- public:
-  Resolver(const google::protobuf::RepeatedPtrField<v1::StringEntry>& strings, NameTable& names)
-      : names_(names) {
-    for (const v1::StringEntry& e : strings) ids_[e.id()] = names_.Intern(e.value());
+// Bits of TimelineBuilder::allocator_paths_, in the order RankTimeline::allocator lists them.
+constexpr uint32_t kPathPool = 1, kPathSegments = 2, kPathVmm = 4;
+
+}  // namespace
+
+TimelineBuilder::TimelineBuilder(absl::string_view job_id, v1::TimelineAxis axis,
+                                 int64_t bucket_ns) {
+  job_.job_id = std::string(job_id);
+  job_.time_axis = axis == v1::TIMELINE_AXIS_TIME;
+  job_.bucket_ns = bucket_ns;
+}
+
+absl::Status TimelineBuilder::StartRank(const v1::RankRollups& header) {
+  if (absl::Status s = FinishRank(); !s.ok()) return s;
+  if (!seen_.emplace(header.rank(), header.attempt()).second) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", job_.job_id, "': rank ", header.rank(),
+                                                   " attempt ", header.attempt(),
+                                                   " appears twice in the rollups"));
   }
-  NameId operator()(uint32_t id, absl::string_view kind) {
+  in_rank_ = true;
+  // Ranks of a job have about as many rows as each other: start with room for the last one's.
+  const size_t expect = job_.ranks.empty() ? 0 : job_.ranks.back().steps.size();
+  rank_ = RankTimeline();
+  rank_.steps.reserve(expect);
+  rank_.rank = header.rank();
+  rank_.attempt = header.attempt();
+  rank_.host = header.identity().host();
+  rank_.device_index = header.has_identity() ? header.identity().device_index() : -1;
+  ids_.clear();
+  for (const v1::StringEntry& e : header.strings()) ids_[e.id()] = job_.names.Intern(e.value());
+  allocator_paths_ = 0;
+  return absl::OkStatus();
+}
+
+void TimelineBuilder::AddRow(const v1::StepRollup& s) {
+  const auto resolve = [&](uint32_t id, absl::string_view kind) -> NameId {
     if (id == 0) return 0;
     auto it = ids_.find(id);
     if (it != ids_.end()) return it->second;
-    NameId name = names_.Intern(absl::StrCat(kind, "#", id));
+    const NameId name = job_.names.Intern(absl::StrCat(kind, "#", id));
     ids_[id] = name;
     return name;
-  }
-
- private:
-  NameTable& names_;
-  absl::flat_hash_map<uint32_t, NameId> ids_;
-};
-
-std::vector<GroupBytes> Groups(const google::protobuf::RepeatedPtrField<v1::GroupBytes>& wire,
-                               Resolver& resolve, absl::string_view kind) {
-  std::vector<GroupBytes> out;
-  out.reserve(wire.size());
-  for (const v1::GroupBytes& g : wire) {
-    out.push_back({resolve(g.id(), kind), g.live_bytes(), g.peak_bytes()});
-  }
-  return out;
-}
-
-std::string AllocatorPath(const v1::RankRollups& rank) {
+  };
+  const auto groups = [&](const google::protobuf::RepeatedPtrField<v1::GroupBytes>& wire,
+                          absl::string_view kind, std::vector<GroupBytes>* out) {
+    out->reserve(wire.size());
+    for (const v1::GroupBytes& g : wire) {
+      out->push_back({resolve(g.id(), kind), g.live_bytes(), g.peak_bytes()});
+    }
+  };
+  StepPoint& p = rank_.steps.emplace_back();
+  p.step = s.step();
+  p.start_ns = s.start_ns();
+  p.end_ns = s.end_ns();
+  p.start_bytes = s.start_bytes();
+  p.floor_bytes = s.floor_bytes();
+  p.peak_bytes = s.peak_bytes();
+  p.end_bytes = s.end_bytes();
+  p.allocs = s.allocs();
+  p.frees = s.frees();
+  p.alloc_bytes = s.alloc_bytes();
+  p.free_bytes = s.free_bytes();
+  groups(s.by_tag(), "tag", &p.by_tag);
+  groups(s.by_source(), "source", &p.by_source);
+  groups(s.by_phase(), "phase", &p.by_phase);
+  p.device_used_max = s.device_used_max();
+  p.device_total = s.device_total();
+  p.ooms = s.ooms();
+  p.oom_requested_bytes = s.oom_requested_bytes();
+  p.events_lost = s.events_lost();
   // Every device kind that ever held memory (host kinds say nothing about the device allocator).
-  std::set<std::string> paths;
-  for (const v1::StepRollup& s : rank.steps()) {
-    for (const v1::GroupBytes& k : s.by_memory_kind()) {
-      if (k.peak_bytes() == 0 && k.live_bytes() == 0) continue;
-      if (k.id() == kPool) {
-        paths.insert("pool");
-      } else if (k.id() == kVmm) {
-        paths.insert("vmm");
-      } else if (!IsHost(k.id())) {
-        paths.insert("segments");
-      }
+  for (const v1::GroupBytes& k : s.by_memory_kind()) {
+    if (k.peak_bytes() == 0 && k.live_bytes() == 0) continue;
+    if (k.id() == kPool) {
+      allocator_paths_ |= kPathPool;
+    } else if (k.id() == kVmm) {
+      allocator_paths_ |= kPathVmm;
+    } else if (!IsHost(k.id())) {
+      allocator_paths_ |= kPathSegments;
     }
   }
-  return absl::StrJoin(paths, "+");
 }
 
-}  // namespace
+absl::Status TimelineBuilder::FinishRank() {
+  if (!in_rank_) return absl::OkStatus();
+  in_rank_ = false;
+  std::vector<std::string> paths;
+  if (allocator_paths_ & kPathPool) paths.push_back("pool");
+  if (allocator_paths_ & kPathSegments) paths.push_back("segments");
+  if (allocator_paths_ & kPathVmm) paths.push_back("vmm");
+  rank_.allocator = absl::StrJoin(paths, "+");
+  // Rows come in key order, which is step order: the sort is for hand-built input.
+  if (!std::is_sorted(rank_.steps.begin(), rank_.steps.end(),
+                      [](const StepPoint& a, const StepPoint& b) { return a.step < b.step; })) {
+    std::stable_sort(rank_.steps.begin(), rank_.steps.end(),
+                     [](const StepPoint& a, const StepPoint& b) { return a.step < b.step; });
+  }
+  for (size_t i = 1; i < rank_.steps.size(); ++i) {
+    if (rank_.steps[i].step == rank_.steps[i - 1].step) {
+      return absl::InvalidArgumentError(absl::StrCat("job '", job_.job_id, "': rank ", rank_.rank,
+                                                     " attempt ", rank_.attempt, " has step ",
+                                                     rank_.steps[i].step, " twice"));
+    }
+  }
+  job_.ranks.push_back(std::move(rank_));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobTimeline> TimelineBuilder::Finish() && {
+  if (absl::Status s = FinishRank(); !s.ok()) return s;
+  return std::move(job_);
+}
 
 absl::StatusOr<JobTimeline> TimelineFromRollups(absl::string_view job_id,
                                                 const v1::GetRollupsResponse& rollups,
                                                 v1::TimelineAxis axis) {
-  JobTimeline job;
-  job.job_id = std::string(job_id);
-  job.time_axis = axis == v1::TIMELINE_AXIS_TIME;
-  job.bucket_ns = rollups.bucket_ns();
-  std::set<std::pair<uint32_t, uint32_t>> seen;
-  for (const v1::RankRollups& wire : rollups.ranks()) {
-    if (!seen.emplace(wire.rank(), wire.attempt()).second) {
-      return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", wire.rank(),
-                                                     " attempt ", wire.attempt(),
-                                                     " appears twice in the rollups"));
-    }
-    RankTimeline rank;
-    rank.rank = wire.rank();
-    rank.attempt = wire.attempt();
-    rank.host = wire.identity().host();
-    rank.device_index = wire.has_identity() ? wire.identity().device_index() : -1;
-    rank.allocator = AllocatorPath(wire);
-    Resolver resolve(wire.strings(), job.names);
-    rank.steps.reserve(wire.steps_size());
-    for (const v1::StepRollup& s : wire.steps()) {
-      StepPoint p;
-      p.step = s.step();
-      p.start_ns = s.start_ns();
-      p.end_ns = s.end_ns();
-      p.start_bytes = s.start_bytes();
-      p.floor_bytes = s.floor_bytes();
-      p.peak_bytes = s.peak_bytes();
-      p.end_bytes = s.end_bytes();
-      p.allocs = s.allocs();
-      p.frees = s.frees();
-      p.alloc_bytes = s.alloc_bytes();
-      p.free_bytes = s.free_bytes();
-      p.by_tag = Groups(s.by_tag(), resolve, "tag");
-      p.by_source = Groups(s.by_source(), resolve, "source");
-      p.by_phase = Groups(s.by_phase(), resolve, "phase");
-      p.device_used_max = s.device_used_max();
-      p.device_total = s.device_total();
-      p.ooms = s.ooms();
-      p.oom_requested_bytes = s.oom_requested_bytes();
-      p.events_lost = s.events_lost();
-      rank.steps.push_back(std::move(p));
-    }
-    std::stable_sort(rank.steps.begin(), rank.steps.end(),
-                     [](const StepPoint& a, const StepPoint& b) { return a.step < b.step; });
-    for (size_t i = 1; i < rank.steps.size(); ++i) {
-      if (rank.steps[i].step == rank.steps[i - 1].step) {
-        return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank.rank,
-                                                       " attempt ", rank.attempt, " has step ",
-                                                       rank.steps[i].step, " twice"));
-      }
-    }
-    job.ranks.push_back(std::move(rank));
+  TimelineBuilder builder(job_id, axis, rollups.bucket_ns());
+  for (const v1::RankRollups& rank : rollups.ranks()) {
+    if (absl::Status s = builder.StartRank(rank); !s.ok()) return s;
+    for (const v1::StepRollup& row : rank.steps()) builder.AddRow(row);
   }
-  return job;
+  return std::move(builder).Finish();
 }
 
 RankLiveSet LiveSetFromProto(const v1::LiveAtResponse& live, bool include_host) {

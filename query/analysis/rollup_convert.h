@@ -4,6 +4,11 @@
 #ifndef MEMTRACE_QUERY_ANALYSIS_ROLLUP_CONVERT_H_
 #define MEMTRACE_QUERY_ANALYSIS_ROLLUP_CONVERT_H_
 
+#include <cstdint>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/memtrace/v1/query.pb.h"
@@ -12,10 +17,36 @@
 
 namespace memtrace::analysis {
 
-// Builds the timeline of `job_id` from its rollups. Steps are sorted; an id missing from a
+// Builds a JobTimeline one rank and one rollup row at a time, so that a reader of stored rows
+// (collector/server/analysis_loader) converts each as it comes instead of first holding the
+// job's hundreds of thousands of rows as messages. Steps are sorted; an id missing from a
 // rank's string table is named "tag#7" / "source#7" / "phase#7" (the entry's batch was lost,
-// the bytes are still real). INVALID_ARGUMENT when a (rank, attempt) appears twice or a rank
-// has the same step twice, naming them.
+// the bytes are still real). Not thread-safe.
+class TimelineBuilder {
+ public:
+  TimelineBuilder(absl::string_view job_id, v1::TimelineAxis axis, int64_t bucket_ns);
+
+  // Starts the next rank: `header` gives rank, attempt, identity and the string table that
+  // resolves the ids of the rows that follow (its `steps` are ignored). INVALID_ARGUMENT when
+  // the (rank, attempt) was already started, naming them.
+  absl::Status StartRank(const v1::RankRollups& header);
+  // Adds one row of the current rank (StartRank first).
+  void AddRow(const v1::StepRollup& row);
+  // The timeline; INVALID_ARGUMENT when a rank has the same step twice, naming it.
+  absl::StatusOr<JobTimeline> Finish() &&;
+
+ private:
+  absl::Status FinishRank();
+
+  JobTimeline job_;
+  bool in_rank_ = false;
+  RankTimeline rank_;
+  absl::flat_hash_map<uint32_t, NameId> ids_;  // the current rank's wire id -> name
+  uint32_t allocator_paths_ = 0;               // bits: segments, pool, vmm
+  std::set<std::pair<uint32_t, uint32_t>> seen_;
+};
+
+// The timeline of `job_id` from a whole GetRollupsResponse (TimelineBuilder over its ranks).
 absl::StatusOr<JobTimeline> TimelineFromRollups(absl::string_view job_id,
                                                 const v1::GetRollupsResponse& rollups,
                                                 v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP);

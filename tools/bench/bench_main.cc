@@ -486,9 +486,10 @@ struct QueryRun {
   std::string sql_error;
 };
 
+// Every rank but the leaking one: `memtrace live` compares the rank with all others.
 std::vector<uint32_t> OtherRanks(const Job& job) {
   std::vector<uint32_t> out;
-  for (uint32_t r = 0; r < static_cast<uint32_t>(job.workload.ranks) && out.size() < 7; ++r) {
+  for (uint32_t r = 0; r < static_cast<uint32_t>(job.workload.ranks); ++r) {
     if (r != job.leak_rank) out.push_back(r);
   }
   return out;
@@ -507,7 +508,6 @@ absl::StatusOr<QueryRun> AskBoth(const Config& c, const Job& job, const CsvExpor
   plan.job_id = job.id;
   plan.live_rank = job.leak_rank;
   plan.live_at_ns = *at;
-  plan.other_ranks = OtherRanks(job);
   plan.warm_repeats = c.warm_repeats;
   Log("query: memtrace on " + job.name);
   absl::StatusOr<std::vector<QuestionTiming>> t = TimeQuestions(plan);
@@ -517,7 +517,7 @@ absl::StatusOr<QueryRun> AskBoth(const Config& c, const Job& job, const CsvExpor
   SqlParams p;
   p.live_rank = plan.live_rank;
   p.live_at_ns = plan.live_at_ns;
-  p.other_ranks = plan.other_ranks;
+  p.other_ranks = OtherRanks(job);
   auto only = [&](std::vector<SqlQuestion> qs) {
     if (sql_only.empty()) return qs;
     std::vector<SqlQuestion> out;

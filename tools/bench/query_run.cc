@@ -12,6 +12,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "proto/memtrace/v1/analysis.grpc.pb.h"
 #include "proto/memtrace/v1/query.grpc.pb.h"
 #include "query/analysis/diverged.h"
 #include "query/analysis/growth.h"
@@ -30,107 +31,83 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-// One client of one collector.
+// One client of one collector, asking what the `memtrace` CLI asks: the Analysis service, which
+// reads the rollups (or live sets) in the collector and answers with a report.
 class Asker {
  public:
   Asker(const std::string& address, const QueryPlan& plan) : plan_(plan) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(1 << 30);
-    stub_ = v1::Query::NewStub(
+    stub_ = v1::Analysis::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   }
 
-  // Answers `q` once; `bytes` gets the wire size of what was read.
+  // Answers `q` once; `bytes` gets the wire size of the report.
   absl::StatusOr<std::string> Ask(Question q, uint64_t* bytes) {
     *bytes = 0;
+    grpc::ClientContext ctx;
     switch (q) {
       case Question::kDiverged: {
-        absl::StatusOr<analysis::JobTimeline> job = Timeline(bytes);
-        if (!job.ok()) return job.status();
-        analysis::DivergenceReport r = analysis::FindDivergence(*job);
-        if (r.diverged.empty()) return std::string("none diverged");
-        return absl::StrCat("rank ", r.diverged[0].rank, " from step ", r.diverged[0].onset_step,
-                            r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1,
-                                                                 " more)")
-                                                  : "");
+        v1::DivergedRequest req;
+        req.set_job_id(plan_.job_id);
+        v1::DivergenceReport r;
+        if (absl::Status s = FromGrpc(stub_->Diverged(&ctx, req, &r), "Diverged"); !s.ok()) {
+          return s;
+        }
+        *bytes = r.ByteSizeLong();
+        if (r.diverged().empty()) return std::string("none diverged");
+        return absl::StrCat("rank ", r.diverged(0).rank(), " from step ", r.diverged(0).onset_step(),
+                            r.diverged_size() > 1
+                                ? absl::StrCat(" (+", r.diverged_size() - 1, " more)")
+                                : "");
       }
       case Question::kGrowth: {
-        absl::StatusOr<analysis::JobTimeline> job = Timeline(bytes);
-        if (!job.ok()) return job.status();
-        analysis::GrowthReport r = analysis::FindGrowth(*job);
-        if (r.groups.empty()) return std::string("nothing grows");
-        const analysis::GroupGrowth& g = r.groups[0];
-        return absl::StrCat("tag ", g.name, " on ", g.ranks_growing, " rank(s), ",
-                            static_cast<int64_t>(g.total_bytes_per_step / (1 << 20)),
+        v1::GrowthRequest req;
+        req.set_job_id(plan_.job_id);
+        v1::GrowthReport r;
+        if (absl::Status s = FromGrpc(stub_->Growth(&ctx, req, &r), "Growth"); !s.ok()) return s;
+        *bytes = r.ByteSizeLong();
+        if (r.groups().empty()) return std::string("nothing grows");
+        const v1::GroupGrowth& g = r.groups(0);
+        return absl::StrCat("tag ", g.name(), " on ", g.ranks_growing(), " rank(s), ",
+                            static_cast<int64_t>(g.total_bytes_per_step() / (1 << 20)),
                             " MiB/step");
       }
       case Question::kLeaks: {
-        absl::StatusOr<analysis::JobTimeline> job = Timeline(bytes);
-        if (!job.ok()) return job.status();
-        analysis::LeakReport first = analysis::FindLeaks(*job);
+        v1::LeaksRequest req;
+        req.set_job_id(plan_.job_id);
+        v1::LeakReport r;
+        if (absl::Status s = FromGrpc(stub_->Leaks(&ctx, req, &r), "Leaks"); !s.ok()) return s;
+        *bytes = r.ByteSizeLong();
         std::vector<uint32_t> leaking;
-        for (const analysis::RankCurve& c : first.curves) {
-          if (c.curve == analysis::CurveClass::kLeak) leaking.push_back(c.rank);
+        for (const v1::RankCurve& c : r.curves()) {
+          if (c.curve() == v1::CURVE_CLASS_LEAK) leaking.push_back(c.rank());
         }
-        // The candidates need the leaking ranks' live sets (at most 4 asked, as a client would).
-        std::vector<analysis::RankLiveSet> live;
-        for (size_t i = 0; i < leaking.size() && i < 4; ++i) {
-          absl::StatusOr<analysis::RankLiveSet> set = LiveSet(leaking[i], std::nullopt, bytes);
-          if (!set.ok()) return set.status();
-          live.push_back(std::move(*set));
-        }
-        analysis::LeakReport r = analysis::FindLeaks(*job, live);
         if (leaking.empty()) return std::string("no leaking rank");
-        std::string top = r.candidates.empty() ? "" : absl::StrCat(", top candidate ",
-                                                                    r.candidates[0].tag);
+        std::string top = r.candidates().empty() ? "" : absl::StrCat(", top candidate ",
+                                                                      r.candidates(0).tag());
         return absl::StrCat("leaking rank(s) ", absl::StrJoin(leaking, ","), top);
       }
       case Question::kLive: {
-        absl::StatusOr<analysis::RankLiveSet> me = LiveSet(plan_.live_rank, plan_.live_at_ns, bytes);
-        if (!me.ok()) return me.status();
-        std::vector<analysis::RankLiveSet> others;
-        for (uint32_t r : plan_.other_ranks) {
-          absl::StatusOr<analysis::RankLiveSet> set = LiveSet(r, plan_.live_at_ns, bytes);
-          if (!set.ok()) return set.status();
-          others.push_back(std::move(*set));
-        }
-        analysis::LiveReport r = analysis::DescribeLive(plan_.job_id, *me, others);
-        if (r.groups.empty()) return std::string("nothing live");
-        return absl::StrCat("top tag ", r.groups[0].tag, " ", r.groups[0].bytes >> 20, " MiB of ",
-                            r.total_bytes >> 20, " MiB live");
+        v1::LiveRequest req;
+        req.set_job_id(plan_.job_id);
+        req.set_rank(plan_.live_rank);
+        req.set_at_ns(plan_.live_at_ns);
+        v1::LiveReport r;
+        if (absl::Status s = FromGrpc(stub_->Live(&ctx, req, &r), "Live"); !s.ok()) return s;
+        *bytes = r.ByteSizeLong();
+        if (r.groups().empty()) return std::string("nothing live");
+        return absl::StrCat("top tag ", r.groups(0).tag(), " ", r.groups(0).bytes() >> 20,
+                            " MiB of ", r.total_bytes() >> 20, " MiB live, next to ",
+                            r.other_ranks(), " other ranks");
       }
     }
     return absl::InternalError("unknown question");
   }
 
  private:
-  absl::StatusOr<analysis::JobTimeline> Timeline(uint64_t* bytes) {
-    v1::GetRollupsRequest req;
-    req.set_job_id(plan_.job_id);
-    v1::GetRollupsResponse resp;
-    grpc::ClientContext ctx;
-    if (absl::Status s = FromGrpc(stub_->GetRollups(&ctx, req, &resp), "GetRollups"); !s.ok()) {
-      return s;
-    }
-    *bytes += resp.ByteSizeLong();
-    return analysis::TimelineFromRollups(plan_.job_id, resp);
-  }
-
-  absl::StatusOr<analysis::RankLiveSet> LiveSet(uint32_t rank, std::optional<int64_t> at_ns,
-                                                uint64_t* bytes) {
-    v1::LiveAtRequest req;
-    req.set_job_id(plan_.job_id);
-    req.set_rank(rank);
-    if (at_ns) req.set_at_ns(*at_ns);
-    v1::LiveAtResponse resp;
-    grpc::ClientContext ctx;
-    if (absl::Status s = FromGrpc(stub_->LiveAt(&ctx, req, &resp), "LiveAt"); !s.ok()) return s;
-    *bytes += resp.ByteSizeLong();
-    return analysis::LiveSetFromProto(resp);
-  }
-
   const QueryPlan& plan_;
-  std::unique_ptr<v1::Query::Stub> stub_;
+  std::unique_ptr<v1::Analysis::Stub> stub_;
 };
 
 // Times the three in-process parts of a rollup question (see QuestionTiming).

@@ -1,8 +1,10 @@
-// Latency of the four questions memtrace answers, asked the way the CLI and the Analysis service
-// ask them: gRPC Query calls (GetRollups, LiveAt) to a collector serving a data directory, the
-// wire answer converted to the analyses' input (query/analysis/rollup_convert.h), then the pure
-// analysis. "Cold" is the first question after a fresh collector start (a new EventStore open:
-// RocksDB caches empty; the OS page cache is whatever it is), "warm" the median of repeats.
+// Latency of the four questions memtrace answers, asked the way `memtrace diverged|growth|leaks|
+// live` asks them: one gRPC call to the collector's Analysis service, which reads the job's
+// rollups (and live sets) from the store, converts them to the analyses' input
+// (query/analysis/rollup_convert.h), runs the pure analysis and answers with a report. "Cold" is
+// the first question after a fresh collector start (a new EventStore open: RocksDB caches and
+// the Analysis service's timeline cache empty; the OS page cache is whatever it is), "warm" the
+// median of repeats (the timeline cache holds the job).
 #ifndef MEMTRACE_TOOLS_BENCH_QUERY_RUN_H_
 #define MEMTRACE_TOOLS_BENCH_QUERY_RUN_H_
 
@@ -22,10 +24,9 @@ inline constexpr Question kAllQuestions[] = {Question::kDiverged, Question::kGro
 struct QueryPlan {
   std::string data_dir;  // a collector data directory no other process has open
   std::string job_id;
-  // `live`: rank live_rank at time live_at_ns, next to other_ranks (the same moment).
+  // `live`: rank live_rank at time live_at_ns, next to every other rank at the same moment.
   uint32_t live_rank = 0;
   int64_t live_at_ns = 0;
-  std::vector<uint32_t> other_ranks;
   int warm_repeats = 5;
 };
 
@@ -36,9 +37,8 @@ struct QuestionTiming {
   double warm_ms = 0;  // median of the warm repeats
   std::string answer;  // one line, e.g. "rank 5 from step 30"
   uint64_t response_bytes = 0;  // wire bytes the question read
-  // For the rollup questions, one warm answer taken apart in-process: reading the rollups from
-  // the store (EventStore::Rollups, no gRPC), converting them, and the analysis alone; the rest
-  // of warm_ms is gRPC (serialize, loopback, parse).
+  // For the rollup questions, the cold path taken apart in-process: reading the rollups from
+  // the store (EventStore::Rollups, no gRPC), converting them, and the analysis alone.
   double store_ms = 0;
   double convert_ms = 0;
   double analysis_ms = 0;

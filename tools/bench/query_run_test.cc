@@ -32,7 +32,6 @@ TEST(QueryRunTest, EveryQuestionIsAnsweredAndTimedOnAPlantedLeak) {
   plan.job_id = "job";
   plan.live_rank = 2;
   plan.live_at_ns = *at;
-  plan.other_ranks = {0, 1, 3};
   plan.warm_repeats = 2;
   absl::StatusOr<std::vector<QuestionTiming>> t = TimeQuestions(plan);
   ASSERT_TRUE(t.ok()) << t.status();
@@ -41,6 +40,7 @@ TEST(QueryRunTest, EveryQuestionIsAnsweredAndTimedOnAPlantedLeak) {
   EXPECT_NE((*t)[1].answer.find("leak:cache"), std::string::npos) << (*t)[1].answer;
   EXPECT_NE((*t)[2].answer.find("leaking rank(s) 2"), std::string::npos) << (*t)[2].answer;
   EXPECT_NE((*t)[3].answer.find("top tag"), std::string::npos) << (*t)[3].answer;
+  EXPECT_NE((*t)[3].answer.find("next to 5 other ranks"), std::string::npos) << (*t)[3].answer;
   for (const QuestionTiming& q : *t) {
     EXPECT_GT(q.cold_ms, 0);
     EXPECT_GT(q.warm_ms, 0);
