@@ -24,11 +24,11 @@ bool HasStepMarkers(const analysis::JobTimeline& job) {
 
 // The job's rows on `axis`, converted as they are read.
 absl::StatusOr<analysis::JobTimeline> Read(const EventStore& store, absl::string_view job_id,
-                                           v1::TimelineAxis axis) {
+                                           v1::TimelineAxis axis, RollupDetail detail) {
   std::optional<analysis::TimelineBuilder> builder;
   int64_t bucket_ns = 0;
   absl::Status s = store.VisitRollups(
-      job_id, AxisOf(axis), &bucket_ns,
+      job_id, AxisOf(axis), detail, &bucket_ns,
       [&](const v1::RankRollups& rank) {
         if (!builder.has_value()) builder.emplace(job_id, axis, bucket_ns);
         return builder->StartRank(rank);
@@ -133,14 +133,15 @@ absl::Status AttributePhases(const EventStore& store, absl::string_view job_id,
 
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
-                                                      v1::TimelineAxis axis) {
-  absl::StatusOr<analysis::JobTimeline> job = Read(store, job_id, axis);
+                                                      v1::TimelineAxis axis,
+                                                      RollupDetail detail) {
+  absl::StatusOr<analysis::JobTimeline> job = Read(store, job_id, axis, detail);
   if (!job.ok()) return job.status();
   if (job->ranks.empty()) {
     return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
   }
   if (axis == v1::TIMELINE_AXIS_STEP && !HasStepMarkers(*job)) {
-    return Read(store, job_id, v1::TIMELINE_AXIS_TIME);
+    return Read(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
   }
   return job;
 }

@@ -22,11 +22,14 @@ namespace memtrace::collector {
 
 // Reads `job_id`'s rollups on `axis` and converts them. On the step axis, a job none of whose
 // ranks recorded a step marker (every rank has at most one step row) is read on the time axis
-// instead: the returned timeline's time_axis says which one was used. NOT_FOUND naming the job
-// when the store does not know it or it has no ranks. Thread-safe (reads a store snapshot).
+// instead: the returned timeline's time_axis says which one was used. With
+// RollupDetail::kScalars the steps' by_tag / by_source / by_phase stay empty (read from the
+// series: much less to read). NOT_FOUND naming the job when the store does not know it or it
+// has no ranks. Thread-safe (reads a store snapshot).
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
-                                                      v1::TimelineAxis axis);
+                                                      v1::TimelineAxis axis,
+                                                      RollupDetail detail = RollupDetail::kFull);
 
 struct LoadedLiveSet {
   analysis::RankLiveSet set;

@@ -31,11 +31,13 @@ absl::Status RequireJob(const std::string& job_id, absl::string_view field = "jo
 
 using Timeline = std::shared_ptr<const an::JobTimeline>;
 
+// `detail`: kScalars for the analyses that look at one number per rank and step (diverged,
+// headroom, growth by rank): read from the series, a fraction of the rows' bytes.
 absl::StatusOr<Timeline> Load(TimelineCache& cache, const EventStore& store,
                               const std::string& job_id, absl::string_view field,
-                              v1::TimelineAxis axis) {
+                              v1::TimelineAxis axis, RollupDetail detail = RollupDetail::kFull) {
   if (absl::Status s = RequireJob(job_id, field); !s.ok()) return s;
-  return cache.Get(store, job_id, axis);
+  return cache.Get(store, job_id, axis, detail);
 }
 
 // The timeline of `rank` that SelectRanks compares (latest attempt unless `attempt`).
@@ -183,8 +185,8 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, const v1::Li
 
 grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedRequest* request,
                                        v1::DivergenceReport* response) {
-  absl::StatusOr<Timeline> job =
-      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
+  absl::StatusOr<Timeline> job = Load(cache_, *store_, request->job_id(), "job_id",
+                                      request->axis(), RollupDetail::kScalars);
   if (!job.ok()) return ToGrpcStatus(job.status());
   an::DivergenceReport report = an::FindDivergence(**job, an::FromProto(request->params()));
   NoteAxis(**job, request->axis(), &report.message);
@@ -194,10 +196,12 @@ grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedR
 
 grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthRequest* request,
                                      v1::GrowthReport* response) {
+  const an::GrowthParams params = an::FromProto(request->params());
   absl::StatusOr<Timeline> job =
-      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
+      Load(cache_, *store_, request->job_id(), "job_id", request->axis(),
+           params.by == an::GrowthBy::kRank ? RollupDetail::kScalars : RollupDetail::kFull);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::ToProto(an::FindGrowth(**job, an::FromProto(request->params())), response);
+  an::ToProto(an::FindGrowth(**job, params), response);
   return grpc::Status::OK;
 }
 
@@ -222,8 +226,8 @@ grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* 
 
 grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomRequest* request,
                                        v1::HeadroomReport* response) {
-  absl::StatusOr<Timeline> job =
-      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
+  absl::StatusOr<Timeline> job = Load(cache_, *store_, request->job_id(), "job_id",
+                                      request->axis(), RollupDetail::kScalars);
   if (!job.ok()) return ToGrpcStatus(job.status());
   an::ToProto(an::ForecastHeadroom(**job, an::FromProto(request->params())), response);
   return grpc::Status::OK;

@@ -26,15 +26,16 @@ namespace memtrace::collector {
 
 class TimelineCache {
  public:
-  // Keeps at most `max_jobs` (job, axis) timelines, dropping the least recently used.
+  // Keeps at most `max_jobs` (job, axis, detail) timelines, dropping the least recently used.
   explicit TimelineCache(size_t max_jobs = 4) : max_jobs_(max_jobs) {}
 
-  // The timeline LoadJobTimeline(store, job_id, axis) returns, from the cache when the job did
-  // not change since it was loaded. Errors as LoadJobTimeline. Thread-safe; the returned
-  // timeline is immutable and stays valid after eviction.
-  absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> Get(const EventStore& store,
-                                                                   absl::string_view job_id,
-                                                                   v1::TimelineAxis axis);
+  // The timeline LoadJobTimeline(store, job_id, axis, detail) returns, from the cache when the
+  // job did not change since it was loaded (a full timeline serves a kScalars call too). Errors
+  // as LoadJobTimeline. Thread-safe; the returned timeline is immutable and stays valid after
+  // eviction.
+  absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> Get(
+      const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis,
+      RollupDetail detail = RollupDetail::kFull);
 
   // Loads that found no valid entry, and calls answered from the cache (for tests and logs).
   uint64_t loads() const;
@@ -46,6 +47,7 @@ class TimelineCache {
   struct Entry {
     std::string job_id;
     v1::TimelineAxis axis;
+    RollupDetail detail;
     Version version;
     std::shared_ptr<const analysis::JobTimeline> timeline;
   };

@@ -63,6 +63,35 @@ TEST_F(TimelineCacheTest, ServesAnUnchangedJobFromTheCache) {
   EXPECT_EQ((*first)->ranks.size(), 3u);
 }
 
+TEST_F(TimelineCacheTest, AFullTimelineServesScalarQuestionsButNotTheOtherWayRound) {
+  TimelineCache cache;
+  auto scalars = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP, RollupDetail::kScalars);
+  ASSERT_TRUE(scalars.ok()) << scalars.status();
+  for (const analysis::RankTimeline& r : (*scalars)->ranks) {
+    for (const analysis::StepPoint& p : r.steps) EXPECT_TRUE(p.by_tag.empty());
+  }
+  auto full = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP, RollupDetail::kFull);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(cache.loads(), 2u);
+  EXPECT_FALSE((*full)->ranks[0].steps.back().by_tag.empty());
+  // Same numbers either way.
+  ASSERT_EQ((*full)->ranks.size(), (*scalars)->ranks.size());
+  for (size_t r = 0; r < (*full)->ranks.size(); ++r) {
+    const auto& a = (*full)->ranks[r];
+    const auto& b = (*scalars)->ranks[r];
+    ASSERT_EQ(a.steps.size(), b.steps.size());
+    EXPECT_EQ(a.allocator, b.allocator);
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+      EXPECT_EQ(a.steps[i].floor_bytes, b.steps[i].floor_bytes);
+      EXPECT_EQ(a.steps[i].end_ns, b.steps[i].end_ns);
+    }
+  }
+  auto again = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP, RollupDetail::kScalars);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), full->get());
+  EXPECT_EQ(cache.loads(), 2u);
+}
+
 TEST_F(TimelineCacheTest, ReloadsAJobThatStoredMoreEvents) {
   TimelineCache cache;
   auto before = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);

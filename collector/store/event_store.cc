@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "collector/store/records.pb.h"
+#include "collector/store/rollup_series.h"
 #include "proto/codec/batch_wire.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
@@ -30,9 +32,17 @@ constexpr uint32_t kSyntheticRankBase = 1'000'000;
 constexpr uint32_t kDefaultReadLimit = 65536;
 constexpr uint32_t kMaxReadLimit = 1 << 20;
 
-enum ColumnFamily : size_t { kDefault = 0, kMeta, kBlocks, kRollups, kCheckpoints, kNumFamilies };
-constexpr const char* kFamilyNames[kNumFamilies] = {"default", "meta", "blocks", "rollups",
-                                                    "checkpoints"};
+enum ColumnFamily : size_t {
+  kDefault = 0,
+  kMeta,
+  kBlocks,
+  kRollups,
+  kCheckpoints,
+  kSeries,
+  kNumFamilies
+};
+constexpr const char* kFamilyNames[kNumFamilies] = {"default", "meta",        "blocks",
+                                                    "rollups", "checkpoints", "series"};
 
 absl::Status FromRocks(const rocksdb::Status& s, absl::string_view context) {
   if (s.ok()) return absl::OkStatus();
@@ -148,6 +158,9 @@ struct EventStore::Stream {
   bool loaded ABSL_GUARDED_BY(mu) = false;
   StreamRecord record ABSL_GUARDED_BY(mu);
   std::optional<RankState> state ABSL_GUARDED_BY(mu);
+  // Per axis, the series segment the last closed row went to, as stored (rows close in key
+  // order, so the next one almost always goes there too); empty until a row closes after load.
+  std::optional<std::pair<int64_t, SeriesSegment>> series[2] ABSL_GUARDED_BY(mu);
 };
 
 struct EventStore::ReplayTarget {
@@ -185,6 +198,8 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (size_t i = 0; i < kNumFamilies; ++i) {
     rocksdb::ColumnFamilyOptions cf;
+    // The series (rollup_series.h) stays uncompressed: it is a few bytes per rank-step, read
+    // whole by every cold diverged / headroom, and decompressing it was a tenth of that time.
     if (i == kBlocks || i == kCheckpoints || i == kRollups) cf.compression = compression;
     if (i == kBlocks) {
       // Block values are 10-100 KiB; larger memtables mean fewer, larger flushes.
@@ -196,9 +211,9 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
       cf.compression_per_level.assign(cf.num_levels, compression);
       cf.compression_per_level[0] = rocksdb::kNoCompression;
     }
-    if (i == kRollups) {
-      // Rollup rows (a few hundred bytes) are read a job at a time: larger blocks mean fewer
-      // reads and decompressions per row scanned, and compress better.
+    if (i == kRollups || i == kSeries) {
+      // Rollup rows (a few hundred bytes) and series segments are read a job at a time: larger
+      // blocks mean fewer reads and decompressions per row scanned, and compress better.
       rocksdb::BlockBasedTableOptions table;
       table.block_size = 32 << 10;
       cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
@@ -341,12 +356,14 @@ void EventStore::ReleaseConnection(const StreamKey& key) {
 absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
   stream->loaded = false;
   stream->state.reset();
+  for (auto& segment : stream->series) segment.reset();
   std::string value;
   rocksdb::Status s =
       db_->Get(rocksdb::ReadOptions(), handles_[kMeta], StreamMetaKey(stream->key), &value);
   if (s.IsNotFound()) {
     stream->record.Clear();
     stream->record.mutable_summary()->set_rank(stream->key.rank);
+    stream->record.set_has_series(true);
     stream->state.emplace(stream->bucket_ns);
     stream->loaded = true;
     return absl::OkStatus();
@@ -434,6 +451,47 @@ void EventStore::AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const
   stream->record.set_checkpoint_events(stream->record.summary().events_stored());
 }
 
+absl::Status EventStore::AddToSeries(Stream* stream, RollupAxis axis,
+                                     const std::vector<v1::StepRollup>& rows,
+                                     rocksdb::WriteBatch* batch) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  if (rows.empty()) return absl::OkStatus();
+  std::optional<std::pair<int64_t, SeriesSegment>>& current =
+      stream->series[static_cast<size_t>(axis)];
+  // Segments this append changed, written once each. A step that went backwards can send a row
+  // to an earlier segment; it is read from the store (or from this map, if changed already).
+  std::map<int64_t, SeriesSegment> changed;
+  for (const v1::StepRollup& row : rows) {
+    const int64_t index = SeriesSegmentOf(row.step());
+    auto it = changed.find(index);
+    if (it == changed.end()) {
+      if (current.has_value() && current->first == index) {
+        it = changed.emplace(index, current->second).first;
+      } else {
+        std::string value;
+        rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kSeries],
+                                     RollupKey(stream->key, axis, index), &value);
+        SeriesSegment segment;
+        if (s.ok()) {
+          absl::StatusOr<SeriesSegment> parsed = SeriesSegment::Parse(value);
+          if (!parsed.ok()) return parsed.status();
+          segment = std::move(*parsed);
+        } else if (!s.IsNotFound()) {
+          return FromRocks(s, "reading a rollup series segment");
+        }
+        it = changed.emplace(index, std::move(segment)).first;
+      }
+    }
+    it->second.Put(row);
+  }
+  for (const auto& [index, segment] : changed) {
+    batch->Put(handles_[kSeries], RollupKey(stream->key, axis, index), segment.Serialize());
+  }
+  const int64_t last = SeriesSegmentOf(rows.back().step());
+  current.emplace(last, std::move(changed.at(last)));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const DecodedBatch& batch) {
   std::shared_ptr<Stream> stream;
   {
@@ -499,11 +557,28 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
     for (const v1::StepRollup& r : closed.buckets) {
       wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, r.step()), r.SerializeAsString());
     }
+    if (record.has_series()) {
+      for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
+        const auto& rows = axis == RollupAxis::kStep ? closed.steps : closed.buckets;
+        if (absl::Status st = AddToSeries(stream.get(), axis, rows, &wb); !st.ok()) {
+          stream->loaded = false;
+          stream->state.reset();
+          return st;
+        }
+      }
+    }
+
     // The open rollups are rewritten with every batch, so readers always see the current step.
+    const v1::StepRollup open_step = state.OpenStepRollup();
+    const v1::StepRollup open_bucket = state.OpenBucketRollup();
     wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, state.current_step()),
-           state.OpenStepRollup().SerializeAsString());
+           open_step.SerializeAsString());
     wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, state.current_bucket()),
-           state.OpenBucketRollup().SerializeAsString());
+           open_bucket.SerializeAsString());
+    if (record.has_series()) {
+      CopyScalarPart(open_step, record.mutable_open_step());
+      CopyScalarPart(open_bucket, record.mutable_open_bucket());
+    }
 
     if (summary.events_stored() == 0) summary.set_first_ts_ns(state.first_ts_ns());
     summary.set_events_stored(summary.events_stored() + kept.size());
@@ -540,6 +615,7 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
     // The in-memory state already includes the batch; the disk does not. Rebuild on next use.
     stream->loaded = false;
     stream->state.reset();
+    for (auto& segment : stream->series) segment.reset();
     return s;
   }
   result.durable_seq = summary.durable_seq();
@@ -686,13 +762,46 @@ absl::StatusOr<std::vector<v1::RankSummary>> EventStore::ListRanks(
   return out;
 }
 
+absl::Status EventStore::VisitSeries(rocksdb::Iterator* series, const StreamRecord& record,
+                                     const StreamKey& key, RollupAxis axis, v1::StepRollup* row,
+                                     const std::function<void(const v1::StepRollup&)>& on_row)
+    const {
+  // The series holds closed rows; the open one (rewritten with every batch) is in the record.
+  std::optional<v1::StepRollup> open;
+  if (record.summary().events_stored() > 0) {
+    open = axis == RollupAxis::kStep ? record.open_step() : record.open_bucket();
+  }
+  // Series rows in key order with the open row in its place; it replaces a closed row of the
+  // same key (a step that went backwards and is open again, as in the rollups family).
+  const std::string prefix = RollupPrefix(key, axis);
+  for (series->Seek(prefix); series->Valid(); series->Next()) {
+    const rocksdb::Slice k = series->key();
+    if (!absl::StartsWith(absl::string_view(k.data(), k.size()), prefix)) break;
+    const rocksdb::Slice v = series->value();
+    absl::Status s = ForEachSeriesRow(
+        absl::string_view(v.data(), v.size()), row, [&](const v1::StepRollup& closed) {
+          if (open.has_value() && open->step() <= closed.step()) {
+            on_row(*open);
+            const bool replaced = open->step() == closed.step();
+            open.reset();
+            if (replaced) return;
+          }
+          on_row(closed);
+        });
+    if (!s.ok()) return s;
+  }
+  if (absl::Status s = FromRocks(series->status(), "reading a rollup series"); !s.ok()) return s;
+  if (open.has_value()) on_row(*open);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job_id,
                                                            RollupAxis axis) const {
   v1::GetRollupsResponse out;
   int64_t bucket_ns = 0;
   v1::RankRollups* current = nullptr;
   absl::Status s = VisitRollups(
-      job_id, axis, &bucket_ns,
+      job_id, axis, RollupDetail::kFull, &bucket_ns,
       [&](const v1::RankRollups& rank) {
         current = out.add_ranks();
         *current = rank;
@@ -705,7 +814,7 @@ absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job
 }
 
 absl::Status EventStore::VisitRollups(
-    absl::string_view job_id, RollupAxis axis, int64_t* bucket_ns,
+    absl::string_view job_id, RollupAxis axis, RollupDetail detail, int64_t* bucket_ns,
     const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
     const std::function<void(const v1::StepRollup&)>& on_row) const {
   absl::StatusOr<JobRecord> job = FindJob(job_id);
@@ -722,6 +831,8 @@ absl::Status EventStore::VisitRollups(
   ro.snapshot = snapshot.get();
   ro.readahead_size = 2 << 20;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, handles_[kRollups]));
+  std::unique_ptr<rocksdb::Iterator> series;
+  if (detail == RollupDetail::kScalars) series.reset(db_->NewIterator(ro, handles_[kSeries]));
   for (const StreamRecord& r : *records) {
     const v1::RankSummary& summary = r.summary();
     const StreamKey key{job->job_no(), summary.rank(), summary.identity().attempt()};
@@ -729,15 +840,23 @@ absl::Status EventStore::VisitRollups(
     header.set_rank(summary.rank());
     header.set_attempt(key.attempt);
     *header.mutable_identity() = summary.identity();
-    absl::StatusOr<std::vector<StringDef>> strings = ReadStrings(snapshot.get(), key);
-    if (!strings.ok()) return strings.status();
-    for (const StringDef& d : *strings) {
-      v1::StringEntry* e = header.add_strings();
-      e->set_id(d.id);
-      e->set_kind(static_cast<v1::StringKind>(d.kind));
-      e->set_value(d.value);
+    if (detail == RollupDetail::kFull) {
+      absl::StatusOr<std::vector<StringDef>> strings = ReadStrings(snapshot.get(), key);
+      if (!strings.ok()) return strings.status();
+      for (const StringDef& d : *strings) {
+        v1::StringEntry* e = header.add_strings();
+        e->set_id(d.id);
+        e->set_kind(static_cast<v1::StringKind>(d.kind));
+        e->set_value(d.value);
+      }
     }
     if (absl::Status st = on_rank(header); !st.ok()) return st;
+    if (detail == RollupDetail::kScalars && r.has_series()) {
+      if (absl::Status st = VisitSeries(series.get(), r, key, axis, &row, on_row); !st.ok()) {
+        return st;
+      }
+      continue;
+    }
     const std::string prefix = RollupPrefix(key, axis);
     for (it->Seek(prefix); it->Valid(); it->Next()) {
       const rocksdb::Slice k = it->key();
@@ -747,6 +866,11 @@ absl::Status EventStore::VisitRollups(
       if (absl::Status p = ParseValue(absl::string_view(v.data(), v.size()), "rollup row", &row);
           !p.ok()) {
         return p;
+      }
+      if (detail == RollupDetail::kScalars) {
+        row.clear_by_tag();
+        row.clear_by_source();
+        row.clear_by_phase();
       }
       on_row(row);
     }

@@ -36,6 +36,7 @@
 namespace rocksdb {
 class ColumnFamilyHandle;
 class DB;
+class Iterator;
 class Snapshot;
 class WriteBatch;
 }  // namespace rocksdb
@@ -50,6 +51,10 @@ class StreamRecord;
 enum class Durability { kSync, kAsync };
 absl::StatusOr<Durability> ParseDurability(absl::string_view name);
 const char* DurabilityName(Durability d);
+
+// How much of each rollup row a reader needs: every field, or the scalars (all but the
+// by_tag / by_source / by_phase lists: what diverged, headroom and growth by rank look at).
+enum class RollupDetail { kFull, kScalars };
 
 struct EventStoreOptions {
   // Directory of the RocksDB database; created (with parents) when missing.
@@ -143,7 +148,11 @@ class EventStore {
   // parsed into one message that is reused from row to row (a 1024-rank job has 200 k rows:
   // building them all as messages first cost more than anything done with them). `bucket_ns`
   // receives the job's bucket width. A callback's error stops the scan and is returned.
-  absl::Status VisitRollups(absl::string_view job_id, RollupAxis axis, int64_t* bucket_ns,
+  // With RollupDetail::kScalars the rows have no by_tag / by_source / by_phase and the string
+  // tables are left out; they come from the series family (rollup_series.h), a fraction of the
+  // bytes, for every stream that has one.
+  absl::Status VisitRollups(absl::string_view job_id, RollupAxis axis, RollupDetail detail,
+                            int64_t* bucket_ns,
                             const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
                             const std::function<void(const v1::StepRollup&)>& on_row) const;
   // Up to `limit` stored events of one stream with seq >= from_seq, in order.
@@ -179,6 +188,15 @@ class EventStore {
   absl::StatusOr<std::vector<StreamRecord>> ReadStreamRecords(const rocksdb::Snapshot* snapshot,
                                                               absl::string_view prefix) const;
   void AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const;
+  // The scalar rows of one stream that has a series: its closed rows from the series family
+  // and its open row from the rollups family, in key order.
+  absl::Status VisitSeries(rocksdb::Iterator* series, const StreamRecord& record,
+                           const StreamKey& key, RollupAxis axis, v1::StepRollup* row,
+                           const std::function<void(const v1::StepRollup&)>& on_row) const;
+  // Puts closed `rows` of `axis` (in closing order) into the stream's series segments.
+  absl::Status AddToSeries(Stream* stream, RollupAxis axis,
+                           const std::vector<v1::StepRollup>& rows,
+                           rocksdb::WriteBatch* batch) const;
   absl::Status Write(rocksdb::WriteBatch* batch) const;
   void ReleaseConnection(const StreamKey& key);
 

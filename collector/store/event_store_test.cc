@@ -328,6 +328,70 @@ TEST(EventStoreTest, TimeBucketsFollowTheAgentsClockEstimateAcrossARestart) {
   ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
 }
 
+// The rows a kScalars reader gets: (axis, rows) of the job's only stream.
+std::vector<std::string> ScalarRows(const EventStore& store, const std::string& job,
+                                    RollupAxis axis, RollupDetail detail) {
+  std::vector<std::string> rows;
+  int64_t bucket_ns = 0;
+  absl::Status s = store.VisitRollups(
+      job, axis, detail, &bucket_ns, [](const v1::RankRollups&) { return absl::OkStatus(); },
+      [&](const v1::StepRollup& row) {
+        v1::StepRollup scalars = row;
+        scalars.clear_by_tag();
+        scalars.clear_by_source();
+        scalars.clear_by_phase();
+        rows.push_back(scalars.SerializeAsString());
+      });
+  EXPECT_TRUE(s.ok()) << s;
+  return rows;
+}
+
+// The series (closed rows' scalars, 64 to a value, plus the open row) must give exactly the
+// rows the rollups family has, without their lists: across segment boundaries, a step that
+// goes backwards (its row rewritten), time buckets, and a restart in the middle.
+TEST(EventStoreTest, ScalarRowsFromTheSeriesEqualTheFullRowsWithoutTheirLists) {
+  const std::string dir = TestDir("series");
+  EventStoreOptions options = Options(dir);
+  options.bucket_ns = 37 * kMs;
+  std::vector<Event> events = MakeEvents(1, 2000);  // 200 steps over 2 s: several segments
+  // Step 150's marker goes back to step 60 (counted, and step 60's row is written again).
+  for (Event& e : events) {
+    if (e.kind == EventKind::kStep && e.aux == 150) e.aux = 60;
+  }
+  {
+    auto store = OpenOrDie(options);
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 1));
+    ASSERT_TRUE(s.ok());
+    for (size_t first = 0; first < 1000; first += 77) {
+      const size_t n = std::min<size_t>(77, 1000 - first);
+      ASSERT_TRUE(store->Append(s->key, Batch(std::vector<Event>(events.begin() + first,
+                                                                 events.begin() + first + n)))
+                      .ok());
+    }
+  }  // dies with the stream open: the series segment in memory is gone
+  auto store = OpenOrDie(options);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 1));
+  ASSERT_TRUE(s.ok()) << s.status();
+  // Batches of 101 events: one ends at event 1505, while the reopened step 60 is open (its
+  // marker is event 1500, the next one 1510).
+  for (size_t first = 1000; first < events.size(); first += 101) {
+    const size_t n = std::min<size_t>(101, events.size() - first);
+    ASSERT_TRUE(store->Append(s->key, Batch(std::vector<Event>(events.begin() + first,
+                                                               events.begin() + first + n)))
+                    .ok());
+    for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
+      const std::vector<std::string> full = ScalarRows(*store, "job", axis, RollupDetail::kFull);
+      const std::vector<std::string> scalars =
+          ScalarRows(*store, "job", axis, RollupDetail::kScalars);
+      ASSERT_GT(full.size(), 3u);
+      ASSERT_EQ(scalars, full) << "after event " << first + n << ", axis "
+                               << static_cast<int>(axis);
+    }
+  }
+  EXPECT_EQ(RankOf(*store, "job", 1).anomaly_counts().step_backwards(), 1u);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
 TEST(EventStoreTest, StepRollupsAreStoredPerStepWithTheOpenOneRewritten) {
   auto store = OpenOrDie(Options(TestDir("rollups")));
   ASSERT_NE(store, nullptr);
