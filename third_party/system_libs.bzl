@@ -24,6 +24,7 @@ _LIBS = {
     # grpc++_reflection has no .pc file.
     "grpc": (["grpc++", "protobuf"], ["-lgrpc++_reflection"]),
     "rocksdb": (["rocksdb"], []),
+    "lz4": (["liblz4"], []),
     "gtest": (["gtest", "gmock"], []),
     "gtest_main": (["gtest_main", "gmock"], []),
     "benchmark": (["benchmark"], []),

@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   bazel-bootstrap g++ pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  librocksdb-dev rocksdb-tools libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  librocksdb-dev liblz4-dev rocksdb-tools libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev rapidjson-dev zlib1g-dev
   clang libclang-rt-14-dev patchelf
   python3 python3-torch chromium openssl

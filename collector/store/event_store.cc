@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "collector/store/block_value.h"
 #include "collector/store/records.pb.h"
 #include "collector/store/rollup_series.h"
 #include "proto/codec/batch_wire.h"
@@ -126,7 +127,12 @@ BatchLimits StoredBlockLimits() {
 }
 
 absl::StatusOr<DecodedBatch> DecodeBlock(absl::string_view value, absl::string_view where) {
-  absl::StatusOr<DecodedBatch> decoded = DecodeBatchWire(value, StoredBlockLimits());
+  thread_local std::string scratch;
+  absl::StatusOr<absl::string_view> bytes = BlockBatchBytes(value, &scratch);
+  if (!bytes.ok()) {
+    return absl::DataLossError(absl::StrCat("block of ", where, ": ", bytes.status().message()));
+  }
+  absl::StatusOr<DecodedBatch> decoded = DecodeBatchWire(*bytes, StoredBlockLimits());
   if (!decoded.ok()) {
     return absl::DataLossError(absl::StrCat("block of ", where, " (", value.size(),
                                             " bytes) is invalid: ", decoded.status().message()));
@@ -198,18 +204,13 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (size_t i = 0; i < kNumFamilies; ++i) {
     rocksdb::ColumnFamilyOptions cf;
-    // The series (rollup_series.h) stays uncompressed: it is a few bytes per rank-step, read
-    // whole by every cold diverged / headroom, and decompressing it was a tenth of that time.
-    if (i == kBlocks || i == kCheckpoints || i == kRollups) cf.compression = compression;
+    // Blocks come compressed (block_value.h): RocksDB leaves them as they are. The series
+    // (rollup_series.h) stays uncompressed: a few bytes per rank-step, read whole by every cold
+    // diverged / headroom, and decompressing it was a tenth of that time.
+    if (i == kCheckpoints || i == kRollups) cf.compression = compression;
     if (i == kBlocks) {
       // Block values are 10-100 KiB; larger memtables mean fewer, larger flushes.
       cf.write_buffer_size = 64 << 20;
-      // Every stream writes its own key range at once, so each flushed file spans all of them
-      // and is rewritten by the next compaction anyway: compressing at flush only to
-      // decompress and compress again there doubled the LZ4 work (the ingest profile's largest
-      // single cost). L0 stays uncompressed; from L1 on, as everywhere else.
-      cf.compression_per_level.assign(cf.num_levels, compression);
-      cf.compression_per_level[0] = rocksdb::kNoCompression;
     }
     if (i == kRollups || i == kSeries) {
       // Rollup rows (a few hundred bytes) and series segments are read a job at a time: larger
@@ -545,8 +546,9 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
     ClosedRollups closed;
     state.Apply(kept, &closed);
 
-    std::string value;
-    AppendBatchWire(kept, {}, nullptr, clock.has_value() ? &*clock : nullptr, &value);
+    std::string batch_bytes;
+    AppendBatchWire(kept, {}, nullptr, clock.has_value() ? &*clock : nullptr, &batch_bytes);
+    const std::string value = CompressBlock(batch_bytes);
     record.set_blocks(record.blocks() + 1);
     record.set_block_bytes(record.block_bytes() + value.size());
     wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq), value);
