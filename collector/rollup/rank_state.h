@@ -11,6 +11,7 @@
 #define MEMTRACE_COLLECTOR_ROLLUP_RANK_STATE_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,7 @@ class RankState {
   PhaseStat* FindPhase(Accumulator* acc, uint32_t id);
   void OnStep(const Event& e, ClosedRollups* closed);
   void OnBucket(const Event& e, ClosedRollups* closed);
+  void RememberBucketEnd();
   void AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set, const Event& e);
   bool RemoveAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set, uint64_t address);
   // Adds or removes `a` from the live totals and every group it counts in.
@@ -174,6 +176,10 @@ class RankState {
 
   int64_t bucket_ns_;
   int64_t clock_offset_ns_ = 0;
+  // Events (rank clock) before this fall in the open bucket, as long as the offset is still
+  // bucket_end_offset_. Derived; not checkpointed (the first event after a load recomputes it).
+  int64_t bucket_ends_before_ = std::numeric_limits<int64_t>::min();
+  int64_t bucket_end_offset_ = 0;
   absl::flat_hash_map<uint64_t, LiveAllocation> allocs_;
   absl::flat_hash_map<uint64_t, LiveAllocation> maps_;
   absl::flat_hash_map<uint64_t, uint64_t> pools_;

@@ -17,6 +17,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "proto/codec/batch_codec.h"
+#include "proto/codec/batch_wire.h"
 #include "proto/memtrace/v1/ingest.grpc.pb.h"
 
 ABSL_FLAG(std::string, mode, "grpc", "store | grpc");
@@ -99,12 +100,17 @@ int Run() {
   if (std::system(cmd.c_str()) != 0) return 1;
   const int64_t streams = absl::GetFlag(FLAGS_streams);
   std::vector<std::vector<v1::EventBatch>> batches;
+  std::vector<std::vector<std::string>> serialized;  // what arrives off the network
   uint64_t wire_bytes = 0;
   for (int64_t s = 0; s < streams; ++s) {
     batches.push_back(Encode(MakeMix(absl::GetFlag(FLAGS_events), absl::GetFlag(FLAGS_live),
                                      absl::GetFlag(FLAGS_step_every), 17 + s),
                              absl::GetFlag(FLAGS_batch)));
-    for (const v1::EventBatch& b : batches.back()) wire_bytes += b.ByteSizeLong();
+    serialized.emplace_back();
+    for (const v1::EventBatch& b : batches.back()) {
+      wire_bytes += b.ByteSizeLong();
+      serialized.back().push_back(b.SerializeAsString());
+    }
   }
   const uint64_t total = static_cast<uint64_t>(streams * absl::GetFlag(FLAGS_events));
 
@@ -128,9 +134,14 @@ int Run() {
       if (absl::GetFlag(FLAGS_mode) == "store") {
         EventStore& store = (*server)->store();
         absl::StatusOr<OpenedStream> opened = store.OpenStream(id);
-        for (const v1::EventBatch& b : batches[s]) {
-          absl::StatusOr<DecodedBatch> d = DecodeBatch(b);
-          absl::StatusOr<AppendResult> r = store.Append(opened->key, *d);
+        // As the Ingest service does with each batch's bytes (minus gRPC).
+        DecodedBatch d;
+        for (const std::string& bytes : serialized[s]) {
+          if (absl::Status st = DecodeBatchWire(bytes, BatchLimits(), &d); !st.ok()) {
+            std::fprintf(stderr, "%s\n", st.ToString().c_str());
+            return;
+          }
+          absl::StatusOr<AppendResult> r = store.Append(opened->key, d, bytes);
           if (!r.ok()) {
             std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
             return;

@@ -82,9 +82,14 @@ bool IngestMessage::Read(const grpc::ByteBuffer& buffer) {
   return true;
 }
 
-absl::StatusOr<DecodedBatch> IngestMessage::DecodeBatch(const BatchLimits& limits) const {
-  if (parsed_batch_.has_value()) return memtrace::DecodeBatch(*parsed_batch_, limits);
-  return DecodeBatchWire(batch_bytes_, limits);
+absl::Status IngestMessage::DecodeBatch(const BatchLimits& limits, DecodedBatch* out) const {
+  if (parsed_batch_.has_value()) {
+    absl::StatusOr<DecodedBatch> decoded = memtrace::DecodeBatch(*parsed_batch_, limits);
+    if (!decoded.ok()) return decoded.status();
+    *out = std::move(*decoded);
+    return absl::OkStatus();
+  }
+  return DecodeBatchWire(batch_bytes_, limits, out);
 }
 
 bool IngestMessage::batch_parses() const {

@@ -29,10 +29,14 @@ class IngestMessage {
   // For Body::kHello.
   const v1::Hello& hello() const { return hello_; }
 
-  // For Body::kBatch: the batch decoded and validated (DecodeBatchWire / DecodeBatch). On an
-  // error, batch_parses() says whether the batch's bytes were an EventBatch at all.
-  absl::StatusOr<DecodedBatch> DecodeBatch(const BatchLimits& limits) const;
+  // For Body::kBatch: the batch decoded and validated (DecodeBatchWire / DecodeBatch) into
+  // `out`, whose memory is reused. On an error, batch_parses() says whether the batch's bytes
+  // were an EventBatch at all.
+  absl::Status DecodeBatch(const BatchLimits& limits, DecodedBatch* out) const;
   bool batch_parses() const;
+  // The batch's own bytes when the message was split by hand (empty otherwise); valid until
+  // the next Read.
+  absl::string_view batch_bytes() const { return batch_bytes_; }
 
  private:
   void Clear();

@@ -42,11 +42,12 @@ TEST(IngestMessageTest, ReadsABatchAsProtobufWouldAndDecodesIt) {
     IngestMessage m;
     ASSERT_TRUE(m.Read(buffer));
     ASSERT_EQ(m.body(), IngestMessage::Body::kBatch);
-    absl::StatusOr<DecodedBatch> d = m.DecodeBatch(BatchLimits());
-    ASSERT_TRUE(d.ok()) << d.status();
-    EXPECT_EQ(d->events, Events(100));
-    EXPECT_EQ(d->strings.size(), 1u);
-    EXPECT_EQ(d->counters.events_recorded, 3u);
+    DecodedBatch d;
+    absl::Status s = m.DecodeBatch(BatchLimits(), &d);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(d.events, Events(100));
+    EXPECT_EQ(d.strings.size(), 1u);
+    EXPECT_EQ(d.counters.events_recorded, 3u);
   }
 }
 
@@ -68,9 +69,10 @@ TEST(IngestMessageTest, OtherShapesGoThroughProtobuf) {
   IngestMessage m;
   ASSERT_TRUE(m.Read(Buffer(hello.SerializeAsString() + batch.SerializeAsString())));
   ASSERT_EQ(m.body(), IngestMessage::Body::kBatch);
-  absl::StatusOr<DecodedBatch> d = m.DecodeBatch(BatchLimits());
-  ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->events, Events(4));
+  DecodedBatch d;
+  absl::Status st = m.DecodeBatch(BatchLimits(), &d);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(d.events, Events(4));
   // Nothing but an unknown field: a message with no body.
   std::string unknown;
   AppendVarint(9 << 3 | 0, &unknown);
@@ -96,15 +98,15 @@ TEST(IngestMessageTest, GarbageIsNotAnIngestRequestAndABadBatchSaysSo) {
   framed += "\x0f\x0f";
   ASSERT_TRUE(m.Read(Buffer(framed)));
   ASSERT_EQ(m.body(), IngestMessage::Body::kBatch);
-  EXPECT_FALSE(m.DecodeBatch(BatchLimits()).ok());
+  DecodedBatch d;
+  EXPECT_FALSE(m.DecodeBatch(BatchLimits(), &d).ok());
   EXPECT_FALSE(m.batch_parses());
   // A batch that parses but breaks a rule: refused with the rule, and it does parse.
   v1::IngestRequest bad;
   EncodeBatch(Events(4), {}, {}, bad.mutable_batch());
   bad.mutable_batch()->set_kind(2, 99);
   ASSERT_TRUE(m.Read(Buffer(bad.SerializeAsString())));
-  absl::StatusOr<DecodedBatch> d = m.DecodeBatch(BatchLimits());
-  EXPECT_EQ(d.status().message(), "event 2 has unknown kind 99");
+  EXPECT_EQ(m.DecodeBatch(BatchLimits(), &d).message(), "event 2 has unknown kind 99");
   EXPECT_TRUE(m.batch_parses());
 }
 

@@ -126,6 +126,7 @@ grpc::Status IngestService::Stream(
 
   bool ack_failed = false;
   ReadResult read;
+  DecodedBatch batch;  // reused: a stream's batches are alike in size
   while ((read = ReadRequest(stream, &request, &received_ns)) == ReadResult::kOk) {
     ++message;
     if (request.body() != IngestMessage::Body::kBatch) {
@@ -134,15 +135,15 @@ grpc::Status IngestService::Stream(
                               ? "a second Hello on one stream"
                               : "an IngestRequest with neither hello nor batch");
     }
-    absl::StatusOr<DecodedBatch> batch = request.DecodeBatch(limits_);
-    if (!batch.ok()) {
+    if (absl::Status s = request.DecodeBatch(limits_, &batch); !s.ok()) {
       if (!request.batch_parses()) return Unparseable(message);
-      return ToGrpcStatus(batch.status(), absl::StrCat("batch for ", who, " rejected: "));
-    }
-    if (absl::Status s = security::CheckStringTable(*batch, ingest_limits_); !s.ok()) {
       return ToGrpcStatus(s, absl::StrCat("batch for ", who, " rejected: "));
     }
-    absl::StatusOr<AppendResult> appended = store_->Append(opened->key, *batch);
+    if (absl::Status s = security::CheckStringTable(batch, ingest_limits_); !s.ok()) {
+      return ToGrpcStatus(s, absl::StrCat("batch for ", who, " rejected: "));
+    }
+    absl::StatusOr<AppendResult> appended =
+        store_->Append(opened->key, batch, request.batch_bytes());
     if (!appended.ok()) {
       // Not the agent's fault: it keeps the batch and resends after reconnecting.
       return grpc::Status(grpc::StatusCode::UNAVAILABLE,

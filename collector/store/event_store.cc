@@ -493,7 +493,8 @@ absl::Status EventStore::AddToSeries(Stream* stream, RollupAxis axis,
   return absl::OkStatus();
 }
 
-absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const DecodedBatch& batch) {
+absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const DecodedBatch& batch,
+                                                absl::string_view batch_bytes) {
   std::shared_ptr<Stream> stream;
   {
     absl::MutexLock lock(&mu_);
@@ -546,9 +547,16 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
     ClosedRollups closed;
     state.Apply(kept, &closed);
 
-    std::string batch_bytes;
-    AppendBatchWire(kept, {}, nullptr, clock.has_value() ? &*clock : nullptr, &batch_bytes);
-    const std::string value = CompressBlock(batch_bytes);
+    // Per-thread scratch: a stream's blocks are alike in size, and fresh buffers of a few
+    // hundred KiB per batch cost page faults.
+    thread_local std::string block;
+    block.clear();
+    const ClockEstimate* block_clock = clock.has_value() ? &*clock : nullptr;
+    const bool whole = kept.size() == batch.events.size() && !batch_bytes.empty();
+    if (!whole || !AppendEventsOnly(batch_bytes, block_clock, &block)) {
+      AppendBatchWire(kept, {}, nullptr, block_clock, &block);
+    }
+    const std::string value = CompressBlock(block);
     record.set_blocks(record.blocks() + 1);
     record.set_block_bytes(record.block_bytes() + value.size());
     wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq), value);

@@ -130,7 +130,11 @@ class EventStore {
   // Stores the events of `batch` above the stream's high-water mark (see the file comment) and
   // returns once the write is durable under the configured policy. On error nothing of the
   // batch is stored and the stream's in-memory state is rebuilt from disk on next use.
-  absl::StatusOr<AppendResult> Append(const StreamKey& key, const DecodedBatch& batch);
+  // `batch_bytes`, when given, are the EventBatch bytes `batch` was decoded from: a batch
+  // stored whole is then kept as those bytes (batch_wire's AppendEventsOnly) instead of being
+  // encoded again.
+  absl::StatusOr<AppendResult> Append(const StreamKey& key, const DecodedBatch& batch,
+                                      absl::string_view batch_bytes = {});
 
   // Ends one connection of the stream: `complete` marks the rank cleanly finished (the agent
   // closed its stream), false leaves it incomplete (vanished). The last connection checkpoints

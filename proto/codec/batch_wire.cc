@@ -234,6 +234,46 @@ bool Split(absl::string_view bytes, WireBatch* out) {
   return true;
 }
 
+// Calls fn(field, whole_field_bytes) for each top-level field of `bytes`; false when the bytes
+// are not a sequence of well-formed fields of the wire types Split accepts.
+template <typename Fn>
+bool ForEachField(absl::string_view bytes, Fn fn) {
+  const uint8_t* const begin = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint8_t* p = begin;
+  const uint8_t* const end = p + bytes.size();
+  while (p < end) {
+    const uint8_t* const start = p;
+    uint64_t tag;
+    p = ReadVarint(p, end, &tag, 5);
+    if (p == nullptr || tag > UINT32_MAX || (tag >> 3) == 0) return false;
+    uint64_t value;
+    switch (tag & 7) {
+      case kVarint:
+        p = ReadVarint(p, end, &value);
+        if (p == nullptr) return false;
+        break;
+      case kFixed64:
+        if (end - p < 8) return false;
+        p += 8;
+        break;
+      case kFixed32:
+        if (end - p < 4) return false;
+        p += 4;
+        break;
+      case kLengthDelimited:
+        p = ReadVarint(p, end, &value, 5);
+        if (p == nullptr || value > static_cast<uint64_t>(end - p)) return false;
+        p += value;
+        break;
+      default:
+        return false;
+    }
+    fn(static_cast<uint32_t>(tag >> 3),
+       absl::string_view(reinterpret_cast<const char*>(start), p - start));
+  }
+  return true;
+}
+
 absl::StatusOr<DecodedBatch> DecodeWithProtobuf(absl::string_view bytes,
                                                 const BatchLimits& limits) {
   v1::EventBatch batch;
@@ -245,6 +285,25 @@ absl::StatusOr<DecodedBatch> DecodeWithProtobuf(absl::string_view bytes,
 }
 
 }  // namespace
+
+bool AppendEventsOnly(absl::string_view batch, const ClockEstimate* clock, std::string* out) {
+  // Only what DecodeBatchWire reads itself: anything else, protobuf would have to normalize.
+  WireBatch wire;
+  if (!Split(batch, &wire)) return false;
+  const size_t start = out->size();
+  out->reserve(start + batch.size() + 24);
+  const bool ok = ForEachField(batch, [&](uint32_t field, absl::string_view bytes) {
+    if (field != kStrings && field != kCounters && field != kClock) {
+      out->append(bytes.data(), bytes.size());
+    }
+  });
+  if (!ok) {
+    out->resize(start);
+    return false;
+  }
+  if (clock != nullptr) AppendClockField(*clock, out);
+  return true;
+}
 
 void AppendVarint(uint64_t value, std::string* out) {
   uint8_t buf[10];
@@ -354,38 +413,54 @@ void AppendBatchWire(absl::Span<const Event> events, absl::Span<const StringDef>
 }
 
 absl::StatusOr<DecodedBatch> DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits) {
+  DecodedBatch out;
+  if (absl::Status s = DecodeBatchWire(bytes, limits, &out); !s.ok()) return s;
+  return out;
+}
+
+absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
+                             DecodedBatch* out) {
+  const auto fallback = [&]() -> absl::Status {
+    absl::StatusOr<DecodedBatch> decoded = DecodeWithProtobuf(bytes, limits);
+    if (!decoded.ok()) return decoded.status();
+    *out = std::move(*decoded);
+    return absl::OkStatus();
+  };
   WireBatch wire;
-  if (!Split(bytes, &wire)) return DecodeWithProtobuf(bytes, limits);
+  if (!Split(bytes, &wire)) return fallback();
   // Everything that could still make protobuf refuse the bytes is checked before any of
   // DecodeBatch's own errors: the columns' varints, the sub-messages (UTF-8 of strings).
   uint32_t sizes[ci::kNumColumns] = {};
   for (int c = 0; c < ci::kNumColumns; ++c) {
     std::optional<uint32_t> count = CountVarints(wire.columns[c]);
-    if (!count.has_value()) return DecodeWithProtobuf(bytes, limits);
+    if (!count.has_value()) return fallback();
     sizes[c] = *count;
   }
   std::vector<v1::StringEntry> strings(wire.strings.size());
   for (size_t i = 0; i < wire.strings.size(); ++i) {
     const absl::string_view b = wire.strings[i];
     if (!strings[i].ParseFromArray(b.data(), static_cast<int>(b.size()))) {
-      return DecodeWithProtobuf(bytes, limits);
+      return fallback();
     }
   }
   v1::AgentCounters counters;
   if (wire.counters.has_value() &&
       !counters.ParseFromArray(wire.counters->data(), static_cast<int>(wire.counters->size()))) {
-    return DecodeWithProtobuf(bytes, limits);
+    return fallback();
   }
   v1::ClockEstimate clock;
   if (wire.clock.has_value() &&
       !clock.ParseFromArray(wire.clock->data(), static_cast<int>(wire.clock->size()))) {
-    return DecodeWithProtobuf(bytes, limits);
+    return fallback();
   }
 
   const uint32_t n = wire.count;
   if (absl::Status s = ci::CheckShape(n, strings.size(), sizes, wire.first_seq, limits); !s.ok()) {
     return s;
   }
+  // Row by row through eleven cursors: each event is written once, while it is in cache.
+  // (Column by column was tried: 11 passes over a 16 k-event batch's 1.2 MB of events cost
+  // more than the predictable loops saved.)
   auto start = [&](int c) {
     return sizes[c] == 0 ? nullptr : reinterpret_cast<const uint8_t*>(wire.columns[c].data());
   };
@@ -400,25 +475,26 @@ absl::StatusOr<DecodedBatch> DecodeBatchWire(absl::string_view bytes, const Batc
   WireCursor<uint32_t, false> device{start(ci::kDevice)};
   WireCursor<uint32_t, false> stream{start(ci::kStream)};
   WireCursor<uint32_t, false> memory_kind{start(ci::kMemoryKind)};
-  DecodedBatch out;
   if (absl::Status s = ci::DecodeEvents(n, wire.first_seq, wire.base_ts_ns, kind,
                                         sizes[ci::kSeqDelta] != 0, seq_delta, ts_delta,
                                         address_delta, bytes_column, aux, tag_id, source_id,
-                                        device, stream, memory_kind, &out.events);
+                                        device, stream, memory_kind, &out->events);
       !s.ok()) {
     return s;
   }
-  out.strings.reserve(strings.size());
+  out->strings.clear();
+  out->strings.reserve(strings.size());
   for (const v1::StringEntry& s : strings) {
-    if (absl::Status st = ci::AddString(s, limits, &out.strings); !st.ok()) return st;
+    if (absl::Status st = ci::AddString(s, limits, &out->strings); !st.ok()) return st;
   }
-  out.counters = ci::CountersFrom(counters);
+  out->counters = ci::CountersFrom(counters);
+  out->clock.reset();
   if (wire.clock.has_value()) {
     absl::StatusOr<ClockEstimate> c = CheckClock(clock.offset_ns(), clock.round_trip_ns());
     if (!c.ok()) return c.status();
-    out.clock = *c;
+    out->clock = *c;
   }
-  return out;
+  return absl::OkStatus();
 }
 
 }  // namespace memtrace

@@ -42,6 +42,18 @@ void AppendClockField(const ClockEstimate& clock, std::string* out);
 // (...)"; every other error is DecodeBatch's.
 absl::StatusOr<DecodedBatch> DecodeBatchWire(absl::string_view bytes,
                                              const BatchLimits& limits = BatchLimits());
+// The same into `out`, reusing its vectors' memory (a collector decodes batch after batch of
+// the same size); on an error `out` holds no usable batch.
+absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
+                             DecodedBatch* out);
+
+// Appends the events of the EventBatch bytes `batch` without re-encoding them: its fields but
+// strings, counters and clock (15, 16, 17), followed by `clock` when not null. This is what
+// AppendBatchWire(events, {}, nullptr, clock) writes for the same events (the same bytes when
+// `batch` was written by AppendBatchWire), for the collector's store, which keeps a received
+// batch whole. False, appending nothing, when `batch` is not in the canonical shape
+// DecodeBatchWire reads itself (the caller then encodes the decoded events).
+bool AppendEventsOnly(absl::string_view batch, const ClockEstimate* clock, std::string* out);
 
 // Appends a protobuf varint / the tag of (field, wire type); for callers framing a batch inside
 // another message (an IngestRequest is field 2, length-delimited, around the batch's bytes).

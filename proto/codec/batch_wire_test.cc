@@ -1,5 +1,6 @@
 #include "proto/codec/batch_wire.h"
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -267,6 +268,96 @@ TEST(BatchWireTest, ClockEstimatesAreValidated) {
   AppendBatchWire(events, {}, nullptr, &huge, &bytes);
   ExpectSameAsReference(bytes);
   EXPECT_FALSE(DecodeBatchWire(bytes).ok());
+}
+
+}  // namespace
+}  // namespace memtrace
+
+namespace memtrace {
+namespace {
+
+TEST(BatchWireTest, EventsOnlyKeepsTheBatchesBytesAndReplacesItsSideFields) {
+  std::mt19937_64 rng(21);
+  const std::vector<Event> events = RandomEvents(rng, 3000, true);
+  const AgentCounterValues counters{1, 2, 3, 4, 5};
+  const ClockEstimate sent_clock{-42, 7};
+  std::string received;
+  AppendBatchWire(events, SomeStrings(), &counters, &sent_clock, &received);
+  const ClockEstimate applied{-40, 9};
+  std::string kept;
+  ASSERT_TRUE(AppendEventsOnly(received, &applied, &kept));
+  std::string encoded;
+  AppendBatchWire(events, {}, nullptr, &applied, &encoded);
+  EXPECT_EQ(kept, encoded);
+  kept.clear();
+  ASSERT_TRUE(AppendEventsOnly(received, nullptr, &kept));
+  encoded.clear();
+  AppendBatchWire(events, {}, nullptr, nullptr, &encoded);
+  EXPECT_EQ(kept, encoded);
+  // Not the canonical shape (a column split in two): the caller encodes instead.
+  std::string odd = received + received;
+  std::string untouched = "x";
+  EXPECT_FALSE(AppendEventsOnly(odd, nullptr, &untouched));
+  EXPECT_EQ(untouched, "x");
+  EXPECT_FALSE(AppendEventsOnly("\xff", nullptr, &untouched));
+}
+
+}  // namespace
+}  // namespace memtrace
+
+namespace memtrace {
+namespace {
+
+// Column by column, the error reported must still be the one the row-by-row validator finds
+// first: the lowest event index, and at one index kind, then sequence, then timestamp.
+TEST(BatchWireTest, TheFirstInvalidEventIsReportedWhicheverColumnItIsIn) {
+  std::mt19937_64 rng(3);
+  const std::vector<Event> events = RandomEvents(rng, 20, true);
+  v1::EventBatch base;
+  EncodeBatch(events, {}, {}, &base);
+  struct Case {
+    const char* name;
+    std::function<void(v1::EventBatch&)> spoil;
+    const char* want;
+  };
+  const std::vector<Case> cases = {
+      {"kind at 9, timestamp at 4",
+       [](v1::EventBatch& b) {
+         b.set_kind(9, 77);
+         b.set_ts_delta(4, INT64_MAX);
+         b.set_base_ts_ns(1);
+       },
+       "timestamp overflow at event 4"},
+      {"kind and repeated seq at 6",
+       [](v1::EventBatch& b) {
+         b.set_kind(6, 0);
+         b.set_seq_delta(6, 0);
+       },
+       "event 6 has unknown kind 0"},
+      {"repeated seq at 3, kind at 7",
+       [](v1::EventBatch& b) {
+         b.set_seq_delta(3, 0);
+         b.set_kind(7, 99);
+       },
+       "sequence numbers not increasing within batch: event 3 repeats seq"},
+      {"seq overflow at 2, timestamp at 2",
+       [](v1::EventBatch& b) {
+         b.set_seq_delta(2, UINT64_MAX);
+         b.set_ts_delta(2, INT64_MAX);
+         b.set_base_ts_ns(1);
+       },
+       "sequence number overflow at event 2"},
+  };
+  for (const Case& c : cases) {
+    v1::EventBatch b = base;
+    c.spoil(b);
+    const std::string bytes = b.SerializeAsString();
+    absl::StatusOr<DecodedBatch> got = DecodeBatchWire(bytes);
+    ASSERT_FALSE(got.ok()) << c.name;
+    EXPECT_TRUE(absl::StartsWith(got.status().message(), c.want))
+        << c.name << ": " << got.status().message();
+    ExpectSameAsReference(bytes);
+  }
 }
 
 }  // namespace

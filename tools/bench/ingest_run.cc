@@ -1,5 +1,7 @@
 #include "tools/bench/ingest_run.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -7,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/stream/transport.h"
@@ -23,6 +26,19 @@ struct Stream {
   std::unique_ptr<LapReplayer> replayer;
   uint64_t recorded = 0;
 };
+
+// The role of a thread, from its name (see IngestResult::cpu_seconds_by_role).
+std::string RoleOfThread(const std::string& name) {
+  if (name == "bench-producer") return "producers";
+  if (name == "memtrace-send") return "agent senders";
+  if (absl::StartsWith(name, "grpcpp_sync_ser")) return "collector handlers";
+  if (absl::StartsWith(name, "rocksdb:")) return "rocksdb background";
+  if (absl::StartsWith(name, "grpc") || name == "default-executo" || name == "nexting_thread" ||
+      absl::StartsWith(name, "resolver-execut") || absl::StartsWith(name, "event_engine")) {
+    return "gRPC internals";
+  }
+  return "other";
+}
 
 uint64_t SumDurable(const std::vector<Stream>& streams) {
   uint64_t total = 0;
@@ -77,6 +93,7 @@ absl::StatusOr<IngestResult> RunIngest(const IngestOptions& options,
   std::vector<std::thread> producers;
   for (int p = 0; p < options.producers; ++p) {
     producers.emplace_back([&, p] {
+      pthread_setname_np(pthread_self(), "bench-producer");
       std::vector<Event> chunk(kChunk);
       while (!stop.load(std::memory_order_relaxed)) {
         bool progress = false;
@@ -97,10 +114,12 @@ absl::StatusOr<IngestResult> RunIngest(const IngestOptions& options,
   absl::SleepFor(options.warmup);
   const uint64_t a0 = SumDurable(streams);
   const double cpu0 = ProcessCpuSeconds();
+  const std::map<std::string, double> by_thread0 = CpuSecondsByThreadName();
   const absl::Time t0 = absl::Now();
   absl::SleepFor(options.measure);
   const uint64_t a1 = SumDurable(streams);
   const double cpu1 = ProcessCpuSeconds();
+  const std::map<std::string, double> by_thread1 = CpuSecondsByThreadName();
   const absl::Time t1 = absl::Now();
   stop = true;
   for (std::thread& t : producers) t.join();
@@ -111,6 +130,11 @@ absl::StatusOr<IngestResult> RunIngest(const IngestOptions& options,
   result.window_seconds = absl::ToDoubleSeconds(t1 - t0);
   result.events_per_second = result.events_in_window / result.window_seconds;
   result.cpu_seconds = cpu1 - cpu0;
+  for (const auto& [name, seconds] : by_thread1) {
+    auto before = by_thread0.find(name);
+    const double used = seconds - (before != by_thread0.end() ? before->second : 0.0);
+    result.cpu_seconds_by_role[RoleOfThread(name)] += used;
+  }
   const absl::Time drain_start = absl::Now();
   absl::Status drained = absl::OkStatus();
   for (Stream& s : streams) {

@@ -7,6 +7,7 @@
 #define MEMTRACE_TOOLS_BENCH_INGEST_RUN_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -38,6 +39,11 @@ struct IngestResult {
   double window_seconds = 0;
   double events_per_second = 0;
   double cpu_seconds = 0;  // this process (producers, agents, collector) inside the window
+  // The same by role, from the threads' names: "producers" (the bench threads standing in for
+  // the application), "agent senders" (memtrace-send), "collector handlers" (gRPC's sync server
+  // threads: decode, apply, encode, write), "rocksdb background" (flush, compaction), "gRPC
+  // internals" (both ends: pollers, executors) and "other".
+  std::map<std::string, double> cpu_seconds_by_role;
   uint64_t events_recorded = 0;
   uint64_t events_lost = 0;
   uint64_t events_stored = 0;  // the collector's count after draining

@@ -49,6 +49,29 @@ double ProcessCpuSeconds() {
          u.ru_stime.tv_usec / 1e6;
 }
 
+std::map<std::string, double> CpuSecondsByThreadName() {
+  std::map<std::string, double> out;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // "tid (comm) state ppid ... utime(14) stime(15)": comm may hold spaces, so split after ')'.
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    const std::string name = stat.substr(open + 1, close - open - 1);
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(close + 2), ' ');
+    // fields[0] is the state (field 3), so utime (14) and stime (15) are fields[11], [12].
+    uint64_t utime = 0, stime = 0;
+    if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
+        !absl::SimpleAtoi(fields[12], &stime)) {
+      continue;
+    }
+    out[name] += (utime + stime) / tick;
+  }
+  return out;
+}
+
 uint64_t DirectoryBytes(const std::string& dir) {
   std::error_code ec;
   uint64_t total = 0;

@@ -4,6 +4,7 @@
 #define MEMTRACE_TOOLS_BENCH_PROC_STATS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -19,6 +20,9 @@ uint64_t AnonResidentBytes();
 
 // User + system CPU seconds this process has used (all threads).
 double ProcessCpuSeconds();
+// The same per thread name (/proc/self/task/*/stat, clock-tick resolution), summed over the
+// threads alive now that share a name.
+std::map<std::string, double> CpuSecondsByThreadName();
 
 // Sum of the sizes of the regular files under `dir` (recursively); 0 when it does not exist.
 uint64_t DirectoryBytes(const std::string& dir);

@@ -19,8 +19,11 @@ struct FamilyFootprint {
   uint64_t files = 0;
   uint64_t sst_bytes = 0;        // on disk, after compression
   uint64_t entries = 0;          // keys in the SST files
-  uint64_t raw_key_bytes = 0;    // before compression
+  uint64_t raw_key_bytes = 0;    // before RocksDB's compression
   uint64_t raw_value_bytes = 0;
+  // For blocks: the EventBatch bytes the values hold once the store's own LZ4 is undone
+  // (collector/store/block_value.h); for other families raw_value_bytes.
+  uint64_t decompressed_value_bytes = 0;
 };
 
 struct StoreFootprint {
@@ -33,8 +36,10 @@ struct StoreFootprint {
 enum class Codec { kAsCollector, kLz4, kZstd, kNone };
 
 struct FootprintOptions {
-  // Codec of the blocks, rollups and checkpoints families during the compaction. kAsCollector
-  // is LZ4, which is what collector/store/event_store.cc picks on Debian's librocksdb.
+  // Codec of the rollups and checkpoints families during the compaction, and of the blocks
+  // family on top of the store's own LZ4 of each block. kAsCollector is what
+  // collector/store/event_store.cc does on Debian's librocksdb: LZ4 for rollups and
+  // checkpoints, nothing more for blocks.
   Codec codec = Codec::kAsCollector;
   int zstd_level = 3;
   bool compact = true;  // false: flush memtables only

@@ -90,6 +90,20 @@ void CheckWireAgrees(const uint8_t* data, size_t size, const memtrace::BatchLimi
     return;
   }
   Check(fast->events == slow->events, "DecodeBatchWire events equal");
+  // What the store keeps of a batch it stores whole decodes to the same events.
+  std::string kept;
+  const memtrace::ClockEstimate clock{-5, 6};
+  if (memtrace::AppendEventsOnly(bytes, &clock, &kept)) {
+    memtrace::BatchLimits unlimited;
+    unlimited.max_events = 1u << 31;
+    unlimited.max_strings = 1u << 30;
+    unlimited.max_string_bytes = 1u << 30;
+    absl::StatusOr<memtrace::DecodedBatch> again = memtrace::DecodeBatchWire(kept, unlimited);
+    Check(again.ok(), "events-only bytes decode");
+    Check(again->events == fast->events, "events-only bytes hold the same events");
+    Check(again->strings.empty(), "events-only bytes hold no strings");
+    Check(again->clock == clock, "events-only bytes carry the clock given");
+  }
   Check(fast->strings == slow->strings, "DecodeBatchWire strings equal");
   Check(fast->clock == slow->clock, "DecodeBatchWire clock equal");
   Check(fast->counters.events_recorded == slow->counters.events_recorded &&
