@@ -139,9 +139,12 @@ class Transport::Impl final : public IngestStream::Listener {
   }
 
   void Record(const Event& event) {
-    // Waking the sender at the batch threshold only (not per event) keeps Record() to one
-    // lock; below it the sender's max_batch_delay timer picks the events up.
-    if (queue_.Push(event) == options_.max_batch_events) Wake();
+    // Waking the sender only when the queue was empty (so that it starts the max_batch_delay
+    // clock of a partial batch) and at the batch threshold, not per event, keeps Record() to
+    // one lock. (Waking at the threshold alone left a trickle of events below it unsent
+    // whenever the sender had gone idle.)
+    const size_t queued = queue_.Push(event);
+    if (queued == 1 || queued == options_.max_batch_events) Wake();
   }
 
   uint32_t Intern(StringKind kind, std::string_view value) {

@@ -425,6 +425,12 @@ TEST(TransportTest, RefusedStreamIsRetriedUntilAdmitted) {
   for (uint64_t i = 0; i < 100; ++i) t->Record(Alloc(i));
   ASSERT_TRUE(collector.WaitFor([](const Stream& s) { return s.refused >= 2; }, absl::Seconds(3)));
   EXPECT_FALSE(t->stats().connected);
+  // The transport counts a refused stream once its end has reached it, a moment after the
+  // collector counted the refusal.
+  const absl::Time deadline = absl::Now() + absl::Seconds(3);
+  while (t->stats().stream_errors < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
   EXPECT_GE(t->stats().stream_errors, 2u);
   collector.RefuseHellos(grpc::Status::OK);
   ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
@@ -494,6 +500,32 @@ TEST(TransportTest, EstimatesTheCollectorsClockAndSendsItWithEveryBatch) {
   const Stream s = collector.Snapshot();
   ASSERT_TRUE(s.last_clock.has_value());
   EXPECT_LE(std::abs(s.last_clock->offset_ns + kSkew), s.last_clock->round_trip_ns / 2 + 1);
+}
+
+}  // namespace
+}  // namespace memtrace
+
+namespace memtrace {
+namespace {
+
+// A few events after the stream has gone idle (everything acknowledged, the sender asleep) go
+// out within max_batch_delay, without a Flush and without filling a batch.
+TEST(TransportTest, ATrickleOfEventsIsSentWithinTheBatchDelay) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.max_batch_events = 4096;
+  o.max_batch_delay = absl::Milliseconds(20);
+  auto t = StartOrDie(o);
+  for (uint64_t i = 0; i < 10; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  absl::SleepFor(absl::Milliseconds(100));  // idle: nothing queued, nothing in flight
+  for (uint64_t i = 10; i < 13; ++i) t->Record(Alloc(i));
+  const absl::Time deadline = absl::Now() + absl::Seconds(3);
+  while (collector.Snapshot().events.size() < 13 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ExpectExactly(collector.Snapshot(), 1, 13);
 }
 
 }  // namespace
