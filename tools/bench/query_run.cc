@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "collector/server/analysis_loader.h"
 #include "collector/server/collector_server.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -113,15 +114,15 @@ class Asker {
 // Times the three in-process parts of a rollup question (see QuestionTiming).
 absl::Status Breakdown(collector::CollectorServer& server, const QueryPlan& plan, Question q,
                        QuestionTiming* t) {
+  // What the Analysis service reads for each question (diverged: the series; the others: the
+  // rows).
+  const collector::RollupDetail detail =
+      q == Question::kDiverged ? collector::RollupDetail::kScalars : collector::RollupDetail::kFull;
   absl::Time s = absl::Now();
-  absl::StatusOr<v1::GetRollupsResponse> rollups =
-      server.store().Rollups(plan.job_id, collector::RollupAxis::kStep);
-  if (!rollups.ok()) return rollups.status();
-  t->store_ms = Ms(absl::Now() - s);
-  s = absl::Now();
-  absl::StatusOr<analysis::JobTimeline> job = analysis::TimelineFromRollups(plan.job_id, *rollups);
+  absl::StatusOr<analysis::JobTimeline> job =
+      collector::LoadJobTimeline(server.store(), plan.job_id, v1::TIMELINE_AXIS_STEP, detail);
   if (!job.ok()) return job.status();
-  t->convert_ms = Ms(absl::Now() - s);
+  t->load_ms = Ms(absl::Now() - s);
   s = absl::Now();
   switch (q) {
     case Question::kDiverged:

@@ -37,10 +37,10 @@ struct QuestionTiming {
   double warm_ms = 0;  // median of the warm repeats
   std::string answer;  // one line, e.g. "rank 5 from step 30"
   uint64_t response_bytes = 0;  // wire bytes the question read
-  // For the rollup questions, the cold path taken apart in-process: reading the rollups from
-  // the store (EventStore::Rollups, no gRPC), converting them, and the analysis alone.
-  double store_ms = 0;
-  double convert_ms = 0;
+  // For the rollup questions, the service's work taken apart in-process after the calls:
+  // loading the timeline from the store (LoadJobTimeline: read and convert, as the service does
+  // without its cache) and the analysis alone.
+  double load_ms = 0;
   double analysis_ms = 0;
 };
 

@@ -46,7 +46,7 @@ TEST(QueryRunTest, EveryQuestionIsAnsweredAndTimedOnAPlantedLeak) {
     EXPECT_GT(q.warm_ms, 0);
     EXPECT_GT(q.response_bytes, 0u);
     if (q.question != Question::kLive) {
-      EXPECT_GT(q.store_ms, 0);
+      EXPECT_GT(q.load_ms, 0);
       EXPECT_GT(q.analysis_ms, 0);
     }
   }
