@@ -170,23 +170,33 @@ struct WireBatch {
   std::optional<absl::string_view> clock;
 };
 
-// Splits `bytes` into its fields; false for anything that is not the canonical shape (protobuf
-// then decides whether and how it parses).
-bool Split(absl::string_view bytes, WireBatch* out) {
+// One top-level field as it sits in the bytes.
+struct WireField {
+  uint32_t number = 0;
+  uint32_t type = 0;
+  uint64_t value = 0;       // kVarint
+  absl::string_view body;   // kLengthDelimited
+  absl::string_view whole;  // tag included
+};
+
+// Calls fn(field) for each top-level field of `bytes` in order. False when the bytes are not a
+// sequence of fields protobuf would read the same way (tags and lengths of at most 5 bytes,
+// values of at most 10, no groups), or when fn returns false.
+template <typename Fn>
+bool ForEachField(absl::string_view bytes, Fn fn) {
   const uint8_t* p = reinterpret_cast<const uint8_t*>(bytes.data());
   const uint8_t* const end = p + bytes.size();
   while (p < end) {
+    const uint8_t* const start = p;
     uint64_t tag;
     p = ReadVarint(p, end, &tag, 5);
-    if (p == nullptr || tag > UINT32_MAX) return false;
-    const uint64_t field = tag >> 3;
-    const uint32_t type = tag & 7;
-    if (field == 0) return false;
-    uint64_t value = 0;
-    absl::string_view body;
-    switch (type) {
+    if (p == nullptr || tag > UINT32_MAX || (tag >> 3) == 0) return false;
+    WireField f;
+    f.number = static_cast<uint32_t>(tag >> 3);
+    f.type = static_cast<uint32_t>(tag & 7);
+    switch (f.type) {
       case kVarint:
-        p = ReadVarint(p, end, &value);
+        p = ReadVarint(p, end, &f.value);
         if (p == nullptr) return false;
         break;
       case kFixed64:
@@ -203,75 +213,45 @@ bool Split(absl::string_view bytes, WireBatch* out) {
         if (p == nullptr || length > static_cast<uint64_t>(end - p) || length > INT32_MAX / 2) {
           return false;
         }
-        body = absl::string_view(reinterpret_cast<const char*>(p), length);
+        f.body = absl::string_view(reinterpret_cast<const char*>(p), length);
         p += length;
         break;
       }
       default:  // groups, invalid wire types
         return false;
     }
-    if (field == kCount || field == kFirstSeq || field == kBaseTs) {
-      if (type != kVarint) return false;
-      if (field == kCount) out->count = static_cast<uint32_t>(value);
-      if (field == kFirstSeq) out->first_seq = value;
-      if (field == kBaseTs) out->base_ts_ns = static_cast<int64_t>(value);
-    } else if (field >= kFirstColumn && field <= kLastColumn) {
-      const int c = static_cast<int>(field - kFirstColumn);
-      if (type != kLengthDelimited || out->column_seen[c]) return false;
-      out->column_seen[c] = true;
-      out->columns[c] = body;
-    } else if (field == kStrings) {
-      if (type != kLengthDelimited) return false;
-      out->strings.push_back(body);
-    } else if (field == kCounters || field == kClock) {
-      std::optional<absl::string_view>& slot = field == kCounters ? out->counters : out->clock;
-      // A second occurrence merges into the first: protobuf's business.
-      if (type != kLengthDelimited || slot.has_value()) return false;
-      slot = body;
-    }
-    // Any other field number is unknown: skipped, as protobuf skips it.
+    f.whole = absl::string_view(reinterpret_cast<const char*>(start), p - start);
+    if (!fn(f)) return false;
   }
   return true;
 }
 
-// Calls fn(field, whole_field_bytes) for each top-level field of `bytes`; false when the bytes
-// are not a sequence of well-formed fields of the wire types Split accepts.
-template <typename Fn>
-bool ForEachField(absl::string_view bytes, Fn fn) {
-  const uint8_t* const begin = reinterpret_cast<const uint8_t*>(bytes.data());
-  const uint8_t* p = begin;
-  const uint8_t* const end = p + bytes.size();
-  while (p < end) {
-    const uint8_t* const start = p;
-    uint64_t tag;
-    p = ReadVarint(p, end, &tag, 5);
-    if (p == nullptr || tag > UINT32_MAX || (tag >> 3) == 0) return false;
-    uint64_t value;
-    switch (tag & 7) {
-      case kVarint:
-        p = ReadVarint(p, end, &value);
-        if (p == nullptr) return false;
-        break;
-      case kFixed64:
-        if (end - p < 8) return false;
-        p += 8;
-        break;
-      case kFixed32:
-        if (end - p < 4) return false;
-        p += 4;
-        break;
-      case kLengthDelimited:
-        p = ReadVarint(p, end, &value, 5);
-        if (p == nullptr || value > static_cast<uint64_t>(end - p)) return false;
-        p += value;
-        break;
-      default:
-        return false;
+// Splits `bytes` into its fields; false for anything that is not the canonical shape (protobuf
+// then decides whether and how it parses).
+bool Split(absl::string_view bytes, WireBatch* out) {
+  return ForEachField(bytes, [&](const WireField& f) {
+    if (f.number == kCount || f.number == kFirstSeq || f.number == kBaseTs) {
+      if (f.type != kVarint) return false;
+      if (f.number == kCount) out->count = static_cast<uint32_t>(f.value);
+      if (f.number == kFirstSeq) out->first_seq = f.value;
+      if (f.number == kBaseTs) out->base_ts_ns = static_cast<int64_t>(f.value);
+    } else if (f.number >= kFirstColumn && f.number <= kLastColumn) {
+      const int c = static_cast<int>(f.number - kFirstColumn);
+      if (f.type != kLengthDelimited || out->column_seen[c]) return false;
+      out->column_seen[c] = true;
+      out->columns[c] = f.body;
+    } else if (f.number == kStrings) {
+      if (f.type != kLengthDelimited) return false;
+      out->strings.push_back(f.body);
+    } else if (f.number == kCounters || f.number == kClock) {
+      std::optional<absl::string_view>& slot = f.number == kCounters ? out->counters : out->clock;
+      // A second occurrence merges into the first: protobuf's business.
+      if (f.type != kLengthDelimited || slot.has_value()) return false;
+      slot = f.body;
     }
-    fn(static_cast<uint32_t>(tag >> 3),
-       absl::string_view(reinterpret_cast<const char*>(start), p - start));
-  }
-  return true;
+    // Any other field number is unknown: skipped, as protobuf skips it.
+    return true;
+  });
 }
 
 absl::StatusOr<DecodedBatch> DecodeWithProtobuf(absl::string_view bytes,
@@ -292,10 +272,11 @@ bool AppendEventsOnly(absl::string_view batch, const ClockEstimate* clock, std::
   if (!Split(batch, &wire)) return false;
   const size_t start = out->size();
   out->reserve(start + batch.size() + 24);
-  const bool ok = ForEachField(batch, [&](uint32_t field, absl::string_view bytes) {
-    if (field != kStrings && field != kCounters && field != kClock) {
-      out->append(bytes.data(), bytes.size());
+  const bool ok = ForEachField(batch, [&](const WireField& f) {
+    if (f.number != kStrings && f.number != kCounters && f.number != kClock) {
+      out->append(f.whole.data(), f.whole.size());
     }
+    return true;
   });
   if (!ok) {
     out->resize(start);
