@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <ctime>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -22,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "agent/stream/backoff.h"
 #include "agent/stream/batch_store.h"
+#include "agent/cupti/clock.h"
 #include "agent/stream/clock_sync.h"
 #include "agent/stream/spool.h"
 #include "agent/stream/event_queue.h"
@@ -49,12 +49,6 @@ constexpr int kMaxFormRounds = 64;
 // Send times of messages whose ack has not come, for the clock estimate; a collector that
 // stops acking must not make the list grow without bound.
 constexpr size_t kMaxSendTimes = 1024;
-
-int64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 // Frees the heap copy of a shared_ptr that kept a sealed batch's bytes alive for a slice.
 void ReleaseBatchBytes(void* holder) {
@@ -257,7 +251,7 @@ Transport::Impl::Impl(TransportOptions options, std::shared_ptr<grpc::Channel> c
       failures_(options_.log_failures),
       queue_(options_.queue_capacity),
       strings_(options_.max_strings),
-      clock_(options_.clock ? options_.clock : RealtimeNs),
+      clock_(options_.clock ? options_.clock : cupti::RealtimeNanos),
       backoff_(options_.initial_backoff, options_.max_backoff),
       store_(MakeBatchStore(options_)) {
   channel_ = std::move(channel);

@@ -354,10 +354,14 @@ void EventStore::ReleaseConnection(const StreamKey& key) {
   if (--it->second->connections <= 0) streams_.erase(it);
 }
 
-absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+void EventStore::ForgetState(Stream* stream) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   stream->loaded = false;
   stream->state.reset();
   for (auto& segment : stream->series) segment.reset();
+}
+
+absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  ForgetState(stream);
   std::string value;
   rocksdb::Status s =
       db_->Get(rocksdb::ReadOptions(), handles_[kMeta], StreamMetaKey(stream->key), &value);
@@ -571,8 +575,7 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
       for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
         const auto& rows = axis == RollupAxis::kStep ? closed.steps : closed.buckets;
         if (absl::Status st = AddToSeries(stream.get(), axis, rows, &wb); !st.ok()) {
-          stream->loaded = false;
-          stream->state.reset();
+          ForgetState(stream.get());
           return st;
         }
       }
@@ -623,9 +626,7 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
 
   if (absl::Status s = Write(&wb); !s.ok()) {
     // The in-memory state already includes the batch; the disk does not. Rebuild on next use.
-    stream->loaded = false;
-    stream->state.reset();
-    for (auto& segment : stream->series) segment.reset();
+    ForgetState(stream.get());
     return s;
   }
   result.durable_seq = summary.durable_seq();
@@ -656,10 +657,7 @@ absl::Status EventStore::CloseStream(const StreamKey& key, bool complete) {
       }
       wb.Put(handles_[kMeta], StreamMetaKey(key), stream->record.SerializeAsString());
       status = Write(&wb);
-      if (!status.ok()) {
-        stream->loaded = false;
-        stream->state.reset();
-      }
+      if (!status.ok()) ForgetState(stream.get());
     }
   }
   ReleaseConnection(key);

@@ -181,6 +181,9 @@ class EventStore {
                                        bool* synthetic) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<JobRecord> FindJob(absl::string_view job_id) const;
   absl::Status LoadStream(Stream* stream) const;
+  // Drops the stream's in-memory state (live set, rollups, series segment), to be rebuilt from
+  // disk on next use: after a failed write the disk is the truth. Requires the stream's lock.
+  static void ForgetState(Stream* stream);
   absl::StatusOr<RankState> Replay(const rocksdb::Snapshot* snapshot, const StreamKey& key,
                                    int64_t bucket_ns, uint64_t checkpoint_seq,
                                    const ReplayTarget& target) const;

@@ -1,6 +1,5 @@
 #include "proto/codec/batch_wire.h"
 
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -30,11 +29,6 @@ enum Field : uint32_t {
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
 constexpr uint32_t Tag(uint32_t field, WireType type) { return field << 3 | type; }
-
-inline size_t VarintSize(uint64_t v) {
-  // 1 byte per started 7 bits; v | 1 so that 0 takes one byte.
-  return (63 - __builtin_clzll(v | 1)) / 7 + 1;
-}
 
 inline uint8_t* WriteVarint(uint64_t v, uint8_t* p) {
   while (v >= 0x80) {
