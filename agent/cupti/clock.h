@@ -4,10 +4,10 @@
 #ifndef MEMTRACE_AGENT_CUPTI_CLOCK_H_
 #define MEMTRACE_AGENT_CUPTI_CLOCK_H_
 
-#include <time.h>
-
 #include <cstdint>
 #include <functional>
+
+#include "proto/codec/event.h"
 
 namespace memtrace {
 namespace cupti {
@@ -15,11 +15,7 @@ namespace cupti {
 // Returns nanoseconds; must be thread-safe. Tests pass a fixed or stepping clock.
 using Clock = std::function<int64_t()>;
 
-inline int64_t RealtimeNanos() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+using ::memtrace::RealtimeNanos;
 
 }  // namespace cupti
 }  // namespace memtrace

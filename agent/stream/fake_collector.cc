@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/codec/batch_codec.h"
+#include "proto/codec/event.h"
 
 namespace memtrace {
 
@@ -147,7 +148,7 @@ grpc::Status FakeCollector::Serve(
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake collector stopping");
     }
     ack.set_durable_seq(s.durable_seq);
-    ack.set_collector_time_ns(absl::GetCurrentTimeNanos());
+    ack.set_collector_time_ns(RealtimeNanos());
     s.hello_acks.push_back(s.durable_seq);
   }
   int stream_index = 0;
@@ -158,7 +159,7 @@ grpc::Status FakeCollector::Serve(
   if (!rw->Write(ack)) return grpc::Status::OK;
 
   while (rw->Read(&request)) {
-    const int64_t received_ns = absl::GetCurrentTimeNanos();
+    const int64_t received_ns = RealtimeNanos();
     if (!request.has_batch()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "expected a batch");
     }
@@ -200,7 +201,7 @@ grpc::Status FakeCollector::Serve(
     }
     ack.set_durable_seq(s.durable_seq);
     ack.set_collector_receive_ns(received_ns);
-    ack.set_collector_time_ns(absl::GetCurrentTimeNanos());
+    ack.set_collector_time_ns(RealtimeNanos());
     // Writing under the lock is fine for a test server: acks are tiny.
     if (!rw->Write(ack)) break;
   }

@@ -21,7 +21,6 @@
 #include "absl/time/clock.h"
 #include "agent/stream/backoff.h"
 #include "agent/stream/batch_store.h"
-#include "agent/cupti/clock.h"
 #include "agent/stream/clock_sync.h"
 #include "agent/stream/spool.h"
 #include "agent/stream/event_queue.h"
@@ -251,7 +250,7 @@ Transport::Impl::Impl(TransportOptions options, std::shared_ptr<grpc::Channel> c
       failures_(options_.log_failures),
       queue_(options_.queue_capacity),
       strings_(options_.max_strings),
-      clock_(options_.clock ? options_.clock : cupti::RealtimeNanos),
+      clock_(options_.clock ? options_.clock : RealtimeNanos),
       backoff_(options_.initial_backoff, options_.max_backoff),
       store_(MakeBatchStore(options_)) {
   channel_ = std::move(channel);

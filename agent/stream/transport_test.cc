@@ -487,7 +487,7 @@ TEST(TransportTest, EstimatesTheCollectorsClockAndSendsItWithEveryBatch) {
   ASSERT_TRUE(collector.Start().ok());
   constexpr int64_t kSkew = 3'700'000'000;
   TransportOptions o = Options(collector.address());
-  o.clock = [] { return absl::GetCurrentTimeNanos() + kSkew; };
+  o.clock = [] { return RealtimeNanos() + kSkew; };
   auto t = StartOrDie(o);
   for (uint64_t i = 0; i < 2000; ++i) t->Record(Alloc(i));
   ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());

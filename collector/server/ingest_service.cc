@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "collector/server/ingest_request.h"
 #include "collector/server/status_util.h"
+#include "proto/codec/event.h"
 #include "grpcpp/support/method_handler.h"
 
 namespace memtrace::collector {
@@ -18,7 +19,7 @@ bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
   v1::IngestAck ack;
   ack.set_durable_seq(durable_seq);
   ack.set_collector_receive_ns(received_ns);
-  ack.set_collector_time_ns(absl::GetCurrentTimeNanos());
+  ack.set_collector_time_ns(RealtimeNanos());
   return stream->Write(ack);
 }
 
@@ -55,7 +56,7 @@ ReadResult ReadRequest(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>
                        IngestMessage* request, int64_t* received_ns) {
   grpc::ByteBuffer buffer;
   if (!stream->Read(&buffer)) return ReadResult::kEnd;
-  *received_ns = absl::GetCurrentTimeNanos();
+  *received_ns = RealtimeNanos();
   return request->Read(buffer) ? ReadResult::kOk : ReadResult::kGarbage;
 }
 

@@ -1,6 +1,14 @@
 #include "proto/codec/event.h"
 
+#include <time.h>
+
 namespace memtrace {
+
+int64_t RealtimeNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 const char* EventKindName(EventKind kind) {
   switch (kind) {

@@ -115,6 +115,12 @@ struct ClockEstimate {
 
 const char* EventKindName(EventKind kind);
 
+// Now on the clock events carry: CLOCK_REALTIME in ns, the clock CUPTI stamps activity records
+// with on Linux. The collector stamps its acks with the same clock, so that an agent's clock
+// estimate compares like with like (absl::GetCurrentTimeNanos interpolates with the cycle
+// counter and can stray from it by more than a loopback round trip).
+int64_t RealtimeNanos();
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_PROTO_CODEC_EVENT_H_

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "proto/codec/event.h"
 
 namespace memtrace::sim {
 namespace {
@@ -105,7 +106,7 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
     // The rank's host clock, as its events have it: the transport measures the collector's
     // clock against this one.
     const int64_t skew = ClockSkewNs(options.workload, rank);
-    if (skew != 0) t.clock = [skew] { return absl::GetCurrentTimeNanos() + skew; };
+    if (skew != 0) t.clock = [skew] { return RealtimeNanos() + skew; };
     absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(std::move(t));
     if (!transport.ok()) return transport.status();
     transports.push_back(std::move(*transport));
