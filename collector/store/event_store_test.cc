@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/options.h"
+#include "rocksdb/utilities/options_util.h"
 
 namespace memtrace::collector {
 namespace {
@@ -106,6 +109,26 @@ v1::RankSummary RankOf(const EventStore& store, const std::string& job, uint32_t
   }
   ADD_FAILURE() << "no rank " << rank;
   return {};
+}
+
+TEST(EventStoreTest, EachFamilyIsCompressedAsTheStoreSays) {
+  // RocksDB compresses with Snappy unless told otherwise; the store says what it wants per
+  // family, and this reads back what it wrote into the directory's OPTIONS file.
+  const std::string dir = TestDir("compression");
+  { OpenOrDie(Options(dir)); }
+  rocksdb::DBOptions db;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  rocksdb::ConfigOptions config;
+  ASSERT_TRUE(rocksdb::LoadLatestOptions(config, dir, &db, &families).ok());
+  ASSERT_EQ(families.size(), 6u);
+  for (const rocksdb::ColumnFamilyDescriptor& f : families) {
+    SCOPED_TRACE(f.name);
+    if (f.name == "blocks") {
+      EXPECT_EQ(f.options.compression, rocksdb::kNoCompression);  // LZ4'd by block_value
+    } else {
+      EXPECT_EQ(f.options.compression, rocksdb::kLZ4Compression);
+    }
+  }
 }
 
 TEST(EventStoreTest, AppendStoresEventsAndCounts) {
