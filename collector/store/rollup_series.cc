@@ -14,6 +14,23 @@ namespace {
   X(frees) X(alloc_bytes) X(free_bytes) X(device_used_max) X(device_total) X(host_rss_max) \
   X(ooms) X(oom_requested_bytes) X(events_lost) X(pool_reserved_bytes)
 
+// Differences between consecutive column entries (RollupSeries.deltas), wrapping: a column's
+// values may fall as well as rise. sint64 columns are ZigZag-coded by protobuf, uint64 ones here.
+int64_t Delta(int64_t value, int64_t prev) {
+  return static_cast<int64_t>(static_cast<uint64_t>(value) - static_cast<uint64_t>(prev));
+}
+uint64_t Delta(uint64_t value, uint64_t prev) {
+  const int64_t d = static_cast<int64_t>(value - prev);
+  return (static_cast<uint64_t>(d) << 1) ^ static_cast<uint64_t>(d >> 63);
+}
+int64_t Undelta(int64_t delta, int64_t prev) {
+  return static_cast<int64_t>(static_cast<uint64_t>(prev) + static_cast<uint64_t>(delta));
+}
+uint64_t Undelta(uint64_t zigzag, uint64_t prev) {
+  const uint64_t d = (zigzag >> 1) ^ (~(zigzag & 1) + 1);
+  return prev + d;
+}
+
 absl::Status Inconsistent(absl::string_view what) {
   return absl::DataLossError(absl::StrCat("rollup series segment is inconsistent: ", what));
 }
@@ -33,7 +50,9 @@ absl::Status Check(const RollupSeries& s) {
     return Inconsistent("memory-kind columns do not add up");
   }
   for (int i = 1; i < n; ++i) {
-    if (s.key(i) <= s.key(i - 1)) return Inconsistent("keys do not ascend");
+    if (s.deltas() ? s.key(i) <= 0 : s.key(i) <= s.key(i - 1)) {
+      return Inconsistent("keys do not ascend");
+    }
   }
   return absl::OkStatus();
 }
@@ -69,16 +88,25 @@ void SeriesSegment::Put(const v1::StepRollup& row) { CopyScalarPart(row, &rows_[
 
 std::string SeriesSegment::Serialize() const {
   RollupSeries s;
+  s.set_deltas(true);
+  const v1::StepRollup zero;
+  const v1::StepRollup* prev = &zero;
+  int64_t prev_key = 0;
+  uint64_t prev_live = 0, prev_peak = 0;
   for (const auto& [key, row] : rows_) {
-    s.add_key(key);
-#define MEMTRACE_ADD(f) s.add_##f(row.f());
+    s.add_key(Delta(key, prev_key));
+    prev_key = key;
+#define MEMTRACE_ADD(f) s.add_##f(Delta(row.f(), prev->f()));
     MEMTRACE_SERIES_SCALARS(MEMTRACE_ADD)
 #undef MEMTRACE_ADD
+    prev = &row;
     s.add_memory_kinds(static_cast<uint32_t>(row.by_memory_kind_size()));
     for (const v1::GroupBytes& k : row.by_memory_kind()) {
       s.add_kind_id(k.id());
-      s.add_kind_live(k.live_bytes());
-      s.add_kind_peak(k.peak_bytes());
+      s.add_kind_live(Delta(k.live_bytes(), prev_live));
+      s.add_kind_peak(Delta(k.peak_bytes(), prev_peak));
+      prev_live = k.live_bytes();
+      prev_peak = k.peak_bytes();
     }
   }
   return s.SerializeAsString();
@@ -92,18 +120,40 @@ absl::Status ForEachSeriesRow(absl::string_view bytes, v1::StepRollup* scratch,
   }
   if (absl::Status c = Check(s); !c.ok()) return c;
   int kind = 0;
-  for (int i = 0; i < s.key_size(); ++i) {
-    scratch->set_step(s.key(i));
+  if (!s.deltas()) {
+    for (int i = 0; i < s.key_size(); ++i) {
+      scratch->set_step(s.key(i));
 #define MEMTRACE_SET(f) scratch->set_##f(s.f(i));
+      MEMTRACE_SERIES_SCALARS(MEMTRACE_SET)
+#undef MEMTRACE_SET
+      // Clear() keeps the cleared elements for reuse: no allocation per row.
+      scratch->mutable_by_memory_kind()->Clear();
+      for (uint32_t k = 0; k < s.memory_kinds(i); ++k, ++kind) {
+        v1::GroupBytes* g = scratch->add_by_memory_kind();
+        g->set_id(s.kind_id(kind));
+        g->set_live_bytes(s.kind_live(kind));
+        g->set_peak_bytes(s.kind_peak(kind));
+      }
+      fn(*scratch);
+    }
+    return absl::OkStatus();
+  }
+  // Each row's values are the previous row's plus its entries: start from zero.
+  scratch->Clear();
+  uint64_t live = 0, peak = 0;
+  for (int i = 0; i < s.key_size(); ++i) {
+    scratch->set_step(Undelta(s.key(i), scratch->step()));
+#define MEMTRACE_SET(f) scratch->set_##f(Undelta(s.f(i), scratch->f()));
     MEMTRACE_SERIES_SCALARS(MEMTRACE_SET)
 #undef MEMTRACE_SET
-    // Clear() keeps the cleared elements for reuse: no allocation per row.
     scratch->mutable_by_memory_kind()->Clear();
     for (uint32_t k = 0; k < s.memory_kinds(i); ++k, ++kind) {
       v1::GroupBytes* g = scratch->add_by_memory_kind();
+      live = Undelta(s.kind_live(kind), live);
+      peak = Undelta(s.kind_peak(kind), peak);
       g->set_id(s.kind_id(kind));
-      g->set_live_bytes(s.kind_live(kind));
-      g->set_peak_bytes(s.kind_peak(kind));
+      g->set_live_bytes(live);
+      g->set_peak_bytes(peak);
     }
     fn(*scratch);
   }
