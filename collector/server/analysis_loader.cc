@@ -1,5 +1,6 @@
 #include "collector/server/analysis_loader.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,17 +16,25 @@ RollupAxis AxisOf(v1::TimelineAxis axis) {
   return axis == v1::TIMELINE_AXIS_TIME ? RollupAxis::kTime : RollupAxis::kStep;
 }
 
-bool HasStepMarkers(const analysis::JobTimeline& job) {
-  for (const analysis::RankTimeline& rank : job.ranks) {
-    if (rank.steps.size() > 1) return true;
+size_t Rows(const analysis::RankTimeline& rank) { return rank.steps.size(); }
+size_t Rows(const analysis::RankStepMetrics& rank) { return rank.size(); }
+
+template <typename Job>
+bool HasStepMarkers(const Job& job) {
+  for (const auto& rank : job.ranks) {
+    if (Rows(rank) > 1) return true;
   }
   return false;
 }
 
-// The job's rows on `axis`, converted as they are read.
-absl::StatusOr<analysis::JobTimeline> Read(const EventStore& store, absl::string_view job_id,
-                                           v1::TimelineAxis axis, RollupDetail detail) {
-  std::optional<analysis::TimelineBuilder> builder;
+// The job's rows on `axis`, converted by a Builder (rollup_convert.h) as they are read.
+template <typename Builder>
+using Built = decltype(std::declval<Builder&&>().Finish());  // StatusOr<what it builds>
+
+template <typename Builder>
+Built<Builder> Read(const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis,
+                    RollupDetail detail) {
+  std::optional<Builder> builder;
   int64_t bucket_ns = 0;
   absl::Status s = store.VisitRollups(
       job_id, AxisOf(axis), detail, &bucket_ns,
@@ -37,6 +46,21 @@ absl::StatusOr<analysis::JobTimeline> Read(const EventStore& store, absl::string
   if (!s.ok()) return s;
   if (!builder.has_value()) builder.emplace(job_id, axis, bucket_ns);
   return std::move(*builder).Finish();
+}
+
+// Read, falling back to the time axis for a job without step markers (see LoadJobTimeline).
+template <typename Builder>
+Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_id,
+                                v1::TimelineAxis axis, RollupDetail detail) {
+  Built<Builder> job = Read<Builder>(store, job_id, axis, detail);
+  if (!job.ok()) return job;
+  if (job->ranks.empty()) {
+    return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
+  }
+  if (axis == v1::TIMELINE_AXIS_STEP && !HasStepMarkers(*job)) {
+    return Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
+  }
+  return job;
 }
 
 // The store's snapshot in the wire form rollup_convert reads (as Query/LiveAt answers it).
@@ -135,15 +159,14 @@ absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
                                                       v1::TimelineAxis axis,
                                                       RollupDetail detail) {
-  absl::StatusOr<analysis::JobTimeline> job = Read(store, job_id, axis, detail);
-  if (!job.ok()) return job.status();
-  if (job->ranks.empty()) {
-    return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
-  }
-  if (axis == v1::TIMELINE_AXIS_STEP && !HasStepMarkers(*job)) {
-    return Read(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
-  }
-  return job;
+  return ReadWithFallback<analysis::TimelineBuilder>(store, job_id, axis, detail);
+}
+
+absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& store,
+                                                             absl::string_view job_id,
+                                                             v1::TimelineAxis axis) {
+  return ReadWithFallback<analysis::StepMetricsBuilder>(store, job_id, axis,
+                                                        RollupDetail::kScalars);
 }
 
 absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_view job_id,
@@ -164,7 +187,7 @@ absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_
 
 bool RankHasPhases(const analysis::RankTimeline& rank) {
   for (const analysis::StepPoint& p : rank.steps) {
-    if (!p.by_phase.empty()) return true;
+    if (!p.by_phase().empty()) return true;
   }
   return false;
 }

@@ -16,6 +16,7 @@
 #include "collector/store/event_store.h"
 #include "proto/memtrace/v1/query.pb.h"
 #include "query/analysis/live_set.h"
+#include "query/analysis/step_metrics.h"
 #include "query/analysis/timeline.h"
 
 namespace memtrace::collector {
@@ -30,6 +31,12 @@ absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
                                                       v1::TimelineAxis axis,
                                                       RollupDetail detail = RollupDetail::kFull);
+
+// As LoadJobTimeline with kScalars, kept as the columns `diverged` compares (step_metrics.h):
+// 40 bytes a rank-step instead of a StepPoint. Same fall-back and errors.
+absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& store,
+                                                             absl::string_view job_id,
+                                                             v1::TimelineAxis axis);
 
 struct LoadedLiveSet {
   analysis::RankLiveSet set;

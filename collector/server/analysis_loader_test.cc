@@ -112,7 +112,7 @@ TEST_F(AnalysisLoaderTest, LoadsStepRollupsWithNamesAndHost) {
   EXPECT_EQ(rank.steps[1].end_bytes, 150 * kMiB);
   std::optional<analysis::NameId> grads = job->names.Find("fsdp:grads");
   ASSERT_TRUE(grads.has_value());
-  const analysis::GroupBytes* g = analysis::FindGroup(rank.steps[1].by_tag, *grads);
+  const analysis::GroupBytes* g = analysis::FindGroup(rank.steps[1].by_tag(), *grads);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->live_bytes, 50 * kMiB);
   EXPECT_TRUE(RankHasPhases(rank));
@@ -138,6 +138,56 @@ TEST_F(AnalysisLoaderTest, UnknownJobIsNotFoundNamingIt) {
       LoadJobTimeline(*store_, "nope", v1::TIMELINE_AXIS_STEP);
   ASSERT_EQ(job.status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(absl::StrContains(job.status().message(), "nope")) << job.status();
+  EXPECT_EQ(LoadJobStepMetrics(*store_, "nope", v1::TIMELINE_AXIS_STEP).status(), job.status());
+}
+
+// The step metrics come from the series (and the open rows), the timeline from the rows: both
+// must say the same, on either axis and with the fall-back to time buckets.
+void ExpectSameColumns(const EventStore& store, const std::string& job_id,
+                       v1::TimelineAxis axis) {
+  absl::StatusOr<analysis::JobTimeline> timeline = LoadJobTimeline(store, job_id, axis);
+  ASSERT_TRUE(timeline.ok()) << timeline.status();
+  absl::StatusOr<analysis::JobStepMetrics> got = LoadJobStepMetrics(store, job_id, axis);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const analysis::JobStepMetrics want = analysis::StepMetricsOf(*timeline);
+  EXPECT_EQ(got->time_axis, want.time_axis);
+  EXPECT_EQ(got->bucket_ns, want.bucket_ns);
+  ASSERT_EQ(got->ranks.size(), want.ranks.size());
+  for (size_t i = 0; i < want.ranks.size(); ++i) {
+    EXPECT_EQ(got->ranks[i].rank, want.ranks[i].rank);
+    EXPECT_EQ(got->ranks[i].host, want.ranks[i].host);
+    EXPECT_EQ(got->ranks[i].step, want.ranks[i].step);
+    EXPECT_EQ(got->ranks[i].start_ns, want.ranks[i].start_ns);
+    EXPECT_EQ(got->ranks[i].floor_bytes, want.ranks[i].floor_bytes);
+    EXPECT_EQ(got->ranks[i].end_bytes, want.ranks[i].end_bytes);
+    EXPECT_EQ(got->ranks[i].peak_bytes, want.ranks[i].peak_bytes);
+  }
+}
+
+TEST_F(AnalysisLoaderTest, StepMetricsAreTheTimelinesColumns) {
+  Store("job", 0, PhasedRank());
+  // Rank 1 is still running: its last step is the open row.
+  v1::RankIdentity identity;
+  identity.set_job_id("job");
+  identity.set_rank(1);
+  identity.set_host("host-b");
+  absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_TRUE(store_->Append(opened->key, PhasedRank().batch()).ok());
+
+  StreamBuilder s;
+  for (int i = 0; i < 30; ++i) s.Add(EventKind::kAlloc, 0x1000 + i, kMiB);
+  Store("no-steps", 0, s);
+
+  for (v1::TimelineAxis axis : {v1::TIMELINE_AXIS_STEP, v1::TIMELINE_AXIS_TIME}) {
+    SCOPED_TRACE(axis);
+    ExpectSameColumns(*store_, "job", axis);
+    ExpectSameColumns(*store_, "no-steps", axis);
+  }
+  absl::StatusOr<analysis::JobStepMetrics> fallback =
+      LoadJobStepMetrics(*store_, "no-steps", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  EXPECT_TRUE(fallback->time_axis);
 }
 
 TEST_F(AnalysisLoaderTest, LiveSetNamesThePhaseEachAllocationWasMadeIn) {

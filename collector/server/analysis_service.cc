@@ -74,7 +74,8 @@ std::optional<LivePoint> StepEnd(const an::RankTimeline& rank, int64_t step) {
 }
 
 // Says in the report's sentence that time buckets stood in for missing step markers.
-void NoteAxis(const an::JobTimeline& job, v1::TimelineAxis asked, std::string* message) {
+template <typename Job>  // a JobTimeline or JobStepMetrics
+void NoteAxis(const Job& job, v1::TimelineAxis asked, std::string* message) {
   if (!job.time_axis || asked == v1::TIMELINE_AXIS_TIME) return;
   absl::StrAppend(message, message->empty() ? "" : " ", "(no step markers: compared ",
                   job.bucket_ns / 1'000'000, " ms time buckets)");
@@ -185,8 +186,11 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, const v1::Li
 
 grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedRequest* request,
                                        v1::DivergenceReport* response) {
-  absl::StatusOr<Timeline> job = Load(cache_, *store_, request->job_id(), "job_id",
-                                      request->axis(), RollupDetail::kScalars);
+  if (absl::Status s = RequireJob(request->job_id()); !s.ok()) return ToGrpcStatus(s);
+  // Only the columns it compares: a fraction of a timeline's memory, which a cold call first
+  // touches (docs/PERFORMANCE.md).
+  absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> job =
+      cache_.GetStepMetrics(*store_, request->job_id(), request->axis());
   if (!job.ok()) return ToGrpcStatus(job.status());
   an::DivergenceReport report = an::FindDivergence(**job, an::FromProto(request->params()));
   NoteAxis(**job, request->axis(), &report.message);

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "collector/store/event_store.h"
 #include "proto/memtrace/v1/query.pb.h"
+#include "query/analysis/step_metrics.h"
 #include "query/analysis/timeline.h"
 
 namespace memtrace::collector {
@@ -37,6 +38,10 @@ class TimelineCache {
       const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis,
       RollupDetail detail = RollupDetail::kFull);
 
+  // The same for LoadJobStepMetrics, `diverged`'s columns: an entry of its own.
+  absl::StatusOr<std::shared_ptr<const analysis::JobStepMetrics>> GetStepMetrics(
+      const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis);
+
   // Loads that found no valid entry, and calls answered from the cache (for tests and logs).
   uint64_t loads() const;
   uint64_t hits() const;
@@ -44,13 +49,22 @@ class TimelineCache {
  private:
   // (rank, attempt, durable_seq) of every stream, sorted.
   using Version = std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>;
+  // What an entry holds. A full timeline also answers a scalars call.
+  enum class Kind { kFullTimeline, kScalarsTimeline, kStepMetrics };
   struct Entry {
     std::string job_id;
     v1::TimelineAxis axis;
-    RollupDetail detail;
+    Kind kind;
     Version version;
-    std::shared_ptr<const analysis::JobTimeline> timeline;
+    std::shared_ptr<const void> value;  // a JobTimeline or a JobStepMetrics, as `kind` says
   };
+
+  // The entry of (job_id, axis) that serves `kind`, or load() stored as a new one.
+  template <typename T, typename Load>
+  absl::StatusOr<std::shared_ptr<const T>> GetOrLoad(const EventStore& store,
+                                                      absl::string_view job_id,
+                                                      v1::TimelineAxis axis, Kind kind,
+                                                      Load load);
 
   const size_t max_jobs_;
   mutable absl::Mutex mu_;

@@ -68,12 +68,12 @@ TEST_F(TimelineCacheTest, AFullTimelineServesScalarQuestionsButNotTheOtherWayRou
   auto scalars = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP, RollupDetail::kScalars);
   ASSERT_TRUE(scalars.ok()) << scalars.status();
   for (const analysis::RankTimeline& r : (*scalars)->ranks) {
-    for (const analysis::StepPoint& p : r.steps) EXPECT_TRUE(p.by_tag.empty());
+    for (const analysis::StepPoint& p : r.steps) EXPECT_TRUE(p.by_tag().empty());
   }
   auto full = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP, RollupDetail::kFull);
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(cache.loads(), 2u);
-  EXPECT_FALSE((*full)->ranks[0].steps.back().by_tag.empty());
+  EXPECT_FALSE((*full)->ranks[0].steps.back().by_tag().empty());
   // Same numbers either way.
   ASSERT_EQ((*full)->ranks.size(), (*scalars)->ranks.size());
   for (size_t r = 0; r < (*full)->ranks.size(); ++r) {
@@ -90,6 +90,32 @@ TEST_F(TimelineCacheTest, AFullTimelineServesScalarQuestionsButNotTheOtherWayRou
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->get(), full->get());
   EXPECT_EQ(cache.loads(), 2u);
+}
+
+TEST_F(TimelineCacheTest, StepMetricsAreCachedAndReloadedLikeTimelines) {
+  TimelineCache cache;
+  auto first = cache.GetStepMetrics(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ((*first)->ranks.size(), 3u);
+  // A timeline of the same job is an entry of its own, and does not evict the metrics.
+  ASSERT_TRUE(cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP).ok());
+  auto second = cache.GetStepMetrics(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(first->get(), second->get());
+  EXPECT_EQ(cache.loads(), 2u);
+  EXPECT_EQ(cache.hits(), 1u);
+
+  const size_t steps = (*first)->ranks[0].size();
+  Touch("a", 1000);
+  auto third = cache.GetStepMetrics(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(first->get(), third->get());
+  EXPECT_EQ((*third)->ranks[0].size(), steps + 1);
+  EXPECT_EQ((*third)->ranks[0].step.back(), 1000);
+  EXPECT_EQ(cache.loads(), 3u);
+
+  auto unknown = cache.GetStepMetrics(*store_, "nope", v1::TIMELINE_AXIS_STEP);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(TimelineCacheTest, ReloadsAJobThatStoredMoreEvents) {

@@ -57,13 +57,13 @@ const v1::GetRollupsResponse& Wire(uint32_t ranks, int64_t steps) {
       s->set_peak_bytes(p.peak_bytes);
       s->set_end_bytes(p.end_bytes);
       s->set_device_total(p.device_total);
-      for (const GroupBytes& g : p.by_tag) {
+      for (const GroupBytes& g : p.by_tag()) {
         v1::GroupBytes* x = s->add_by_tag();
         x->set_id(g.name);
         x->set_live_bytes(g.live_bytes);
         x->set_peak_bytes(g.peak_bytes);
       }
-      for (const GroupBytes& g : p.by_source) {
+      for (const GroupBytes& g : p.by_source()) {
         v1::GroupBytes* x = s->add_by_source();
         x->set_id(g.name);
         x->set_live_bytes(g.live_bytes);

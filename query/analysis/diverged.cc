@@ -13,13 +13,6 @@ namespace {
 
 constexpr double kMissing = std::numeric_limits<double>::quiet_NaN();
 
-struct Cell {
-  double deviation = kMissing;  // NaN: rank has no value or step not comparable
-  double z = 0;
-  double threshold = 0;
-  int8_t flag = 0;  // +1 / -1 outside the cohort on that side, 0 inside
-};
-
 double Threshold(const DivergenceParams& p, double cohort_median) {
   return std::max(static_cast<double>(p.min_excess_bytes),
                   p.min_excess_fraction * std::fabs(cohort_median));
@@ -37,10 +30,14 @@ uint64_t ToBytes(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(std::llro
 }  // namespace
 
 DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& params) {
+  return FindDivergence(StepMetricsOf(job), params);
+}
+
+DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParams& params) {
   DivergenceReport report;
   report.job_id = job.job_id;
   report.params = params;
-  std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
+  std::vector<const RankStepMetrics*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
   if (ranks.size() < 3) {
     report.status = DivergenceStatus::kTooFewRanks;
@@ -53,14 +50,13 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
   const size_t R = ranks.size();
   const size_t S = grid.steps.size();
 
-  // Absolute metric per rank per grid step; NaN where the rank has no point.
+  // Per rank and grid step, rank-major, as few bytes as the test needs: at 1024 ranks x 200
+  // steps these arrays are most of the memory a cold query touches first.
+  // Absolute metric; NaN where the rank has no point.
   std::vector<double> value(R * S, kMissing);
-  std::vector<const StepPoint*> point(R * S, nullptr);
   for (size_t r = 0; r < R; ++r) {
-    for (size_t i = 0; i < ranks[r]->steps.size(); ++i) {
-      size_t at = r * S + grid.index[r][i];
-      point[at] = &ranks[r]->steps[i];
-      value[at] = static_cast<double>(MetricValue(ranks[r]->steps[i], params.metric));
+    for (size_t i = 0; i < ranks[r]->size(); ++i) {
+      value[r * S + grid.index[r][i]] = static_cast<double>(ranks[r]->Value(i, params.metric));
     }
   }
 
@@ -86,7 +82,12 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
     }
   }
 
-  std::vector<Cell> cells(R * S);
+  // Deviation from the cohort (NaN: the rank has no value or the step is not compared), and
+  // +1 / -1 when outside the cohort on that side, 0 inside. Per step: the byte threshold and
+  // the cohort's spread, from which a cell's robust z follows.
+  std::vector<double> deviation(R * S, kMissing);
+  std::vector<int8_t> flag(R * S, 0);
+  std::vector<double> threshold(S, 0), scale(S, 0);
   std::vector<double> cohort_median(S, kMissing);
   std::vector<double> rel, work;
   std::vector<size_t> members;
@@ -105,14 +106,14 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
     if (members.size() < 3) continue;
     cohort_median[s] = MedianInPlace(absl::MakeSpan(work));
     Spread spread = RobustSpread(rel);
-    double threshold = Threshold(params, cohort_median[s]);
+    threshold[s] = Threshold(params, cohort_median[s]);
+    scale[s] = spread.scale;
     for (size_t m = 0; m < members.size(); ++m) {
-      Cell& c = cells[members[m] * S + s];
-      c.deviation = rel[m] - spread.median;
-      c.z = RobustZ(c.deviation, spread.scale);
-      c.threshold = threshold;
-      if (std::fabs(c.deviation) >= threshold && std::fabs(c.z) >= params.min_z) {
-        c.flag = c.deviation > 0 ? 1 : -1;
+      const size_t at = members[m] * S + s;
+      const double d = rel[m] - spread.median;
+      deviation[at] = d;
+      if (std::fabs(d) >= threshold[s] && std::fabs(RobustZ(d, scale[s])) >= params.min_z) {
+        flag[at] = d > 0 ? 1 : -1;
       }
     }
     if (first) report.first_step = grid.steps[s];
@@ -130,9 +131,11 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
   for (size_t r = 0; r < R; ++r) {
     // Compared steps of this rank, in order; a step the rank (or the cohort) lacks is skipped:
     // it neither extends nor breaks a run.
+    const double* dev = &deviation[r * S];
+    const int8_t* flagged = &flag[r * S];
     std::vector<size_t> seq;
     for (size_t s = 0; s < S; ++s) {
-      if (!std::isnan(cells[r * S + s].deviation)) seq.push_back(s);
+      if (!std::isnan(dev[s])) seq.push_back(s);
     }
     // A run counts flagged steps on one side. A step that is not flagged but where the rank is
     // still more than a quarter of the threshold out on that side (e.g. the cohort's spread
@@ -142,27 +145,27 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
     int8_t run_flag = 0;
     std::optional<size_t> onset_pos;
     for (size_t i = 0; i < seq.size() && !onset_pos.has_value(); ++i) {
-      const Cell& c = cells[r * S + seq[i]];
-      if (c.flag != 0 && c.flag == run_flag) {
+      const size_t s = seq[i];
+      if (flagged[s] != 0 && flagged[s] == run_flag) {
         ++run_len;
-      } else if (c.flag == 0 && run_flag != 0 && c.deviation * run_flag > c.threshold / 4) {
+      } else if (flagged[s] == 0 && run_flag != 0 && dev[s] * run_flag > threshold[s] / 4) {
         continue;
       } else {
-        run_flag = c.flag;
+        run_flag = flagged[s];
         run_start = i;
-        run_len = c.flag != 0 ? 1 : 0;
+        run_len = flagged[s] != 0 ? 1 : 0;
       }
       if (run_len >= k) onset_pos = run_start;
     }
     if (!onset_pos.has_value()) continue;
     // The run from the onset: how long it lasted (with the same tolerance).
     size_t run_end = *onset_pos;
-    int8_t flag = cells[r * S + seq[*onset_pos]].flag;
+    const int8_t side = flagged[seq[*onset_pos]];
     for (size_t i = *onset_pos + 1; i < seq.size(); ++i) {
-      const Cell& c = cells[r * S + seq[i]];
-      if (c.flag == flag) {
+      const size_t s = seq[i];
+      if (flagged[s] == side) {
         run_end = i;
-      } else if (c.flag != 0 || c.deviation * flag <= c.threshold / 4) {
+      } else if (flagged[s] != 0 || dev[s] * side <= threshold[s] / 4) {
         break;
       }
     }
@@ -171,20 +174,22 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
     d.rank = ranks[r]->rank;
     d.attempt = ranks[r]->attempt;
     d.host = ranks[r]->host;
-    size_t s = seq[*onset_pos];
-    const Cell& c = cells[r * S + s];
+    const size_t s = seq[*onset_pos];
     d.onset_step = grid.steps[s];
-    d.onset_ns = point[r * S + s]->start_ns;
+    // The rank's point at the onset: its steps ascend, the grid's position of each is indexed.
+    const std::vector<uint32_t>& positions = grid.index[r];
+    const size_t i = std::lower_bound(positions.begin(), positions.end(), s) - positions.begin();
+    d.onset_ns = ranks[r]->start_ns[i];
     d.value_bytes = ToBytes(value[r * S + s]);
     d.cohort_median_bytes = ToBytes(cohort_median[s]);
-    d.excess_bytes = static_cast<int64_t>(std::llround(c.deviation));
-    d.robust_z = c.z;
-    d.direction = flag;
+    d.excess_bytes = static_cast<int64_t>(std::llround(dev[s]));
+    d.robust_z = RobustZ(dev[s], scale[s]);
+    d.direction = side;
     d.run_steps = static_cast<uint32_t>(grid.steps[seq[run_end]] - grid.steps[s] + 1);
     size_t dep = *onset_pos;
     while (dep > 0) {
-      const Cell& prev = cells[r * S + seq[dep - 1]];
-      if (prev.deviation * flag > prev.threshold / 4) {
+      const size_t prev = seq[dep - 1];
+      if (dev[prev] * side > threshold[prev] / 4) {
         --dep;
       } else {
         break;
@@ -195,7 +200,7 @@ DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& 
     d.last_step = grid.steps[last];
     d.last_value_bytes = ToBytes(value[r * S + last]);
     d.last_cohort_median_bytes = ToBytes(cohort_median[last]);
-    d.last_excess_bytes = static_cast<int64_t>(std::llround(cells[r * S + last].deviation));
+    d.last_excess_bytes = static_cast<int64_t>(std::llround(dev[last]));
     report.diverged.push_back(std::move(d));
   }
   std::sort(report.diverged.begin(), report.diverged.end(),

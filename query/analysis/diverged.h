@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "query/analysis/step_metrics.h"
 #include "query/analysis/timeline.h"
 
 namespace memtrace::analysis {
@@ -96,7 +97,8 @@ struct DivergenceReport {
 };
 
 // Runs the analysis over `job` (one attempt per rank, see DivergenceParams::attempt).
-// O(ranks x steps); pure.
+// O(ranks x steps); pure. The two forms answer alike: the timeline is read through its columns.
+DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParams& params = {});
 DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& params = {});
 
 }  // namespace memtrace::analysis

@@ -14,8 +14,8 @@ bool PerRank(GrowthBy by) {
   return by == GrowthBy::kRank || by == GrowthBy::kTagRank || by == GrowthBy::kSourceRank;
 }
 
-const std::vector<GroupBytes>& GroupsOf(const StepPoint& p, GrowthBy by) {
-  return by == GrowthBy::kSource || by == GrowthBy::kSourceRank ? p.by_source : p.by_tag;
+absl::Span<const GroupBytes> GroupsOf(const StepPoint& p, GrowthBy by) {
+  return by == GrowthBy::kSource || by == GrowthBy::kSourceRank ? p.by_source() : p.by_tag();
 }
 
 // The growing ranks of one tag/source (or, for --by rank, of the job).

@@ -192,7 +192,7 @@ void FindResidues(const JobTimeline& job, const RankTimeline& rank, const LeakPa
   for (size_t i = std::min<size_t>(params.warmup_steps, rank.steps.size()); i < rank.steps.size();
        ++i) {
     const StepPoint& p = rank.steps[i];
-    for (const GroupBytes& ph : p.by_phase) {
+    for (const GroupBytes& ph : p.by_phase()) {
       auto [it, inserted] = phases.try_emplace(ph.name);
       PerPhase& per = it->second;
       if (inserted) {
@@ -203,7 +203,7 @@ void FindResidues(const JobTimeline& job, const RankTimeline& rank, const LeakPa
       }
       ++per.phase_steps;
       uint64_t residue = 0;
-      for (const GroupBytes& t : p.by_tag) {
+      for (const GroupBytes& t : p.by_tag()) {
         if (std::find(per.tags.begin(), per.tags.end(), t.name) != per.tags.end()) {
           residue += t.live_bytes;
         }

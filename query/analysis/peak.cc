@@ -59,9 +59,9 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
         Add(mine[0], p, p.peak_bytes, p.end_bytes);
         continue;
       }
-      const std::vector<GroupBytes>& list = params.by == PeakBy::kPhase ? p.by_phase
-                                            : params.by == PeakBy::kTag ? p.by_tag
-                                                                        : p.by_source;
+      const absl::Span<const GroupBytes> list = params.by == PeakBy::kPhase ? p.by_phase()
+                                                : params.by == PeakBy::kTag ? p.by_tag()
+                                                                            : p.by_source();
       for (const GroupBytes& g : list) Add(mine[g.name], p, g.peak_bytes, g.live_bytes);
     }
     for (auto& [name, acc] : mine) {

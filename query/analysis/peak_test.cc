@@ -12,7 +12,7 @@ TEST(PeakTest, ReportsEachPhasesPeakPerRank) {
   // Rank 6 generates longer sequences: its rollout needs 6 GiB more.
   JobTimeline job = sim::Simulate(spec).timeline;
   for (StepPoint& p : job.ranks[6].steps) {
-    for (GroupBytes& g : p.by_phase) {
+    for (GroupBytes& g : p.groups.mutable_phases()) {
       if (job.names.Name(g.name) == "rollout" && p.step == 33) g.peak_bytes += 6 * kGiB;
     }
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,16 @@ bool IsHost(uint32_t kind) { return kind == kPageable || kind == kPinned; }
 // Bits of TimelineBuilder::allocator_paths_, in the order RankTimeline::allocator lists them.
 constexpr uint32_t kPathPool = 1, kPathSegments = 2, kPathVmm = 4;
 
+absl::Status RankTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt) {
+  return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank, " attempt ",
+                                                 attempt, " appears twice in the rollups"));
+}
+
+absl::Status StepTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt, int64_t step) {
+  return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank, " attempt ",
+                                                 attempt, " has step ", step, " twice"));
+}
+
 }  // namespace
 
 TimelineBuilder::TimelineBuilder(absl::string_view job_id, v1::TimelineAxis axis,
@@ -35,9 +46,7 @@ TimelineBuilder::TimelineBuilder(absl::string_view job_id, v1::TimelineAxis axis
 absl::Status TimelineBuilder::StartRank(const v1::RankRollups& header) {
   if (absl::Status s = FinishRank(); !s.ok()) return s;
   if (!seen_.emplace(header.rank(), header.attempt()).second) {
-    return absl::InvalidArgumentError(absl::StrCat("job '", job_.job_id, "': rank ", header.rank(),
-                                                   " attempt ", header.attempt(),
-                                                   " appears twice in the rollups"));
+    return RankTwice(job_.job_id, header.rank(), header.attempt());
   }
   in_rank_ = true;
   // Ranks of a job have about as many rows as each other: start with room for the last one's.
@@ -65,7 +74,7 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
   };
   const auto groups = [&](const google::protobuf::RepeatedPtrField<v1::GroupBytes>& wire,
                           absl::string_view kind, std::vector<GroupBytes>* out) {
-    out->reserve(wire.size());
+    out->clear();
     for (const v1::GroupBytes& g : wire) {
       out->push_back({resolve(g.id(), kind), g.live_bytes(), g.peak_bytes()});
     }
@@ -82,9 +91,10 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
   p.frees = s.frees();
   p.alloc_bytes = s.alloc_bytes();
   p.free_bytes = s.free_bytes();
-  groups(s.by_tag(), "tag", &p.by_tag);
-  groups(s.by_source(), "source", &p.by_source);
-  groups(s.by_phase(), "phase", &p.by_phase);
+  groups(s.by_tag(), "tag", &tags_);
+  groups(s.by_source(), "source", &sources_);
+  groups(s.by_phase(), "phase", &phases_);
+  p.groups = StepGroups(tags_, sources_, phases_);
   p.device_used_max = s.device_used_max();
   p.device_total = s.device_total();
   p.ooms = s.ooms();
@@ -119,9 +129,7 @@ absl::Status TimelineBuilder::FinishRank() {
   }
   for (size_t i = 1; i < rank_.steps.size(); ++i) {
     if (rank_.steps[i].step == rank_.steps[i - 1].step) {
-      return absl::InvalidArgumentError(absl::StrCat("job '", job_.job_id, "': rank ", rank_.rank,
-                                                     " attempt ", rank_.attempt, " has step ",
-                                                     rank_.steps[i].step, " twice"));
+      return StepTwice(job_.job_id, rank_.rank, rank_.attempt, rank_.steps[i].step);
     }
   }
   job_.ranks.push_back(std::move(rank_));
@@ -129,6 +137,73 @@ absl::Status TimelineBuilder::FinishRank() {
 }
 
 absl::StatusOr<JobTimeline> TimelineBuilder::Finish() && {
+  if (absl::Status s = FinishRank(); !s.ok()) return s;
+  return std::move(job_);
+}
+
+StepMetricsBuilder::StepMetricsBuilder(absl::string_view job_id, v1::TimelineAxis axis,
+                                       int64_t bucket_ns) {
+  job_.job_id = std::string(job_id);
+  job_.time_axis = axis == v1::TIMELINE_AXIS_TIME;
+  job_.bucket_ns = bucket_ns;
+}
+
+absl::Status StepMetricsBuilder::StartRank(const v1::RankRollups& header) {
+  if (absl::Status s = FinishRank(); !s.ok()) return s;
+  if (!seen_.emplace(header.rank(), header.attempt()).second) {
+    return RankTwice(job_.job_id, header.rank(), header.attempt());
+  }
+  in_rank_ = true;
+  const size_t expect = job_.ranks.empty() ? 0 : job_.ranks.back().size();
+  RankStepMetrics& r = job_.ranks.emplace_back();
+  r.rank = header.rank();
+  r.attempt = header.attempt();
+  r.host = header.identity().host();
+  for (std::vector<int64_t>* column : {&r.step, &r.start_ns}) column->reserve(expect);
+  for (std::vector<uint64_t>* column : {&r.floor_bytes, &r.end_bytes, &r.peak_bytes}) {
+    column->reserve(expect);
+  }
+  return absl::OkStatus();
+}
+
+void StepMetricsBuilder::AddRow(const v1::StepRollup& s) {
+  RankStepMetrics& r = job_.ranks.back();
+  r.step.push_back(s.step());
+  r.start_ns.push_back(s.start_ns());
+  r.floor_bytes.push_back(s.floor_bytes());
+  r.end_bytes.push_back(s.end_bytes());
+  r.peak_bytes.push_back(s.peak_bytes());
+}
+
+absl::Status StepMetricsBuilder::FinishRank() {
+  if (!in_rank_) return absl::OkStatus();
+  in_rank_ = false;
+  RankStepMetrics& r = job_.ranks.back();
+  // Rows come in key order, which is step order: the sort is for hand-built input.
+  if (!std::is_sorted(r.step.begin(), r.step.end())) {
+    std::vector<size_t> order(r.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return r.step[a] < r.step[b]; });
+    const auto permute = [&](auto& column) {
+      std::remove_reference_t<decltype(column)> sorted;
+      sorted.reserve(column.size());
+      for (size_t i : order) sorted.push_back(column[i]);
+      column.swap(sorted);
+    };
+    permute(r.step);
+    permute(r.start_ns);
+    permute(r.floor_bytes);
+    permute(r.end_bytes);
+    permute(r.peak_bytes);
+  }
+  for (size_t i = 1; i < r.size(); ++i) {
+    if (r.step[i] == r.step[i - 1]) return StepTwice(job_.job_id, r.rank, r.attempt, r.step[i]);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobStepMetrics> StepMetricsBuilder::Finish() && {
   if (absl::Status s = FinishRank(); !s.ok()) return s;
   return std::move(job_);
 }

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/memtrace/v1/query.pb.h"
 #include "query/analysis/live_set.h"
+#include "query/analysis/step_metrics.h"
 #include "query/analysis/timeline.h"
 
 namespace memtrace::analysis {
@@ -43,6 +45,24 @@ class TimelineBuilder {
   RankTimeline rank_;
   absl::flat_hash_map<uint32_t, NameId> ids_;  // the current rank's wire id -> name
   uint32_t allocator_paths_ = 0;               // bits: segments, pool, vmm
+  std::set<std::pair<uint32_t, uint32_t>> seen_;
+  std::vector<GroupBytes> tags_, sources_, phases_;  // AddRow's scratch: keeps its capacity
+};
+
+// As TimelineBuilder, but keeps only the columns diverged compares (step_metrics.h): a few
+// bytes per row instead of a StepPoint. Same order, checks and errors. Not thread-safe.
+class StepMetricsBuilder {
+ public:
+  StepMetricsBuilder(absl::string_view job_id, v1::TimelineAxis axis, int64_t bucket_ns);
+  absl::Status StartRank(const v1::RankRollups& header);
+  void AddRow(const v1::StepRollup& row);
+  absl::StatusOr<JobStepMetrics> Finish() &&;
+
+ private:
+  absl::Status FinishRank();
+
+  JobStepMetrics job_;
+  bool in_rank_ = false;
   std::set<std::pair<uint32_t, uint32_t>> seen_;
 };
 

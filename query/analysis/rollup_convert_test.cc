@@ -1,5 +1,8 @@
 #include "query/analysis/rollup_convert.h"
 
+#include <utility>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "query/analysis/growth.h"
 
@@ -61,11 +64,11 @@ TEST(RollupConvertTest, ResolvesPerRankIdsToOneJobWideName) {
     EXPECT_EQ(r.steps[0].step, 0);
     EXPECT_EQ(r.steps[2].step, 2);
     EXPECT_EQ(r.steps[1].floor_bytes, 101u);
-    EXPECT_EQ(r.steps[1].by_tag[0].name, params);
-    EXPECT_EQ(r.steps[1].by_tag[0].live_bytes, 51u);
-    EXPECT_EQ(r.steps[1].by_tag[0].peak_bytes, 61u);
-    EXPECT_EQ(job->names.Name(r.steps[1].by_source[0].name), "libnccl.so.2");
-    EXPECT_EQ(job->names.Name(r.steps[1].by_phase[0].name), "phase#99");
+    EXPECT_EQ(r.steps[1].by_tag()[0].name, params);
+    EXPECT_EQ(r.steps[1].by_tag()[0].live_bytes, 51u);
+    EXPECT_EQ(r.steps[1].by_tag()[0].peak_bytes, 61u);
+    EXPECT_EQ(job->names.Name(r.steps[1].by_source()[0].name), "libnccl.so.2");
+    EXPECT_EQ(job->names.Name(r.steps[1].by_phase()[0].name), "phase#99");
     EXPECT_EQ(r.steps[2].ooms, 1u);
     EXPECT_EQ(r.steps[0].device_total, 80ull << 30);
   }
@@ -98,6 +101,53 @@ TEST(RollupConvertTest, RejectsDuplicateRanksAndSteps) {
   absl::StatusOr<JobTimeline> b = TimelineFromRollups("j", steps);
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(b.status().message().find("rank 1 attempt 0 has step 2 twice"), std::string::npos);
+}
+
+absl::StatusOr<JobStepMetrics> MetricsFromRollups(const v1::GetRollupsResponse& rollups) {
+  StepMetricsBuilder builder("j", v1::TIMELINE_AXIS_STEP, rollups.bucket_ns());
+  for (const v1::RankRollups& rank : rollups.ranks()) {
+    if (absl::Status s = builder.StartRank(rank); !s.ok()) return s;
+    for (const v1::StepRollup& row : rank.steps()) builder.AddRow(row);
+  }
+  return std::move(builder).Finish();
+}
+
+TEST(RollupConvertTest, StepMetricsAreTheTimelinesColumns) {
+  v1::GetRollupsResponse rollups = TwoRanks();  // rows out of order: sorted as the timeline's
+  rollups.mutable_ranks(1)->mutable_steps(0)->set_start_ns(77);
+  rollups.mutable_ranks(0)->mutable_steps(1)->set_peak_bytes(999);
+  absl::StatusOr<JobStepMetrics> metrics = MetricsFromRollups(rollups);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  absl::StatusOr<JobTimeline> timeline = TimelineFromRollups("j", rollups);
+  ASSERT_TRUE(timeline.ok()) << timeline.status();
+  const JobStepMetrics want = StepMetricsOf(*timeline);
+  ASSERT_EQ(metrics->ranks.size(), want.ranks.size());
+  for (size_t i = 0; i < want.ranks.size(); ++i) {
+    const RankStepMetrics& got = metrics->ranks[i];
+    EXPECT_EQ(got.rank, want.ranks[i].rank);
+    EXPECT_EQ(got.host, want.ranks[i].host);
+    EXPECT_EQ(got.step, want.ranks[i].step);
+    EXPECT_EQ(got.start_ns, want.ranks[i].start_ns);
+    EXPECT_EQ(got.floor_bytes, want.ranks[i].floor_bytes);
+    EXPECT_EQ(got.end_bytes, want.ranks[i].end_bytes);
+    EXPECT_EQ(got.peak_bytes, want.ranks[i].peak_bytes);
+  }
+  EXPECT_EQ(metrics->ranks[1].step, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(metrics->ranks[1].start_ns[2], 77);  // step 2 was stored first
+  EXPECT_EQ(metrics->ranks[0].peak_bytes[0], 999u);
+}
+
+TEST(RollupConvertTest, StepMetricsRejectWhatTheTimelineRejects) {
+  v1::GetRollupsResponse dup = TwoRanks();
+  *dup.add_ranks() = dup.ranks(0);
+  absl::StatusOr<JobStepMetrics> a = MetricsFromRollups(dup);
+  EXPECT_EQ(a.status(), TimelineFromRollups("j", dup).status());
+
+  v1::GetRollupsResponse steps = TwoRanks();
+  *steps.mutable_ranks(1)->add_steps() = steps.ranks(1).steps(0);
+  absl::StatusOr<JobStepMetrics> b = MetricsFromRollups(steps);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(b.status(), TimelineFromRollups("j", steps).status());
 }
 
 TEST(RollupConvertTest, TimeAxisIsRecorded) {

@@ -1,7 +1,8 @@
 #include "query/analysis/timeline.h"
 
 #include <algorithm>
-#include <map>
+#include <cstring>
+#include <memory>
 
 namespace memtrace::analysis {
 
@@ -53,7 +54,50 @@ absl::string_view MetricName(Metric metric) {
   return "floor";
 }
 
-const GroupBytes* FindGroup(const std::vector<GroupBytes>& groups, NameId name) {
+StepGroups::StepGroups(absl::Span<const GroupBytes> tags, absl::Span<const GroupBytes> sources,
+                       absl::Span<const GroupBytes> phases) {
+  const size_t n = tags.size() + sources.size() + phases.size();
+  if (n == 0) return;
+  block_.reset(new char[sizeof(Header) + n * sizeof(GroupBytes)]);
+  Header header;
+  header.end[0] = static_cast<uint32_t>(tags.size());
+  header.end[1] = header.end[0] + static_cast<uint32_t>(sources.size());
+  header.end[2] = header.end[1] + static_cast<uint32_t>(phases.size());
+  std::memcpy(block_.get(), &header, sizeof(Header));
+  GroupBytes* out = Entries();
+  out = std::uninitialized_copy(tags.begin(), tags.end(), out);
+  out = std::uninitialized_copy(sources.begin(), sources.end(), out);
+  std::uninitialized_copy(phases.begin(), phases.end(), out);
+}
+
+StepGroups::StepGroups(const StepGroups& other)
+    : StepGroups(other.tags(), other.sources(), other.phases()) {}
+
+StepGroups& StepGroups::operator=(const StepGroups& other) {
+  if (this != &other) *this = StepGroups(other);
+  return *this;
+}
+
+GroupBytes* StepGroups::Entries() const {
+  // new char[] is aligned for any fundamental type, and Header is as aligned as GroupBytes.
+  static_assert(sizeof(Header) % alignof(GroupBytes) == 0);
+  return reinterpret_cast<GroupBytes*>(block_.get() + sizeof(Header));
+}
+
+absl::Span<const GroupBytes> StepGroups::List(int which) const {
+  if (block_ == nullptr) return {};
+  Header header;
+  std::memcpy(&header, block_.get(), sizeof(Header));
+  const uint32_t begin = which == 0 ? 0 : header.end[which - 1];
+  return absl::Span<const GroupBytes>(Entries() + begin, header.end[which] - begin);
+}
+
+absl::Span<GroupBytes> StepGroups::MutableList(int which) {
+  absl::Span<const GroupBytes> list = List(which);
+  return absl::Span<GroupBytes>(const_cast<GroupBytes*>(list.data()), list.size());
+}
+
+const GroupBytes* FindGroup(absl::Span<const GroupBytes> groups, NameId name) {
   for (const GroupBytes& g : groups) {
     if (g.name == name) return &g;
   }
@@ -62,50 +106,13 @@ const GroupBytes* FindGroup(const std::vector<GroupBytes>& groups, NameId name) 
 
 std::vector<const RankTimeline*> SelectRanks(const JobTimeline& job,
                                              std::optional<uint32_t> attempt) {
-  std::map<uint32_t, const RankTimeline*> chosen;
-  for (const RankTimeline& r : job.ranks) {
-    if (attempt.has_value() && r.attempt != *attempt) continue;
-    auto [it, inserted] = chosen.emplace(r.rank, &r);
-    if (!inserted && r.attempt > it->second->attempt) it->second = &r;
-  }
-  std::vector<const RankTimeline*> out;
-  out.reserve(chosen.size());
-  for (const auto& [rank, timeline] : chosen) out.push_back(timeline);
-  return out;
+  return internal::SelectLatestAttempts(job.ranks, attempt);
 }
 
 StepGrid BuildStepGrid(const std::vector<const RankTimeline*>& ranks) {
-  StepGrid grid;
-  // Ranks of one job nearly always share one contiguous range; a merge of sorted lists keeps
-  // this linear in the common case.
-  for (const RankTimeline* r : ranks) {
-    std::vector<int64_t> merged;
-    merged.reserve(std::max(grid.steps.size(), r->steps.size()));
-    auto a = grid.steps.begin();
-    auto b = r->steps.begin();
-    while (a != grid.steps.end() || b != r->steps.end()) {
-      if (b == r->steps.end() || (a != grid.steps.end() && *a < b->step)) {
-        merged.push_back(*a++);
-      } else if (a == grid.steps.end() || b->step < *a) {
-        merged.push_back((b++)->step);
-      } else {
-        merged.push_back(*a++);
-        ++b;
-      }
-    }
-    grid.steps = std::move(merged);
-  }
-  grid.index.resize(ranks.size());
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    std::vector<uint32_t>& idx = grid.index[r];
-    idx.reserve(ranks[r]->steps.size());
-    size_t pos = 0;
-    for (const StepPoint& p : ranks[r]->steps) {
-      while (grid.steps[pos] < p.step) ++pos;
-      idx.push_back(static_cast<uint32_t>(pos));
-    }
-  }
-  return grid;
+  return internal::BuildStepGridOf(
+      ranks, [](const RankTimeline& r) { return r.steps.size(); },
+      [](const RankTimeline& r, size_t i) { return r.steps[i].step; });
 }
 
 }  // namespace memtrace::analysis

@@ -7,13 +7,17 @@
 #ifndef MEMTRACE_QUERY_ANALYSIS_TIMELINE_H_
 #define MEMTRACE_QUERY_ANALYSIS_TIMELINE_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace memtrace::analysis {
 
@@ -50,6 +54,40 @@ struct GroupBytes {
   uint64_t peak_bytes = 0;
 };
 
+// The by_tag / by_source / by_phase lists of one step in one heap block (none when all three
+// are empty), so that a step point carries one pointer for them instead of three vectors. A
+// 1024-rank job holds 200 k points, diverged loads them with no lists at all, and the first
+// touch of their memory was most of a cold query's time (docs/PERFORMANCE.md). A value type.
+class StepGroups {
+ public:
+  StepGroups() = default;
+  StepGroups(absl::Span<const GroupBytes> tags, absl::Span<const GroupBytes> sources,
+             absl::Span<const GroupBytes> phases);
+  StepGroups(const StepGroups& other);
+  StepGroups& operator=(const StepGroups& other);
+  StepGroups(StepGroups&&) noexcept = default;
+  StepGroups& operator=(StepGroups&&) noexcept = default;
+
+  absl::Span<const GroupBytes> tags() const { return List(0); }
+  absl::Span<const GroupBytes> sources() const { return List(1); }
+  absl::Span<const GroupBytes> phases() const { return List(2); }
+  // The same lists, writable in place (their lengths are fixed).
+  absl::Span<GroupBytes> mutable_tags() { return MutableList(0); }
+  absl::Span<GroupBytes> mutable_sources() { return MutableList(1); }
+  absl::Span<GroupBytes> mutable_phases() { return MutableList(2); }
+
+ private:
+  // The block: a Header, then tags, sources and phases back to back.
+  struct alignas(GroupBytes) Header {
+    uint32_t end[3];  // one past each list's last entry, counted from the first tag
+  };
+  absl::Span<const GroupBytes> List(int which) const;
+  absl::Span<GroupBytes> MutableList(int which);
+  GroupBytes* Entries() const;
+
+  std::unique_ptr<char[]> block_;
+};
+
 // One rank's memory over one step (or one time bucket when the job has no step markers).
 struct StepPoint {
   int64_t step = 0;
@@ -64,9 +102,10 @@ struct StepPoint {
   uint64_t frees = 0;
   uint64_t alloc_bytes = 0;
   uint64_t free_bytes = 0;
-  std::vector<GroupBytes> by_tag;
-  std::vector<GroupBytes> by_source;
-  std::vector<GroupBytes> by_phase;
+  StepGroups groups;
+  absl::Span<const GroupBytes> by_tag() const { return groups.tags(); }
+  absl::Span<const GroupBytes> by_source() const { return groups.sources(); }
+  absl::Span<const GroupBytes> by_phase() const { return groups.phases(); }
   // From the agent's periodic device samples; 0 when the rank sent none.
   uint64_t device_used_max = 0;
   uint64_t device_total = 0;
@@ -112,7 +151,7 @@ uint64_t MetricValue(const StepPoint& point, Metric metric);
 absl::string_view MetricName(Metric metric);
 
 // The bytes of group `name` in `groups` (a by_tag / by_source / by_phase list); nullptr if absent.
-const GroupBytes* FindGroup(const std::vector<GroupBytes>& groups, NameId name);
+const GroupBytes* FindGroup(absl::Span<const GroupBytes> groups, NameId name);
 
 // The timelines an analysis compares: one per rank number, ordered by rank. With `attempt` set,
 // only that attempt; otherwise each rank's highest attempt (the run that is, or was, current).
@@ -128,6 +167,63 @@ struct StepGrid {
 };
 StepGrid BuildStepGrid(const std::vector<const RankTimeline*>& ranks);
 
+namespace internal {
+
+// SelectRanks for any per-rank type with `rank` and `attempt` (here and in step_metrics.h).
+template <typename Rank>
+std::vector<const Rank*> SelectLatestAttempts(const std::vector<Rank>& ranks,
+                                              std::optional<uint32_t> attempt) {
+  std::map<uint32_t, const Rank*> chosen;
+  for (const Rank& r : ranks) {
+    if (attempt.has_value() && r.attempt != *attempt) continue;
+    auto [it, inserted] = chosen.emplace(r.rank, &r);
+    if (!inserted && r.attempt > it->second->attempt) it->second = &r;
+  }
+  std::vector<const Rank*> out;
+  out.reserve(chosen.size());
+  for (const auto& [rank, chosen_rank] : chosen) out.push_back(chosen_rank);
+  return out;
+}
+
+// BuildStepGrid for any per-rank type: count(rank) steps, step_at(rank, i) the i-th (ascending).
+template <typename Rank, typename Count, typename StepAt>
+StepGrid BuildStepGridOf(const std::vector<const Rank*>& ranks, Count count, StepAt step_at) {
+  StepGrid grid;
+  // Ranks of one job nearly always share one contiguous range; a merge of sorted lists keeps
+  // this linear in the common case.
+  std::vector<int64_t> merged;
+  for (const Rank* r : ranks) {
+    const size_t n = count(*r);
+    merged.clear();
+    merged.reserve(std::max(grid.steps.size(), n));
+    size_t a = 0, b = 0;
+    while (a < grid.steps.size() || b < n) {
+      if (b == n || (a < grid.steps.size() && grid.steps[a] < step_at(*r, b))) {
+        merged.push_back(grid.steps[a++]);
+      } else if (a == grid.steps.size() || step_at(*r, b) < grid.steps[a]) {
+        merged.push_back(step_at(*r, b++));
+      } else {
+        merged.push_back(grid.steps[a++]);
+        ++b;
+      }
+    }
+    grid.steps.swap(merged);
+  }
+  grid.index.resize(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::vector<uint32_t>& idx = grid.index[r];
+    const size_t n = count(*ranks[r]);
+    idx.reserve(n);
+    size_t pos = 0;
+    for (size_t i = 0; i < n; ++i) {
+      while (grid.steps[pos] < step_at(*ranks[r], i)) ++pos;
+      idx.push_back(static_cast<uint32_t>(pos));
+    }
+  }
+  return grid;
+}
+
+}  // namespace internal
 }  // namespace memtrace::analysis
 
 #endif  // MEMTRACE_QUERY_ANALYSIS_TIMELINE_H_

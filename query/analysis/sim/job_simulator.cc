@@ -240,8 +240,11 @@ SimulatedJob Simulate(const JobSpec& spec) {
           }
         }
       }
-      p.by_tag = Groups(names, floor, peak, end, [](const Block& b) { return b.tag; });
-      p.by_source = Groups(names, floor, peak, end, [](const Block& b) { return b.source; });
+      std::vector<GroupBytes> by_tag =
+          Groups(names, floor, peak, end, [](const Block& b) { return b.tag; });
+      std::vector<GroupBytes> by_source =
+          Groups(names, floor, peak, end, [](const Block& b) { return b.source; });
+      std::vector<GroupBytes> by_phase;
       uint64_t base = Total(floor);
       uint64_t retained_now = 0;
       for (const Block& b : end) {
@@ -255,8 +258,9 @@ SimulatedJob Simulate(const JobSpec& spec) {
         uint64_t working = ph.peak_bytes > 0 ? ph.peak_bytes : spec.activation_bytes;
         g.peak_bytes = std::min(base + working + retained_now, p.peak_bytes);
         g.live_bytes = base + retained_now;
-        p.by_phase.push_back(g);
+        by_phase.push_back(g);
       }
+      p.groups = StepGroups(by_tag, by_source, by_phase);
       p.device_total = spec.device_total;
       p.device_used_max = std::min(spec.device_total, p.peak_bytes + spec.context_bytes);
       if (overflow && spec.stop_at_oom) {

@@ -2,12 +2,13 @@
 
 #include <cstdint>
 
+#include "absl/types/span.h"
 #include "gtest/gtest.h"
 
 namespace memtrace::analysis::sim {
 namespace {
 
-uint64_t SumLive(const std::vector<GroupBytes>& groups) {
+uint64_t SumLive(absl::Span<const GroupBytes> groups) {
   uint64_t sum = 0;
   for (const GroupBytes& g : groups) sum += g.live_bytes;
   return sum;
@@ -25,8 +26,8 @@ TEST(JobSimulatorTest, RollupsAreSelfConsistent) {
     for (const StepPoint& p : r.steps) {
       EXPECT_LE(p.floor_bytes, p.end_bytes);
       EXPECT_LE(p.end_bytes, p.peak_bytes);
-      EXPECT_EQ(SumLive(p.by_tag), p.end_bytes) << "rank " << r.rank << " step " << p.step;
-      EXPECT_EQ(SumLive(p.by_source), p.end_bytes);
+      EXPECT_EQ(SumLive(p.by_tag()), p.end_bytes) << "rank " << r.rank << " step " << p.step;
+      EXPECT_EQ(SumLive(p.by_source()), p.end_bytes);
       EXPECT_LT(p.start_ns, p.end_ns);
     }
   }

@@ -1,0 +1,52 @@
+#include "query/analysis/step_metrics.h"
+
+namespace memtrace::analysis {
+
+uint64_t RankStepMetrics::Value(size_t i, Metric metric) const {
+  switch (metric) {
+    case Metric::kFloor:
+      return floor_bytes[i];
+    case Metric::kEnd:
+      return end_bytes[i];
+    case Metric::kPeak:
+      return peak_bytes[i];
+  }
+  return floor_bytes[i];
+}
+
+void RankStepMetrics::Add(const StepPoint& point) {
+  step.push_back(point.step);
+  start_ns.push_back(point.start_ns);
+  floor_bytes.push_back(point.floor_bytes);
+  end_bytes.push_back(point.end_bytes);
+  peak_bytes.push_back(point.peak_bytes);
+}
+
+JobStepMetrics StepMetricsOf(const JobTimeline& job) {
+  JobStepMetrics out;
+  out.job_id = job.job_id;
+  out.time_axis = job.time_axis;
+  out.bucket_ns = job.bucket_ns;
+  out.ranks.reserve(job.ranks.size());
+  for (const RankTimeline& r : job.ranks) {
+    RankStepMetrics& m = out.ranks.emplace_back();
+    m.rank = r.rank;
+    m.attempt = r.attempt;
+    m.host = r.host;
+    for (const StepPoint& p : r.steps) m.Add(p);
+  }
+  return out;
+}
+
+std::vector<const RankStepMetrics*> SelectRanks(const JobStepMetrics& job,
+                                                std::optional<uint32_t> attempt) {
+  return internal::SelectLatestAttempts(job.ranks, attempt);
+}
+
+StepGrid BuildStepGrid(const std::vector<const RankStepMetrics*>& ranks) {
+  return internal::BuildStepGridOf(
+      ranks, [](const RankStepMetrics& r) { return r.size(); },
+      [](const RankStepMetrics& r, size_t i) { return r.step[i]; });
+}
+
+}  // namespace memtrace::analysis

@@ -1,0 +1,58 @@
+// The numbers per rank and step that `diverged` compares, in columns: step, start time, and
+// live bytes at the step's floor, end and peak. A JobTimeline holds the same numbers among a
+// StepPoint's many; a 1024-rank x 200-step job is 200 k points, and reading them into
+// StepPoints made the first touch of ~30 MB most of a cold `diverged` (docs/PERFORMANCE.md).
+// These columns take 40 bytes a point. The collector fills them straight from its series
+// (rollup_convert.h's StepMetricsBuilder); StepMetricsOf converts a timeline.
+#ifndef MEMTRACE_QUERY_ANALYSIS_STEP_METRICS_H_
+#define MEMTRACE_QUERY_ANALYSIS_STEP_METRICS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "query/analysis/timeline.h"
+
+namespace memtrace::analysis {
+
+// One rank (one attempt): parallel columns, one entry per step, steps ascending and unique.
+struct RankStepMetrics {
+  uint32_t rank = 0;
+  uint32_t attempt = 0;
+  std::string host;
+  std::vector<int64_t> step;
+  std::vector<int64_t> start_ns;
+  std::vector<uint64_t> floor_bytes;
+  std::vector<uint64_t> end_bytes;
+  std::vector<uint64_t> peak_bytes;
+
+  size_t size() const { return step.size(); }
+  // The metric of the i-th step (MetricValue's choice of column).
+  uint64_t Value(size_t i, Metric metric) const;
+  // Appends one step (after the last).
+  void Add(const StepPoint& point);
+};
+
+struct JobStepMetrics {
+  std::string job_id;
+  // As JobTimeline: true when `step` is a time-bucket index (the job had no step markers).
+  bool time_axis = false;
+  int64_t bucket_ns = 0;
+  std::vector<RankStepMetrics> ranks;
+};
+
+// The columns of `job`.
+JobStepMetrics StepMetricsOf(const JobTimeline& job);
+
+// As SelectRanks for a timeline: one per rank number, ordered by rank; with `attempt`, only
+// that attempt, otherwise each rank's highest.
+std::vector<const RankStepMetrics*> SelectRanks(const JobStepMetrics& job,
+                                                std::optional<uint32_t> attempt = std::nullopt);
+
+// As BuildStepGrid for timelines.
+StepGrid BuildStepGrid(const std::vector<const RankStepMetrics*>& ranks);
+
+}  // namespace memtrace::analysis
+
+#endif  // MEMTRACE_QUERY_ANALYSIS_STEP_METRICS_H_
