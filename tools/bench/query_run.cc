@@ -114,19 +114,26 @@ class Asker {
 // Times the three in-process parts of a rollup question (see QuestionTiming).
 absl::Status Breakdown(collector::CollectorServer& server, const QueryPlan& plan, Question q,
                        QuestionTiming* t) {
-  // What the Analysis service reads for each question (diverged: the series; the others: the
-  // rows).
-  const collector::RollupDetail detail =
-      q == Question::kDiverged ? collector::RollupDetail::kScalars : collector::RollupDetail::kFull;
+  // What the Analysis service reads for each question (diverged: its columns from the series;
+  // the others: the rows).
   absl::Time s = absl::Now();
-  absl::StatusOr<analysis::JobTimeline> job =
-      collector::LoadJobTimeline(server.store(), plan.job_id, v1::TIMELINE_AXIS_STEP, detail);
+  if (q == Question::kDiverged) {
+    absl::StatusOr<analysis::JobStepMetrics> columns =
+        collector::LoadJobStepMetrics(server.store(), plan.job_id, v1::TIMELINE_AXIS_STEP);
+    if (!columns.ok()) return columns.status();
+    t->load_ms = Ms(absl::Now() - s);
+    s = absl::Now();
+    (void)analysis::FindDivergence(*columns);
+    t->analysis_ms = Ms(absl::Now() - s);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<analysis::JobTimeline> job = collector::LoadJobTimeline(
+      server.store(), plan.job_id, v1::TIMELINE_AXIS_STEP, collector::RollupDetail::kFull);
   if (!job.ok()) return job.status();
   t->load_ms = Ms(absl::Now() - s);
   s = absl::Now();
   switch (q) {
     case Question::kDiverged:
-      (void)analysis::FindDivergence(*job);
       break;
     case Question::kGrowth:
       (void)analysis::FindGrowth(*job);
