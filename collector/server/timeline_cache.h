@@ -27,7 +27,8 @@ namespace memtrace::collector {
 
 class TimelineCache {
  public:
-  // Keeps at most `max_jobs` (job, axis, detail) timelines, dropping the least recently used.
+  // Keeps at most `max_jobs` entries (a job's timeline on one axis at one detail, or its step
+  // metrics), dropping the least recently used.
   explicit TimelineCache(size_t max_jobs = 4) : max_jobs_(max_jobs) {}
 
   // The timeline LoadJobTimeline(store, job_id, axis, detail) returns, from the cache when the
