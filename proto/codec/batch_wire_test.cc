@@ -270,12 +270,6 @@ TEST(BatchWireTest, ClockEstimatesAreValidated) {
   EXPECT_FALSE(DecodeBatchWire(bytes).ok());
 }
 
-}  // namespace
-}  // namespace memtrace
-
-namespace memtrace {
-namespace {
-
 TEST(BatchWireTest, EventsOnlyKeepsTheBatchesBytesAndReplacesItsSideFields) {
   std::mt19937_64 rng(21);
   const std::vector<Event> events = RandomEvents(rng, 3000, true);
@@ -284,16 +278,14 @@ TEST(BatchWireTest, EventsOnlyKeepsTheBatchesBytesAndReplacesItsSideFields) {
   std::string received;
   AppendBatchWire(events, SomeStrings(), &counters, &sent_clock, &received);
   const ClockEstimate applied{-40, 9};
-  std::string kept;
-  ASSERT_TRUE(AppendEventsOnly(received, &applied, &kept));
-  std::string encoded;
-  AppendBatchWire(events, {}, nullptr, &applied, &encoded);
-  EXPECT_EQ(kept, encoded);
-  kept.clear();
-  ASSERT_TRUE(AppendEventsOnly(received, nullptr, &kept));
-  encoded.clear();
-  AppendBatchWire(events, {}, nullptr, nullptr, &encoded);
-  EXPECT_EQ(kept, encoded);
+  // With the clock the collector applied, and without one.
+  for (const ClockEstimate* clock : {&applied, static_cast<const ClockEstimate*>(nullptr)}) {
+    std::string kept;
+    ASSERT_TRUE(AppendEventsOnly(received, clock, &kept));
+    std::string encoded;
+    AppendBatchWire(events, {}, nullptr, clock, &encoded);
+    EXPECT_EQ(kept, encoded) << (clock != nullptr ? "with" : "without") << " a clock";
+  }
   // Not the canonical shape (a column split in two): the caller encodes instead.
   std::string odd = received + received;
   std::string untouched = "x";
@@ -301,12 +293,6 @@ TEST(BatchWireTest, EventsOnlyKeepsTheBatchesBytesAndReplacesItsSideFields) {
   EXPECT_EQ(untouched, "x");
   EXPECT_FALSE(AppendEventsOnly("\xff", nullptr, &untouched));
 }
-
-}  // namespace
-}  // namespace memtrace
-
-namespace memtrace {
-namespace {
 
 // Column by column, the error reported must still be the one the row-by-row validator finds
 // first: the lowest event index, and at one index kind, then sequence, then timestamp.
