@@ -37,6 +37,9 @@ ABSL_FLAG(int64_t, checkpoint_every_steps, 50,
 ABSL_FLAG(int64_t, checkpoint_every_events, int64_t{1} << 21,
           "Also checkpoint after this many events without a checkpoint (jobs without step "
           "markers); 0 = never by count.");
+ABSL_FLAG(int64_t, query_threads, 0,
+          "Threads one `live` or `leaks` query uses to rebuild the ranks' live sets (0 = the "
+          "machine's cores, at most 8; 1 = one after another).");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM server certificate (chain) file: serve TLS. Needs --tls_key. Required (or "
           "--insecure) when --listen is not a loopback address.");
@@ -193,6 +196,11 @@ int Run() {
   }
   options.store.checkpoint_every_steps = static_cast<uint32_t>(every_steps);
   options.store.checkpoint_every_events = static_cast<uint64_t>(every_events);
+  const int64_t query_threads = absl::GetFlag(FLAGS_query_threads);
+  if (query_threads < 0 || query_threads > 256) {
+    return Fail(absl::StrCat("--query_threads ", query_threads, " is not in 0..256"));
+  }
+  options.query_threads = static_cast<int>(query_threads);
   if (absl::Status s = LoadLimits(&options); !s.ok()) return Fail(std::string(s.message()));
   if (absl::Status s = LoadSecurity(&options); !s.ok()) return Fail(std::string(s.message()));
 

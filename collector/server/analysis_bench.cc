@@ -19,6 +19,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "collector/server/analysis_loader.h"
@@ -38,6 +39,11 @@ ABSL_FLAG(std::string, dir, "",
           "store directory (default: a fresh one under $TMPDIR, removed at the end); an existing "
           "store with the job is reused without generating it again");
 ABSL_FLAG(bool, keep, false, "keep the default store directory");
+ABSL_FLAG(int, query_threads, 0,
+          "the collector's threads per live / leaks query (0 = its default, the cores up to 8)");
+ABSL_FLAG(std::string, only, "",
+          "run only the gRPC queries whose name contains this text, and skip the in-process "
+          "breakdown (for profiling one query)");
 
 namespace memtrace::collector {
 namespace {
@@ -99,6 +105,7 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> Start(const std::string& dir) {
   options.listen = "127.0.0.1:0";
   options.store.dir = dir;
   options.store.durability = Durability::kAsync;
+  options.query_threads = absl::GetFlag(FLAGS_query_threads);
   return CollectorServer::Start(options);
 }
 
@@ -161,7 +168,8 @@ int Run() {
     }
   }
 
-  {
+  const std::string only = absl::GetFlag(FLAGS_only);
+  if (only.empty()) {
     // Where a rollup-only query's time goes, in-process (no gRPC): reading and converting the
     // rollups (all of each row, the scalars from the series, or only diverged's columns from
     // the series), and the analyses themselves.
@@ -207,6 +215,7 @@ int Run() {
   printf("\n%-32s %10s %10s %10s %10s\n", "query (gRPC loopback)", "cold ms", "warm ms", "warm max",
          "response");
   for (const Query& q : queries) {
+    if (!absl::StrContains(q.name, only)) continue;
     // Cold: a fresh store open for each query.
     absl::StatusOr<std::unique_ptr<CollectorServer>> server = Start(dir);
     if (!server.ok()) {

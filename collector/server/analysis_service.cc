@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "collector/server/analysis_loader.h"
+#include "collector/server/parallel_for.h"
 #include "collector/server/status_util.h"
 #include "collector/server/timeline_cache.h"
 #include "query/analysis/compare.h"
@@ -81,7 +82,8 @@ void NoteAxis(const Job& job, v1::TimelineAxis asked, std::string* message) {
                   job.bucket_ns / 1'000'000, " ms time buckets)");
 }
 
-absl::Status RunLeaks(TimelineCache& cache, const EventStore& store,
+// `threads`: how many read the ranks' live sets (parallel_for.h).
+absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
   absl::StatusOr<Timeline> loaded = Load(cache, store, request.job_id(), "job_id", request.axis());
   if (!loaded.ok()) return loaded.status();
@@ -98,21 +100,27 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store,
     point.kind = LivePoint::Kind::kAtTime;
     point.at_ns = request.at_ns();
   }
-  std::vector<an::RankLiveSet> live;
+  std::vector<const an::RankTimeline*> ranks;
   for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
-    if (params.rank.has_value() && rank->rank != *params.rank) continue;
-    absl::StatusOr<LoadedLiveSet> set = LoadLiveSet(store, request.job_id(), rank->rank,
-                                                    rank->attempt, point, RankHasPhases(*rank));
-    if (!set.ok()) return set.status();
-    live.push_back(std::move(set->set));
+    if (!params.rank.has_value() || rank->rank == *params.rank) ranks.push_back(rank);
   }
+  std::vector<an::RankLiveSet> live(ranks.size());
+  absl::Status loaded_all = ParallelFor(ranks.size(), threads, [&](size_t i) -> absl::Status {
+    absl::StatusOr<LoadedLiveSet> set =
+        LoadLiveSet(store, request.job_id(), ranks[i]->rank, ranks[i]->attempt, point,
+                    RankHasPhases(*ranks[i]));
+    if (!set.ok()) return set.status();
+    live[i] = std::move(set->set);
+    return absl::OkStatus();
+  });
+  if (!loaded_all.ok()) return loaded_all;
   an::ToProto(an::FindLeaks(*job, live, params), response);
   response->set_job_id(request.job_id());
   return absl::OkStatus();
 }
 
-absl::Status RunLive(TimelineCache& cache, const EventStore& store, const v1::LiveRequest& request,
-                     v1::LiveReport* response) {
+absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
+                     const v1::LiveRequest& request, v1::LiveReport* response) {
   absl::StatusOr<Timeline> loaded =
       Load(cache, store, request.job_id(), "job_id", v1::TIMELINE_AXIS_STEP);
   if (!loaded.ok()) return loaded.status();
@@ -158,7 +166,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, const v1::Li
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
   }
 
-  std::vector<an::RankLiveSet> others;
+  std::vector<std::pair<const an::RankTimeline*, LivePoint>> moments;
   for (const an::RankTimeline* rank : an::SelectRanks(*job)) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
@@ -171,11 +179,18 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, const v1::Li
       if (!end.has_value()) continue;
       at = *end;
     }
+    moments.emplace_back(rank, at);
+  }
+  std::vector<an::RankLiveSet> others(moments.size());
+  absl::Status loaded_all = ParallelFor(moments.size(), threads, [&](size_t i) -> absl::Status {
+    const auto& [rank, at] = moments[i];
     absl::StatusOr<LoadedLiveSet> set =
         LoadLiveSet(store, request.job_id(), rank->rank, rank->attempt, at, false);
     if (!set.ok()) return set.status();
-    others.push_back(std::move(set->set));
-  }
+    others[i] = std::move(set->set);
+    return absl::OkStatus();
+  });
+  if (!loaded_all.ok()) return loaded_all;
   an::ToProto(
       an::DescribeLive(request.job_id(), mine->set, others, an::FromProto(request.params()), oom),
       response);
@@ -211,12 +226,12 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
 
 grpc::Status AnalysisService::Leaks(grpc::ServerContext*, const v1::LeaksRequest* request,
                                     v1::LeakReport* response) {
-  return ToGrpcStatus(RunLeaks(cache_, *store_, *request, response));
+  return ToGrpcStatus(RunLeaks(cache_, *store_, query_threads_, *request, response));
 }
 
 grpc::Status AnalysisService::Live(grpc::ServerContext*, const v1::LiveRequest* request,
                                    v1::LiveReport* response) {
-  return ToGrpcStatus(RunLive(cache_, *store_, *request, response));
+  return ToGrpcStatus(RunLive(cache_, *store_, query_threads_, *request, response));
 }
 
 grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* request,

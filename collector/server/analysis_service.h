@@ -20,8 +20,10 @@ class AnalysisService final : public v1::Analysis::Service {
  public:
   // `store` is borrowed and must outlive the service. Thread-safe: the only state besides the
   // store is the cache of converted timelines (timeline_cache.h), checked against the store on
-  // every call.
-  explicit AnalysisService(const EventStore* store) : store_(store) {}
+  // every call. Live and Leaks rebuild the ranks' live sets on up to `query_threads` threads
+  // per call (parallel_for.h); <= 1 reads them one after another.
+  explicit AnalysisService(const EventStore* store, int query_threads = 1)
+      : store_(store), query_threads_(query_threads) {}
 
   grpc::Status Diverged(grpc::ServerContext* context, const v1::DivergedRequest* request,
                         v1::DivergenceReport* response) override;
@@ -45,6 +47,7 @@ class AnalysisService final : public v1::Analysis::Service {
 
  private:
   const EventStore* const store_;
+  const int query_threads_;
   TimelineCache cache_;
 };
 

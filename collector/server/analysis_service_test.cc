@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "collector/server/analysis_service.h"
 #include "collector/server/collector_server.h"
 #include "collector/server/simulated_job_store.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -213,6 +214,44 @@ TEST_F(AnalysisServiceTest, CompareRunsBothJobsAndHeadroomForecastsTheOomRank) {
   ASSERT_GE(report.entries_size(), 1);
   EXPECT_EQ(report.entries(0).rank(), 2u) << report.DebugString();
   EXPECT_EQ(report.entries(0).status(), v1::HEADROOM_STATUS_OUT_OF_MEMORY);
+}
+
+// Live and Leaks read the ranks' live sets on several threads: the reports must be the ones
+// read one rank after another, whatever the thread count.
+TEST_F(AnalysisServiceTest, LiveAndLeaksAnswerTheSameOnOneThreadAndOnSeveral) {
+  AnalysisService one(&server_->store(), 1);
+  v1::LiveRequest at_oom;
+  at_oom.set_job_id("oom");
+  at_oom.set_rank(2);
+  at_oom.set_at_oom(true);
+  v1::LiveRequest at_step;
+  at_step.set_job_id("leak");
+  at_step.set_rank(5);
+  at_step.set_at_step(40);
+  v1::LiveRequest latest;
+  latest.set_job_id("phases");
+  latest.set_rank(3);
+  latest.mutable_params()->set_by(v1::LIVE_GROUP_BY_TAG_SOURCE);
+  v1::LeaksRequest leaks;
+  leaks.set_job_id("rollout-leak");
+  v1::LeaksRequest leaks_before;
+  leaks_before.set_job_id("leak");
+  for (int threads : {2, 3, 8}) {
+    AnalysisService several(&server_->store(), threads);
+    for (const v1::LiveRequest& request : {at_oom, at_step, latest}) {
+      v1::LiveReport want, got;
+      ASSERT_TRUE(one.Live(nullptr, &request, &want).ok()) << request.DebugString();
+      ASSERT_TRUE(several.Live(nullptr, &request, &got).ok()) << request.DebugString();
+      EXPECT_GE(want.other_ranks(), 7u);
+      EXPECT_EQ(got.DebugString(), want.DebugString()) << threads << " threads";
+    }
+    for (const v1::LeaksRequest& request : {leaks, leaks_before}) {
+      v1::LeakReport want, got;
+      ASSERT_TRUE(one.Leaks(nullptr, &request, &want).ok()) << request.DebugString();
+      ASSERT_TRUE(several.Leaks(nullptr, &request, &got).ok()) << request.DebugString();
+      EXPECT_EQ(got.DebugString(), want.DebugString()) << threads << " threads";
+    }
+  }
 }
 
 TEST_F(AnalysisServiceTest, UnknownJobRankOrStepIsNotFoundNamingIt) {

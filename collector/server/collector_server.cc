@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "collector/server/analysis_service.h"
+#include "collector/server/parallel_for.h"
 #include "collector/server/ingest_service.h"
 #include "collector/server/query_service.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -56,7 +57,9 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   server->ingest_ = std::make_unique<IngestService>(server->store_.get(), options.limits,
                                                    options.ingest_limits);
   server->query_ = std::make_unique<QueryService>(server->store_.get());
-  server->analysis_ = std::make_unique<AnalysisService>(server->store_.get());
+  server->analysis_ = std::make_unique<AnalysisService>(
+      server->store_.get(),
+      options.query_threads > 0 ? options.query_threads : DefaultQueryThreads());
 
   // Both are process-wide switches read by every ServerBuilder built afterwards.
   grpc::EnableDefaultHealthCheckService(true);

@@ -39,6 +39,9 @@ struct CollectorServerOptions {
   security::ServerSecurityOptions security;
   // Plaintext on a non-loopback address; without it (and without TLS) Start() refuses one.
   bool allow_insecure = false;
+  // Threads one Live or Leaks call uses to rebuild the ranks' live sets (analysis_service.h);
+  // 0 = DefaultQueryThreads() (parallel_for.h).
+  int query_threads = 0;
 };
 
 class CollectorServer {
