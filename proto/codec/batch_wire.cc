@@ -1,5 +1,6 @@
 #include "proto/codec/batch_wire.h"
 
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -109,8 +110,9 @@ inline const uint8_t* ReadVarint(const uint8_t* p, const uint8_t* end, uint64_t*
   return nullptr;
 }
 
-// Reads the next value of a column whose varints were checked to be complete (CountVarints).
-inline uint64_t NextVarint(const uint8_t*& p) {
+// Reads the next value of a column whose varints were checked to be complete (CountVarints),
+// byte by byte: for values of 9 or 10 bytes, and near the column's end.
+inline uint64_t NextVarintSlow(const uint8_t*& p) {
   uint64_t v = *p & 0x7f;
   if (*p++ < 0x80) return v;
   for (int shift = 7;; shift += 7) {
@@ -120,13 +122,60 @@ inline uint64_t NextVarint(const uint8_t*& p) {
   }
 }
 
+constexpr uint64_t kHighBits = 0x8080808080808080ull;
+
+// Eight bytes as a number whose lowest byte is p[0].
+inline uint64_t LoadLittleEndian64(const uint8_t* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap64(w);
+#endif
+  return w;
+}
+
+// As NextVarintSlow, when 8 bytes can be read from `p` (p + 8 <= the column's end): a value of
+// up to 8 bytes without a branch on its length. Timestamps, addresses and sizes take 2-5 bytes
+// in no predictable order, and a byte loop mispredicted its exit on most of them.
+inline uint64_t NextVarint8(const uint8_t*& p) {
+  if (*p < 0x80) return *p++;
+  const uint64_t w = LoadLittleEndian64(p);
+  const uint64_t stops = ~w & kHighBits;  // the high bit of every byte that ends a varint
+  if (stops == 0) return NextVarintSlow(p);
+  const int last_bit = __builtin_ctzll(stops);  // 8 * (length - 1) + 7
+  p += (last_bit + 1) / 8;
+  uint64_t x = w & (stops ^ (stops - 1));  // the value's bytes only
+  // Squeeze out the continuation bits: 7-bit groups into 14-bit, 28-bit, then 56-bit ones.
+  x = (x & 0x007f007f007f007full) | ((x & 0x7f007f007f007f00ull) >> 1);
+  x = (x & 0x00003fff00003fffull) | ((x & 0x3fff00003fff0000ull) >> 2);
+  x = (x & 0x000000000fffffffull) | ((x & 0x0fffffff00000000ull) >> 4);
+  return x;
+}
+
 // The number of varints in a packed column; nullopt unless the bytes are a sequence of complete
-// varints of at most 10 bytes each.
+// varints of at most 10 bytes each. Eight bytes at a time: every batch passes through here
+// before it is decoded, at ingest and at every replay.
 std::optional<uint32_t> CountVarints(absl::string_view bytes) {
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  const uint8_t* const end = p + bytes.size();
   uint64_t count = 0;
-  int run = 0;
-  for (const char c : bytes) {
-    if (static_cast<uint8_t>(c) & 0x80) {
+  int run = 0;  // continuation bytes since the last byte that ended a varint
+  for (; end - p >= 8; p += 8) {
+    const uint64_t stops = ~LoadLittleEndian64(p) & kHighBits;
+    if (stops == 0) {
+      run += 8;
+      if (run >= 10) return std::nullopt;
+      continue;
+    }
+    // Runs inside the word are at most 7 bytes; only the one from before it can grow too long.
+    if (run + __builtin_ctzll(stops) / 8 >= 10) return std::nullopt;
+    // The number of stop bits, summed into the top byte (without -mpopcnt, __builtin_popcountll
+    // is a libgcc call).
+    count += ((stops >> 7) * 0x0101010101010101ull) >> 56;
+    run = __builtin_clzll(stops) / 8;
+  }
+  for (; p < end; ++p) {
+    if (*p & 0x80) {
       if (++run >= 10) return std::nullopt;
     } else {
       ++count;
@@ -140,10 +189,15 @@ std::optional<uint32_t> CountVarints(absl::string_view bytes) {
 // The values of one packed column in order; 0s when the column is absent.
 template <typename T, bool kZigZag>
 struct WireCursor {
-  const uint8_t* p = nullptr;  // null: absent
+  // `column` empty: absent.
+  explicit WireCursor(absl::string_view column)
+      : p(column.empty() ? nullptr : reinterpret_cast<const uint8_t*>(column.data())),
+        end(p == nullptr ? nullptr : p + column.size()) {}
+  const uint8_t* p;  // null: absent
+  const uint8_t* end;
   T Next() {
     if (p == nullptr) return T{0};
-    const uint64_t v = NextVarint(p);
+    const uint64_t v = end - p >= 8 ? NextVarint8(p) : NextVarintSlow(p);
     if constexpr (kZigZag) {
       return UnZigZag(v);
     } else {
@@ -437,7 +491,7 @@ absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
   // (Column by column was tried: 11 passes over a 16 k-event batch's 1.2 MB of events cost
   // more than the predictable loops saved.)
   auto start = [&](int c) {
-    return sizes[c] == 0 ? nullptr : reinterpret_cast<const uint8_t*>(wire.columns[c].data());
+    return sizes[c] == 0 ? absl::string_view() : wire.columns[c];
   };
   WireCursor<uint32_t, false> kind{start(ci::kKind)};
   WireCursor<uint64_t, false> seq_delta{start(ci::kSeqDelta)};

@@ -252,6 +252,44 @@ TEST(BatchWireTest, OverlongVarintsAreRefusedLikeProtobufRefusesThem) {
   ExpectSameAsReference(high);
 }
 
+// The columns are counted and read eight bytes at a time: varints of every length from 1 to 11
+// bytes, canonical or padded with continuation bytes, starting at every offset of a word and
+// ending near the column's end, must decode as protobuf decodes them (or be refused as it
+// refuses them).
+TEST(BatchWireTest, VarintsOfEveryLengthAtEveryOffsetDecodeAsProtobufDecodesThem) {
+  std::mt19937_64 rng(29);
+  auto random_varint = [&](int length, std::string* out) {
+    for (int i = 0; i + 1 < length; ++i) out->push_back(static_cast<char>(0x80 | (rng() & 0x7f)));
+    out->push_back(static_cast<char>(rng() & 0x7f));
+  };
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 24);
+    std::string ts_column, bytes_column;
+    for (int i = 0; i < n; ++i) {
+      // Mostly valid lengths; now and then one too long.
+      random_varint(rng() % 200 == 0 ? 11 : 1 + static_cast<int>(rng() % 10), &ts_column);
+      random_varint(1 + static_cast<int>(rng() % 10), &bytes_column);
+    }
+    // Now and then a column one value short or long of the count.
+    if (rng() % 20 == 0) random_varint(1 + static_cast<int>(rng() % 3), &bytes_column);
+    std::string batch;
+    AppendVarint(1 << 3 | 0, &batch);  // count
+    AppendVarint(static_cast<uint64_t>(n), &batch);
+    AppendVarint(2 << 3 | 0, &batch);  // first_seq
+    AppendVarint(1, &batch);
+    AppendVarint(4 << 3 | 2, &batch);  // kind: all allocations
+    AppendVarint(static_cast<uint64_t>(n), &batch);
+    batch += std::string(static_cast<size_t>(n), '\x01');
+    AppendVarint(6 << 3 | 2, &batch);  // ts_delta
+    AppendVarint(ts_column.size(), &batch);
+    batch += ts_column;
+    AppendVarint(8 << 3 | 2, &batch);  // bytes
+    AppendVarint(bytes_column.size(), &batch);
+    batch += bytes_column;
+    ASSERT_NO_FATAL_FAILURE(ExpectSameAsReference(batch)) << "trial " << trial;
+  }
+}
+
 TEST(BatchWireTest, ClockEstimatesAreValidated) {
   std::string bytes;
   std::vector<Event> events(1);
