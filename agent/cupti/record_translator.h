@@ -73,9 +73,12 @@ class RecordTranslator {
   TranslatorStats stats() const;
 
  private:
-  void TranslateMemory(const CUpti_ActivityMemory4& r);
-  void TranslatePool(const CUpti_ActivityMemoryPool3& r);
-  void TranslateMarker(const CUpti_ActivityMarker2& r);
+  // When the record becomes an event: all of *out set to it, true. Else false (*out is
+  // scratch then).
+  bool ToEvent(const CUpti_Activity* record, Event* out);
+  bool MemoryToEvent(const CUpti_ActivityMemory4& r, Event* out);
+  bool PoolToEvent(const CUpti_ActivityMemoryPool3& r, Event* out);
+  bool MarkerToEvent(const CUpti_ActivityMarker2& r, Event* out);
   uint32_t SourceFromPath(const char* path);
 
   EventSink* sink_;

@@ -273,6 +273,37 @@ TEST_F(RecordTranslatorTest, CompletedBufferIsWalkedWithCuptiAndEveryRecordTrans
   EXPECT_EQ(translator_.TranslateBuffer(nullptr, 100), 0u);
 }
 
+// A buffer's events reach the sink in order, in chunks (EventSink::RecordMany), so that the
+// Transport locks its queue once per chunk; a record translated on its own goes at once.
+TEST_F(RecordTranslatorTest, ABuffersEventsReachTheSinkInOrderAFewHundredAtATime) {
+  constexpr int kRecords = 300;
+  std::vector<CUpti_ActivityMemory4> records;
+  for (int i = 0; i < kRecords; ++i) {
+    records.push_back(MemoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                                   0x10000 + 0x1000 * i, 4096, 1000 + i));
+  }
+  std::vector<uint8_t> buffer(kRecords * ((sizeof(CUpti_ActivityMemory4) + 7) & ~size_t{7}) + 8);
+  uint8_t* const aligned = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(buffer.data()) + 7) & ~uintptr_t{7});
+  size_t used = 0;
+  for (const CUpti_ActivityMemory4& r : records) {
+    std::memcpy(aligned + used, &r, sizeof r);
+    used += (sizeof r + 7) & ~size_t{7};
+  }
+  EXPECT_EQ(translator_.TranslateBuffer(aligned, used), size_t{kRecords});
+  const std::vector<Event> events = sink_.events();
+  ASSERT_EQ(events.size(), size_t{kRecords});
+  for (int i = 0; i < kRecords; ++i) {
+    EXPECT_EQ(events[i].address, 0x10000u + 0x1000u * i);
+    EXPECT_EQ(events[i].ts_ns, 1'700'000'000'000'001'000 + i);
+  }
+  EXPECT_EQ(sink_.record_many_sizes(), (std::vector<size_t>{128, 128, 44}));
+
+  translator_.Translate(reinterpret_cast<const CUpti_Activity*>(&records[0]));
+  EXPECT_EQ(sink_.events().size(), size_t{kRecords + 1});
+  EXPECT_EQ(sink_.record_many_sizes().size(), 3u);  // not through RecordMany
+}
+
 }  // namespace
 }  // namespace cupti
 }  // namespace memtrace

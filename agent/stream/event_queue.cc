@@ -11,11 +11,25 @@ EventQueue::EventQueue(size_t capacity) : capacity_(std::max<size_t>(capacity, 1
 
 size_t EventQueue::Push(const Event& event) {
   std::lock_guard<std::mutex> lock(mu_);
+  PushLocked(event);
+  return size_;
+}
+
+EventQueue::Pushed EventQueue::PushMany(absl::Span<const Event> events) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Pushed out;
+  out.size_before = size_;
+  for (const Event& e : events) PushLocked(e);
+  out.size_after = size_;
+  return out;
+}
+
+void EventQueue::PushLocked(const Event& event) {
   ++counters_.pushed;
   last_ts_ns_ = event.ts_ns;
   if (closed_) {
     ++counters_.lost_after_close;
-    return size_;
+    return;
   }
   // A pending loss is reported before the next kept event, so the marker sits where the
   // gap is; it needs room for itself plus the event.
@@ -23,10 +37,9 @@ size_t EventQueue::Push(const Event& event) {
   if (size_ == capacity_ || HasPendingLossLocked()) {
     ++counters_.lost_queue_full;
     ++pending_loss_[kLossQueueFull];
-    return size_;
+    return;
   }
   AppendLocked(event);
-  return size_;
 }
 
 size_t EventQueue::Pop(size_t max, std::vector<Event>* out) {

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include <mutex>
+
+#include "absl/types/span.h"
 #include "proto/codec/event.h"
 
 namespace memtrace {
@@ -31,6 +33,16 @@ class EventQueue {
   // after Close(): counted in lost_after_close). Returns the queue length after the call.
   // Thread-safe.
   size_t Push(const Event& event);
+
+  // Push() for each of `events` in order under one hold of the lock, so other threads' events
+  // do not interleave with them: for a producer that has many at once (a CUPTI buffer's
+  // records). Other producers and the sender wait for the whole span: keep spans short (the
+  // Transport hands over 256 at a time). Thread-safe.
+  struct Pushed {
+    size_t size_before = 0;  // queue length before the first event
+    size_t size_after = 0;   // and after the last
+  };
+  Pushed PushMany(absl::Span<const Event> events);
 
   // Moves up to `max` oldest events to the end of `out`, then places pending loss markers if
   // there is room. Returns how many events were moved. Copies in chunks of kPopChunk under
@@ -70,6 +82,7 @@ class EventQueue {
   size_t PendingMarkersLocked() const;
   void PlaceMarkersLocked();
   void AppendLocked(const Event& event);
+  void PushLocked(const Event& event);
 
   const size_t capacity_;
   // Guards everything below.

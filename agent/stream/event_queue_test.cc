@@ -31,6 +31,41 @@ TEST(EventQueueTest, AssignsConsecutiveSeqFromOneAndPopsInOrder) {
   EXPECT_EQ(q.counters().last_seq, 5u);
 }
 
+// PushMany is Push for each event: the same seqs, drops, markers and counters.
+TEST(EventQueueTest, PushManyDoesWhatPushDoesForEachEvent) {
+  std::vector<Event> events;
+  for (int i = 0; i < 10; ++i) events.push_back(At(i));
+  EventQueue one_by_one(6), many(6);
+  for (const Event& e : events) one_by_one.Push(e);
+  const EventQueue::Pushed p = many.PushMany(events);
+  EXPECT_EQ(p.size_before, 0u);
+  EXPECT_EQ(p.size_after, 6u);
+  std::vector<Event> a, b;
+  one_by_one.Pop(3, &a);
+  many.Pop(3, &b);
+  one_by_one.Push(At(10));
+  // Pop made room for the loss marker and placed it.
+  EXPECT_EQ(many.PushMany(absl::MakeConstSpan(&events[0], 1)).size_before, 4u);
+  one_by_one.Pop(10, &a);
+  many.Pop(10, &b);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].seq, b[i].seq);
+    EXPECT_EQ(a[i].kind, b[i].kind);
+    EXPECT_EQ(a[i].aux, b[i].aux);
+  }
+  ASSERT_EQ(b.size(), 8u);
+  EXPECT_EQ(b[6].kind, EventKind::kLoss);
+  EXPECT_EQ(b[6].aux, 4u);
+  EXPECT_EQ(many.counters().pushed, 11u);
+  EXPECT_EQ(many.counters().lost_queue_full, 4u);
+  const EventQueue::Pushed none = many.PushMany({});
+  EXPECT_EQ(none.size_before, none.size_after);
+  many.Close();
+  many.PushMany(events);
+  EXPECT_EQ(many.counters().lost_after_close, 10u);
+}
+
 TEST(EventQueueTest, WrapsAroundTheRing) {
   EventQueue q(4);
   std::vector<Event> out;

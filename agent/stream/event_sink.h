@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "absl/types/span.h"
 #include "proto/codec/event.h"
 
 namespace memtrace {
@@ -18,6 +19,12 @@ class EventSink {
   // caller's value. Never blocks on the network: a full sink drops and counts the loss.
   // Thread-safe.
   virtual void Record(const Event& event) = 0;
+
+  // Record() for each event in order. Sinks that lock per event override it to lock once per
+  // many (the CUPTI translator hands over a buffer's events together). Thread-safe.
+  virtual void RecordMany(absl::Span<const Event> events) {
+    for (const Event& e : events) Record(e);
+  }
 
   // The stream-local id of a string (tag, source or phase name), defining it on first use.
   // The same (kind, value) always gets the same id. Thread-safe.

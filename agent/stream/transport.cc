@@ -140,6 +140,21 @@ class Transport::Impl final : public IngestStream::Listener {
     if (queued == 1 || queued == options_.max_batch_events) Wake();
   }
 
+  // As Record() for each event, one lock per kRecordChunk events; the same wake-ups (the queue
+  // leaving empty, reaching a batch), checked after every chunk so that a long span cannot
+  // fill the queue while the sender sleeps.
+  void RecordMany(absl::Span<const Event> events) {
+    constexpr size_t kRecordChunk = 256;
+    for (size_t i = 0; i < events.size(); i += kRecordChunk) {
+      const EventQueue::Pushed p = queue_.PushMany(events.subspan(i, kRecordChunk));
+      const size_t batch = options_.max_batch_events;
+      if ((p.size_before == 0 && p.size_after > 0) ||
+          (p.size_before < batch && p.size_after >= batch)) {
+        Wake();
+      }
+    }
+  }
+
   uint32_t Intern(StringKind kind, std::string_view value) {
     const uint32_t id = strings_.Intern(kind, value);
     if (id == 0) {
@@ -805,6 +820,8 @@ Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Transport::~Transport() { impl_->Shutdown(absl::Seconds(5)).IgnoreError(); }
 
 void Transport::Record(const Event& event) { impl_->Record(event); }
+
+void Transport::RecordMany(absl::Span<const Event> events) { impl_->RecordMany(events); }
 
 uint32_t Transport::Intern(StringKind kind, std::string_view value) {
   return impl_->Intern(kind, value);

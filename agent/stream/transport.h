@@ -73,6 +73,8 @@ class Transport : public EventSink {
   // Thread-safe; a short critical section, no allocation, never waits for the network.
   // After Shutdown() events are dropped and counted as lost.
   void Record(const Event& event) override;
+  // Record() for each event, taking the queue's lock once per 256 events. Thread-safe.
+  void RecordMany(absl::Span<const Event> events) override;
   // Thread-safe. Values longer than 4096 bytes are cut, invalid UTF-8 bytes become '?'
   // (the wire carries proto3 strings). Returns 0 once max_strings distinct strings exist.
   uint32_t Intern(StringKind kind, std::string_view value) override;

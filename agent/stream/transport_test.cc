@@ -474,6 +474,70 @@ TEST(TransportTest, CuptiDropCountTravelsWithBatches) {
   EXPECT_EQ(collector.Snapshot().last_counters.events_recorded, 1u);
 }
 
+// RecordMany is Record for each event: every event once, in order, across batches, and a
+// span longer than a batch while the sender streams loses nothing when it fits the queue.
+TEST(TransportTest, RecordManyDeliversEveryEventOnceInOrder) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  std::vector<Event> events;
+  for (uint64_t i = 0; i < 10000; ++i) events.push_back(Alloc(i));
+  size_t done = 0;
+  for (size_t span : {1, 7, 256, 257, 1000, 3000}) {
+    t->RecordMany(absl::MakeConstSpan(events).subspan(done, span));
+    done += span;
+  }
+  t->RecordMany({});
+  t->RecordMany(absl::MakeConstSpan(events).subspan(done));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  ExpectExactly(collector.Snapshot(), 1, 10000);
+  EXPECT_EQ(t->stats().events_recorded, 10000u);
+  EXPECT_EQ(t->stats().events_lost, 0u);
+}
+
+// The wake-ups Record() gives: a few events into an idle transport are sent within the batch
+// delay, without a flush.
+TEST(TransportTest, ATrickleThroughRecordManyIsSentWithinTheBatchDelay) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.max_batch_events = 4096;
+  o.max_batch_delay = absl::Milliseconds(20);
+  auto t = StartOrDie(o);
+  ASSERT_TRUE(WaitConnected(*t));
+  absl::SleepFor(absl::Milliseconds(50));  // the sender goes idle
+  std::vector<Event> events;
+  for (uint64_t i = 0; i < 3; ++i) events.push_back(Alloc(i));
+  t->RecordMany(events);
+  const absl::Time deadline = absl::Now() + absl::Seconds(3);
+  while (collector.Snapshot().events.size() < 3 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ExpectExactly(collector.Snapshot(), 1, 3);
+}
+
+// Overflow through RecordMany is counted and reported exactly as through Record().
+TEST(TransportTest, RecordManyOverflowProducesALossEventWithTheExactLostCount) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.queue_capacity = 100;
+  o.max_batch_events = 1000;
+  o.max_batch_delay = absl::Seconds(5);
+  auto t = StartOrDie(o);
+  ASSERT_TRUE(WaitConnected(*t));
+  std::vector<Event> events;
+  for (uint64_t i = 0; i < 1000; ++i) events.push_back(Alloc(i));
+  t->RecordMany(events);
+  EXPECT_EQ(t->stats().events_lost_queue_full, 900u);
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  Stream s = collector.Snapshot();
+  ASSERT_EQ(s.events.size(), 101u);
+  EXPECT_EQ(s.events[100].kind, EventKind::kLoss);
+  EXPECT_EQ(s.events[100].aux, 900u);
+  EXPECT_EQ(s.seq_gaps, 0u);
+}
+
 }  // namespace
 }  // namespace memtrace
 

@@ -57,6 +57,7 @@ struct HotPathResult {
   double wire_decode_events_per_s = 0;  // DecodeBatchWire
   double wire_bytes_per_event = 0;
   double record_ns_per_event = 0;
+  double record_many_ns_per_event = 0;  // Transport::RecordMany, 128 events a call
   double copy_ns_per_event = 0;
   double buffer_latency_ms_median = 0;
   double buffer_latency_ms_max = 0;

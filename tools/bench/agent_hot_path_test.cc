@@ -34,6 +34,7 @@ TEST(AgentHotPathTest, SmallMeasurementTranslatesEverythingAndLosesNothing) {
   EXPECT_GT(r->translate_events_per_s, 0);
   EXPECT_GT(r->memcpy_records_per_s, r->translate_events_per_s);
   EXPECT_GT(r->record_ns_per_event, 0);
+  EXPECT_GT(r->record_many_ns_per_event, 0);
   EXPECT_GT(r->buffer_latency_ms_max, 0);
   EXPECT_GT(r->wire_bytes_per_event, 1);
   EXPECT_EQ(r->events_lost, 0u);

@@ -102,7 +102,8 @@ absl::StatusOr<IngestResult> RunIngest(const IngestOptions& options,
           const uint64_t durable = st.transport->stats().durable_seq;
           if (st.recorded - durable >= options.window_events) continue;
           st.replayer->Fill(absl::MakeSpan(chunk));
-          for (const Event& e : chunk) st.transport->Record(e);
+          // As the agent's CUPTI translator hands over a buffer's events (RecordMany).
+          st.transport->RecordMany(chunk);
           st.recorded += chunk.size();
           progress = true;
         }

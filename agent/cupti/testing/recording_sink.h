@@ -25,6 +25,20 @@ class RecordingSink : public EventSink {
     events_.push_back(e);
   }
 
+  // Keeps the events as Record() does, and the size of each call (record_many_sizes()).
+  void RecordMany(absl::Span<const Event> events) override {
+    {
+      absl::MutexLock lock(&mu_);
+      record_many_sizes_.push_back(events.size());
+    }
+    for (const Event& e : events) Record(e);
+  }
+
+  std::vector<size_t> record_many_sizes() const {
+    absl::MutexLock lock(&mu_);
+    return record_many_sizes_;
+  }
+
   uint32_t Intern(StringKind kind, std::string_view value) override {
     absl::MutexLock lock(&mu_);
     auto key = std::make_pair(kind, std::string(value));
@@ -67,6 +81,7 @@ class RecordingSink : public EventSink {
  private:
   mutable absl::Mutex mu_;
   std::vector<Event> events_ ABSL_GUARDED_BY(mu_);
+  std::vector<size_t> record_many_sizes_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<StringKind, std::string>, uint32_t> ids_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, std::string> names_ ABSL_GUARDED_BY(mu_);
 };
