@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "collector/store/key_codec.h"
 #include "gtest/gtest.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/options.h"
+#include "rocksdb/slice_transform.h"
 #include "rocksdb/utilities/options_util.h"
 
 namespace memtrace::collector {
@@ -128,6 +130,26 @@ TEST(EventStoreTest, EachFamilyIsCompressedAsTheStoreSays) {
     } else {
       EXPECT_EQ(f.options.compression, rocksdb::kLZ4Compression);
     }
+  }
+}
+
+TEST(EventStoreTest, MemtablesInsertWithAHintPerStream) {
+  // RocksDB uses insert hints only without concurrent memtable writes; both are read back
+  // from the OPTIONS file.
+  const std::string dir = TestDir("insert-hints");
+  { OpenOrDie(Options(dir)); }
+  rocksdb::DBOptions db;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  rocksdb::ConfigOptions config;
+  ASSERT_TRUE(rocksdb::LoadLatestOptions(config, dir, &db, &families).ok());
+  EXPECT_FALSE(db.allow_concurrent_memtable_write);
+  for (const rocksdb::ColumnFamilyDescriptor& f : families) {
+    SCOPED_TRACE(f.name);
+    ASSERT_NE(f.options.memtable_insert_with_hint_prefix_extractor, nullptr);
+    const rocksdb::SliceTransform& hint = *f.options.memtable_insert_with_hint_prefix_extractor;
+    const std::string key = BlockKey(StreamKey{7, 3, 1}, 42);
+    ASSERT_TRUE(hint.InDomain(key));
+    EXPECT_EQ(hint.Transform(key).ToString(), key.substr(0, 13));
   }
 }
 
