@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # --help names every flag and is honest about --data being required.
 help="$("$BIN" --help 2>&1)"
 for flag in listen data durability max_message_bytes bucket_ms checkpoint_every_steps \
-            checkpoint_every_events port_file; do
+            checkpoint_every_events query_threads port_file; do
   grep -q -- "-$flag" <<<"$help" || fail "--help does not mention --$flag: $help"
 done
 grep -q "required" <<<"$help" || fail "--help does not say --data is required"
@@ -28,6 +28,10 @@ grep -q "$TMP/a-file/db" <<<"$out" || fail "unusable --data message does not nam
 
 out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --durability maybe 2>&1)"; rc=$?
 [[ $rc -eq 2 ]] && grep -q "maybe" <<<"$out" || fail "bad --durability: rc $rc: $out"
+
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --query_threads=-1 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--query_threads -1 is not in 0..256" <<<"$out" ||
+    fail "bad --query_threads: rc $rc: $out"
 
 start() {  # start DATA SIGNAL: runs, checks the ready line and port, stops with SIGNAL
   local data="$1" sig="$2"
