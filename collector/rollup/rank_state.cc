@@ -245,7 +245,7 @@ void RankState::OnStep(const Event& e, ClosedRollups* closed) {
   }
   if (step < current_step_) ++anomalies_.step_backwards;
   step_.end_ns = e.ts_ns;
-  if (closed != nullptr) closed->steps.push_back(Snapshot(step_, Axis::kStep));
+  if (closed != nullptr) Snapshot(step_, Axis::kStep, closed->steps.Add());
   ++steps_closed_;
   current_step_ = step;
   OpenAccumulator(&step_, step, e.ts_ns);
@@ -269,7 +269,7 @@ void RankState::OnBucket(const Event& e, ClosedRollups* closed) {
     RememberBucketEnd();
     return;
   }
-  if (closed != nullptr) closed->buckets.push_back(Snapshot(bucket_, Axis::kBucket));
+  if (closed != nullptr) Snapshot(bucket_, Axis::kBucket, closed->buckets.Add());
   OpenAccumulator(&bucket_, bucket, e.ts_ns);
   RememberBucketEnd();
 }
@@ -383,12 +383,20 @@ void RankState::ChangeLive(const LiveAllocation& a, bool add) {
   }
 }
 
-v1::StepRollup RankState::OpenStepRollup() const { return Snapshot(step_, Axis::kStep); }
-
-v1::StepRollup RankState::OpenBucketRollup() const { return Snapshot(bucket_, Axis::kBucket); }
-
-v1::StepRollup RankState::Snapshot(const Accumulator& acc, Axis axis) const {
+v1::StepRollup RankState::OpenStepRollup() const {
   v1::StepRollup r;
+  Snapshot(step_, Axis::kStep, &r);
+  return r;
+}
+
+v1::StepRollup RankState::OpenBucketRollup() const {
+  v1::StepRollup r;
+  Snapshot(bucket_, Axis::kBucket, &r);
+  return r;
+}
+
+void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out) const {
+  v1::StepRollup& r = *out;
   r.set_step(acc.key);
   if (axis == Axis::kBucket) {
     r.set_start_ns(BucketStart(acc.key, bucket_ns_));
@@ -436,7 +444,6 @@ v1::StepRollup RankState::Snapshot(const Accumulator& acc, Axis axis) const {
     gb->set_live_bytes(p.ended ? p.end : live_bytes_);
     gb->set_peak_bytes(p.peak);
   }
-  return r;
 }
 
 std::string RankState::Serialize() const {

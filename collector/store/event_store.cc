@@ -474,7 +474,7 @@ void EventStore::AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const
 }
 
 absl::Status EventStore::AddToSeries(Stream* stream, RollupAxis axis,
-                                     const std::vector<v1::StepRollup>& rows,
+                                     const google::protobuf::RepeatedPtrField<v1::StepRollup>& rows,
                                      rocksdb::WriteBatch* batch) const
     ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (rows.empty()) return absl::OkStatus();
@@ -509,7 +509,7 @@ absl::Status EventStore::AddToSeries(Stream* stream, RollupAxis axis,
   for (const auto& [index, segment] : changed) {
     batch->Put(handles_[kSeries], RollupKey(stream->key, axis, index), segment.Serialize());
   }
-  const int64_t last = SeriesSegmentOf(rows.back().step());
+  const int64_t last = SeriesSegmentOf(rows[rows.size() - 1].step());
   current.emplace(last, std::move(changed.at(last)));
   return absl::OkStatus();
 }
@@ -565,7 +565,9 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
       clock = ClockEstimate{summary.clock().offset_ns(), summary.clock().round_trip_ns()};
       state.SetClockOffset(clock->offset_ns);
     }
-    ClosedRollups closed;
+    // Per-thread and cleared, not fresh: its rows' messages are reused batch after batch.
+    thread_local ClosedRollups closed;
+    closed.Clear();
     state.Apply(kept, &closed);
 
     // Per-thread scratch: a stream's blocks are alike in size, and fresh buffers of a few
@@ -582,11 +584,14 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
     record.set_block_bytes(record.block_bytes() + value.size());
     wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq), value);
 
+    thread_local std::string row_bytes;
     for (const v1::StepRollup& r : closed.steps) {
-      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, r.step()), r.SerializeAsString());
+      r.SerializeToString(&row_bytes);
+      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, r.step()), row_bytes);
     }
     for (const v1::StepRollup& r : closed.buckets) {
-      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, r.step()), r.SerializeAsString());
+      r.SerializeToString(&row_bytes);
+      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, r.step()), row_bytes);
     }
     if (record.has_series()) {
       for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {

@@ -202,7 +202,7 @@ class EventStore {
                            const std::function<void(const v1::StepRollup&)>& on_row) const;
   // Puts closed `rows` of `axis` (in closing order) into the stream's series segments.
   absl::Status AddToSeries(Stream* stream, RollupAxis axis,
-                           const std::vector<v1::StepRollup>& rows,
+                           const google::protobuf::RepeatedPtrField<v1::StepRollup>& rows,
                            rocksdb::WriteBatch* batch) const;
   absl::Status Write(rocksdb::WriteBatch* batch) const;
   void ReleaseConnection(const StreamKey& key);
