@@ -11,6 +11,7 @@
 #include "rocksdb/metadata.h"
 #include "rocksdb/options.h"
 #include "rocksdb/table_properties.h"
+#include "rocksdb/utilities/options_util.h"
 
 namespace memtrace::bench {
 namespace {
@@ -33,12 +34,10 @@ rocksdb::CompressionType CompressionOf(Codec codec) {
   return rocksdb::kLZ4Compression;
 }
 
-// Whether RocksDB compresses `family` under `codec`. As the collector: rollups and checkpoints
-// only (blocks arrive LZ4-compressed by the store itself, the series is left plain); the
-// what-ifs compress the blocks too, over the store's LZ4.
-bool Compressed(const std::string& family, Codec codec) {
-  if (family == "rollups" || family == "checkpoints") return true;
-  return family == "blocks" && codec != Codec::kAsCollector;
+// The families a what-if codec recompresses: the blocks (over the store's own LZ4 of each
+// value), the rollups and the checkpoints, the bulk of a data directory.
+bool Recompressed(const std::string& family) {
+  return family == "blocks" || family == "rollups" || family == "checkpoints";
 }
 
 }  // namespace
@@ -54,29 +53,28 @@ FamilyFootprint StoreFootprint::Family(const std::string& name) const {
 
 absl::StatusOr<StoreFootprint> MeasureStore(const std::string& dir,
                                             const FootprintOptions& options) {
-  std::vector<std::string> names;
+  // Start from the options the collector wrote into the directory: RocksDB's defaults differ
+  // (Snappy on every family), and measuring with them once recompressed the blocks with Snappy.
+  rocksdb::DBOptions db_options;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  rocksdb::ConfigOptions config;
   if (absl::Status s =
-          FromRocks(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names),
-                    absl::StrCat("listing column families of ", dir));
+          FromRocks(rocksdb::LoadLatestOptions(config, dir, &db_options, &families),
+                    absl::StrCat("reading the options file of ", dir));
       !s.ok()) {
     return s;
   }
-  std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const std::string& name : names) {
-    rocksdb::ColumnFamilyOptions cf;
-    if (Compressed(name, options.codec)) {
-      cf.compression = CompressionOf(options.codec);
-      cf.bottommost_compression = cf.compression;
-      if (options.codec == Codec::kZstd) {
-        cf.compression_opts.level = options.zstd_level;
-        cf.bottommost_compression_opts.level = options.zstd_level;
-        cf.bottommost_compression_opts.enabled = true;
-      }
+  for (rocksdb::ColumnFamilyDescriptor& f : families) {
+    if (options.codec == Codec::kAsCollector || !Recompressed(f.name)) continue;
+    rocksdb::ColumnFamilyOptions& cf = f.options;
+    cf.compression = CompressionOf(options.codec);
+    cf.bottommost_compression = cf.compression;
+    if (options.codec == Codec::kZstd) {
+      cf.compression_opts.level = options.zstd_level;
+      cf.bottommost_compression_opts.level = options.zstd_level;
+      cf.bottommost_compression_opts.enabled = true;
     }
-    if (name == "blocks") cf.write_buffer_size = 64 << 20;
-    families.emplace_back(name, cf);
   }
-  rocksdb::DBOptions db_options;
   db_options.max_background_jobs = 2;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;

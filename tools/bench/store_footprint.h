@@ -36,10 +36,10 @@ struct StoreFootprint {
 enum class Codec { kAsCollector, kLz4, kZstd, kNone };
 
 struct FootprintOptions {
-  // Codec of the rollups and checkpoints families during the compaction, and of the blocks
-  // family on top of the store's own LZ4 of each block. kAsCollector is what
-  // collector/store/event_store.cc does on Debian's librocksdb: LZ4 for rollups and
-  // checkpoints, nothing more for blocks.
+  // kAsCollector: every family compacted with the options the collector wrote into the
+  // directory's OPTIONS file (on Debian's librocksdb: LZ4 for all but blocks, which the store
+  // compresses itself). The others: the blocks (over the store's LZ4), rollups and checkpoints
+  // recompressed with that codec, the rest as the collector left them.
   Codec codec = Codec::kAsCollector;
   int zstd_level = 3;
   bool compact = true;  // false: flush memtables only
