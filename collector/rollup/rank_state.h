@@ -20,8 +20,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "collector/rollup/id_table.h"
-#include "proto/codec/event.h"
 #include "google/protobuf/repeated_ptr_field.h"
+#include "proto/codec/event.h"
 #include "proto/memtrace/v1/query.pb.h"
 
 namespace memtrace::collector {

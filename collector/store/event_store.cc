@@ -45,6 +45,9 @@ enum ColumnFamily : size_t {
 };
 // Stream (12 bytes) plus the byte before or after it: see the memtable insert hints in Open.
 constexpr size_t kMemtableHintPrefixBytes = 13;
+// Closed rows whose messages a handler thread keeps for its next batch (a batch of the bench's
+// simulated FSDP ranks closes ~70).
+constexpr int kReusedRows = 1024;
 
 constexpr const char* kFamilyNames[kNumFamilies] = {"default", "meta",        "blocks",
                                                     "rollups", "checkpoints", "series"};
@@ -226,7 +229,8 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
     // in rollups and series), and a stream's keys mostly arrive in increasing order: a hint
     // per 13-byte prefix lets the memtable insert after the stream's last key instead of
     // searching the skip list from its head, which was a tenth of the collector's ingest CPU
-    // with a batch's ~70 rollup rows (docs/PERFORMANCE.md). Shorter keys go without a hint.
+    // with a batch's ~70 rollup rows (docs/profiles/ingest-memtable.txt). Shorter keys go
+    // without a hint.
     cf.memtable_insert_with_hint_prefix_extractor.reset(
         rocksdb::NewFixedPrefixTransform(kMemtableHintPrefixBytes));
     if (i == kRollups || i == kSeries) {
@@ -565,9 +569,19 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
       clock = ClockEstimate{summary.clock().offset_ns(), summary.clock().round_trip_ns()};
       state.SetClockOffset(clock->offset_ns);
     }
-    // Per-thread and cleared, not fresh: its rows' messages are reused batch after batch.
+    // Per-thread and cleared, not fresh: its rows' messages are reused batch after batch. But
+    // not without bound: each stream has a handler thread, and a batch that closed thousands of
+    // rows (a step marker every few events) must not leave them behind on every one of them.
     thread_local ClosedRollups closed;
-    closed.Clear();
+    struct ReleaseRows {
+      ~ReleaseRows() {
+        if (closed.steps.size() + closed.buckets.size() > kReusedRows) {
+          closed = ClosedRollups();
+        } else {
+          closed.Clear();
+        }
+      }
+    } release_rows;
     state.Apply(kept, &closed);
 
     // Per-thread scratch: a stream's blocks are alike in size, and fresh buffers of a few

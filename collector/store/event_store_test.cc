@@ -316,6 +316,42 @@ TEST(EventStoreTest, ReopenAfterCrashRestoresCountsLiveBytesAndRollups) {
   ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
 }
 
+// A handler thread reuses the messages of the rows a batch closed for its next batch, and lets
+// them go after a batch that closed more than it keeps: whatever the batch sizes, the rows are
+// the ones small batches write.
+TEST(EventStoreTest, RowsAreTheSameWhateverTheBatchSizes) {
+  const std::string dir = TestDir("row-reuse");
+  auto small = OpenOrDie(Options(dir + "-small"));
+  auto large = OpenOrDie(Options(dir + "-large"));
+  ASSERT_TRUE(small != nullptr && large != nullptr);
+  absl::StatusOr<OpenedStream> a = small->OpenStream(Identity("job", 1));
+  absl::StatusOr<OpenedStream> b = large->OpenStream(Identity("job", 1));
+  ASSERT_TRUE(a.ok() && b.ok());
+  constexpr uint64_t kEvents = 16000;  // a step every 10 events: 1600 steps
+  for (uint64_t first = 1; first <= kEvents; first += 200) {
+    ASSERT_TRUE(small->Append(a->key, Batch(MakeEvents(first, 200))).ok());
+  }
+  // 1200 rows at once (more than a thread keeps), then small batches again, then 200 rows.
+  ASSERT_TRUE(large->Append(b->key, Batch(MakeEvents(1, 12000))).ok());
+  for (uint64_t first = 12001; first <= 14000; first += 200) {
+    ASSERT_TRUE(large->Append(b->key, Batch(MakeEvents(first, 200))).ok());
+  }
+  ASSERT_TRUE(large->Append(b->key, Batch(MakeEvents(14001, 2000))).ok());
+  for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
+    absl::StatusOr<v1::GetRollupsResponse> want = small->Rollups("job", axis);
+    absl::StatusOr<v1::GetRollupsResponse> got = large->Rollups("job", axis);
+    ASSERT_TRUE(got.ok() && want.ok());
+    ASSERT_EQ(got->ranks_size(), 1);
+    ASSERT_EQ(got->ranks(0).steps_size(), want->ranks(0).steps_size());
+    EXPECT_GE(got->ranks(0).steps_size(), axis == RollupAxis::kStep ? 1600 : 16);
+    for (int i = 0; i < got->ranks(0).steps_size(); ++i) {
+      ASSERT_EQ(got->ranks(0).steps(i).SerializeAsString(),
+                want->ranks(0).steps(i).SerializeAsString())
+          << "row " << i;
+    }
+  }
+}
+
 // The agent's clock estimate moves time-bucket rows to collector time, batch by batch; a
 // restart replays each block with the estimate it was stored with, so the rows come out as
 // without the restart.
