@@ -59,7 +59,8 @@ class RecordTranslator {
   void Translate(const CUpti_Activity* record);
 
   // Walks a completed activity buffer with cuptiActivityGetNextRecord and translates every
-  // record in it. Returns the number of records walked. Thread-safe.
+  // record in it, handing the events to the sink in order, 128 at a time
+  // (EventSink::RecordMany). Returns the number of records walked. Thread-safe.
   size_t TranslateBuffer(uint8_t* buffer, size_t valid_size);
 
   // Reports `n` activity records CUPTI dropped (cuptiActivityGetNumDroppedRecords) as one
