@@ -44,6 +44,21 @@ Event Alloc(uint64_t i, uint32_t tag = 0) {
   return e;
 }
 
+// How a test hands events to the transport: Record() one by one, or RecordMany() as one span
+// (as the CUPTI translator does); the two must behave alike.
+enum class Handover { kOneByOne, kSpan };
+
+// Hands Alloc(first) .. Alloc(first + n - 1) to `t`.
+void RecordAllocs(Transport& t, uint64_t first, uint64_t n, Handover how) {
+  std::vector<Event> events;
+  for (uint64_t i = first; i < first + n; ++i) events.push_back(Alloc(i));
+  if (how == Handover::kSpan) {
+    t.RecordMany(events);
+    return;
+  }
+  for (const Event& e : events) t.Record(e);
+}
+
 // What the collector must hold after `n` events from Alloc(0..n-1): each once, in order.
 void ExpectExactly(const Stream& s, uint64_t first, uint64_t n) {
   ASSERT_EQ(s.events.size(), n);
@@ -164,40 +179,43 @@ TEST(TransportTest, HelloAckDurableSeqMakesTheTransportSkipWhatTheCollectorHas) 
 }
 
 TEST(TransportTest, QueueOverflowProducesALossEventWithTheExactLostCount) {
-  FakeCollector collector;
-  ASSERT_TRUE(collector.Start().ok());
-  TransportOptions o = Options(collector.address());
-  o.queue_capacity = 100;
-  // Neither the batch threshold nor the timer drains the queue during the burst, so exactly
-  // 100 events fit.
-  o.max_batch_events = 1000;
-  o.max_batch_delay = absl::Seconds(5);
-  auto t = StartOrDie(o);
-  ASSERT_TRUE(WaitConnected(*t));
-  for (uint64_t i = 0; i < 1000; ++i) t->Record(Alloc(i));
-  EXPECT_EQ(t->stats().events_lost_queue_full, 900u);
-  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
-  for (uint64_t i = 1000; i < 1005; ++i) t->Record(Alloc(i));
-  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  for (Handover how : {Handover::kOneByOne, Handover::kSpan}) {
+    SCOPED_TRACE(how == Handover::kSpan ? "RecordMany" : "Record");
+    FakeCollector collector;
+    ASSERT_TRUE(collector.Start().ok());
+    TransportOptions o = Options(collector.address());
+    o.queue_capacity = 100;
+    // Neither the batch threshold nor the timer drains the queue during the burst, so exactly
+    // 100 events fit.
+    o.max_batch_events = 1000;
+    o.max_batch_delay = absl::Seconds(5);
+    auto t = StartOrDie(o);
+    ASSERT_TRUE(WaitConnected(*t));
+    RecordAllocs(*t, 0, 1000, how);
+    EXPECT_EQ(t->stats().events_lost_queue_full, 900u);
+    ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+    RecordAllocs(*t, 1000, 5, how);
+    ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
 
-  Stream s = collector.Snapshot();
-  ASSERT_EQ(s.events.size(), 106u);
-  for (uint64_t k = 0; k < 100; ++k) {
-    EXPECT_EQ(s.events[k].kind, Alloc(k).kind);
-    EXPECT_EQ(s.events[k].seq, k + 1);
+    Stream s = collector.Snapshot();
+    ASSERT_EQ(s.events.size(), 106u);
+    for (uint64_t k = 0; k < 100; ++k) {
+      EXPECT_EQ(s.events[k].kind, Alloc(k).kind);
+      EXPECT_EQ(s.events[k].seq, k + 1);
+    }
+    const Event& loss = s.events[100];
+    EXPECT_EQ(loss.kind, EventKind::kLoss);
+    EXPECT_EQ(loss.seq, 101u);
+    EXPECT_EQ(loss.aux, 900u);
+    EXPECT_EQ(loss.memory_kind, kLossQueueFull);
+    EXPECT_EQ(loss.ts_ns, Alloc(999).ts_ns);  // the time of the last event dropped
+    for (uint64_t k = 101; k < 106; ++k) {
+      EXPECT_EQ(s.events[k].seq, k + 1);
+      EXPECT_EQ(s.events[k].bytes, Alloc(k + 899).bytes);
+    }
+    EXPECT_EQ(s.last_counters.events_lost, 900u);
+    EXPECT_EQ(s.last_counters.events_recorded, 1005u);
   }
-  const Event& loss = s.events[100];
-  EXPECT_EQ(loss.kind, EventKind::kLoss);
-  EXPECT_EQ(loss.seq, 101u);
-  EXPECT_EQ(loss.aux, 900u);
-  EXPECT_EQ(loss.memory_kind, kLossQueueFull);
-  EXPECT_EQ(loss.ts_ns, Alloc(999).ts_ns);  // the time of the last event dropped
-  for (uint64_t k = 101; k < 106; ++k) {
-    EXPECT_EQ(s.events[k].seq, k + 1);
-    EXPECT_EQ(s.events[k].bytes, Alloc(k + 899).bytes);
-  }
-  EXPECT_EQ(s.last_counters.events_lost, 900u);
-  EXPECT_EQ(s.last_counters.events_recorded, 1005u);
 }
 
 TEST(TransportTest, LossCountsAddUpUnderConcurrentOverflow) {
@@ -256,8 +274,8 @@ TEST(TransportTest, ShutdownCompletesTheStreamCleanly) {
   for (uint64_t i = 0; i < 100; ++i) t->Record(Alloc(i));
   absl::Status s = t->Shutdown(absl::Seconds(5));
   ASSERT_TRUE(s.ok()) << s;
-  ASSERT_TRUE(collector.WaitFor([](const Stream& st) { return st.clean_closes == 1; },
-                                absl::Seconds(2)));
+  ASSERT_TRUE(
+      collector.WaitFor([](const Stream& st) { return st.clean_closes == 1; }, absl::Seconds(2)));
   Stream st = collector.Snapshot();
   EXPECT_EQ(st.aborted, 0);
   ExpectExactly(st, 1, 100);
@@ -273,8 +291,8 @@ TEST(TransportTest, ShutdownRightAfterStartStillClosesCleanly) {
   auto t = StartOrDie(Options(collector.address()));
   absl::Status s = t->Shutdown(absl::Seconds(2));
   EXPECT_TRUE(s.ok()) << s;
-  EXPECT_TRUE(collector.WaitFor([](const Stream& st) { return st.clean_closes == 1; },
-                                absl::Seconds(2)));
+  EXPECT_TRUE(
+      collector.WaitFor([](const Stream& st) { return st.clean_closes == 1; }, absl::Seconds(2)));
 }
 
 TEST(TransportTest, UnreachableCollectorNeitherBlocksRecordNorCrashes) {
@@ -495,49 +513,6 @@ TEST(TransportTest, RecordManyDeliversEveryEventOnceInOrder) {
   EXPECT_EQ(t->stats().events_lost, 0u);
 }
 
-// The wake-ups Record() gives: a few events into an idle transport are sent within the batch
-// delay, without a flush.
-TEST(TransportTest, ATrickleThroughRecordManyIsSentWithinTheBatchDelay) {
-  FakeCollector collector;
-  ASSERT_TRUE(collector.Start().ok());
-  TransportOptions o = Options(collector.address());
-  o.max_batch_events = 4096;
-  o.max_batch_delay = absl::Milliseconds(20);
-  auto t = StartOrDie(o);
-  ASSERT_TRUE(WaitConnected(*t));
-  absl::SleepFor(absl::Milliseconds(50));  // the sender goes idle
-  std::vector<Event> events;
-  for (uint64_t i = 0; i < 3; ++i) events.push_back(Alloc(i));
-  t->RecordMany(events);
-  const absl::Time deadline = absl::Now() + absl::Seconds(3);
-  while (collector.Snapshot().events.size() < 3 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ExpectExactly(collector.Snapshot(), 1, 3);
-}
-
-// Overflow through RecordMany is counted and reported exactly as through Record().
-TEST(TransportTest, RecordManyOverflowProducesALossEventWithTheExactLostCount) {
-  FakeCollector collector;
-  ASSERT_TRUE(collector.Start().ok());
-  TransportOptions o = Options(collector.address());
-  o.queue_capacity = 100;
-  o.max_batch_events = 1000;
-  o.max_batch_delay = absl::Seconds(5);
-  auto t = StartOrDie(o);
-  ASSERT_TRUE(WaitConnected(*t));
-  std::vector<Event> events;
-  for (uint64_t i = 0; i < 1000; ++i) events.push_back(Alloc(i));
-  t->RecordMany(events);
-  EXPECT_EQ(t->stats().events_lost_queue_full, 900u);
-  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
-  Stream s = collector.Snapshot();
-  ASSERT_EQ(s.events.size(), 101u);
-  EXPECT_EQ(s.events[100].kind, EventKind::kLoss);
-  EXPECT_EQ(s.events[100].aux, 900u);
-  EXPECT_EQ(s.seq_gaps, 0u);
-}
-
 }  // namespace
 }  // namespace memtrace
 
@@ -575,21 +550,24 @@ namespace {
 // A few events after the stream has gone idle (everything acknowledged, the sender asleep) go
 // out within max_batch_delay, without a Flush and without filling a batch.
 TEST(TransportTest, ATrickleOfEventsIsSentWithinTheBatchDelay) {
-  FakeCollector collector;
-  ASSERT_TRUE(collector.Start().ok());
-  TransportOptions o = Options(collector.address());
-  o.max_batch_events = 4096;
-  o.max_batch_delay = absl::Milliseconds(20);
-  auto t = StartOrDie(o);
-  for (uint64_t i = 0; i < 10; ++i) t->Record(Alloc(i));
-  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
-  absl::SleepFor(absl::Milliseconds(100));  // idle: nothing queued, nothing in flight
-  for (uint64_t i = 10; i < 13; ++i) t->Record(Alloc(i));
-  const absl::Time deadline = absl::Now() + absl::Seconds(3);
-  while (collector.Snapshot().events.size() < 13 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(5));
+  for (Handover how : {Handover::kOneByOne, Handover::kSpan}) {
+    SCOPED_TRACE(how == Handover::kSpan ? "RecordMany" : "Record");
+    FakeCollector collector;
+    ASSERT_TRUE(collector.Start().ok());
+    TransportOptions o = Options(collector.address());
+    o.max_batch_events = 4096;
+    o.max_batch_delay = absl::Milliseconds(20);
+    auto t = StartOrDie(o);
+    RecordAllocs(*t, 0, 10, how);
+    ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+    absl::SleepFor(absl::Milliseconds(100));  // idle: nothing queued, nothing in flight
+    RecordAllocs(*t, 10, 3, how);
+    const absl::Time deadline = absl::Now() + absl::Seconds(3);
+    while (collector.Snapshot().events.size() < 13 && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ExpectExactly(collector.Snapshot(), 1, 13);
   }
-  ExpectExactly(collector.Snapshot(), 1, 13);
 }
 
 }  // namespace

@@ -82,7 +82,34 @@ void NoteAxis(const Job& job, v1::TimelineAxis asked, std::string* message) {
                   job.bucket_ns / 1'000'000, " ms time buckets)");
 }
 
-// `threads`: how many read the ranks' live sets (parallel_for.h).
+// One rank's live set to read, and at which moment.
+struct LiveSetAsk {
+  const an::RankTimeline* rank;
+  LivePoint point;
+  bool with_phases;
+};
+
+// The live sets of `asks`, in their order, read on up to `threads` threads (parallel_for.h):
+// each rank's is independent of the others'. Fails with the error of the earliest ask that
+// failed.
+absl::StatusOr<std::vector<an::RankLiveSet>> LoadLiveSets(const EventStore& store,
+                                                          const std::string& job_id,
+                                                          const std::vector<LiveSetAsk>& asks,
+                                                          int threads) {
+  std::vector<an::RankLiveSet> out(asks.size());
+  absl::Status s = ParallelFor(asks.size(), threads, [&](size_t i) -> absl::Status {
+    const LiveSetAsk& ask = asks[i];
+    absl::StatusOr<LoadedLiveSet> set = LoadLiveSet(store, job_id, ask.rank->rank,
+                                                    ask.rank->attempt, ask.point, ask.with_phases);
+    if (!set.ok()) return set.status();
+    out[i] = std::move(set->set);
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+// `threads`: how many read the ranks' live sets.
 absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
   absl::StatusOr<Timeline> loaded = Load(cache, store, request.job_id(), "job_id", request.axis());
@@ -100,21 +127,16 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
     point.kind = LivePoint::Kind::kAtTime;
     point.at_ns = request.at_ns();
   }
-  std::vector<const an::RankTimeline*> ranks;
+  std::vector<LiveSetAsk> asks;
   for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
-    if (!params.rank.has_value() || rank->rank == *params.rank) ranks.push_back(rank);
+    if (!params.rank.has_value() || rank->rank == *params.rank) {
+      asks.push_back({rank, point, RankHasPhases(*rank)});
+    }
   }
-  std::vector<an::RankLiveSet> live(ranks.size());
-  absl::Status loaded_all = ParallelFor(ranks.size(), threads, [&](size_t i) -> absl::Status {
-    absl::StatusOr<LoadedLiveSet> set =
-        LoadLiveSet(store, request.job_id(), ranks[i]->rank, ranks[i]->attempt, point,
-                    RankHasPhases(*ranks[i]));
-    if (!set.ok()) return set.status();
-    live[i] = std::move(set->set);
-    return absl::OkStatus();
-  });
-  if (!loaded_all.ok()) return loaded_all;
-  an::ToProto(an::FindLeaks(*job, live, params), response);
+  absl::StatusOr<std::vector<an::RankLiveSet>> live =
+      LoadLiveSets(store, request.job_id(), asks, threads);
+  if (!live.ok()) return live.status();
+  an::ToProto(an::FindLeaks(*job, *live, params), response);
   response->set_job_id(request.job_id());
   return absl::OkStatus();
 }
@@ -166,7 +188,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
   }
 
-  std::vector<std::pair<const an::RankTimeline*, LivePoint>> moments;
+  std::vector<LiveSetAsk> asks;
   for (const an::RankTimeline* rank : an::SelectRanks(*job)) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
@@ -179,20 +201,13 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       if (!end.has_value()) continue;
       at = *end;
     }
-    moments.emplace_back(rank, at);
+    asks.push_back({rank, at, false});
   }
-  std::vector<an::RankLiveSet> others(moments.size());
-  absl::Status loaded_all = ParallelFor(moments.size(), threads, [&](size_t i) -> absl::Status {
-    const auto& [rank, at] = moments[i];
-    absl::StatusOr<LoadedLiveSet> set =
-        LoadLiveSet(store, request.job_id(), rank->rank, rank->attempt, at, false);
-    if (!set.ok()) return set.status();
-    others[i] = std::move(set->set);
-    return absl::OkStatus();
-  });
-  if (!loaded_all.ok()) return loaded_all;
+  absl::StatusOr<std::vector<an::RankLiveSet>> others =
+      LoadLiveSets(store, request.job_id(), asks, threads);
+  if (!others.ok()) return others.status();
   an::ToProto(
-      an::DescribeLive(request.job_id(), mine->set, others, an::FromProto(request.params()), oom),
+      an::DescribeLive(request.job_id(), mine->set, *others, an::FromProto(request.params()), oom),
       response);
   return absl::OkStatus();
 }

@@ -113,17 +113,25 @@ v1::RankSummary RankOf(const EventStore& store, const std::string& job, uint32_t
   return {};
 }
 
+// The options a store opened in `dir` wrote into its OPTIONS file.
+struct WrittenOptions {
+  rocksdb::DBOptions db;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+};
+WrittenOptions OptionsWrittenIn(const std::string& dir) {
+  { OpenOrDie(Options(dir)); }
+  WrittenOptions out;
+  rocksdb::ConfigOptions config;
+  EXPECT_TRUE(rocksdb::LoadLatestOptions(config, dir, &out.db, &out.families).ok());
+  return out;
+}
+
 TEST(EventStoreTest, EachFamilyIsCompressedAsTheStoreSays) {
   // RocksDB compresses with Snappy unless told otherwise; the store says what it wants per
   // family, and this reads back what it wrote into the directory's OPTIONS file.
-  const std::string dir = TestDir("compression");
-  { OpenOrDie(Options(dir)); }
-  rocksdb::DBOptions db;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  rocksdb::ConfigOptions config;
-  ASSERT_TRUE(rocksdb::LoadLatestOptions(config, dir, &db, &families).ok());
-  ASSERT_EQ(families.size(), 6u);
-  for (const rocksdb::ColumnFamilyDescriptor& f : families) {
+  const WrittenOptions written = OptionsWrittenIn(TestDir("compression"));
+  ASSERT_EQ(written.families.size(), 6u);
+  for (const rocksdb::ColumnFamilyDescriptor& f : written.families) {
     SCOPED_TRACE(f.name);
     if (f.name == "blocks") {
       EXPECT_EQ(f.options.compression, rocksdb::kNoCompression);  // LZ4'd by block_value
@@ -136,14 +144,10 @@ TEST(EventStoreTest, EachFamilyIsCompressedAsTheStoreSays) {
 TEST(EventStoreTest, MemtablesInsertWithAHintPerStream) {
   // RocksDB uses insert hints only without concurrent memtable writes; both are read back
   // from the OPTIONS file.
-  const std::string dir = TestDir("insert-hints");
-  { OpenOrDie(Options(dir)); }
-  rocksdb::DBOptions db;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  rocksdb::ConfigOptions config;
-  ASSERT_TRUE(rocksdb::LoadLatestOptions(config, dir, &db, &families).ok());
-  EXPECT_FALSE(db.allow_concurrent_memtable_write);
-  for (const rocksdb::ColumnFamilyDescriptor& f : families) {
+  const WrittenOptions written = OptionsWrittenIn(TestDir("insert-hints"));
+  ASSERT_EQ(written.families.size(), 6u);
+  EXPECT_FALSE(written.db.allow_concurrent_memtable_write);
+  for (const rocksdb::ColumnFamilyDescriptor& f : written.families) {
     SCOPED_TRACE(f.name);
     ASSERT_NE(f.options.memtable_insert_with_hint_prefix_extractor, nullptr);
     const rocksdb::SliceTransform& hint = *f.options.memtable_insert_with_hint_prefix_extractor;
