@@ -484,37 +484,49 @@ absl::Status EventStore::AddToSeries(Stream* stream, RollupAxis axis,
   if (rows.empty()) return absl::OkStatus();
   std::optional<std::pair<int64_t, SeriesSegment>>& current =
       stream->series[static_cast<size_t>(axis)];
-  // Segments this append changed, written once each. A step that went backwards can send a row
-  // to an earlier segment; it is read from the store (or from this map, if changed already).
-  std::map<int64_t, SeriesSegment> changed;
+  // Rows go to the stream's current segment in place (a failed append forgets the stream's
+  // state, this segment with it). Other segments this append changed are gathered here and
+  // written once each: a new one, or an earlier one a step that went backwards sends a row to
+  // (read from the store).
+  bool current_changed = false;
+  std::map<int64_t, SeriesSegment> others;
   for (const v1::StepRollup& row : rows) {
     const int64_t index = SeriesSegmentOf(row.step());
-    auto it = changed.find(index);
-    if (it == changed.end()) {
-      if (current.has_value() && current->first == index) {
-        it = changed.emplace(index, current->second).first;
-      } else {
-        std::string value;
-        rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kSeries],
-                                     RollupKey(stream->key, axis, index), &value);
-        SeriesSegment segment;
-        if (s.ok()) {
-          absl::StatusOr<SeriesSegment> parsed = SeriesSegment::Parse(value);
-          if (!parsed.ok()) return parsed.status();
-          segment = std::move(*parsed);
-        } else if (!s.IsNotFound()) {
-          return FromRocks(s, "reading a rollup series segment");
-        }
-        it = changed.emplace(index, std::move(segment)).first;
+    if (current.has_value() && current->first == index) {
+      current->second.Put(row);
+      current_changed = true;
+      continue;
+    }
+    auto it = others.find(index);
+    if (it == others.end()) {
+      std::string value;
+      rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kSeries],
+                                   RollupKey(stream->key, axis, index), &value);
+      SeriesSegment segment;
+      if (s.ok()) {
+        absl::StatusOr<SeriesSegment> parsed = SeriesSegment::Parse(value);
+        if (!parsed.ok()) return parsed.status();
+        segment = std::move(*parsed);
+      } else if (!s.IsNotFound()) {
+        return FromRocks(s, "reading a rollup series segment");
       }
+      it = others.emplace(index, std::move(segment)).first;
     }
     it->second.Put(row);
   }
-  for (const auto& [index, segment] : changed) {
-    batch->Put(handles_[kSeries], RollupKey(stream->key, axis, index), segment.Serialize());
+  thread_local std::string bytes;
+  if (current_changed) {
+    current->second.SerializeTo(&bytes);
+    batch->Put(handles_[kSeries], RollupKey(stream->key, axis, current->first), bytes);
+  }
+  for (const auto& [index, segment] : others) {
+    segment.SerializeTo(&bytes);
+    batch->Put(handles_[kSeries], RollupKey(stream->key, axis, index), bytes);
   }
   const int64_t last = SeriesSegmentOf(rows[rows.size() - 1].step());
-  current.emplace(last, std::move(changed.at(last)));
+  if (!current.has_value() || current->first != last) {
+    current.emplace(last, std::move(others.at(last)));
+  }
   return absl::OkStatus();
 }
 

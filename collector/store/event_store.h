@@ -200,7 +200,9 @@ class EventStore {
   absl::Status VisitSeries(rocksdb::Iterator* series, const StreamRecord& record,
                            const StreamKey& key, RollupAxis axis, v1::StepRollup* row,
                            const std::function<void(const v1::StepRollup&)>& on_row) const;
-  // Puts closed `rows` of `axis` (in closing order) into the stream's series segments.
+  // Puts closed `rows` of `axis` (in closing order) into the stream's series segments. It
+  // changes the stream's current segment before the write: on an error, here or in the write,
+  // the caller must ForgetState.
   absl::Status AddToSeries(Stream* stream, RollupAxis axis,
                            const google::protobuf::RepeatedPtrField<v1::StepRollup>& rows,
                            rocksdb::WriteBatch* batch) const;

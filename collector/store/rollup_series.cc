@@ -87,7 +87,14 @@ absl::StatusOr<SeriesSegment> SeriesSegment::Parse(absl::string_view bytes) {
 void SeriesSegment::Put(const v1::StepRollup& row) { CopyScalarPart(row, &rows_[row.step()]); }
 
 std::string SeriesSegment::Serialize() const {
-  RollupSeries s;
+  std::string out;
+  SerializeTo(&out);
+  return out;
+}
+
+void SeriesSegment::SerializeTo(std::string* out) const {
+  thread_local RollupSeries s;  // reused: Clear keeps its columns' capacity
+  s.Clear();
   s.set_deltas(true);
   const v1::StepRollup zero;
   const v1::StepRollup* prev = &zero;
@@ -109,7 +116,7 @@ std::string SeriesSegment::Serialize() const {
       prev_peak = k.peak_bytes();
     }
   }
-  return s.SerializeAsString();
+  s.SerializeToString(out);
 }
 
 absl::Status ForEachSeriesRow(absl::string_view bytes, v1::StepRollup* scratch,

@@ -38,6 +38,9 @@ class SeriesSegment {
   // backwards and closed again, as the rollups family overwrites it).
   void Put(const v1::StepRollup& row);
   std::string Serialize() const;
+  // The same bytes into `out` (replacing its contents), which keeps its capacity: the store
+  // rewrites a stream's current segment with every batch.
+  void SerializeTo(std::string* out) const;
   size_t rows() const { return rows_.size(); }
 
  private:
