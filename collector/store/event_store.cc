@@ -133,16 +133,24 @@ BatchLimits StoredBlockLimits() {
   return limits;
 }
 
-absl::StatusOr<DecodedBatch> DecodeBlock(absl::string_view value, absl::string_view where) {
+// A stored block's events, all of them or (with a cutoff) those before the first one past it;
+// *stopped then says whether there was one.
+absl::StatusOr<DecodedBatch> DecodeBlock(absl::string_view value, absl::string_view where,
+                                         const DecodeCutoff* cutoff = nullptr,
+                                         bool* stopped = nullptr) {
   thread_local std::string scratch;
   absl::StatusOr<absl::string_view> bytes = BlockBatchBytes(value, &scratch);
   if (!bytes.ok()) {
     return absl::DataLossError(absl::StrCat("block of ", where, ": ", bytes.status().message()));
   }
-  absl::StatusOr<DecodedBatch> decoded = DecodeBatchWire(*bytes, StoredBlockLimits());
-  if (!decoded.ok()) {
+  DecodedBatch decoded;
+  const absl::Status s =
+      cutoff != nullptr
+          ? DecodeBatchWirePrefix(*bytes, StoredBlockLimits(), *cutoff, &decoded, stopped)
+          : DecodeBatchWire(*bytes, StoredBlockLimits(), &decoded);
+  if (!s.ok()) {
     return absl::DataLossError(absl::StrCat("block of ", where, " (", value.size(),
-                                            " bytes) is invalid: ", decoded.status().message()));
+                                            " bytes) is invalid: ", s.message()));
   }
   return decoded;
 }
@@ -174,11 +182,6 @@ struct EventStore::Stream {
   // Per axis, the series segment the last closed row went to, as stored (rows close in key
   // order, so the next one almost always goes there too); empty until a row closes after load.
   std::optional<std::pair<int64_t, SeriesSegment>> series[2] ABSL_GUARDED_BY(mu);
-};
-
-struct EventStore::ReplayTarget {
-  uint64_t last_seq = std::numeric_limits<uint64_t>::max();
-  std::optional<int64_t> max_ts_ns;
 };
 
 absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOptions& options) {
@@ -402,7 +405,7 @@ absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_
   }
   const uint64_t durable = stream->record.summary().durable_seq();
   absl::StatusOr<RankState> state = Replay(nullptr, stream->key, stream->bucket_ns,
-                                           stream->record.checkpoint_seq(), ReplayTarget{});
+                                           stream->record.checkpoint_seq(), DecodeCutoff{});
   if (!state.ok()) return state.status();
   if (state->last_seq() != durable) {
     return absl::DataLossError(absl::StrCat(where, " rebuilt to seq ", state->last_seq(),
@@ -416,7 +419,7 @@ absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_
 absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
                                              const StreamKey& key, int64_t bucket_ns,
                                              uint64_t checkpoint_seq,
-                                             const ReplayTarget& target) const {
+                                             const DecodeCutoff& target) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
   const std::string where = absl::StrCat("job #", key.job_no, " rank ", key.rank, " attempt ",
@@ -444,16 +447,15 @@ absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
     const rocksdb::Slice k = it->key();
     if (!absl::StartsWith(absl::string_view(k.data(), k.size()), prefix)) break;
     const rocksdb::Slice v = it->value();
-    absl::StatusOr<DecodedBatch> block = DecodeBlock(absl::string_view(v.data(), v.size()), where);
+    // Only the events up to the target are decoded: a replay to the middle of a job stops in
+    // the middle of a block.
+    absl::StatusOr<DecodedBatch> block =
+        DecodeBlock(absl::string_view(v.data(), v.size()), where, &target, &done);
     if (!block.ok()) return block.status();
     // The clock offset the block was first applied with (see Append).
     if (block->clock.has_value()) state.SetClockOffset(block->clock->offset_ns);
     for (const Event& e : block->events) {
       if (state.events_applied() > 0 && e.seq <= state.last_seq()) continue;
-      if (e.seq > target.last_seq || (target.max_ts_ns && e.ts_ns > *target.max_ts_ns)) {
-        done = true;
-        break;
-      }
       state.Apply(e, nullptr);
     }
   }
@@ -1016,7 +1018,7 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
   const v1::RankSummary& summary = record->summary();
   const StreamKey key{job->job_no(), rank, summary.identity().attempt()};
 
-  ReplayTarget target;
+  DecodeCutoff target;
   target.last_seq = summary.durable_seq();
   uint64_t checkpoint_seq = record->checkpoint_seq();
   if (point.kind != LivePoint::Kind::kNow) {
@@ -1038,7 +1040,7 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
           if (!parts.ok()) return parts.status();
           absl::StatusOr<int64_t> ts = DecodeOrderedI64(value);
           if (!ts.ok()) return ts.status();
-          if (parts->seq <= target.last_seq && (!target.max_ts_ns || *ts <= *target.max_ts_ns)) {
+          if (parts->seq <= target.last_seq && *ts <= target.max_ts_ns) {
             checkpoint_seq = parts->seq;
           }
           return absl::OkStatus();

@@ -29,6 +29,7 @@
 #include "collector/rollup/rank_state.h"
 #include "collector/store/key_codec.h"
 #include "proto/codec/batch_codec.h"
+#include "proto/codec/batch_wire.h"
 #include "proto/codec/event.h"
 #include "proto/memtrace/v1/events.pb.h"
 #include "proto/memtrace/v1/query.pb.h"
@@ -172,7 +173,6 @@ class EventStore {
 
  private:
   struct Stream;
-  struct ReplayTarget;
   EventStore(EventStoreOptions options, std::unique_ptr<rocksdb::DB> db,
              std::vector<rocksdb::ColumnFamilyHandle*> handles);
 
@@ -184,9 +184,11 @@ class EventStore {
   // Drops the stream's in-memory state (live set, rollups, series segment), to be rebuilt from
   // disk on next use: after a failed write the disk is the truth. Requires the stream's lock.
   static void ForgetState(Stream* stream);
+  // The stream's state from its checkpoint at `checkpoint_seq` (none: 0) through its events up
+  // to `target`: those before the first event past it.
   absl::StatusOr<RankState> Replay(const rocksdb::Snapshot* snapshot, const StreamKey& key,
                                    int64_t bucket_ns, uint64_t checkpoint_seq,
-                                   const ReplayTarget& target) const;
+                                   const DecodeCutoff& target) const;
   absl::StatusOr<std::vector<StringDef>> ReadStrings(const rocksdb::Snapshot* snapshot,
                                                      const StreamKey& key) const;
   absl::StatusOr<std::vector<StreamRecord>> ReadStreamRecords(const rocksdb::Snapshot* snapshot,

@@ -68,16 +68,24 @@ inline absl::Status CheckShape(uint32_t n, size_t string_entries,
   return absl::OkStatus();
 }
 
+// Decodes every event (DecodeEvents' default).
+struct NeverStop {
+  bool operator()(uint64_t /*seq*/, int64_t /*ts_ns*/) const { return false; }
+};
+
 // Fills `events` (resized to n) from the column cursors, checking known kinds, strictly
 // increasing sequence numbers and timestamps without overflow. Each Cursor has Next() (the next
 // value of its column, 0 for an empty column); seq_delta_present says whether seq_delta has
-// values. Shape must have been checked.
-template <typename KindCursor, typename U64Cursor, typename S64Cursor, typename U32Cursor>
+// values. Shape must have been checked. Stops, leaving the events before it, at the first event
+// for which stop(seq, ts_ns) is true; the rest of the columns are then not read (nor checked).
+template <typename KindCursor, typename U64Cursor, typename S64Cursor, typename U32Cursor,
+          typename Stop = NeverStop>
 absl::Status DecodeEvents(uint32_t n, uint64_t first_seq, int64_t base_ts_ns, KindCursor& kind,
                           bool seq_delta_present, U64Cursor& seq_delta, S64Cursor& ts_delta,
                           S64Cursor& address_delta, U64Cursor& bytes, U64Cursor& aux,
                           U32Cursor& tag_id, U32Cursor& source_id, U32Cursor& device,
-                          U32Cursor& stream, U32Cursor& memory_kind, std::vector<Event>* events) {
+                          U32Cursor& stream, U32Cursor& memory_kind, std::vector<Event>* events,
+                          Stop stop = Stop()) {
   // Appended one by one rather than resized and overwritten: zeroing n events first cost as
   // much as a column's decoding.
   events->clear();
@@ -113,6 +121,10 @@ absl::Status DecodeEvents(uint32_t n, uint64_t first_seq, int64_t base_ts_ns, Ki
       return absl::InvalidArgumentError(absl::StrCat("timestamp overflow at event ", i));
     }
     e.ts_ns = ts;
+    if (stop(seq, ts)) {
+      events->pop_back();
+      return absl::OkStatus();
+    }
     address += static_cast<uint64_t>(address_delta.Next());
     e.address = address;
     e.bytes = bytes.Next();

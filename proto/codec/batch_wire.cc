@@ -447,12 +447,26 @@ absl::StatusOr<DecodedBatch> DecodeBatchWire(absl::string_view bytes, const Batc
   return out;
 }
 
-absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
-                             DecodedBatch* out) {
+namespace {
+
+// DecodeBatchWire, stopping at the first event for which stop(seq, ts_ns) is true (see
+// DecodeEvents); *stopped (when not null) says whether it did.
+template <typename Stop>
+absl::Status DecodeWire(absl::string_view bytes, const BatchLimits& limits, Stop stop,
+                        DecodedBatch* out, bool* stopped) {
+  if (stopped != nullptr) *stopped = false;
   const auto fallback = [&]() -> absl::Status {
     absl::StatusOr<DecodedBatch> decoded = DecodeWithProtobuf(bytes, limits);
     if (!decoded.ok()) return decoded.status();
     *out = std::move(*decoded);
+    std::vector<Event>& events = out->events;
+    for (size_t i = 0; i < events.size(); ++i) {
+      if (stop(events[i].seq, events[i].ts_ns)) {
+        events.resize(i);
+        if (stopped != nullptr) *stopped = true;
+        break;
+      }
+    }
     return absl::OkStatus();
   };
   WireBatch wire;
@@ -507,10 +521,11 @@ absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
   if (absl::Status s = ci::DecodeEvents(n, wire.first_seq, wire.base_ts_ns, kind,
                                         sizes[ci::kSeqDelta] != 0, seq_delta, ts_delta,
                                         address_delta, bytes_column, aux, tag_id, source_id,
-                                        device, stream, memory_kind, &out->events);
+                                        device, stream, memory_kind, &out->events, stop);
       !s.ok()) {
     return s;
   }
+  if (stopped != nullptr) *stopped = out->events.size() < n;
   out->strings.clear();
   out->strings.reserve(strings.size());
   for (const v1::StringEntry& s : strings) {
@@ -524,6 +539,24 @@ absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
     out->clock = *c;
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
+                             DecodedBatch* out) {
+  return DecodeWire(bytes, limits, ci::NeverStop(), out, nullptr);
+}
+
+absl::Status DecodeBatchWirePrefix(absl::string_view bytes, const BatchLimits& limits,
+                                   const DecodeCutoff& cutoff, DecodedBatch* out,
+                                   bool* stopped) {
+  return DecodeWire(
+      bytes, limits,
+      [&cutoff](uint64_t seq, int64_t ts_ns) {
+        return seq > cutoff.last_seq || ts_ns > cutoff.max_ts_ns;
+      },
+      out, stopped);
 }
 
 }  // namespace memtrace

@@ -14,6 +14,7 @@
 #ifndef MEMTRACE_PROTO_CODEC_BATCH_WIRE_H_
 #define MEMTRACE_PROTO_CODEC_BATCH_WIRE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -46,6 +47,21 @@ absl::StatusOr<DecodedBatch> DecodeBatchWire(absl::string_view bytes,
 // the same size); on an error `out` holds no usable batch.
 absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
                              DecodedBatch* out);
+
+// Where a decode may stop: before the first event whose seq is above last_seq or whose
+// timestamp is above max_ts_ns. A replay up to a moment needs only that prefix of a block.
+struct DecodeCutoff {
+  uint64_t last_seq = UINT64_MAX;
+  int64_t max_ts_ns = INT64_MAX;
+};
+
+// DecodeBatchWire up to `cutoff`: the events DecodeBatchWire returns, up to and not including
+// the first one past the cutoff, and the batch's strings, counters and clock. The columns are
+// not decoded past that event, so an error in the events from it on may go unreported; one in
+// the events before it is reported as DecodeBatchWire reports it. *stopped says whether the
+// batch has an event past the cutoff (then a replay need not read the batches after it).
+absl::Status DecodeBatchWirePrefix(absl::string_view bytes, const BatchLimits& limits,
+                                   const DecodeCutoff& cutoff, DecodedBatch* out, bool* stopped);
 
 // Appends the events of the EventBatch bytes `batch` without re-encoding them: its fields but
 // strings, counters and clock (15, 16, 17), followed by `clock` when not null. This is what

@@ -384,5 +384,65 @@ TEST(BatchWireTest, TheFirstInvalidEventIsReportedWhicheverColumnItIsIn) {
   }
 }
 
+// The prefix is the whole decode cut before the first event past the cutoff, by sequence number
+// or by timestamp (which may go backwards: the first one past it ends the prefix).
+TEST(BatchWireTest, APrefixIsTheWholeDecodeCutAtTheFirstEventPastTheCutoff) {
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 60; ++round) {
+    const std::vector<Event> events =
+        RandomEvents(rng, 1 + static_cast<int>(rng() % 2000), round % 2 == 0);
+    std::string bytes = ViaProtobuf(events, SomeStrings(), {1, 2, 3, 4, 5});
+    if (round % 3 == 0) {  // an unknown field: protobuf decodes it, then it is cut
+      AppendVarint(99 << 3 | 0, &bytes);
+      AppendVarint(7, &bytes);
+    }
+    absl::StatusOr<DecodedBatch> whole = DecodeBatchWire(bytes);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    const Event& pivot = events[rng() % events.size()];
+    DecodeCutoff cutoff;
+    if (round % 5 == 4) {
+      // the default cutoff: every event
+    } else if (round % 2 == 0) {
+      cutoff.last_seq = pivot.seq - (rng() % 2);  // sometimes between two events' seqs
+    } else {
+      cutoff.max_ts_ns = pivot.ts_ns;
+    }
+    std::vector<Event> want;
+    for (const Event& e : whole->events) {
+      if (e.seq > cutoff.last_seq || e.ts_ns > cutoff.max_ts_ns) break;
+      want.push_back(e);
+    }
+    DecodedBatch got;
+    bool stopped = false;
+    ASSERT_TRUE(DecodeBatchWirePrefix(bytes, BatchLimits(), cutoff, &got, &stopped).ok())
+        << round;
+    EXPECT_EQ(got.events, want) << round;
+    EXPECT_EQ(stopped, want.size() < events.size()) << round;
+    EXPECT_EQ(got.strings, whole->strings);
+    EXPECT_EQ(got.counters.events_lost, whole->counters.events_lost);
+    EXPECT_EQ(got.clock, whole->clock);
+  }
+}
+
+TEST(BatchWireTest, APrefixReportsAnInvalidEventBeforeTheCutoffAndNeedNotReadPastIt) {
+  std::mt19937_64 rng(19);
+  const std::vector<Event> events = RandomEvents(rng, 40, false);
+  v1::EventBatch b;
+  EncodeBatch(events, {}, {}, &b);
+  b.set_kind(30, 99);
+  const std::string bytes = b.SerializeAsString();
+  DecodedBatch got;
+  bool stopped = false;
+  DecodeCutoff before;
+  before.last_seq = events[28].seq;  // event 29 ends the prefix; event 30 is not read
+  ASSERT_TRUE(DecodeBatchWirePrefix(bytes, BatchLimits(), before, &got, &stopped).ok());
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(got.events, std::vector<Event>(events.begin(), events.begin() + 29));
+  DecodeCutoff after;
+  after.last_seq = events[31].seq;
+  absl::Status s = DecodeBatchWirePrefix(bytes, BatchLimits(), after, &got, &stopped);
+  EXPECT_EQ(s.message(), "event 30 has unknown kind 99");
+}
+
 }  // namespace
 }  // namespace memtrace
