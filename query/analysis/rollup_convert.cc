@@ -24,31 +24,9 @@ bool IsHost(uint32_t kind) { return kind == kPageable || kind == kPinned; }
 // Bits of TimelineBuilder::allocator_paths_, in the order RankTimeline::allocator lists them.
 constexpr uint32_t kPathPool = 1, kPathSegments = 2, kPathVmm = 4;
 
-absl::Status RankTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt) {
-  return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank, " attempt ",
-                                                 attempt, " appears twice in the rollups"));
-}
-
-absl::Status StepTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt, int64_t step) {
-  return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank, " attempt ",
-                                                 attempt, " has step ", step, " twice"));
-}
-
 }  // namespace
 
-TimelineBuilder::TimelineBuilder(absl::string_view job_id, v1::TimelineAxis axis,
-                                 int64_t bucket_ns) {
-  job_.job_id = std::string(job_id);
-  job_.time_axis = axis == v1::TIMELINE_AXIS_TIME;
-  job_.bucket_ns = bucket_ns;
-}
-
-absl::Status TimelineBuilder::StartRank(const v1::RankRollups& header) {
-  if (absl::Status s = FinishRank(); !s.ok()) return s;
-  if (!seen_.emplace(header.rank(), header.attempt()).second) {
-    return RankTwice(job_.job_id, header.rank(), header.attempt());
-  }
-  in_rank_ = true;
+void TimelineBuilder::BeginRank(const v1::RankRollups& header) {
   // Ranks of a job have about as many rows as each other: start with room for the last one's.
   const size_t expect = job_.ranks.empty() ? 0 : job_.ranks.back().steps.size();
   rank_ = RankTimeline();
@@ -60,7 +38,6 @@ absl::Status TimelineBuilder::StartRank(const v1::RankRollups& header) {
   ids_.clear();
   for (const v1::StringEntry& e : header.strings()) ids_[e.id()] = job_.names.Intern(e.value());
   allocator_paths_ = 0;
-  return absl::OkStatus();
 }
 
 void TimelineBuilder::AddRow(const v1::StepRollup& s) {
@@ -114,8 +91,6 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
 }
 
 absl::Status TimelineBuilder::FinishRank() {
-  if (!in_rank_) return absl::OkStatus();
-  in_rank_ = false;
   std::vector<std::string> paths;
   if (allocator_paths_ & kPathPool) paths.push_back("pool");
   if (allocator_paths_ & kPathSegments) paths.push_back("segments");
@@ -136,24 +111,7 @@ absl::Status TimelineBuilder::FinishRank() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<JobTimeline> TimelineBuilder::Finish() && {
-  if (absl::Status s = FinishRank(); !s.ok()) return s;
-  return std::move(job_);
-}
-
-StepMetricsBuilder::StepMetricsBuilder(absl::string_view job_id, v1::TimelineAxis axis,
-                                       int64_t bucket_ns) {
-  job_.job_id = std::string(job_id);
-  job_.time_axis = axis == v1::TIMELINE_AXIS_TIME;
-  job_.bucket_ns = bucket_ns;
-}
-
-absl::Status StepMetricsBuilder::StartRank(const v1::RankRollups& header) {
-  if (absl::Status s = FinishRank(); !s.ok()) return s;
-  if (!seen_.emplace(header.rank(), header.attempt()).second) {
-    return RankTwice(job_.job_id, header.rank(), header.attempt());
-  }
-  in_rank_ = true;
+void StepMetricsBuilder::BeginRank(const v1::RankRollups& header) {
   const size_t expect = job_.ranks.empty() ? 0 : job_.ranks.back().size();
   RankStepMetrics& r = job_.ranks.emplace_back();
   r.rank = header.rank();
@@ -163,7 +121,6 @@ absl::Status StepMetricsBuilder::StartRank(const v1::RankRollups& header) {
   for (std::vector<uint64_t>* column : {&r.floor_bytes, &r.end_bytes, &r.peak_bytes}) {
     column->reserve(expect);
   }
-  return absl::OkStatus();
 }
 
 void StepMetricsBuilder::AddRow(const v1::StepRollup& s) {
@@ -176,8 +133,6 @@ void StepMetricsBuilder::AddRow(const v1::StepRollup& s) {
 }
 
 absl::Status StepMetricsBuilder::FinishRank() {
-  if (!in_rank_) return absl::OkStatus();
-  in_rank_ = false;
   RankStepMetrics& r = job_.ranks.back();
   // Rows come in key order, which is step order: the sort is for hand-built input.
   if (!std::is_sorted(r.step.begin(), r.step.end())) {
@@ -201,11 +156,6 @@ absl::Status StepMetricsBuilder::FinishRank() {
     if (r.step[i] == r.step[i - 1]) return StepTwice(job_.job_id, r.rank, r.attempt, r.step[i]);
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<JobStepMetrics> StepMetricsBuilder::Finish() && {
-  if (absl::Status s = FinishRank(); !s.ok()) return s;
-  return std::move(job_);
 }
 
 absl::StatusOr<JobTimeline> TimelineFromRollups(absl::string_view job_id,
