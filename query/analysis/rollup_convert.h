@@ -53,10 +53,6 @@ class RankByRankBuilder {
     job_.time_axis = axis == v1::TIMELINE_AXIS_TIME;
     job_.bucket_ns = bucket_ns;
   }
-  static absl::Status RankTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt) {
-    return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank, " attempt ",
-                                                   attempt, " appears twice in the rollups"));
-  }
   static absl::Status StepTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt,
                                 int64_t step) {
     return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank, " attempt ",
@@ -66,6 +62,10 @@ class RankByRankBuilder {
   Job job_;
 
  private:
+  static absl::Status RankTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", job_id, "': rank ", rank, " attempt ",
+                                                   attempt, " appears twice in the rollups"));
+  }
   absl::Status FinishCurrent() {
     if (!in_rank_) return absl::OkStatus();
     in_rank_ = false;
