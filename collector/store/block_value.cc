@@ -16,20 +16,21 @@ constexpr uint64_t kMaxBlockBytes = uint64_t{1} << 30;
 
 }  // namespace
 
-std::string CompressBlock(absl::string_view batch) {
-  std::string out(1, kCompressed);
+absl::string_view CompressBlock(absl::string_view batch, std::string* scratch) {
+  const int bound = LZ4_compressBound(static_cast<int>(batch.size()));
+  const size_t most = 1 + 10 + static_cast<size_t>(bound);  // marker, size varint, LZ4 block
+  if (scratch->size() < most) scratch->resize(most);
+  char* const out = scratch->data();
+  size_t header = 0;
+  out[header++] = kCompressed;
   uint64_t size = batch.size();
   do {
-    out.push_back(static_cast<char>((size & 0x7f) | (size >= 0x80 ? 0x80 : 0)));
+    out[header++] = static_cast<char>((size & 0x7f) | (size >= 0x80 ? 0x80 : 0));
     size >>= 7;
   } while (size != 0);
-  const size_t header = out.size();
-  const int bound = LZ4_compressBound(static_cast<int>(batch.size()));
-  out.resize(header + bound);
-  const int written = LZ4_compress_default(batch.data(), &out[header],
+  const int written = LZ4_compress_default(batch.data(), out + header,
                                            static_cast<int>(batch.size()), bound);
-  out.resize(header + written);
-  return out;
+  return absl::string_view(out, header + static_cast<size_t>(written));
 }
 
 absl::StatusOr<absl::string_view> BlockBatchBytes(absl::string_view value, std::string* scratch) {

@@ -18,8 +18,11 @@
 
 namespace memtrace::collector {
 
-// The stored value of a block whose EventBatch bytes are `batch`.
-std::string CompressBlock(absl::string_view batch);
+// The stored value of a block whose EventBatch bytes are `batch`, written into `scratch` and
+// valid until `scratch` next changes. `scratch` only grows: the store compresses block after
+// block of about the same size through one per thread, and a fresh string per block cost an
+// allocation, the zeroing of LZ4's worst case (~200 KB) and its page faults.
+absl::string_view CompressBlock(absl::string_view batch, std::string* scratch);
 
 // The EventBatch bytes of a stored value: `value` itself for an uncompressed one, or the bytes
 // decompressed into `scratch`. DATA_LOSS when a compressed value is damaged.

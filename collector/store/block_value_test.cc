@@ -10,7 +10,8 @@ namespace {
 TEST(BlockValueTest, CompressedBlocksComeBackAsTheirBytes) {
   std::string batch;
   for (int i = 0; i < 5000; ++i) batch += static_cast<char>(8 + i % 7);  // columnar-like
-  const std::string stored = CompressBlock(batch);
+  std::string compressed;
+  const std::string stored(CompressBlock(batch, &compressed));
   EXPECT_EQ(stored[0], '\0');
   EXPECT_LT(stored.size(), batch.size() / 4);
   std::string scratch;
@@ -18,9 +19,26 @@ TEST(BlockValueTest, CompressedBlocksComeBackAsTheirBytes) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, batch);
   // The empty batch too.
-  back = BlockBatchBytes(CompressBlock(""), &scratch);
+  back = BlockBatchBytes(CompressBlock("", &compressed), &scratch);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, "");
+}
+
+// One scratch for blocks of every size, as the store uses it: each value is the block's alone,
+// whatever a larger block before it left in the scratch.
+TEST(BlockValueTest, AScratchReusedForBlocksOfAnySizeGivesEachItsOwnValue) {
+  std::string compressed;
+  std::string scratch;
+  for (int n : {70000, 10, 0, 5000, 200000, 3}) {
+    std::string batch;
+    for (int i = 0; i < n; ++i) batch += static_cast<char>((i * 7919) % 251);
+    const absl::string_view stored = CompressBlock(batch, &compressed);
+    std::string fresh;
+    EXPECT_EQ(stored, CompressBlock(batch, &fresh)) << n;  // the same bytes as a new scratch
+    absl::StatusOr<absl::string_view> back = BlockBatchBytes(stored, &scratch);
+    ASSERT_TRUE(back.ok()) << n << ": " << back.status();
+    EXPECT_EQ(*back, batch) << n;
+  }
 }
 
 TEST(BlockValueTest, BlocksStoredUncompressedByOlderCollectorsReadAsTheyAre) {
@@ -34,7 +52,8 @@ TEST(BlockValueTest, BlocksStoredUncompressedByOlderCollectorsReadAsTheyAre) {
 
 TEST(BlockValueTest, DamagedValuesAreDataLoss) {
   std::string batch(3000, 'x');
-  const std::string stored = CompressBlock(batch);
+  std::string compressed;
+  const std::string stored(CompressBlock(batch, &compressed));
   std::string scratch;
   for (size_t cut : {size_t{1}, size_t{2}, stored.size() / 2, stored.size() - 1}) {
     EXPECT_EQ(BlockBatchBytes(stored.substr(0, cut), &scratch).status().code(),

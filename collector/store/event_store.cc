@@ -607,10 +607,12 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
     if (!whole || !AppendEventsOnly(batch_bytes, block_clock, &block)) {
       AppendBatchWire(kept, {}, nullptr, block_clock, &block);
     }
-    const std::string value = CompressBlock(block);
+    thread_local std::string compressed;
+    const absl::string_view value = CompressBlock(block, &compressed);
     record.set_blocks(record.blocks() + 1);
     record.set_block_bytes(record.block_bytes() + value.size());
-    wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq), value);
+    wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq),
+           rocksdb::Slice(value.data(), value.size()));
 
     thread_local std::string row_bytes;
     for (const v1::StepRollup& r : closed.steps) {
