@@ -47,8 +47,13 @@ std::vector<typename Map::key_type> SortedKeys(const Map& map) {
 }
 
 void EncodeLive(const absl::flat_hash_map<uint64_t, LiveAllocation>& set, LiveColumns* out) {
-  const std::vector<uint64_t> addresses = SortedKeys(set);
-  const int n = static_cast<int>(addresses.size());
+  // Sorted with a pointer to each allocation: no second hash lookup per allocation.
+  std::vector<std::pair<uint64_t, const LiveAllocation*>> sorted;
+  sorted.reserve(set.size());
+  for (const auto& [address, a] : set) sorted.emplace_back(address, &a);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  const int n = static_cast<int>(sorted.size());
   out->mutable_address_delta()->Reserve(n);
   out->mutable_bytes()->Reserve(n);
   out->mutable_seq()->Reserve(n);
@@ -58,8 +63,8 @@ void EncodeLive(const absl::flat_hash_map<uint64_t, LiveAllocation>& set, LiveCo
   out->mutable_source_id()->Reserve(n);
   out->mutable_memory_kind()->Reserve(n);
   uint64_t prev = 0;
-  for (uint64_t address : addresses) {
-    const LiveAllocation& a = set.at(address);
+  for (const auto& [address, allocation] : sorted) {
+    const LiveAllocation& a = *allocation;
     out->add_address_delta(static_cast<int64_t>(address - prev));
     prev = address;
     out->add_bytes(a.bytes);
