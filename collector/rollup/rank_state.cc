@@ -62,6 +62,7 @@ void EncodeLive(const absl::flat_hash_map<uint64_t, LiveAllocation>& set, LiveCo
   out->mutable_tag_id()->Reserve(n);
   out->mutable_source_id()->Reserve(n);
   out->mutable_memory_kind()->Reserve(n);
+  out->mutable_phase_id()->Reserve(n);
   uint64_t prev = 0;
   for (const auto& [address, allocation] : sorted) {
     const LiveAllocation& a = *allocation;
@@ -74,6 +75,7 @@ void EncodeLive(const absl::flat_hash_map<uint64_t, LiveAllocation>& set, LiveCo
     out->add_tag_id(a.tag_id);
     out->add_source_id(a.source_id);
     out->add_memory_kind(a.memory_kind);
+    out->add_phase_id(a.phase_id);
   }
 }
 
@@ -81,7 +83,8 @@ absl::Status DecodeLive(const LiveColumns& in, const char* name,
                         absl::flat_hash_map<uint64_t, LiveAllocation>* set) {
   const int n = in.address_delta_size();
   if (in.bytes_size() != n || in.seq_size() != n || in.ts_ns_size() != n || in.step_size() != n ||
-      in.tag_id_size() != n || in.source_id_size() != n || in.memory_kind_size() != n) {
+      in.tag_id_size() != n || in.source_id_size() != n || in.memory_kind_size() != n ||
+      (in.phase_id_size() != n && in.phase_id_size() != 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("checkpoint ", name, " columns differ in length (", n, " addresses)"));
   }
@@ -97,6 +100,7 @@ absl::Status DecodeLive(const LiveColumns& in, const char* name,
     a.tag_id = in.tag_id(i);
     a.source_id = in.source_id(i);
     a.memory_kind = in.memory_kind(i);
+    a.phase_id = in.phase_id_size() == n ? in.phase_id(i) : 0;
     if (!set->emplace(address, a).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("checkpoint ", name, " repeats address ", address));
@@ -321,6 +325,7 @@ void RankState::AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set
   a.step = current_step_;
   a.tag_id = e.tag_id;
   a.source_id = e.source_id;
+  a.phase_id = open_phases_.empty() ? 0 : open_phases_.back();
   a.memory_kind = e.kind == EventKind::kVmmMap && e.memory_kind == kMemoryUnknown
                       ? static_cast<uint32_t>(kMemoryVmm)
                       : e.memory_kind;
@@ -455,6 +460,7 @@ std::string RankState::Serialize() const {
   RankStateRecord rec;
   rec.set_version(kCheckpointVersion);
   rec.set_bucket_ns(bucket_ns_);
+  rec.set_allocation_phases(allocation_phases_known_);
   EncodeLive(allocs_, rec.mutable_allocations());
   EncodeLive(maps_, rec.mutable_mappings());
   for (uint64_t address : SortedKeys(pools_)) {
@@ -544,6 +550,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
     return st;
   }
   if (absl::Status st = DecodeLive(rec.mappings(), "mappings", &s.maps_); !st.ok()) return st;
+  s.allocation_phases_known_ = rec.allocation_phases();
   for (int i = 0; i < rec.pool_address_size(); ++i) s.pools_[rec.pool_address(i)] = rec.pool_bytes(i);
 
   const auto accumulator = [](const AccumulatorRecord& in, uint64_t epoch, Accumulator* acc) {

@@ -35,6 +35,9 @@ struct LiveAllocation {
   uint32_t tag_id = 0;
   uint32_t source_id = 0;
   uint32_t memory_kind = 0;
+  // The innermost NVTX phase open when it was made (its string id; 0 = none), so that `live`
+  // names an allocation's phase without replaying the stream's markers from its start.
+  uint32_t phase_id = 0;
 };
 
 // Events that do not fit the model; counted, never an error (agents lose events, CUPTI
@@ -117,6 +120,12 @@ class RankState {
   // Live ALLOC allocations and live VMM mappings, by address.
   const absl::flat_hash_map<uint64_t, LiveAllocation>& allocations() const { return allocs_; }
   const absl::flat_hash_map<uint64_t, LiveAllocation>& mappings() const { return maps_; }
+  // The phases open now, outermost first (string ids).
+  const std::vector<uint32_t>& open_phases() const { return open_phases_; }
+  // Whether every live allocation's phase_id is known: false for a state restored from a
+  // checkpoint written before allocations carried their phase (read the phases by replaying
+  // the stream's markers instead).
+  bool allocation_phases_known() const { return allocation_phases_known_; }
 
   // The whole state (live set, groups, open rollups, counters) as bytes, and back. Deserialize
   // rejects malformed input with INVALID_ARGUMENT.
@@ -197,6 +206,7 @@ class RankState {
   GroupMap sources_;
   GroupMap kinds_;
   std::vector<uint32_t> open_phases_;
+  bool allocation_phases_known_ = true;
   Accumulator step_;
   Accumulator bucket_;
   uint64_t next_epoch_ = 1;

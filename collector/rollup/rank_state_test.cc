@@ -3,6 +3,7 @@
 #include <limits>
 #include <vector>
 
+#include "collector/rollup/rank_state.pb.h"
 #include "gtest/gtest.h"
 
 namespace memtrace::collector {
@@ -548,6 +549,63 @@ TEST(RankStateTest, SerializeKeepsEveryLiveAllocation) {
   EXPECT_EQ(back->first_oom_seq(), 5u);
   EXPECT_EQ(back->last_seq(), 5u);
   EXPECT_EQ(back->events_applied(), 5u);
+}
+
+// Each allocation and mapping keeps the innermost phase open when it was made, through a
+// checkpoint too; the open phases are kept outermost first.
+TEST(RankStateTest, AnAllocationKeepsTheInnermostPhaseOpenWhenItWasMade) {
+  Script s;
+  s.PhaseBegin(7).Alloc(0x1, 1).PhaseBegin(8).Alloc(0x2, 1).Map(0x5, 1);
+  s.PhaseBegin(7).Alloc(0x6, 1).PhaseEnd(7);  // a nested range of the same name
+  s.PhaseEnd(8).Alloc(0x3, 1).PhaseEnd(7).Alloc(0x4, 1).PhaseBegin(9);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.allocations().at(0x1).phase_id, 7u);
+  EXPECT_EQ(state.allocations().at(0x2).phase_id, 8u);
+  EXPECT_EQ(state.mappings().at(0x5).phase_id, 8u);
+  EXPECT_EQ(state.allocations().at(0x6).phase_id, 7u);
+  EXPECT_EQ(state.allocations().at(0x3).phase_id, 7u);
+  EXPECT_EQ(state.allocations().at(0x4).phase_id, 0u);
+  EXPECT_EQ(state.open_phases(), std::vector<uint32_t>({9}));
+  absl::StatusOr<RankState> back = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->allocation_phases_known());
+  for (uint64_t address : {0x1, 0x2, 0x6, 0x3, 0x4}) {
+    EXPECT_EQ(back->allocations().at(address).phase_id,
+              state.allocations().at(address).phase_id)
+        << address;
+  }
+  EXPECT_EQ(back->mappings().at(0x5).phase_id, 8u);
+  EXPECT_EQ(back->open_phases(), std::vector<uint32_t>({9}));
+}
+
+// A checkpoint written before allocations carried their phase restores a state that says so
+// (the store then names phases by replaying the markers), and keeps saying so in its own
+// checkpoints. A phase column of the wrong length is refused.
+TEST(RankStateTest, ACheckpointWithoutAllocationPhasesSaysTheyAreUnknown) {
+  Script s;
+  s.PhaseBegin(7).Alloc(0x1, 1).Map(0x2, 1);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  RankStateRecord old;
+  ASSERT_TRUE(old.ParseFromString(state.Serialize()));
+  old.clear_allocation_phases();
+  old.mutable_allocations()->clear_phase_id();
+  old.mutable_mappings()->clear_phase_id();
+  absl::StatusOr<RankState> back = RankState::Deserialize(old.SerializeAsString());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->allocation_phases_known());
+  EXPECT_EQ(back->allocations().at(0x1).phase_id, 0u);
+  EXPECT_EQ(back->open_phases(), std::vector<uint32_t>({7}));
+  absl::StatusOr<RankState> again = RankState::Deserialize(back->Serialize());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->allocation_phases_known());
+
+  RankStateRecord uneven;
+  ASSERT_TRUE(uneven.ParseFromString(state.Serialize()));
+  uneven.mutable_allocations()->add_phase_id(3);
+  EXPECT_EQ(RankState::Deserialize(uneven.SerializeAsString()).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(RankStateTest, DeserializeRejectsGarbage) {

@@ -34,6 +34,9 @@
 ABSL_FLAG(int, ranks, 8, "ranks of the simulated job");
 ABSL_FLAG(int64_t, steps, 2000, "steps of the simulated job");
 ABSL_FLAG(uint64_t, events_per_rank, 1'000'000, "approximate events per rank");
+ABSL_FLAG(bool, phases, false,
+          "RL-style steps with NVTX phases (rollout, weight_sync, actor_update): `live` then "
+          "attributes each live allocation to the phase it was made in");
 ABSL_FLAG(int, repeat, 20, "warm calls per query");
 ABSL_FLAG(std::string, dir, "",
           "store directory (default: a fresh one under $TMPDIR, removed at the end); an existing "
@@ -126,6 +129,7 @@ int Run() {
   w.ranks = absl::GetFlag(FLAGS_ranks);
   w.steps = absl::GetFlag(FLAGS_steps);
   w.events_per_rank = absl::GetFlag(FLAGS_events_per_rank);
+  w.phases = absl::GetFlag(FLAGS_phases);
   w.leak_rank = w.ranks > 5 ? 5 : w.ranks - 1;
   w.leak_from_step = 30;
   // Small enough that the leaking rank does not run out of its 80 GiB within 2000 steps.

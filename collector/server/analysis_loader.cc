@@ -95,16 +95,57 @@ v1::LiveAtResponse ToLiveAt(const LiveSnapshot& live) {
   return out;
 }
 
-// Replays the phase markers of the stream up to the snapshot: which phase was innermost when
-// each live allocation was made, and which phases are open at the moment.
-absl::Status AttributePhases(const EventStore& store, absl::string_view job_id,
-                             const LiveSnapshot& live, analysis::RankLiveSet* set) {
+// Phase names by string id, from `live`'s string table.
+absl::flat_hash_map<uint32_t, const std::string*> PhaseNames(const LiveSnapshot& live) {
   absl::flat_hash_map<uint32_t, const std::string*> names;
   for (const StringDef& d : live.strings) names[d.id] = &d.value;
-  auto name = [&](uint32_t id) {
-    auto it = names.find(id);
-    return it != names.end() ? *it->second : absl::StrCat("phase#", id);
-  };
+  return names;
+}
+
+// The name of phase `id` ("phase#7" for an id the table lacks: its batch was lost).
+std::string PhaseName(const absl::flat_hash_map<uint32_t, const std::string*>& names,
+                      uint32_t id) {
+  auto it = names.find(id);
+  return it != names.end() ? *it->second : absl::StrCat("phase#", id);
+}
+
+// The phases the snapshot's allocations carry (RankState keeps each one's), and its open ones.
+void PhasesFromSnapshot(const LiveSnapshot& live, analysis::RankLiveSet* set) {
+  const auto names = PhaseNames(live);
+  const auto name = [&](uint32_t id) { return PhaseName(names, id); };
+  // The set kept device allocations only (host ones were left out): match by address.
+  absl::flat_hash_map<uint64_t, uint32_t> phase_of_address;
+  for (const auto& [address, a] : live.allocations) {
+    if (a.phase_id != 0) phase_of_address[address] = a.phase_id;
+  }
+  for (analysis::LiveAllocation& a : set->allocations) {
+    auto it = phase_of_address.find(a.address);
+    if (it != phase_of_address.end()) a.phase = name(it->second);
+  }
+  set->open_phases.clear();
+  for (uint32_t id : live.open_phases) set->open_phases.push_back(name(id));
+}
+
+}  // namespace
+
+absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
+                                                      absl::string_view job_id,
+                                                      v1::TimelineAxis axis,
+                                                      RollupDetail detail) {
+  return ReadWithFallback<analysis::TimelineBuilder>(store, job_id, axis, detail);
+}
+
+absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& store,
+                                                             absl::string_view job_id,
+                                                             v1::TimelineAxis axis) {
+  return ReadWithFallback<analysis::StepMetricsBuilder>(store, job_id, axis,
+                                                        RollupDetail::kScalars);
+}
+
+absl::Status ReplayPhases(const EventStore& store, absl::string_view job_id,
+                          const LiveSnapshot& live, analysis::RankLiveSet* set) {
+  const auto names = PhaseNames(live);
+  const auto name = [&](uint32_t id) { return PhaseName(names, id); };
   // The event that made each allocation the set kept (host ones were left out).
   absl::flat_hash_map<uint64_t, uint64_t> seq_of_address;
   for (const auto& [address, a] : live.allocations) seq_of_address[address] = a.seq;
@@ -153,22 +194,6 @@ absl::Status AttributePhases(const EventStore& store, absl::string_view job_id,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
-                                                      absl::string_view job_id,
-                                                      v1::TimelineAxis axis,
-                                                      RollupDetail detail) {
-  return ReadWithFallback<analysis::TimelineBuilder>(store, job_id, axis, detail);
-}
-
-absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& store,
-                                                             absl::string_view job_id,
-                                                             v1::TimelineAxis axis) {
-  return ReadWithFallback<analysis::StepMetricsBuilder>(store, job_id, axis,
-                                                        RollupDetail::kScalars);
-}
-
 absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_view job_id,
                                           uint32_t rank, std::optional<uint32_t> attempt,
                                           const LivePoint& point, bool with_phases) {
@@ -179,8 +204,11 @@ absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_
   out.live_bytes = live->live_bytes;
   out.oom_requested_bytes = live->oom_requested_bytes;
   if (with_phases) {
-    absl::Status s = AttributePhases(store, job_id, *live, &out.set);
-    if (!s.ok()) return s;
+    if (live->allocation_phases_known) {
+      PhasesFromSnapshot(*live, &out.set);
+    } else if (absl::Status s = ReplayPhases(store, job_id, *live, &out.set); !s.ok()) {
+      return s;
+    }
   }
   return out;
 }

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "collector/server/simulated_job_store.h"
 #include "gtest/gtest.h"
 #include "proto/codec/batch_codec.h"
 
@@ -215,6 +217,55 @@ TEST_F(AnalysisLoaderTest, LiveSetNamesThePhaseEachAllocationWasMadeIn) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   for (const analysis::LiveAllocation& a : plain->set.allocations) EXPECT_EQ(a.phase, "");
   EXPECT_TRUE(plain->set.open_phases.empty());
+}
+
+// The phases the live set keeps for its allocations are the ones a replay of the stream's
+// markers from its start gives, on an RL job (phases every step, rollout KV blocks kept live
+// across later phases), at moments before and after its checkpoints.
+TEST_F(AnalysisLoaderTest, TheLiveSetsOwnPhasesAreWhatAReplayOfTheMarkersGives) {
+  sim::WorkloadOptions w;
+  w.ranks = 2;
+  w.steps = 60;  // the store checkpoints every 50 steps and at close
+  w.events_per_rank = 6000;
+  w.phases = true;
+  w.rollout_leak = true;
+  ASSERT_TRUE(StoreSimulatedJob(*store_, "rl", w, 1000).ok());
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = store_->ListRanks("rl");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  ASSERT_EQ(ranks->size(), 2u);
+  int with_a_phase = 0;
+  for (const v1::RankSummary& r : *ranks) {
+    std::vector<LivePoint> points(1);  // now
+    for (double at : {0.1, 0.45, 0.9}) {
+      LivePoint p;
+      p.kind = LivePoint::Kind::kAtTime;
+      p.at_ns = r.first_ts_ns() + static_cast<int64_t>(at * (r.last_ts_ns() - r.first_ts_ns()));
+      points.push_back(p);
+    }
+    for (const LivePoint& point : points) {
+      const std::string where = absl::StrCat("rank ", r.rank(), " at ", point.at_ns);
+      absl::StatusOr<LiveSnapshot> live =
+          store_->LiveAllocations("rl", r.rank(), std::nullopt, point);
+      ASSERT_TRUE(live.ok()) << live.status();
+      EXPECT_TRUE(live->allocation_phases_known) << where;
+      absl::StatusOr<LoadedLiveSet> kept =
+          LoadLiveSet(*store_, "rl", r.rank(), std::nullopt, point, /*with_phases=*/true);
+      ASSERT_TRUE(kept.ok()) << kept.status();
+      absl::StatusOr<LoadedLiveSet> replayed =
+          LoadLiveSet(*store_, "rl", r.rank(), std::nullopt, point, /*with_phases=*/false);
+      ASSERT_TRUE(replayed.ok()) << replayed.status();
+      ASSERT_TRUE(ReplayPhases(*store_, "rl", *live, &replayed->set).ok());
+      ASSERT_EQ(kept->set.allocations.size(), replayed->set.allocations.size()) << where;
+      for (size_t i = 0; i < kept->set.allocations.size(); ++i) {
+        const analysis::LiveAllocation& a = kept->set.allocations[i];
+        ASSERT_EQ(a.address, replayed->set.allocations[i].address) << where;
+        EXPECT_EQ(a.phase, replayed->set.allocations[i].phase) << where << " address " << a.address;
+        if (!a.phase.empty()) ++with_a_phase;
+      }
+      EXPECT_EQ(kept->set.open_phases, replayed->set.open_phases) << where;
+    }
+  }
+  EXPECT_GT(with_a_phase, 8);  // the comparison saw phases, not only empty names
 }
 
 TEST_F(AnalysisLoaderTest, LiveSetAtATimeSeesOnlyWhatWasLiveThen) {

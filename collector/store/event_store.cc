@@ -1060,6 +1060,8 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
   out.step = state->current_step();
   out.live_bytes = state->live_bytes();
   if (point.kind == LivePoint::Kind::kFirstOom) out.oom_requested_bytes = record->first_oom_bytes();
+  out.open_phases = state->open_phases();
+  out.allocation_phases_known = state->allocation_phases_known();
   out.allocations.reserve(state->allocations().size() + state->mappings().size());
   for (const auto* set : {&state->allocations(), &state->mappings()}) {
     for (const auto& [address, a] : *set) out.allocations.emplace_back(address, a);

@@ -104,6 +104,10 @@ struct LiveSnapshot {
   std::vector<std::pair<uint64_t, LiveAllocation>> allocations;
   std::vector<StringDef> strings;
   uint64_t oom_requested_bytes = 0;
+  // The phases open at that moment, outermost first (string ids), and whether each
+  // allocation's phase_id is known (RankState::allocation_phases_known).
+  std::vector<uint32_t> open_phases;
+  bool allocation_phases_known = false;
 };
 
 struct StoredEvents {
