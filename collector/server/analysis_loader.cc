@@ -109,6 +109,15 @@ std::string PhaseName(const absl::flat_hash_map<uint32_t, const std::string*>& n
   return it != names.end() ? *it->second : absl::StrCat("phase#", id);
 }
 
+// Whether the stream recorded a phase marker (its string table names a phase): without one,
+// a replay of its markers would find none.
+bool NamesAPhase(const LiveSnapshot& live) {
+  for (const StringDef& d : live.strings) {
+    if (d.kind == StringKind::kPhase) return true;
+  }
+  return false;
+}
+
 // The phases the snapshot's allocations carry (RankState keeps each one's), and its open ones.
 void PhasesFromSnapshot(const LiveSnapshot& live, analysis::RankLiveSet* set) {
   const auto names = PhaseNames(live);
@@ -206,18 +215,11 @@ absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_
   if (with_phases) {
     if (live->allocation_phases_known) {
       PhasesFromSnapshot(*live, &out.set);
-    } else if (absl::Status s = ReplayPhases(store, job_id, *live, &out.set); !s.ok()) {
-      return s;
+    } else if (NamesAPhase(*live)) {
+      if (absl::Status s = ReplayPhases(store, job_id, *live, &out.set); !s.ok()) return s;
     }
   }
   return out;
-}
-
-bool RankHasPhases(const analysis::RankTimeline& rank) {
-  for (const analysis::StepPoint& p : rank.steps) {
-    if (!p.by_phase().empty()) return true;
-  }
-  return false;
 }
 
 }  // namespace memtrace::collector

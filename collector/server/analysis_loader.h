@@ -49,10 +49,9 @@ struct LoadedLiveSet {
 // The live set of (job, rank, attempt) at `point` (attempt unset = the rank's latest), host
 // allocations left out. With `with_phases`, each allocation's phase (the innermost phase open
 // when it was made) and the phases open at the moment are set too: from the live set, which
-// keeps them; for a stream restored from a checkpoint older than that, by ReplayPhases, which
-// costs O(events of the rank) (callers ask only for ranks whose rollups recorded phases).
-// NOT_FOUND naming the job / rank when unknown, or (kFirstOom) when the rank recorded no OOM.
-// Thread-safe.
+// keeps them; for a stream restored from a checkpoint older than that and whose string table
+// names a phase, by ReplayPhases, which costs O(events of the rank). NOT_FOUND naming the job /
+// rank when unknown, or (kFirstOom) when the rank recorded no OOM. Thread-safe.
 absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_view job_id,
                                           uint32_t rank, std::optional<uint32_t> attempt,
                                           const LivePoint& point, bool with_phases);
@@ -63,9 +62,6 @@ absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_
 // check the live set's own phases against it.
 absl::Status ReplayPhases(const EventStore& store, absl::string_view job_id,
                           const LiveSnapshot& live, analysis::RankLiveSet* set);
-
-// True when any step of `rank` recorded a phase (by_phase not empty).
-bool RankHasPhases(const analysis::RankTimeline& rank);
 
 }  // namespace memtrace::collector
 

@@ -117,7 +117,7 @@ TEST_F(AnalysisLoaderTest, LoadsStepRollupsWithNamesAndHost) {
   const analysis::GroupBytes* g = analysis::FindGroup(rank.steps[1].by_tag(), *grads);
   ASSERT_NE(g, nullptr);
   EXPECT_EQ(g->live_bytes, 50 * kMiB);
-  EXPECT_TRUE(RankHasPhases(rank));
+  EXPECT_FALSE(rank.steps[1].by_phase().empty());
 }
 
 TEST_F(AnalysisLoaderTest, FallsBackToTimeBucketsWhenNoRankHasStepMarkers) {
@@ -132,7 +132,7 @@ TEST_F(AnalysisLoaderTest, FallsBackToTimeBucketsWhenNoRankHasStepMarkers) {
   EXPECT_EQ(job->bucket_ns, kSecond);
   ASSERT_EQ(job->ranks.size(), 1u);
   EXPECT_GE(job->ranks[0].steps.size(), 3u);
-  EXPECT_FALSE(RankHasPhases(job->ranks[0]));
+  for (const analysis::StepPoint& p : job->ranks[0].steps) EXPECT_TRUE(p.by_phase().empty());
 }
 
 TEST_F(AnalysisLoaderTest, UnknownJobIsNotFoundNamingIt) {

@@ -41,17 +41,19 @@ absl::StatusOr<Timeline> Load(TimelineCache& cache, const EventStore& store,
   return cache.Get(store, job_id, axis, detail);
 }
 
-// The timeline of `rank` that SelectRanks compares (latest attempt unless `attempt`).
-const an::RankTimeline* FindRank(const an::JobTimeline& job, uint32_t rank,
-                                 std::optional<uint32_t> attempt) {
-  for (const an::RankTimeline* r : an::SelectRanks(job, attempt)) {
+// The rows of `rank` that SelectRanks compares (latest attempt unless `attempt`), in a
+// JobTimeline or a JobStepMetrics.
+template <typename Job>
+auto FindRank(const Job& job, uint32_t rank, std::optional<uint32_t> attempt)
+    -> typename decltype(an::SelectRanks(job, attempt))::value_type {
+  for (const auto* r : an::SelectRanks(job, attempt)) {
     if (r->rank == rank) return r;
   }
   return nullptr;
 }
 
-absl::Status UnknownRank(const an::JobTimeline& job, uint32_t rank,
-                         std::optional<uint32_t> attempt) {
+template <typename Job>
+absl::Status UnknownRank(const Job& job, uint32_t rank, std::optional<uint32_t> attempt) {
   return absl::NotFoundError(
       attempt.has_value()
           ? absl::StrCat("job \"", job.job_id, "\" has no rank ", rank, " attempt ", *attempt)
@@ -61,13 +63,13 @@ absl::Status UnknownRank(const an::JobTimeline& job, uint32_t rank,
 // The moment `step` of `rank` ended: just before the marker of the next step (the marker's
 // event belongs to the next step, and a closed step's end_ns is that marker's time), or everything
 // stored for the rank's last step. nullopt when the rank has no such step.
-std::optional<LivePoint> StepEnd(const an::RankTimeline& rank, int64_t step) {
-  for (size_t i = 0; i < rank.steps.size(); ++i) {
-    if (rank.steps[i].step != step) continue;
+std::optional<LivePoint> StepEnd(const an::RankStepMetrics& rank, int64_t step) {
+  for (size_t i = 0; i < rank.size(); ++i) {
+    if (rank.step[i] != step) continue;
     LivePoint point;
-    if (i + 1 < rank.steps.size()) {
+    if (i + 1 < rank.size()) {
       point.kind = LivePoint::Kind::kAtTime;
-      point.at_ns = rank.steps[i + 1].start_ns - 1;
+      point.at_ns = rank.start_ns[i + 1] - 1;
     }
     return point;
   }
@@ -84,7 +86,8 @@ void NoteAxis(const Job& job, v1::TimelineAxis asked, std::string* message) {
 
 // One rank's live set to read, and at which moment.
 struct LiveSetAsk {
-  const an::RankTimeline* rank;
+  uint32_t rank;
+  uint32_t attempt;
   LivePoint point;
   bool with_phases;
 };
@@ -99,8 +102,8 @@ absl::StatusOr<std::vector<an::RankLiveSet>> LoadLiveSets(const EventStore& stor
   std::vector<an::RankLiveSet> out(asks.size());
   absl::Status s = ParallelFor(asks.size(), threads, [&](size_t i) -> absl::Status {
     const LiveSetAsk& ask = asks[i];
-    absl::StatusOr<LoadedLiveSet> set = LoadLiveSet(store, job_id, ask.rank->rank,
-                                                    ask.rank->attempt, ask.point, ask.with_phases);
+    absl::StatusOr<LoadedLiveSet> set =
+        LoadLiveSet(store, job_id, ask.rank, ask.attempt, ask.point, ask.with_phases);
     if (!set.ok()) return set.status();
     out[i] = std::move(set->set);
     return absl::OkStatus();
@@ -130,7 +133,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   std::vector<LiveSetAsk> asks;
   for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
     if (!params.rank.has_value() || rank->rank == *params.rank) {
-      asks.push_back({rank, point, RankHasPhases(*rank)});
+      asks.push_back({rank->rank, rank->attempt, point, /*with_phases=*/true});
     }
   }
   absl::StatusOr<std::vector<an::RankLiveSet>> live =
@@ -143,13 +146,16 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
 
 absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                      const v1::LiveRequest& request, v1::LiveReport* response) {
-  absl::StatusOr<Timeline> loaded =
-      Load(cache, store, request.job_id(), "job_id", v1::TIMELINE_AXIS_STEP);
+  // The ranks and their steps' start times are all it needs of the rollups: diverged's
+  // columns, a fraction of a timeline (a cold whole-job `live` read full timelines first).
+  if (absl::Status s = RequireJob(request.job_id()); !s.ok()) return s;
+  absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> loaded =
+      cache.GetStepMetrics(store, request.job_id(), v1::TIMELINE_AXIS_STEP);
   if (!loaded.ok()) return loaded.status();
-  const an::JobTimeline* job = loaded->get();
+  const an::JobStepMetrics* job = loaded->get();
   std::optional<uint32_t> attempt;
   if (request.has_attempt()) attempt = request.attempt();
-  const an::RankTimeline* subject = FindRank(*job, request.rank(), attempt);
+  const an::RankStepMetrics* subject = FindRank(*job, request.rank(), attempt);
   if (subject == nullptr) return UnknownRank(*job, request.rank(), attempt);
 
   // The subject's moment first; the other ranks are read at the same time.
@@ -181,15 +187,15 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     case v1::LiveRequest::MOMENT_NOT_SET:
       break;
   }
-  absl::StatusOr<LoadedLiveSet> mine = LoadLiveSet(
-      store, request.job_id(), subject->rank, subject->attempt, point, RankHasPhases(*subject));
+  absl::StatusOr<LoadedLiveSet> mine = LoadLiveSet(store, request.job_id(), subject->rank,
+                                                   subject->attempt, point, /*with_phases=*/true);
   if (!mine.ok()) return mine.status();
   if (point.kind == LivePoint::Kind::kFirstOom) {
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
   }
 
   std::vector<LiveSetAsk> asks;
-  for (const an::RankTimeline* rank : an::SelectRanks(*job)) {
+  for (const an::RankStepMetrics* rank : an::SelectRanks(*job)) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
     if (point.kind == LivePoint::Kind::kFirstOom) {
@@ -201,7 +207,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       if (!end.has_value()) continue;
       at = *end;
     }
-    asks.push_back({rank, at, false});
+    asks.push_back({rank->rank, rank->attempt, at, /*with_phases=*/false});
   }
   absl::StatusOr<std::vector<an::RankLiveSet>> others =
       LoadLiveSets(store, request.job_id(), asks, threads);
