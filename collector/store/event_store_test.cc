@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,29 @@ v1::RankSummary RankOf(const EventStore& store, const std::string& job, uint32_t
   }
   ADD_FAILURE() << "no rank " << rank;
   return {};
+}
+
+// Compares job "job"'s one rank's rows on `axis` in `got` with those in `want`, row for row,
+// byte for byte. The number of rows compared (0 when they could not be compared).
+int ExpectSameRows(const EventStore& got, const EventStore& want, RollupAxis axis) {
+  absl::StatusOr<v1::GetRollupsResponse> g = got.Rollups("job", axis);
+  absl::StatusOr<v1::GetRollupsResponse> w = want.Rollups("job", axis);
+  if (!g.ok() || !w.ok()) {
+    ADD_FAILURE() << (g.ok() ? w.status() : g.status());
+    return 0;
+  }
+  if (g->ranks_size() != 1 || w->ranks_size() != 1) {
+    ADD_FAILURE() << "ranks: " << g->ranks_size() << " and " << w->ranks_size();
+    return 0;
+  }
+  const v1::RankRollups& a = g->ranks(0);
+  const v1::RankRollups& b = w->ranks(0);
+  EXPECT_EQ(a.steps_size(), b.steps_size());
+  const int n = std::min(a.steps_size(), b.steps_size());
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(a.steps(i).SerializeAsString(), b.steps(i).SerializeAsString()) << "row " << i;
+  }
+  return a.steps_size() == b.steps_size() ? n : 0;
 }
 
 // The options a store opened in `dir` wrote into its OPTIONS file.
@@ -305,16 +329,7 @@ TEST(EventStoreTest, ReopenAfterCrashRestoresCountsLiveBytesAndRollups) {
   EXPECT_EQ(rank.live_bytes(), ExpectedLive(320));
 
   for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
-    absl::StatusOr<v1::GetRollupsResponse> got = store->Rollups("job", axis);
-    absl::StatusOr<v1::GetRollupsResponse> want = reference->Rollups("job", axis);
-    ASSERT_TRUE(got.ok() && want.ok());
-    ASSERT_EQ(got->ranks_size(), 1);
-    ASSERT_EQ(got->ranks(0).steps_size(), want->ranks(0).steps_size());
-    for (int i = 0; i < got->ranks(0).steps_size(); ++i) {
-      EXPECT_EQ(got->ranks(0).steps(i).SerializeAsString(),
-                want->ranks(0).steps(i).SerializeAsString())
-          << "row " << i;
-    }
+    EXPECT_GT(ExpectSameRows(*store, *reference, axis), 0);
   }
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
   ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
@@ -342,17 +357,7 @@ TEST(EventStoreTest, RowsAreTheSameWhateverTheBatchSizes) {
   }
   ASSERT_TRUE(large->Append(b->key, Batch(MakeEvents(14001, 2000))).ok());
   for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
-    absl::StatusOr<v1::GetRollupsResponse> want = small->Rollups("job", axis);
-    absl::StatusOr<v1::GetRollupsResponse> got = large->Rollups("job", axis);
-    ASSERT_TRUE(got.ok() && want.ok());
-    ASSERT_EQ(got->ranks_size(), 1);
-    ASSERT_EQ(got->ranks(0).steps_size(), want->ranks(0).steps_size());
-    EXPECT_GE(got->ranks(0).steps_size(), axis == RollupAxis::kStep ? 1600 : 16);
-    for (int i = 0; i < got->ranks(0).steps_size(); ++i) {
-      ASSERT_EQ(got->ranks(0).steps(i).SerializeAsString(),
-                want->ranks(0).steps(i).SerializeAsString())
-          << "row " << i;
-    }
+    EXPECT_GE(ExpectSameRows(*large, *small, axis), axis == RollupAxis::kStep ? 1600 : 16);
   }
 }
 
@@ -401,14 +406,7 @@ TEST(EventStoreTest, TimeBucketsFollowTheAgentsClockEstimateAcrossARestart) {
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_TRUE(store->Append(s->key, with_clock(241, 40)).ok());
   ASSERT_TRUE(store->Append(s->key, with_clock(281, 40)).ok());
-  absl::StatusOr<v1::GetRollupsResponse> got = store->Rollups("job", RollupAxis::kTime);
-  ASSERT_TRUE(got.ok());
-  ASSERT_EQ(got->ranks(0).steps_size(), want->ranks(0).steps_size());
-  for (int i = 0; i < got->ranks(0).steps_size(); ++i) {
-    EXPECT_EQ(got->ranks(0).steps(i).SerializeAsString(),
-              want->ranks(0).steps(i).SerializeAsString())
-        << "row " << i;
-  }
+  EXPECT_GT(ExpectSameRows(*store, *reference, RollupAxis::kTime), 0);
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
   ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
 }
