@@ -209,5 +209,15 @@ TEST(AgentDlopenTest, NoJobIdFallsBackToALocalOne) {
   EXPECT_NE(run.out.find("using MEMTRACE_JOB_ID=local-"), std::string::npos) << run.out;
 }
 
+TEST(AgentDlopenTest, AnEmptyJobIdFallsBackToALocalOneToo) {
+  HostRun run = RunHost({{"MEMTRACE_COLLECTOR", "127.0.0.1:1"},
+                         {"MEMTRACE_JOB_ID", ""},
+                         {"MEMTRACE_SHUTDOWN_TIMEOUT_MS", "100"},
+                         {"MEMTRACE_SAMPLE_MS", "0"}},
+                        /*stay_ms=*/0);
+  EXPECT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("using MEMTRACE_JOB_ID=local-"), std::string::npos) << run.out;
+}
+
 }  // namespace
 }  // namespace memtrace

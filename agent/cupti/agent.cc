@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "agent/identity/env.h"
 #include "agent/identity/transport_env.h"
 
 namespace memtrace {
@@ -16,7 +17,8 @@ namespace {
 // MEMTRACE_JOB_ID still gets traced, under a job id of its own.
 absl::StatusOr<TransportOptions> TransportFromEnv(const EnvLookup& env, AgentLog* log) {
   absl::StatusOr<TransportOptions> t = TransportOptionsFromEnvironment(env);
-  if (t.ok() || env("MEMTRACE_JOB_ID").has_value()) return t;
+  // Set but empty (an unset template variable) is not given, as everywhere in env.h.
+  if (t.ok() || EnvNonEmpty(env, "MEMTRACE_JOB_ID").has_value()) return t;
   const ProcessFacts facts = CurrentProcessFacts();
   const std::string job = absl::StrCat("local-", facts.host, "-", facts.pid);
   EnvLookup with_job = [&env, job](const std::string& name) -> std::optional<std::string> {

@@ -207,12 +207,9 @@ bool RecordTranslator::MarkerToEvent(const CUpti_ActivityMarker2& r, Event* out)
 void RecordTranslator::RecordDropped(uint64_t n, int64_t ts_ns) {
   if (n == 0) return;
   cupti_dropped_.fetch_add(n, std::memory_order_relaxed);
-  Event e;
-  e.kind = EventKind::kLoss;
-  e.ts_ns = ts_ns;
-  e.aux = n;
-  e.memory_kind = kLossCuptiDropped;
-  sink_->Record(e);
+  // Not Record(): CUPTI drops records when the agent is overloaded, which is when the queue is
+  // full too, and a dropped marker would turn n lost records into one.
+  sink_->RecordLoss(kLossCuptiDropped, n, ts_ns);
 }
 
 TranslatorStats RecordTranslator::stats() const {

@@ -1,6 +1,7 @@
 #include "agent/cupti/record_translator.h"
 
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "agent/cupti/testing/recording_sink.h"
@@ -230,6 +231,29 @@ TEST(RecordTranslatorMarkerTest, MarkersDriveStepsAndPhasesInActivityOnlyMode) {
   EXPECT_EQ(events[2].ts_ns, 200);
   EXPECT_EQ(events[1].tag_id, events[2].tag_id);
   EXPECT_EQ(sink.Name(events[1].tag_id), "rollout");
+}
+
+// A sink that tells losses reported as such from events recorded.
+class LossReportingSink : public RecordingSink {
+ public:
+  void RecordLoss(uint32_t reason, uint64_t n, int64_t ts_ns) override {
+    losses.push_back({reason, n, ts_ns});
+  }
+  std::vector<std::tuple<uint32_t, uint64_t, int64_t>> losses;
+};
+
+TEST(RecordTranslatorLossTest, DroppedRecordsAreReportedAsALossNotRecordedAsAnEvent) {
+  // Through Record() the marker could itself be dropped by a full queue (transport_test's
+  // ALossReportedWhileTheQueueIsFullKeepsItsCount is what RecordLoss guarantees).
+  LossReportingSink sink;
+  CorrelationTable correlation{10};
+  RangeClassifier classifier = *RangeClassifier::Create(RangeClassifierOptions());
+  RecordTranslator translator(&sink, &correlation, &classifier, TranslatorOptions());
+  translator.RecordDropped(1234, 20);
+  EXPECT_TRUE(sink.events().empty());
+  ASSERT_EQ(sink.losses.size(), 1u);
+  EXPECT_EQ(sink.losses[0],
+            std::make_tuple(uint32_t{kLossCuptiDropped}, uint64_t{1234}, int64_t{20}));
 }
 
 TEST_F(RecordTranslatorTest, DroppedRecordsBecomeOneLossEventWithTheCount) {

@@ -56,6 +56,10 @@ class BatchStore {
 
   virtual size_t batches() const = 0;
   virtual uint64_t bytes() const = 0;
+
+  // Events of stored batches that NextAfter() had to skip because they could no longer be
+  // read (a spilled file gone or damaged), in all: the caller reports them as lost.
+  virtual uint64_t unreadable_events() const { return 0; }
 };
 
 class MemoryBatchStore final : public BatchStore {

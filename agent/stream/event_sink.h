@@ -26,6 +26,20 @@ class EventSink {
     for (const Event& e : events) Record(e);
   }
 
+  // Reports `n` events lost before they reached the sink (`reason`: a LossReasonValue, e.g.
+  // records CUPTI dropped): an EVENT_KIND_LOSS marker with aux = n. Unlike an event passed to
+  // Record(), the report itself is never dropped: a sink that is full keeps the count and places
+  // the marker when there is room. This default records the marker as an event. Thread-safe.
+  virtual void RecordLoss(uint32_t reason, uint64_t n, int64_t ts_ns) {
+    if (n == 0) return;
+    Event e;
+    e.kind = EventKind::kLoss;
+    e.ts_ns = ts_ns;
+    e.aux = n;
+    e.memory_kind = reason;
+    Record(e);
+  }
+
   // The stream-local id of a string (tag, source or phase name), defining it on first use.
   // The same (kind, value) always gets the same id. Thread-safe.
   virtual uint32_t Intern(StringKind kind, std::string_view value) = 0;

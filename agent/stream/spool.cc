@@ -108,6 +108,18 @@ bool WriteFile(const std::string& path, const std::string& data) {
   return ::close(fd) == 0;
 }
 
+// WriteFile to a new file, then renamed over `path`: a failed write (disk full) leaves the old
+// file as it was, where writing `path` itself would have truncated it.
+bool ReplaceFile(const std::string& path, const std::string& data) {
+  const std::string next = path + ".next";
+  if (!WriteFile(next, data)) return false;
+  if (::rename(next.c_str(), path.c_str()) == 0) return true;
+  const int error = errno;
+  ::unlink(next.c_str());
+  errno = error;
+  return false;
+}
+
 bool ReadFile(const std::string& path, uint64_t size, std::string* out) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
@@ -273,9 +285,10 @@ void SpoolBatchStore::AddStringsToOldest(absl::Span<const StringDef> defs) {
   batch.SerializeToString(bytes.get());
   if (!disk_.empty()) {
     DiskBatch& oldest = disk_.front();
-    if (!WriteFile(oldest.path, *bytes)) {
+    if (!ReplaceFile(oldest.path, *bytes)) {
       Report(Problem::kWrite, absl::StrCat("cannot rewrite ", oldest.path, ": ",
-                                           std::strerror(errno)));
+                                           std::strerror(errno), "; kept it without the ",
+                                           defs.size(), " string definitions"));
       return;
     }
     disk_bytes_ += bytes->size() - oldest.size;

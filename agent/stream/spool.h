@@ -18,7 +18,10 @@
 // Failures (directory not creatable, disk full, unreadable file) are printed once per kind
 // ("memtrace-agent: spool: ...") and never stop the transport: a batch that cannot be spilled
 // is dropped as a loss like one beyond the bound; an unreadable spilled batch is skipped and
-// counted in spool_read_lost(). Not thread-safe (the Transport serializes calls).
+// counted in spool_read_lost() (unreadable_events(), which the Transport reports as a
+// LOSS_REASON_SPOOL_FULL marker). A spilled batch rewritten to carry string definitions is
+// written to a new file and renamed over the old one, so a failed rewrite loses only the
+// definitions. Not thread-safe (the Transport serializes calls).
 #ifndef MEMTRACE_AGENT_STREAM_SPOOL_H_
 #define MEMTRACE_AGENT_STREAM_SPOOL_H_
 
@@ -60,9 +63,10 @@ class SpoolBatchStore final : public BatchStore {
   uint64_t disk_bytes() const { return disk_bytes_; }
   size_t disk_batches() const { return disk_.size(); }
   // Batches spilled to disk so far, and events of spilled batches whose file could not be read
-  // back (lost without a marker; reported on stderr).
+  // back (reported on stderr, and by the Transport as a loss).
   uint64_t spilled() const { return spilled_; }
   uint64_t spool_read_lost() const { return read_lost_; }
+  uint64_t unreadable_events() const override { return read_lost_; }
   const std::string& dir() const { return dir_; }
 
  private:

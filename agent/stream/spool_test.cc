@@ -1,10 +1,12 @@
 #include "agent/stream/spool.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 
@@ -160,6 +162,31 @@ TEST(SpoolTest, StringsAddedToASpilledOldestBatchAreInItsFile) {
   ASSERT_TRUE(batch.ParseFromString(*oldest->bytes));
   ASSERT_EQ(batch.strings_size(), 1);
   EXPECT_EQ(batch.strings(0).value(), "fsdp:layers.0");
+}
+
+// Spills two batches, then adds strings to the oldest while a rewrite cannot fit; exits 0 when
+// the oldest batch is still there as it was.
+[[noreturn]] void RewriteTheOldestWithoutRoom() {
+  const uint64_t one = MakeBatch(1, 100).bytes->size();
+  auto store = Create(TestDir("rewrite-full"), one, 1 << 30);
+  std::vector<SealedBatch> dropped;
+  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  if (store->disk_batches() != 2) _exit(2);
+  signal(SIGXFSZ, SIG_IGN);
+  const rlimit limit{one + 16, one + 16};  // the file as it is fits, with the strings not
+  if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(3);
+  store->AddStringsToOldest({StringDef{7, StringKind::kTag, std::string(2000, 'x')}});
+  std::optional<SealedBatch> oldest = store->NextAfter(0);
+  if (!oldest.has_value() || oldest->first_seq != 1) _exit(4);
+  if (store->spool_read_lost() != 0 || oldest->has_strings) _exit(5);
+  v1::EventBatch batch;
+  if (!batch.ParseFromString(*oldest->bytes) || batch.strings_size() != 0) _exit(6);
+  _exit(0);
+}
+
+TEST(SpoolTest, AFailedRewriteOfTheOldestSpilledBatchKeepsItsEvents) {
+  // RLIMIT_FSIZE stands in for a full disk, in a child process so that the limit ends with it.
+  EXPECT_EXIT(RewriteTheOldestWithoutRoom(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(SpoolTest, AnUnwritableSpoolDropsLikeTheMemoryStore) {

@@ -155,6 +155,12 @@ class Transport::Impl final : public IngestStream::Listener {
     }
   }
 
+  void RecordLoss(uint32_t reason, uint64_t n) {
+    if (n == 0) return;
+    queue_.AddLoss(reason, n);
+    Wake();  // rare: the marker may be the queue's only event
+  }
+
   uint32_t Intern(StringKind kind, std::string_view value) {
     const uint32_t id = strings_.Intern(kind, value);
     if (id == 0) {
@@ -191,6 +197,9 @@ class Transport::Impl final : public IngestStream::Listener {
   void FormBatches(bool force);
   void SealBatch(size_t covered);
   void HandleDropped();
+  // Reports the events of batches the store could no longer read back (a spilled file gone)
+  // as a spool loss, once each. mu_ held.
+  void ReportUnreadableLocked();
   grpc::ByteBuffer PrepareWrite(const SealedBatch& batch, uint64_t resume_after,
                                 const std::optional<ClockEstimate>& clock);
   // Notes that a message is about to be sent (its ack will carry the collector's times).
@@ -255,6 +264,7 @@ class Transport::Impl final : public IngestStream::Listener {
   uint64_t reconnects_ = 0;
   uint64_t stream_errors_ = 0;
   uint64_t lost_spool_full_ = 0;
+  uint64_t reported_unreadable_ = 0;  // of store_->unreadable_events()
 
   std::mutex shutdown_mu_;
   std::optional<absl::Status> shutdown_result_;
@@ -294,6 +304,16 @@ void Transport::Impl::Wake() {
 bool Transport::Impl::ForceBatches() {
   std::unique_lock<std::mutex> lock(mu_);
   return flush_waiters_ > 0 || stopping_;
+}
+
+void Transport::Impl::ReportUnreadableLocked() {
+  const uint64_t unreadable = store_->unreadable_events();
+  if (unreadable <= reported_unreadable_) return;
+  const uint64_t lost = unreadable - reported_unreadable_;
+  reported_unreadable_ = unreadable;
+  lost_spool_full_ += lost;
+  // The queue's own lock only: nothing that holds it takes mu_.
+  queue_.AddLoss(kLossSpoolFull, lost);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -502,6 +522,7 @@ bool Transport::Impl::ServeStream() {
         action = Action::kAbort;
       } else if (hello_acked_ && !write_in_flight_) {
         next = store_->NextAfter(written_through_);
+        ReportUnreadableLocked();
         if (next.has_value()) {
           action = Action::kWrite;
         } else if (stopping_) {
@@ -711,9 +732,14 @@ absl::Status Transport::Impl::Flush(absl::Duration timeout) {
   ++flush_waiters_;
   wake_ = true;
   sender_cv_.notify_one();
+  uint64_t unreadable_seen = reported_unreadable_;
   while (!sender_exited_) {
     if (durable_seq_ >= target) {
-      if (!sealed.loss_pending) break;
+      // Spilled batches found unreadable while flushing were recorded before the flush: it
+      // covers their loss marker too (placed when they were found, after `target`).
+      const bool found_lost = reported_unreadable_ != unreadable_seen;
+      if (!sealed.loss_pending && !found_lost) break;
+      unreadable_seen = reported_unreadable_;
       lock.unlock();
       sealed = queue_.SealPendingLosses();
       lock.lock();
@@ -822,6 +848,11 @@ Transport::~Transport() { impl_->Shutdown(absl::Seconds(5)).IgnoreError(); }
 void Transport::Record(const Event& event) { impl_->Record(event); }
 
 void Transport::RecordMany(absl::Span<const Event> events) { impl_->RecordMany(events); }
+
+void Transport::RecordLoss(uint32_t reason, uint64_t n, int64_t /*ts_ns*/) {
+  // The marker carries the time of the latest event queued, as every loss marker does.
+  impl_->RecordLoss(reason, n);
+}
 
 uint32_t Transport::Intern(StringKind kind, std::string_view value) {
   return impl_->Intern(kind, value);

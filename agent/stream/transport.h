@@ -75,6 +75,9 @@ class Transport : public EventSink {
   void Record(const Event& event) override;
   // Record() for each event, taking the queue's lock once per 256 events. Thread-safe.
   void RecordMany(absl::Span<const Event> events) override;
+  // Counted in the queue's pending losses (EventQueue::AddLoss), never dropped, even when the
+  // queue is full; the marker takes the next seq once there is room. Thread-safe.
+  void RecordLoss(uint32_t reason, uint64_t n, int64_t ts_ns) override;
   // Thread-safe. Values longer than 4096 bytes are cut, invalid UTF-8 bytes become '?'
   // (the wire carries proto3 strings). Returns 0 once max_strings distinct strings exist.
   uint32_t Intern(StringKind kind, std::string_view value) override;

@@ -2,6 +2,7 @@
 #include "agent/stream/transport.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -218,6 +219,30 @@ TEST(TransportTest, QueueOverflowProducesALossEventWithTheExactLostCount) {
   }
 }
 
+TEST(TransportTest, ALossReportedWhileTheQueueIsFullKeepsItsCount) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.queue_capacity = 100;
+  o.max_batch_events = 1000;
+  o.max_batch_delay = absl::Seconds(5);
+  auto t = StartOrDie(o);
+  ASSERT_TRUE(WaitConnected(*t));
+  RecordAllocs(*t, 0, 100, Handover::kOneByOne);  // full
+  t->RecordLoss(kLossCuptiDropped, 1000, Alloc(99).ts_ns);
+  t->RecordLoss(kLossCuptiDropped, 0, Alloc(99).ts_ns);  // nothing lost: no marker
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+
+  Stream s = collector.Snapshot();
+  ASSERT_EQ(s.events.size(), 101u);
+  const Event& loss = s.events[100];
+  EXPECT_EQ(loss.kind, EventKind::kLoss);
+  EXPECT_EQ(loss.seq, 101u);
+  EXPECT_EQ(loss.aux, 1000u);
+  EXPECT_EQ(loss.memory_kind, kLossCuptiDropped);
+  EXPECT_EQ(t->stats().events_lost_queue_full, 0u);
+}
+
 TEST(TransportTest, LossCountsAddUpUnderConcurrentOverflow) {
   FakeCollector collector;
   ASSERT_TRUE(collector.Start().ok());
@@ -416,6 +441,45 @@ TEST(TransportTest, DroppedUnackedBatchesAreReportedAsSpoolFullLossAndKeepTheirS
   EXPECT_EQ(lost, t->stats().events_lost);
   EXPECT_EQ(s.undefined_string_uses, 0u);  // the definition outlived its dropped batch
   EXPECT_EQ(s.strings.at(tag).value, "optimizer.state");
+  EXPECT_EQ(s.last_counters.events_lost, lost);
+}
+
+TEST(TransportTest, SpilledBatchesThatCannotBeReadBackAreReportedAsALoss) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  const int port = collector.port();
+  collector.Stop();  // the collector is away from the start
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  TransportOptions o = Options(collector.address());
+  o.max_batch_events = 64;
+  o.max_batch_delay = absl::Milliseconds(1);
+  o.max_unacked_bytes = 8 << 10;  // the rest spills
+  o.spool_dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/unreadable-spool";
+  auto t = StartOrDie(o);
+  for (uint64_t i = 0; i < 5000; ++i) {
+    t->Record(Alloc(i));
+    if (i % 256 == 0) absl::SleepFor(absl::Milliseconds(2));
+  }
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(t->stats().events_lost, 0u);  // all kept, most on disk
+  // The disk loses them (a cleaner, a full disk that damaged them: either way unreadable).
+  ASSERT_EQ(std::system(("find '" + o.spool_dir + "' -name '*.batch' -delete").c_str()), 0);
+  ASSERT_TRUE(collector.Start(port).ok());
+  ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
+  Stream s = collector.Snapshot();
+  uint64_t kept = 0, lost = 0;
+  for (const Event& e : s.events) {
+    if (e.kind == EventKind::kLoss) {
+      EXPECT_EQ(e.memory_kind, kLossSpoolFull);
+      lost += e.aux;
+    } else {
+      ++kept;
+    }
+  }
+  EXPECT_GT(lost, 0u);
+  EXPECT_EQ(kept + lost, 5000u);
+  EXPECT_EQ(t->stats().events_lost, lost);
+  EXPECT_EQ(t->stats().events_lost_spool_full, lost);
   EXPECT_EQ(s.last_counters.events_lost, lost);
 }
 
