@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "collector/rollup/rank_state.pb.h"
+#include "collector/rollup/saturating.h"
 
 namespace memtrace::collector {
 
@@ -261,12 +262,7 @@ void RankState::OnStep(const Event& e, ClosedRollups* closed) {
 }
 
 int64_t RankState::BucketOf(int64_t ts_ns) const {
-  int64_t collector_ts;
-  if (__builtin_add_overflow(ts_ns, clock_offset_ns_, &collector_ts)) {
-    collector_ts = clock_offset_ns_ < 0 ? std::numeric_limits<int64_t>::min()
-                                        : std::numeric_limits<int64_t>::max();
-  }
-  return FloorDiv(collector_ts, bucket_ns_);
+  return FloorDiv(SaturatingAdd(ts_ns, clock_offset_ns_), bucket_ns_);
 }
 
 void RankState::OnBucket(const Event& e, ClosedRollups* closed) {
@@ -287,12 +283,7 @@ void RankState::RememberBucketEnd() {
   // The open bucket ends at collector time (key + 1) x width, i.e. that minus the offset in the
   // rank's clock; anything earlier stays in it. Saturating: a bucket at the end of the clock
   // never ends.
-  int64_t end;
-  if (__builtin_sub_overflow(BucketEnd(bucket_.key, bucket_ns_), clock_offset_ns_, &end)) {
-    end = clock_offset_ns_ < 0 ? std::numeric_limits<int64_t>::max()
-                               : std::numeric_limits<int64_t>::min();
-  }
-  bucket_ends_before_ = end;
+  bucket_ends_before_ = SaturatingSub(BucketEnd(bucket_.key, bucket_ns_), clock_offset_ns_);
   bucket_end_offset_ = clock_offset_ns_;
 }
 

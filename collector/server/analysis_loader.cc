@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "collector/rollup/saturating.h"
 #include "query/analysis/rollup_convert.h"
 
 namespace memtrace::collector {
@@ -210,6 +211,12 @@ absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_
   if (!live.ok()) return live.status();
   LoadedLiveSet out;
   out.set = analysis::LiveSetFromProto(ToLiveAt(*live));
+  // The analyses line ranks up in the collector's clock (live_set.h); the store keeps each
+  // rank's own.
+  out.set.at_ns = SaturatingAdd(out.set.at_ns, live->clock_offset_ns);
+  for (analysis::LiveAllocation& a : out.set.allocations) {
+    a.ts_ns = SaturatingAdd(a.ts_ns, live->clock_offset_ns);
+  }
   out.live_bytes = live->live_bytes;
   out.oom_requested_bytes = live->oom_requested_bytes;
   if (with_phases) {

@@ -47,7 +47,7 @@ struct LoadedLiveSet {
 };
 
 // The live set of (job, rank, attempt) at `point` (attempt unset = the rank's latest), host
-// allocations left out. With `with_phases`, each allocation's phase (the innermost phase open
+// allocations left out, its times (the moment's and the allocations') in the collector's clock. With `with_phases`, each allocation's phase (the innermost phase open
 // when it was made) and the phases open at the moment are set too: from the live set, which
 // keeps them; for a stream restored from a checkpoint older than that and whose string table
 // names a phase, by ReplayPhases, which costs O(events of the rank). NOT_FOUND naming the job /

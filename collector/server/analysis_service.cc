@@ -1,12 +1,14 @@
 #include "collector/server/analysis_service.h"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "collector/server/analysis_loader.h"
 #include "collector/server/parallel_for.h"
 #include "collector/server/status_util.h"
@@ -58,6 +60,19 @@ absl::Status UnknownRank(const Job& job, uint32_t rank, std::optional<uint32_t> 
       attempt.has_value()
           ? absl::StrCat("job \"", job.job_id, "\" has no rank ", rank, " attempt ", *attempt)
           : absl::StrCat("job \"", job.job_id, "\" has no rank ", rank));
+}
+
+// NOT_FOUND when `attempt` is set and no rank of `job` (a JobTimeline or JobStepMetrics) ran it:
+// an analysis of no ranks would answer "nothing found" to a mistyped attempt.
+template <typename Job>
+absl::Status RequireAttempt(const Job& job, std::optional<uint32_t> attempt) {
+  if (!attempt.has_value() || !an::SelectRanks(job, attempt).empty()) return absl::OkStatus();
+  std::set<uint32_t> attempts;
+  for (const auto& r : job.ranks) attempts.insert(r.attempt);
+  return absl::NotFoundError(absl::StrCat(
+      "job \"", job.job_id, "\" has no attempt ", *attempt,
+      attempts.empty() ? " (it has no ranks)"
+                       : absl::StrCat(" (its attempts: ", absl::StrJoin(attempts, ", "), ")")));
 }
 
 // The moment `step` of `rank` ended: just before the marker of the next step (the marker's
@@ -119,6 +134,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   if (!loaded.ok()) return loaded.status();
   const an::JobTimeline* job = loaded->get();
   an::LeakParams params = an::FromProto(request.params());
+  if (absl::Status s = RequireAttempt(*job, params.attempt); !s.ok()) return s;
   if (request.has_rank()) {
     params.rank = request.rank();
     if (FindRank(*job, request.rank(), params.attempt) == nullptr) {
@@ -127,7 +143,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   }
   LivePoint point;
   if (request.has_at_ns()) {
-    point.kind = LivePoint::Kind::kAtTime;
+    point.kind = LivePoint::Kind::kAtCollectorTime;
     point.at_ns = request.at_ns();
   }
   std::vector<LiveSetAsk> asks;
@@ -139,7 +155,15 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   absl::StatusOr<std::vector<an::RankLiveSet>> live =
       LoadLiveSets(store, request.job_id(), asks, threads);
   if (!live.ok()) return live.status();
-  an::ToProto(an::FindLeaks(*job, *live, params), response);
+  // Candidates count their warm-up in steps, which a time-axis timeline's points are not.
+  std::shared_ptr<const an::JobStepMetrics> steps;
+  if (job->time_axis) {
+    absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> loaded_steps =
+        cache.GetStepMetrics(store, request.job_id(), v1::TIMELINE_AXIS_STEP);
+    if (!loaded_steps.ok()) return loaded_steps.status();
+    steps = *std::move(loaded_steps);
+  }
+  an::ToProto(an::FindLeaks(*job, *live, params, steps.get()), response);
   response->set_job_id(request.job_id());
   return absl::OkStatus();
 }
@@ -163,7 +187,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   std::optional<an::OomMoment> oom;
   switch (request.moment_case()) {
     case v1::LiveRequest::kAtNs:
-      point.kind = LivePoint::Kind::kAtTime;
+      point.kind = LivePoint::Kind::kAtCollectorTime;
       point.at_ns = request.at_ns();
       break;
     case v1::LiveRequest::kAtStep: {
@@ -194,12 +218,15 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
   }
 
+  // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),
+  // each rank's latest otherwise.
   std::vector<LiveSetAsk> asks;
-  for (const an::RankStepMetrics* rank : an::SelectRanks(*job)) {
+  for (const an::RankStepMetrics* rank : an::SelectRanks(*job, attempt)) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
     if (point.kind == LivePoint::Kind::kFirstOom) {
-      at.kind = LivePoint::Kind::kAtTime;
+      // The OOM's time in the collector's clock (LoadLiveSet), read on each rank in its own.
+      at.kind = LivePoint::Kind::kAtCollectorTime;
       at.at_ns = mine->set.at_ns;
     } else if (request.moment_case() == v1::LiveRequest::kAtStep) {
       // Each rank's own end of that step: ranks' clocks differ, their step boundaries agree.
@@ -228,7 +255,9 @@ grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedR
   absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> job =
       cache_.GetStepMetrics(*store_, request->job_id(), request->axis());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::DivergenceReport report = an::FindDivergence(**job, an::FromProto(request->params()));
+  const an::DivergenceParams params = an::FromProto(request->params());
+  if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
+  an::DivergenceReport report = an::FindDivergence(**job, params);
   NoteAxis(**job, request->axis(), &report.message);
   an::ToProto(report, response);
   return grpc::Status::OK;
@@ -241,6 +270,7 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
       Load(cache_, *store_, request->job_id(), "job_id", request->axis(),
            params.by == an::GrowthBy::kRank ? RollupDetail::kScalars : RollupDetail::kFull);
   if (!job.ok()) return ToGrpcStatus(job.status());
+  if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindGrowth(**job, params), response);
   return grpc::Status::OK;
 }
@@ -260,7 +290,9 @@ grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* 
   absl::StatusOr<Timeline> job =
       Load(cache_, *store_, request->job_id(), "job_id", request->axis());
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::ToProto(an::FindPeaks(**job, an::FromProto(request->params())), response);
+  const an::PeakParams params = an::FromProto(request->params());
+  if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
+  an::ToProto(an::FindPeaks(**job, params), response);
   return grpc::Status::OK;
 }
 
@@ -269,7 +301,9 @@ grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomR
   absl::StatusOr<Timeline> job = Load(cache_, *store_, request->job_id(), "job_id",
                                       request->axis(), RollupDetail::kScalars);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  an::ToProto(an::ForecastHeadroom(**job, an::FromProto(request->params())), response);
+  const an::HeadroomParams params = an::FromProto(request->params());
+  if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
+  an::ToProto(an::ForecastHeadroom(**job, params), response);
   return grpc::Status::OK;
 }
 
@@ -279,7 +313,15 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
   if (!a.ok()) return ToGrpcStatus(a.status());
   absl::StatusOr<Timeline> b = Load(cache_, *store_, request->job_b(), "job_b", request->axis());
   if (!b.ok()) return ToGrpcStatus(b.status());
-  an::ToProto(an::CompareJobs(**a, **b, an::FromProto(request->params())), response);
+  const an::CompareParams params = an::FromProto(request->params());
+  for (const std::optional<uint32_t>& attempt :
+       {params.diverged.attempt, params.growth.attempt, params.leaks.attempt, params.peak.attempt,
+        params.headroom.attempt}) {
+    for (const Timeline* job : {&*a, &*b}) {
+      if (absl::Status s = RequireAttempt(**job, attempt); !s.ok()) return ToGrpcStatus(s);
+    }
+  }
+  an::ToProto(an::CompareJobs(**a, **b, params), response);
   return grpc::Status::OK;
 }
 

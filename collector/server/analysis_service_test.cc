@@ -55,6 +55,22 @@ class AnalysisServiceTest : public ::testing::Test {
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "phases", phases).ok());
     phases.rollout_leak = true;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "rollout-leak", phases).ok());
+
+    // Two nodes of 8 ranks, an OOM on rank 0 (node 0) in step 45; in "skewed-oom" node 1's
+    // clock runs 10 s (10 steps) ahead, the same job otherwise.
+    sim::WorkloadOptions two_nodes = Base();
+    two_nodes.ranks = 16;
+    two_nodes.oom_rank = 0;
+    two_nodes.oom_step = 45;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "oom-16", two_nodes).ok());
+    two_nodes.clock_skew_per_node_ns = 10'000'000'000;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "skewed-oom", two_nodes).ok());
+
+    // "oom" again as attempt 0, then a healthy restart an hour later as attempt 1.
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "restarted", oom, 16384, 0).ok());
+    sim::WorkloadOptions rerun = Base();
+    rerun.start_ns += 3'600'000'000'000;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "restarted", rerun, 16384, 1).ok());
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -306,6 +322,125 @@ TEST_F(AnalysisServiceTest, UnknownJobRankOrStepIsNotFoundNamingIt) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
     EXPECT_TRUE(absl::StrContains(s.error_message(), "OOM")) << s.error_message();
   }
+}
+
+TEST_F(AnalysisServiceTest, LiveAtOomReadsTheOtherRanksAtItsMomentWhateverTheirHostsClocks) {
+  AnalysisService service(&server_->store(), 2);
+  v1::LiveRequest request;
+  request.set_rank(0);
+  request.set_at_oom(true);
+  request.mutable_params()->set_max_other_ranks(16);
+  v1::LiveReport aligned, skewed;
+  request.set_job_id("oom-16");
+  ASSERT_TRUE(service.Live(nullptr, &request, &aligned).ok());
+  request.set_job_id("skewed-oom");
+  ASSERT_TRUE(service.Live(nullptr, &request, &skewed).ok());
+  ASSERT_EQ(skewed.oom().step(), 45);
+  EXPECT_EQ(skewed.other_ranks(), 15u);
+  // Node 0's clock is exact, so the OOM is at the same collector time in both jobs; read at it,
+  // node 1's ranks hold what they held in the job whose clocks agree, not what they held ten
+  // steps before.
+  EXPECT_EQ(skewed.at_ns(), aligned.at_ns());
+  EXPECT_GT(skewed.others_median_total_bytes(), 0u);
+  EXPECT_EQ(skewed.others_median_total_bytes(), aligned.others_median_total_bytes());
+  ASSERT_EQ(skewed.groups_size(), aligned.groups_size());
+  for (int i = 0; i < skewed.groups_size(); ++i) {
+    EXPECT_EQ(skewed.groups(i).DebugString(), aligned.groups(i).DebugString());
+  }
+
+  // --at TIME is the collector's time on every rank: node 1's rank 12 at the OOM's moment is
+  // in the step it was in then, and its report gives the moment back in the collector's clock.
+  v1::LiveRequest peer;
+  peer.set_job_id("skewed-oom");
+  peer.set_rank(12);
+  peer.set_at_ns(skewed.at_ns());
+  v1::LiveReport at_time;
+  ASSERT_TRUE(service.Live(nullptr, &peer, &at_time).ok());
+  EXPECT_GE(at_time.at_step(), 44);
+  EXPECT_LE(at_time.at_ns(), skewed.at_ns());
+  EXPECT_GT(at_time.at_ns(), skewed.at_ns() - 1'000'000'000);
+}
+
+TEST_F(AnalysisServiceTest, LiveOfAnEarlierAttemptComparesThatAttemptsRanks) {
+  AnalysisService service(&server_->store(), 2);
+  v1::LiveRequest request;
+  request.set_rank(2);
+  request.set_at_oom(true);
+  v1::LiveReport only, earlier;
+  request.set_job_id("oom");
+  ASSERT_TRUE(service.Live(nullptr, &request, &only).ok());
+  request.set_job_id("restarted");
+  request.set_attempt(0);
+  ASSERT_TRUE(service.Live(nullptr, &request, &earlier).ok());
+  // Attempt 1 began an hour after attempt 0's OOM: read then, its ranks held nothing.
+  EXPECT_EQ(earlier.other_ranks(), 7u);
+  EXPECT_GT(earlier.others_median_total_bytes(), 0u);
+  EXPECT_EQ(earlier.others_median_total_bytes(), only.others_median_total_bytes());
+}
+
+TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
+  AnalysisService service(&server_->store(), 2);
+  v1::LeaksRequest request;
+  request.set_job_id("leak");
+  request.set_rank(5);
+  v1::LeakReport by_step, by_time;
+  ASSERT_TRUE(service.Leaks(nullptr, &request, &by_step).ok());
+  request.set_axis(v1::TIMELINE_AXIS_TIME);
+  ASSERT_TRUE(service.Leaks(nullptr, &request, &by_time).ok());
+  ASSERT_GE(by_step.candidates_size(), 1);
+  EXPECT_EQ(by_step.candidates(0).tag(), "leak:cache");
+  ASSERT_EQ(by_time.candidates_size(), by_step.candidates_size()) << by_time.DebugString();
+  for (int i = 0; i < by_step.candidates_size(); ++i) {
+    EXPECT_EQ(by_time.candidates(i).DebugString(), by_step.candidates(i).DebugString());
+  }
+}
+
+TEST_F(AnalysisServiceTest, AnAttemptNoRankRanIsNotFoundNotAnEmptyAnswer) {
+  AnalysisService service(&server_->store(), 2);
+  const auto expect_not_found = [](const grpc::Status& s, absl::string_view what) {
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << what;
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "no attempt 7 (its attempts: 0, 1)"))
+        << what << ": " << s.error_message();
+  };
+  v1::DivergedRequest diverged;
+  diverged.set_job_id("restarted");
+  diverged.mutable_params()->set_attempt(7);
+  v1::DivergenceReport diverged_report;
+  expect_not_found(service.Diverged(nullptr, &diverged, &diverged_report), "diverged");
+  v1::GrowthRequest growth;
+  growth.set_job_id("restarted");
+  growth.mutable_params()->set_attempt(7);
+  v1::GrowthReport growth_report;
+  expect_not_found(service.Growth(nullptr, &growth, &growth_report), "growth");
+  v1::LeaksRequest leaks;
+  leaks.set_job_id("restarted");
+  leaks.mutable_params()->set_attempt(7);
+  v1::LeakReport leak_report;
+  expect_not_found(service.Leaks(nullptr, &leaks, &leak_report), "leaks");
+  v1::PeakRequest peak;
+  peak.set_job_id("restarted");
+  peak.mutable_params()->set_attempt(7);
+  v1::PeakReport peak_report;
+  expect_not_found(service.Peak(nullptr, &peak, &peak_report), "peak");
+  v1::HeadroomRequest headroom;
+  headroom.set_job_id("restarted");
+  headroom.mutable_params()->set_attempt(7);
+  v1::HeadroomReport headroom_report;
+  expect_not_found(service.Headroom(nullptr, &headroom, &headroom_report), "headroom");
+  v1::CompareRequest compare;
+  compare.set_job_a("oom");
+  compare.set_job_b("restarted");
+  compare.mutable_params()->mutable_growth()->set_attempt(1);
+  v1::CompareReport compare_report;
+  const grpc::Status s = service.Compare(nullptr, &compare, &compare_report);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(s.error_message(), "job \"oom\" has no attempt 1 (its attempts: 0)"))
+      << s.error_message();
+
+  // An attempt that ran answers as before.
+  diverged.mutable_params()->set_attempt(1);
+  EXPECT_TRUE(service.Diverged(nullptr, &diverged, &diverged_report).ok());
+  EXPECT_EQ(diverged_report.ranks(), 8u);
 }
 
 TEST_F(AnalysisServiceTest, EmptyJobIdIsInvalidArgument) {

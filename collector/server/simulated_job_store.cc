@@ -1,6 +1,7 @@
 #include "collector/server/simulated_job_store.h"
 
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -13,8 +14,9 @@ namespace {
 // batch that first uses it, as an agent sends it.
 class StoreSink : public EventSink {
  public:
-  StoreSink(EventStore& store, StreamKey key, size_t batch_events)
-      : store_(store), key_(key), batch_events_(batch_events) {}
+  StoreSink(EventStore& store, StreamKey key, size_t batch_events,
+            std::optional<ClockEstimate> clock)
+      : store_(store), key_(key), batch_events_(batch_events), clock_(clock) {}
 
   void Record(const Event& event) override {
     if (!status_.ok()) return;
@@ -34,6 +36,7 @@ class StoreSink : public EventSink {
   // Appends what is buffered; the first error sticks.
   void Flush() {
     if (!status_.ok() || (batch_.events.empty() && batch_.strings.empty())) return;
+    batch_.clock = clock_;
     absl::StatusOr<AppendResult> r = store_.Append(key_, batch_);
     if (!r.ok()) status_ = r.status();
     ++batches_;
@@ -48,6 +51,7 @@ class StoreSink : public EventSink {
   EventStore& store_;
   const StreamKey key_;
   const size_t batch_events_;
+  const std::optional<ClockEstimate> clock_;
   DecodedBatch batch_;
   std::map<std::pair<StringKind, std::string>, uint32_t> ids_;
   uint64_t seq_ = 0;
@@ -59,7 +63,7 @@ class StoreSink : public EventSink {
 
 absl::StatusOr<StoredJobStats> StoreSimulatedJob(EventStore& store, const std::string& job_id,
                                                  const sim::WorkloadOptions& workload,
-                                                 size_t batch_events) {
+                                                 size_t batch_events, uint32_t attempt) {
   if (absl::Status s = sim::ValidateWorkload(workload); !s.ok()) return s;
   StoredJobStats stats;
   for (int rank = 0; rank < workload.ranks; ++rank) {
@@ -74,9 +78,15 @@ absl::StatusOr<StoredJobStats> StoreSimulatedJob(EventStore& store, const std::s
     identity.set_host(placement.host);
     identity.set_device_index(placement.local_rank);
     identity.set_launcher("simulator");
+    identity.set_attempt(attempt);
     absl::StatusOr<OpenedStream> opened = store.OpenStream(identity);
     if (!opened.ok()) return opened.status();
-    StoreSink sink(store, opened->key, batch_events > 0 ? batch_events : 1);
+    // Collector clock minus the host's: exact, as from a round trip of no time.
+    std::optional<ClockEstimate> clock;
+    if (workload.clock_skew_per_node_ns != 0) {
+      clock = ClockEstimate{-sim::ClockSkewNs(workload, rank), 0};
+    }
+    StoreSink sink(store, opened->key, batch_events > 0 ? batch_events : 1, clock);
     absl::Status played = sim::PlayRank(workload, rank, sink);
     sink.Flush();
     absl::Status closed = store.CloseStream(opened->key, played.ok() && sink.status().ok());

@@ -19,13 +19,16 @@ struct StoredJobStats {
   uint64_t batches = 0;
 };
 
-// Plays every rank of `workload` as job `job_id` (rank r = stream (job, r, attempt 0), host from
+// Plays every rank of `workload` as job `job_id` (rank r = stream (job, r, attempt), host from
 // sim::PlaceRank, launcher "simulator"), appending `batch_events` events per Append and closing
-// each stream as complete. Ranks are played one after the other; memory stays bounded by one
-// batch. Errors of the workload options or the store are returned as they are.
+// each stream as complete. Each batch carries the clock estimate an agent would have measured on
+// a host whose clock is off by sim::ClockSkewNs (none when the workload has no skew). Ranks are
+// played one after the other; memory stays bounded by one batch. Errors of the workload options
+// or the store are returned as they are.
 absl::StatusOr<StoredJobStats> StoreSimulatedJob(EventStore& store, const std::string& job_id,
                                                  const sim::WorkloadOptions& workload,
-                                                 size_t batch_events = 16384);
+                                                 size_t batch_events = 16384,
+                                                 uint32_t attempt = 0);
 
 }  // namespace memtrace::collector
 

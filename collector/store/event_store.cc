@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "collector/rollup/saturating.h"
 #include "collector/store/block_value.h"
 #include "collector/store/records.pb.h"
 #include "collector/store/rollup_series.h"
@@ -1019,6 +1020,7 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
   }
   const v1::RankSummary& summary = record->summary();
   const StreamKey key{job->job_no(), rank, summary.identity().attempt()};
+  const int64_t clock_offset_ns = summary.has_clock() ? summary.clock().offset_ns() : 0;
 
   DecodeCutoff target;
   target.last_seq = summary.durable_seq();
@@ -1030,6 +1032,8 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
             absl::StrCat(Describe(key, job_id), " has no OOM event"));
       }
       target.last_seq = summary.first_oom_seq();
+    } else if (point.kind == LivePoint::Kind::kAtCollectorTime) {
+      target.max_ts_ns = SaturatingSub(point.at_ns, clock_offset_ns);
     } else {
       target.max_ts_ns = point.at_ns;
     }
@@ -1059,6 +1063,7 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
   out.ts_ns = state->last_ts_ns();
   out.step = state->current_step();
   out.live_bytes = state->live_bytes();
+  out.clock_offset_ns = clock_offset_ns;
   if (point.kind == LivePoint::Kind::kFirstOom) out.oom_requested_bytes = record->first_oom_bytes();
   out.open_phases = state->open_phases();
   out.allocation_phases_known = state->allocation_phases_known();

@@ -87,9 +87,19 @@ struct AppendResult {
 
 // Which moment LiveAllocations() reconstructs.
 struct LivePoint {
-  enum class Kind { kNow, kAtTime, kFirstOom };
+  enum class Kind {
+    kNow,
+    // The state after every event up to the first with ts_ns > at_ns: a time in the rank's
+    // own clock, as its events carry it.
+    kAtTime,
+    // The same moment given in the collector's clock: at_ns minus the rank's clock offset
+    // (RankSummary.clock, the agent's latest estimate; 0 without one) in its own clock. What
+    // lines up ranks on hosts whose clocks disagree.
+    kAtCollectorTime,
+    kFirstOom,
+  };
   Kind kind = Kind::kNow;
-  int64_t at_ns = 0;  // for kAtTime: the state after every event up to the first with ts > at_ns
+  int64_t at_ns = 0;
 };
 
 // One rank's live set at a moment.
@@ -100,6 +110,9 @@ struct LiveSnapshot {
   int64_t ts_ns = 0;
   int64_t step = 0;
   uint64_t live_bytes = 0;
+  // The rank's clock offset used for kAtCollectorTime (whatever the point's kind): collector
+  // time = a rank time + clock_offset_ns.
+  int64_t clock_offset_ns = 0;
   // Allocations and VMM mappings by address, largest first.
   std::vector<std::pair<uint64_t, LiveAllocation>> allocations;
   std::vector<StringDef> strings;

@@ -92,11 +92,18 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     h.status = HeadroomStatus::kFlat;
     return h;
   }
+  // The horizon is counted in steps, so with long steps the time to it can pass what an int64
+  // of ns holds (~292 years): that far out is flat too.
+  const double eta_ns = (peak_step - double(last.step)) * h.step_ns;
+  if (!(eta_ns < 0x1p63)) {
+    h.status = HeadroomStatus::kFlat;
+    return h;
+  }
   h.status = HeadroomStatus::kForecast;
   h.forecast_step = static_cast<int64_t>(peak_step);
   h.floor_forecast_step = static_cast<int64_t>(
       std::min(floor_step, static_cast<double>(last.step) + 10.0 * params.max_horizon_steps));
-  h.eta_ns = static_cast<int64_t>(std::llround((peak_step - double(last.step)) * h.step_ns));
+  h.eta_ns = static_cast<int64_t>(std::llround(eta_ns));
   return h;
 }
 

@@ -36,7 +36,8 @@ struct HeadroomParams {
 
 enum class HeadroomStatus {
   kForecast,     // rising: forecast_step is set
-  kFlat,         // no significant rise, or the capacity is beyond max_horizon_steps
+  kFlat,         // no significant rise, or the capacity is beyond max_horizon_steps (or ~292
+                 // years, the most eta_ns holds)
   kOutOfMemory,  // the rank already recorded an OOM (forecast_step = that step)
   kNoCapacity,   // no capacity given and no device samples
   kTooShort,     // fewer than min_points steps after warm-up

@@ -72,6 +72,33 @@ TEST(HeadroomTest, WithoutCapacityThereIsNoForecast) {
   for (const RankHeadroom& h : report.entries) EXPECT_EQ(h.status, HeadroomStatus::kNoCapacity);
 }
 
+TEST(HeadroomTest, AForecastTooFarOutForItsTimeIsFlatNotANegativeEta) {
+  // Steps of 4000 s instead of 2 s: within the horizon of 10^7 steps, a capacity millions of
+  // steps away is ~10^19 ns away, past what eta_ns holds.
+  sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 4, 150);
+  JobTimeline job = sim::Simulate(spec).timeline;
+  for (RankTimeline& r : job.ranks) {
+    for (StepPoint& p : r.steps) {
+      p.start_ns *= 2000;
+      p.end_ns *= 2000;
+    }
+  }
+  HeadroomParams params;
+  params.capacity_bytes = 1024 * kGiB;  // ~5000 steps of 200 MiB: ~230 days
+  RankHeadroom near = ForecastHeadroom(job, params).entries[0];
+  EXPECT_EQ(near.rank, 3u);
+  ASSERT_EQ(near.status, HeadroomStatus::kForecast);
+  EXPECT_GT(near.eta_ns, 0);
+  EXPECT_DOUBLE_EQ(near.step_ns, 4e12);
+  params.capacity_bytes = 600 * 1024 * kGiB;  // ~3 M steps: ~380 years
+  HeadroomReport far = ForecastHeadroom(job, params);
+  EXPECT_EQ(far.forecasts, 0u);
+  for (const RankHeadroom& h : far.entries) {
+    EXPECT_EQ(h.status, HeadroomStatus::kFlat) << h.rank;
+    EXPECT_EQ(h.eta_ns, 0) << h.rank;
+  }
+}
+
 TEST(HeadroomTest, ARankThatAlreadyRanOutSaysSo) {
   sim::JobSpec spec = sim::OomJob();
   sim::SimulatedJob job = sim::Simulate(spec);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -243,21 +244,32 @@ absl::string_view CurveClassName(CurveClass c) {
 }
 
 LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
-                     const LeakParams& params) {
+                     const LeakParams& params, const JobStepMetrics* steps) {
   LeakReport report;
   report.job_id = job.job_id;
   report.params = params;
   std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
   TheilSen fitter(params.max_pairs);
+  // Per rank, the first step after warm-up: allocations from it on can be candidates.
   absl::flat_hash_map<uint32_t, int64_t> warmup_end;
-  for (const RankTimeline* r : ranks) {
-    // The first step after warm-up (allocations from it on are candidates).
-    if (params.warmup_steps < r->steps.size()) {
-      warmup_end[r->rank] = r->steps[params.warmup_steps].step;
-    } else if (!r->steps.empty()) {
-      warmup_end[r->rank] = r->steps.back().step + 1;
+  const auto note_warmup = [&](uint32_t rank, size_t count, auto step_at) {
+    if (params.warmup_steps < count) {
+      warmup_end[rank] = step_at(params.warmup_steps);
+    } else if (count > 0) {
+      warmup_end[rank] = step_at(count - 1) + 1;
     }
+  };
+  if (!job.time_axis) {
+    for (const RankTimeline* r : ranks) {
+      note_warmup(r->rank, r->steps.size(), [&](size_t i) { return r->steps[i].step; });
+    }
+  } else if (steps != nullptr && !steps->time_axis) {
+    for (const RankStepMetrics* r : SelectRanks(*steps, params.attempt)) {
+      note_warmup(r->rank, r->size(), [&](size_t i) { return r->step[i]; });
+    }
+  }
+  for (const RankTimeline* r : ranks) {
     if (params.rank.has_value() && r->rank != *params.rank) continue;
     report.curves.push_back(Classify(*r, params, fitter));
     if (report.curves.back().curve == CurveClass::kLeak) ++report.leaking_ranks;
@@ -266,8 +278,12 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   for (const RankLiveSet& set : live) {
     if (params.rank.has_value() && set.rank != *params.rank) continue;
     auto it = warmup_end.find(set.rank);
-    FindCandidates(set, it != warmup_end.end() ? it->second : int64_t{params.warmup_steps}, params,
-                   report);
+    // A time-axis job without its steps: no warm-up to count from, so no candidates (survivors
+    // do not need one).
+    const int64_t candidates_from = it != warmup_end.end() ? it->second
+                                    : job.time_axis ? std::numeric_limits<int64_t>::max()
+                                                    : int64_t{params.warmup_steps};
+    FindCandidates(set, candidates_from, params, report);
   }
   std::stable_sort(report.candidates.begin(), report.candidates.end(),
                    [](const LeakCandidate& a, const LeakCandidate& b) { return a.rank < b.rank; });

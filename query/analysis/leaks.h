@@ -32,6 +32,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "query/analysis/live_set.h"
+#include "query/analysis/step_metrics.h"
 #include "query/analysis/timeline.h"
 
 namespace memtrace::analysis {
@@ -137,8 +138,14 @@ struct LeakReport {
 
 // Classifies every rank of `job` and, for the ranks in `live` (empty is fine), lists candidates
 // and phase survivors. Pure.
+//
+// A candidate's warm-up and step boundaries are counted in steps, as its allocations' steps are.
+// When `job` is on the time axis its points are time buckets, so the warm-up comes from
+// `steps`, the same job's step columns (JobStepMetrics on the step axis); without them, or when
+// the job has no step markers at all (every allocation is then in step 0, and none survives a
+// step boundary), there are no candidates.
 LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live = {},
-                     const LeakParams& params = {});
+                     const LeakParams& params = {}, const JobStepMetrics* steps = nullptr);
 
 }  // namespace memtrace::analysis
 

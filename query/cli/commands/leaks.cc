@@ -21,9 +21,12 @@ constexpr char kUsage[] =
     "across at least --min-boundaries step boundaries, grouped by tag and call site (source)\n"
     "with counts and bytes, largest first (--top per rank). Phase-aware for RL trainers:\n"
     "memory allocated in a phase (e.g. rollout) and still live after that phase ended, and\n"
-    "phase-named tags still holding memory at step ends, are listed too.\n"
+    "phase-named tags still holding memory at step ends, are listed too. Candidates count\n"
+    "steps (also with --axis time), so a job without step markers has none.\n"
     "\n"
-    "TIME: ns since the epoch, now, now-15m, -90s, or RFC 3339 (2026-12-02T16:54:03Z).";
+    "TIME: ns since the epoch, now, now-15m, -90s, or RFC 3339 (2026-12-02T16:54:03Z), in\n"
+    "the collector's clock: each rank is read at it in its own clock, shifted by the offset\n"
+    "its agent measured (memtrace ranks), so hosts whose clocks disagree still line up.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;

@@ -21,7 +21,9 @@ constexpr char kUsage[] =
     "OOM event (with the size it asked for) and that event's time on the other ranks. With\n"
     "none of them: everything stored (the latest state).\n"
     "\n"
-    "TIME: ns since the epoch, now, now-15m, -90s, or RFC 3339 (2026-12-02T16:54:03Z).";
+    "TIME: ns since the epoch, now, now-15m, -90s, or RFC 3339 (2026-12-02T16:54:03Z), in\n"
+    "the collector's clock: each rank is read at it in its own clock, shifted by the offset\n"
+    "its agent measured (memtrace ranks), so hosts whose clocks disagree still line up.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
