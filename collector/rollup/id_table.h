@@ -2,8 +2,8 @@
 // allocation and free (by tag, by source, by memory kind). Ids are string-table ids handed out
 // from 1 upward and memory kinds below 128, so a vector indexed by id replaces a hash lookup
 // per event (the ingest profile's largest RankState cost, docs/PERFORMANCE.md); ids beyond
-// kDenseIds (a hostile or enormous string table) go to a hash map, so memory stays bounded by
-// the ids actually used. An id never touched reads as T{}. Not thread-safe.
+// kDenseIds (a hostile or enormous string table) go to a tree, so memory stays bounded by the
+// ids actually used. An id never touched reads as T{}. Not thread-safe.
 #ifndef MEMTRACE_COLLECTOR_ROLLUP_ID_TABLE_H_
 #define MEMTRACE_COLLECTOR_ROLLUP_ID_TABLE_H_
 
@@ -13,7 +13,7 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
-#include "absl/container/flat_hash_map.h"
+#include "absl/container/btree_map.h"
 
 namespace memtrace::collector {
 
@@ -33,11 +33,7 @@ class IdTable {
   template <typename Fn>
   void ForEachAscending(Fn fn) const {
     for (size_t id = 0; id < dense_.size(); ++id) fn(static_cast<uint32_t>(id), dense_[id]);
-    std::vector<uint32_t> ids;
-    ids.reserve(sparse_.size());
-    for (const auto& [id, value] : sparse_) ids.push_back(id);
-    std::sort(ids.begin(), ids.end());
-    for (uint32_t id : ids) fn(id, sparse_.at(id));
+    for (const auto& [id, value] : sparse_) fn(id, value);
   }
 
  private:
@@ -50,7 +46,10 @@ class IdTable {
   }
 
   std::vector<T> dense_;
-  absl::flat_hash_map<uint32_t, T> sparse_;
+  // Ordered: every rollup row walks it in id order, and sorting it each time cost more than a
+  // lookup in a tree here does (ids this high are rare: ingest checks them against the
+  // stream's string-table limit, security/ingest_limits.h).
+  absl::btree_map<uint32_t, T> sparse_;
 };
 
 }  // namespace memtrace::collector

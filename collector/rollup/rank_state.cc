@@ -123,6 +123,7 @@ void RankAnomalies::ToProto(v1::AnomalyCounts* out) const {
   out->set_time_backwards(time_backwards);
   out->set_step_backwards(step_backwards);
   out->set_phase_unmatched(phase_unmatched);
+  out->set_phase_too_deep(phase_too_deep);
 }
 
 RankState::RankState(int64_t bucket_ns) : bucket_ns_(bucket_ns > 0 ? bucket_ns : kDefaultBucketNs) {}
@@ -147,6 +148,7 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
     if (e.ts_ns < last_ts_ns_) ++anomalies_.time_backwards;
     OnBucket(e, closed);
   }
+  max_ts_ns_ = events_applied_ == 0 ? e.ts_ns : std::max(max_ts_ns_, e.ts_ns);
   ++events_applied_;
   last_seq_ = e.seq;
   last_ts_ns_ = e.ts_ns;
@@ -194,6 +196,12 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
       OnStep(e, closed);
       break;
     case EventKind::kPhaseBegin:
+      // Every open phase is carried into each new step and bucket and written with every row
+      // they close: without a bound, a stream of distinct PHASE_BEGINs costs cubic time.
+      if (open_phases_.size() >= kMaxOpenPhases) {
+        ++anomalies_.phase_too_deep;
+        break;
+      }
       open_phases_.push_back(e.tag_id);
       for (Accumulator* acc : {&step_, &bucket_}) {
         PhaseStat* p = FindPhase(acc, e.tag_id);
@@ -351,7 +359,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RankState::TouchGroup(GroupMap* groups,
     g.bucket_epoch = bucket_.epoch;
     g.bucket_peak = g.live;
   }
-  g.live = add ? g.live + bytes : g.live - std::min(g.live, bytes);
+  g.live = add ? g.live + bytes : g.live - bytes;  // exact, as live_bytes_ (ChangeLive)
   g.step_peak = std::max(g.step_peak, g.live);
   g.bucket_peak = std::max(g.bucket_peak, g.live);
 }
@@ -361,10 +369,13 @@ void RankState::ChangeLive(const LiveAllocation& a, bool add) {
   if (IsHostMemoryKind(a.memory_kind)) return;
   TouchGroup(&tags_, a.tag_id, a.bytes, add);
   TouchGroup(&sources_, a.source_id, a.bytes, add);
+  // Exact (modulo 2^64) both ways, not clamped at 0: every byte taken off was added for the
+  // same allocation, so the sums always equal the live set's, which is what a restore from a
+  // checkpoint recomputes them from, even when absurd sizes (2^64-1) wrap around.
   if (add) {
     live_bytes_ += a.bytes;
   } else {
-    live_bytes_ -= std::min(live_bytes_, a.bytes);
+    live_bytes_ -= a.bytes;
   }
   for (Accumulator* acc : {&step_, &bucket_}) {
     acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
@@ -510,6 +521,7 @@ std::string RankState::Serialize() const {
   rec.set_last_seq(last_seq_);
   rec.set_first_ts_ns(first_ts_ns_);
   rec.set_last_ts_ns(last_ts_ns_);
+  rec.set_max_ts_ns(max_ts_ns_);
   anomalies_.ToProto(rec.mutable_anomalies());
   rec.set_ooms(ooms_);
   rec.set_first_oom_seq(first_oom_seq_);
@@ -606,6 +618,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.last_seq_ = rec.last_seq();
   s.first_ts_ns_ = rec.first_ts_ns();
   s.last_ts_ns_ = rec.last_ts_ns();
+  s.max_ts_ns_ = rec.has_max_ts_ns() ? rec.max_ts_ns() : rec.last_ts_ns();
   const v1::AnomalyCounts& an = rec.anomalies();
   s.anomalies_.free_unknown = an.free_unknown();
   s.anomalies_.alloc_over_live = an.alloc_over_live();
@@ -613,6 +626,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.anomalies_.time_backwards = an.time_backwards();
   s.anomalies_.step_backwards = an.step_backwards();
   s.anomalies_.phase_unmatched = an.phase_unmatched();
+  s.anomalies_.phase_too_deep = an.phase_too_deep();
   s.ooms_ = rec.ooms();
   s.first_oom_seq_ = rec.first_oom_seq();
   s.first_oom_ts_ns_ = rec.first_oom_ts_ns();

@@ -49,10 +49,11 @@ struct RankAnomalies {
   uint64_t time_backwards = 0;
   uint64_t step_backwards = 0;
   uint64_t phase_unmatched = 0;
+  uint64_t phase_too_deep = 0;
 
   uint64_t total() const {
     return free_unknown + alloc_over_live + unmap_unknown + time_backwards + step_backwards +
-           phase_unmatched;
+           phase_unmatched + phase_too_deep;
   }
   void ToProto(v1::AnomalyCounts* out) const;
 };
@@ -77,6 +78,10 @@ bool IsHostMemoryKind(uint32_t memory_kind);
 
 class RankState {
  public:
+  // Phases open at once; a PHASE_BEGIN beyond it is ignored and counted
+  // (RankAnomalies::phase_too_deep).
+  static constexpr size_t kMaxOpenPhases = 64;
+
   // `bucket_ns` > 0 is the width of a time bucket: bucket index = floor(ts / bucket_ns).
   explicit RankState(int64_t bucket_ns);
 
@@ -107,6 +112,8 @@ class RankState {
   uint64_t last_seq() const { return last_seq_; }
   int64_t first_ts_ns() const { return first_ts_ns_; }
   int64_t last_ts_ns() const { return last_ts_ns_; }
+  // The latest timestamp of any event applied: last_ts_ns() unless time went backwards.
+  int64_t max_ts_ns() const { return max_ts_ns_; }
   const RankAnomalies& anomalies() const { return anomalies_; }
   uint64_t ooms() const { return ooms_; }
   // The first OOM event (0 when none) and the size it asked for.
@@ -217,6 +224,7 @@ class RankState {
   uint64_t last_seq_ = 0;
   int64_t first_ts_ns_ = 0;
   int64_t last_ts_ns_ = 0;
+  int64_t max_ts_ns_ = 0;
   RankAnomalies anomalies_;
   uint64_t ooms_ = 0;
   uint64_t first_oom_seq_ = 0;

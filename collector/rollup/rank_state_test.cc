@@ -325,6 +325,32 @@ TEST(RankStateTest, PhasesRecordPeakWhileOpenAndLiveAtEnd) {
   EXPECT_EQ(other.anomalies().phase_unmatched, 1u);
 }
 
+TEST(RankStateTest, PhasesOpenAtOnceAreBoundedAndTheRestCounted) {
+  // 3000 distinct phases opened, then 3000 steps: every step carries the open phases into its
+  // row. Unbounded, that took minutes and gigabytes; bounded, each row has at most 64.
+  Script s;
+  for (uint32_t id = 1; id <= 3000; ++id) s.PhaseBegin(id);
+  for (int64_t step = 1; step <= 3000; ++step) s.Step(step);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  EXPECT_EQ(state.open_phases().size(), RankState::kMaxOpenPhases);
+  EXPECT_EQ(state.open_phases().front(), 1u);
+  EXPECT_EQ(state.anomalies().phase_too_deep, 3000 - RankState::kMaxOpenPhases);
+  ASSERT_EQ(closed.steps.size(), 3000u);  // steps 0 (the events before the first marker) to 2999
+  for (const v1::StepRollup& row : closed.steps) {
+    ASSERT_EQ(row.by_phase_size(), static_cast<int>(RankState::kMaxOpenPhases));
+  }
+  // The anomaly survives a checkpoint, and a begin that was ignored ends unmatched.
+  absl::StatusOr<RankState> restored = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->anomalies().phase_too_deep, 3000 - RankState::kMaxOpenPhases);
+  Script end;
+  end.PhaseEnd(3000);
+  restored->Apply(end.events(), nullptr);
+  EXPECT_EQ(restored->anomalies().phase_unmatched, 1u);
+}
+
 TEST(RankStateTest, SamplesOomAndLossFillTheirFields) {
   Script s;
   s.Step(1)
@@ -434,6 +460,12 @@ TEST(RankStateTest, TimeGoingBackIsCountedAndStaysInTheOpenBucket) {
   EXPECT_TRUE(closed.buckets.empty());
   EXPECT_EQ(state.current_bucket(), 5);
   EXPECT_EQ(state.OpenBucketRollup().allocs(), 2u);
+  // The latest time seen stays the later one, through a checkpoint too.
+  EXPECT_EQ(state.last_ts_ns(), 3 * kSecond);
+  EXPECT_EQ(state.max_ts_ns(), 5 * kSecond);
+  absl::StatusOr<RankState> restored = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->max_ts_ns(), 5 * kSecond);
 }
 
 TEST(RankStateTest, NegativeTimestampsUseFloorBuckets) {
@@ -523,6 +555,20 @@ TEST(RankStateTest, SplittingASequenceAnywhereGivesTheSameRollups) {
     EXPECT_EQ(resumed->anomalies().total(), whole.anomalies().total());
     EXPECT_EQ(resumed->Serialize(), whole.Serialize()) << "cut " << cut;
   }
+}
+
+TEST(RankStateTest, LiveBytesEqualTheLiveSetsSumAfterARestoreEvenWhenSizesWrap) {
+  // A "negative" size (2^64-1) from a broken agent, then a real one, then the first freed.
+  Script s;
+  s.Alloc(0xA, ~uint64_t{0}, 1, 2).Alloc(0xB, 2, 1, 2).Free(0xA);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), 2u);
+  EXPECT_EQ(state.OpenStepRollup().by_tag(0).live_bytes(), 2u);
+  absl::StatusOr<RankState> restored = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->live_bytes(), state.live_bytes());
+  EXPECT_EQ(restored->OpenStepRollup().by_tag(0).live_bytes(), 2u);
 }
 
 TEST(RankStateTest, SerializeKeepsEveryLiveAllocation) {

@@ -19,8 +19,12 @@ struct IngestLimits {
 };
 
 // RESOURCE_EXHAUSTED naming the id when a string entry of `batch` has an id above
-// limits.max_string_table. Ids are dense from 1 per stream, so the id bounds the table.
-absl::Status CheckStringTable(const DecodedBatch& batch, const IngestLimits& limits);
+// limits.max_string_table, or an event refers to one (its tag or source). Ids are dense from 1
+// per stream, so the id bounds the table, and with it the per-tag and per-source counters the
+// collector keeps for the stream (collector/rollup/id_table.h). INVALID_ARGUMENT when an
+// allocation or mapping has a memory kind outside memtrace.v1.MemoryKind's range (below 128):
+// the kinds are counted per stream too.
+absl::Status CheckIds(const DecodedBatch& batch, const IngestLimits& limits);
 
 }  // namespace memtrace::security
 

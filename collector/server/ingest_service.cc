@@ -140,7 +140,7 @@ grpc::Status IngestService::Stream(
       if (!request.batch_parses()) return Unparseable(message);
       return ToGrpcStatus(s, absl::StrCat("batch for ", who, " rejected: "));
     }
-    if (absl::Status s = security::CheckStringTable(batch, ingest_limits_); !s.ok()) {
+    if (absl::Status s = security::CheckIds(batch, ingest_limits_); !s.ok()) {
       return ToGrpcStatus(s, absl::StrCat("batch for ", who, " rejected: "));
     }
     absl::StatusOr<AppendResult> appended =

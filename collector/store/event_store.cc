@@ -317,6 +317,13 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
   if (identity.job_id().empty()) {
     return absl::InvalidArgumentError("identity has an empty job_id");
   }
+  if (identity.rank() >= static_cast<int64_t>(kSyntheticRankBase)) {
+    // Those are numbers the store gives workers without a launcher rank (ResolveRank): a
+    // launcher rank there would share a stream with one of them.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "identity has rank ", identity.rank(), "; launcher ranks are below ", kSyntheticRankBase,
+        " (the numbers from there on are for workers without one)"));
+  }
   std::shared_ptr<Stream> stream;
   int64_t bucket_ns = 0;
   bool synthetic = false;
@@ -472,8 +479,10 @@ void EventStore::AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const
   const RankState& state = *stream->state;
   batch->Put(handles_[kCheckpoints], CheckpointKey(stream->key, state.last_seq()),
              state.Serialize());
+  // The latest time of any event up to it, not the last event's: a replay to a time may start
+  // here only if no event before it is later than that time (time can go backwards).
   std::string ts;
-  PutOrderedI64(&ts, state.last_ts_ns());
+  PutOrderedI64(&ts, state.max_ts_ns());
   batch->Put(handles_[kMeta], CheckpointTsKey(stream->key, state.last_seq()), ts);
   stream->record.set_checkpoint_seq(state.last_seq());
   stream->record.set_checkpoint_steps(state.steps_closed());

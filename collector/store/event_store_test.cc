@@ -540,6 +540,59 @@ TEST(EventStoreTest, LiveAllocationsAtATimeReplaysFromTheNearestCheckpoint) {
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
 }
 
+TEST(EventStoreTest, ACheckpointPastAnEarlierLaterEventIsNotWhereAReplayToATimeStarts) {
+  auto store = OpenOrDie(Options(TestDir("live-backwards")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  // Times 1, 3, 2 ms: the state "at 2.5 ms" is after event 1 only (a replay stops at the first
+  // event past the time), whether or not a checkpoint was written after event 3.
+  std::vector<Event> events = MakeEvents(1, 3);
+  events[1].ts_ns = kT0 + 3 * kMs;
+  events[2].ts_ns = kT0 + 2 * kMs;
+  ASSERT_TRUE(store->Append(s->key, Batch(events)).ok());
+  const LivePoint at{LivePoint::Kind::kAtTime, kT0 + 2 * kMs + kMs / 2};
+  for (bool checkpointed : {false, true}) {
+    if (checkpointed) ASSERT_TRUE(store->CloseStream(s->key, true).ok());  // writes one
+    absl::StatusOr<LiveSnapshot> live = store->LiveAllocations("job", 0, std::nullopt, at);
+    ASSERT_TRUE(live.ok()) << live.status();
+    EXPECT_EQ(live->seq, 1u) << "checkpointed " << checkpointed;
+    EXPECT_EQ(live->allocations.size(), 1u) << "checkpointed " << checkpointed;
+  }
+}
+
+TEST(EventStoreTest, LiveAllocationsAtACollectorTimeShiftsItByTheRanksClockOffset) {
+  auto store = OpenOrDie(Options(TestDir("live-collector-time")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok());
+  // The rank's clock runs 1 s ahead of the collector's.
+  constexpr int64_t kOffset = -1000 * kMs;
+  DecodedBatch batch = Batch(MakeEvents(1, 60));
+  batch.clock = ClockEstimate{kOffset, 0};
+  ASSERT_TRUE(store->Append(s->key, batch).ok());
+  for (uint64_t at : {0, 1, 17, 42, 60}) {
+    const int64_t rank_time = kT0 + int64_t(at) * kMs;
+    absl::StatusOr<LiveSnapshot> own = store->LiveAllocations(
+        "job", 0, std::nullopt, LivePoint{LivePoint::Kind::kAtTime, rank_time});
+    absl::StatusOr<LiveSnapshot> collector = store->LiveAllocations(
+        "job", 0, std::nullopt,
+        LivePoint{LivePoint::Kind::kAtCollectorTime, rank_time + kOffset});
+    ASSERT_TRUE(own.ok() && collector.ok());
+    EXPECT_EQ(collector->seq, at);
+    EXPECT_EQ(collector->seq, own->seq);
+    EXPECT_EQ(collector->live_bytes, own->live_bytes);
+    EXPECT_EQ(collector->clock_offset_ns, kOffset);
+  }
+  // At the end of the clock the shift saturates instead of wrapping to the start.
+  absl::StatusOr<LiveSnapshot> end = store->LiveAllocations(
+      "job", 0, std::nullopt,
+      LivePoint{LivePoint::Kind::kAtCollectorTime, std::numeric_limits<int64_t>::max()});
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->seq, 60u);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
 TEST(EventStoreTest, LiveAllocationsAtFirstOom) {
   auto store = OpenOrDie(Options(TestDir("oom")));
   ASSERT_NE(store, nullptr);
@@ -609,6 +662,16 @@ TEST(EventStoreTest, WorkersWithoutLauncherRankGetStableSyntheticRanks) {
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c->key.rank, 0u);
     EXPECT_NE(a->key.rank, 0u);
+    // Nor can a launcher rank be one of them: those numbers are refused.
+    for (int rank : {1'000'000, static_cast<int>(a->key.rank), 2'000'000'000}) {
+      absl::StatusOr<OpenedStream> clash = store->OpenStream(Identity("ray-job", rank));
+      EXPECT_EQ(clash.status().code(), absl::StatusCode::kInvalidArgument) << rank;
+      EXPECT_NE(clash.status().message().find("below 1000000"), absl::string_view::npos)
+          << clash.status();
+    }
+    absl::StatusOr<OpenedStream> highest = store->OpenStream(Identity("ray-job", 999'999));
+    ASSERT_TRUE(highest.ok()) << highest.status();
+    ASSERT_TRUE(store->CloseStream(highest->key, true).ok());
     ASSERT_TRUE(store->CloseStream(a->key, true).ok());
     ASSERT_TRUE(store->CloseStream(b->key, true).ok());
     ASSERT_TRUE(store->CloseStream(c->key, true).ok());
