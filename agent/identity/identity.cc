@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/clock.h"
 
 namespace memtrace {
 
@@ -164,6 +165,8 @@ ProcessFacts CurrentProcessFacts() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) facts.host = host;
   facts.pid = static_cast<uint32_t>(getpid());
+  static const uint64_t start_ns = static_cast<uint64_t>(absl::GetCurrentTimeNanos());
+  facts.start_ns = start_ns;
   return facts;
 }
 
@@ -191,6 +194,7 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
   id.set_attempt(attempt->has_value() ? static_cast<uint32_t>(**attempt) : 0);
   id.set_host(facts.host);
   id.set_pid(facts.pid);
+  id.set_process_start_ns(facts.start_ns);
   if (absl::Status s = ReadDevice(env, ranks->local_rank, &id); !s.ok()) return s;
 
   std::string launcher = ranks->launcher;

@@ -46,9 +46,11 @@ inline constexpr char kAgentVersion[] = "0.1.0";
 struct ProcessFacts {
   std::string host;
   uint32_t pid = 0;
+  uint64_t start_ns = 0;  // RankIdentity.process_start_ns
 };
 
-// gethostname() and getpid() of the calling process.
+// gethostname() and getpid() of the calling process, and the time of the first call in it (the
+// same on every call).
 ProcessFacts CurrentProcessFacts();
 
 // Builds the identity by the rules above. Errors (INVALID_ARGUMENT) name the variable and its

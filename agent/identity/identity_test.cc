@@ -6,12 +6,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace memtrace {
 namespace {
 
-const ProcessFacts kFacts{"node-7", 4242};
+const ProcessFacts kFacts{"node-7", 4242, 1'700'000'000'000'000'123};
 
 absl::StatusOr<v1::RankIdentity> FromMap(std::map<std::string, std::string> vars) {
   return IdentityFromEnvironment(MapEnvironment(std::move(vars)), kFacts);
@@ -49,6 +50,7 @@ TEST(IdentityTest, ReadsEveryTorchrunField) {
   EXPECT_EQ(id->attempt(), 2u);
   EXPECT_EQ(id->host(), "node-7");
   EXPECT_EQ(id->pid(), 4242u);
+  EXPECT_EQ(id->process_start_ns(), kFacts.start_ns);
   EXPECT_EQ(id->device_index(), 1);  // LOCAL_RANK, no CUDA_VISIBLE_DEVICES
   EXPECT_EQ(id->launcher(), "torchrun");
   EXPECT_EQ(id->agent_version(), kAgentVersion);
@@ -251,6 +253,10 @@ TEST(IdentityTest, CurrentProcessFactsNamesThisProcess) {
   ProcessFacts facts = CurrentProcessFacts();
   EXPECT_FALSE(facts.host.empty());
   EXPECT_EQ(facts.pid, static_cast<uint32_t>(getpid()));
+  // The start: a time, and the same on every call (it names the process, not the call).
+  EXPECT_GT(facts.start_ns, 1'600'000'000'000'000'000u);
+  absl::SleepFor(absl::Milliseconds(2));
+  EXPECT_EQ(CurrentProcessFacts().start_ns, facts.start_ns);
 }
 
 }  // namespace

@@ -13,19 +13,30 @@ namespace {
 struct Producer {
   std::string host;
   uint32_t pid = 0;
-  bool operator==(const Producer& o) const { return pid == o.pid && host == o.host; }
+  uint64_t start_ns = 0;  // 0: an agent too old to send it
+  // The same process: host and pid, and the start when both sides know it (a restarted
+  // container can give a new process the old one's pid under the same hostname).
+  bool operator==(const Producer& o) const {
+    return pid == o.pid && host == o.host &&
+           (start_ns == 0 || o.start_ns == 0 || start_ns == o.start_ns);
+  }
 };
 
-Producer ProducerOf(const v1::RankIdentity& id) { return Producer{id.host(), id.pid()}; }
+Producer ProducerOf(const v1::RankIdentity& id) {
+  return Producer{id.host(), id.pid(), id.process_start_ns()};
+}
 
-// A rank as counted against the limit: the launcher rank, or host+device+pid without one.
+// A rank as counted against the limit: the launcher rank, or host+device+pid(+start) without
+// one (as the store names such workers, EventStore::ResolveRank).
 std::string RankName(const v1::RankIdentity& id) {
   if (id.rank() >= 0) return absl::StrCat(id.rank());
-  return absl::StrCat(id.host(), "/", id.device_index(), "/", id.pid());
+  return absl::StrCat(id.host(), "/", id.device_index(), "/", id.pid(),
+                      id.process_start_ns() != 0 ? absl::StrCat("/", id.process_start_ns()) : "");
 }
 
 std::string Describe(const Producer& p) {
-  return absl::StrCat("host \"", p.host, "\" pid ", p.pid);
+  return absl::StrCat("host \"", p.host, "\" pid ", p.pid,
+                      p.start_ns != 0 ? absl::StrCat(" started at ", p.start_ns, " ns") : "");
 }
 
 }  // namespace

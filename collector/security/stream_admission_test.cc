@@ -41,6 +41,41 @@ TEST(StreamAdmissionTest, SameRankFromAnotherHostIsAlreadyExists) {
   EXPECT_TRUE(admission.Admit(Id("k", 3, "node-b", 200)).ok());
 }
 
+TEST(StreamAdmissionTest, ALaterProcessWithTheSamePidOnTheSameHostIsAnotherProducer) {
+  // A container restarted under the same hostname can give the new process the old one's pid:
+  // its start tells them apart, also after a collector restart (the stored identity keeps it).
+  v1::RankIdentity first = Id("j", 3, "pod-7", 1);
+  first.set_process_start_ns(1000);
+  v1::RankIdentity restarted = first;
+  restarted.set_process_start_ns(2000);
+  for (bool from_store : {false, true}) {
+    StreamAdmission admission(
+        8, [&](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+          if (!from_store) return absl::NotFoundError("none");
+          std::vector<v1::RankSummary> ranks(1);
+          *ranks[0].mutable_identity() = first;
+          return ranks;
+        });
+    if (!from_store) ASSERT_TRUE(admission.Admit(first).ok());
+    EXPECT_TRUE(admission.Admit(first).ok()) << "the same process reconnecting";
+    absl::Status s = admission.Admit(restarted);
+    EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
+    EXPECT_NE(s.message().find("started at 1000 ns"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("started at 2000 ns"), std::string::npos) << s;
+    // An agent that sends no start (older) is taken by host and pid, as before.
+    v1::RankIdentity old_agent = first;
+    old_agent.clear_process_start_ns();
+    EXPECT_TRUE(admission.Admit(old_agent).ok());
+  }
+  // Without a launcher rank the later process is another worker, not a second producer.
+  StreamAdmission admission(8, NoneStored());
+  v1::RankIdentity worker = Id("j", -1, "pod-7", 1);
+  worker.set_process_start_ns(1000);
+  ASSERT_TRUE(admission.Admit(worker).ok());
+  worker.set_process_start_ns(2000);
+  EXPECT_TRUE(admission.Admit(worker).ok());
+}
+
 TEST(StreamAdmissionTest, RanksBeyondTheLimitAreResourceExhausted) {
   StreamAdmission admission(2, NoneStored());
   EXPECT_TRUE(admission.Admit(Id("j", 0, "a", 1)).ok());

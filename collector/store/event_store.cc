@@ -293,7 +293,8 @@ absl::StatusOr<uint32_t> EventStore::ResolveRank(const JobRecord& job,
   *synthetic = identity.rank() < 0;
   if (!*synthetic) return static_cast<uint32_t>(identity.rank());
   const std::string key =
-      SyntheticRankKey(job.job_no(), identity.host(), identity.device_index(), identity.pid());
+      SyntheticRankKey(job.job_no(), identity.host(), identity.device_index(), identity.pid(),
+                       identity.process_start_ns());
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], key, &value);
   if (s.ok()) return DecodeU32(value);

@@ -685,6 +685,25 @@ TEST(EventStoreTest, WorkersWithoutLauncherRankGetStableSyntheticRanks) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->key, first);
   ASSERT_TRUE(store->CloseStream(again->key, true).ok());
+
+  // A process that got the same pid later (a restarted container) is another worker: its own
+  // synthetic rank, so its events are not taken for resends of the earlier one's.
+  v1::RankIdentity started = Identity("ray-job", -1);
+  started.set_process_start_ns(1000);
+  absl::StatusOr<OpenedStream> earlier = store->OpenStream(started);
+  ASSERT_TRUE(earlier.ok());
+  ASSERT_TRUE(store->Append(earlier->key, Batch(MakeEvents(1, 10))).ok());
+  ASSERT_TRUE(store->CloseStream(earlier->key, true).ok());
+  started.set_process_start_ns(2000);
+  absl::StatusOr<OpenedStream> later = store->OpenStream(started);
+  ASSERT_TRUE(later.ok());
+  EXPECT_FALSE(later->key == earlier->key);
+  EXPECT_FALSE(later->key == first);
+  EXPECT_EQ(later->durable_seq, 0u);
+  absl::StatusOr<AppendResult> appended = store->Append(later->key, Batch(MakeEvents(1, 10)));
+  ASSERT_TRUE(appended.ok());
+  EXPECT_EQ(appended->stored, 10u);
+  ASSERT_TRUE(store->CloseStream(later->key, true).ok());
 }
 
 TEST(EventStoreTest, CleanCloseMarksCompleteAndReconnectClearsIt) {

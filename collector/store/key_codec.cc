@@ -186,11 +186,13 @@ absl::StatusOr<StringMetaKeyParts> DecodeStringMetaKey(absl::string_view key) {
 }
 
 std::string SyntheticRankKey(uint32_t job_no, absl::string_view host, int32_t device,
-                             uint32_t pid) {
-  std::string out(1, static_cast<char>(MetaTag::kSynthetic));
+                             uint32_t pid, uint64_t start_ns) {
+  std::string out(1, static_cast<char>(start_ns != 0 ? MetaTag::kSyntheticStarted
+                                                     : MetaTag::kSynthetic));
   PutU32(&out, job_no);
   PutU32(&out, static_cast<uint32_t>(device));
   PutU32(&out, pid);
+  if (start_ns != 0) PutU64(&out, start_ns);
   // Host last: it is the only variable-length part, so no separator is needed.
   out.append(host.data(), host.size());
   return out;

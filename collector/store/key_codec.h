@@ -84,6 +84,7 @@ enum class MetaTag : uint8_t {
   kStream = 'R',       // 'R' stream(12)                          -> StreamRecord
   kString = 'S',       // 'S' stream(12) string_id(4)             -> memtrace.v1.StringEntry
   kSynthetic = 'H',    // 'H' job_no(4) device(4) pid(4) host      -> uint32 rank (4 bytes BE)
+  kSyntheticStarted = 'P',  // 'P' job_no(4) device(4) pid(4) start_ns(8) host -> the same
   kCheckpointTs = 'C'  // 'C' stream(12) seq(8)                   -> int64 ts (8 bytes BE)
 };
 
@@ -106,7 +107,11 @@ struct StringMetaKeyParts {
 absl::StatusOr<StringMetaKeyParts> DecodeStringMetaKey(absl::string_view key);
 
 // A worker without a launcher rank is named by host, device ordinal and pid within its job.
-std::string SyntheticRankKey(uint32_t job_no, absl::string_view host, int32_t device, uint32_t pid);
+// The row naming a worker without a launcher rank: by host, device and pid, and by its
+// process_start_ns when the agent sent one (then a separate tag, so that keys of agents that
+// did not stay as they were).
+std::string SyntheticRankKey(uint32_t job_no, absl::string_view host, int32_t device, uint32_t pid,
+                             uint64_t start_ns);
 
 std::string CheckpointTsPrefix(const StreamKey& stream);
 std::string CheckpointTsKey(const StreamKey& stream, uint64_t seq);

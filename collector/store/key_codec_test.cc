@@ -112,13 +112,21 @@ TEST(KeyCodecTest, MetaKeysRoundTrip) {
   EXPECT_EQ(DecodeCheckpointKey(CheckpointKey(s, 8))->seq, 8u);
 }
 
-TEST(KeyCodecTest, SyntheticRankKeysDistinguishHostDeviceAndPid) {
-  const std::string a = SyntheticRankKey(1, "node-a", 0, 100);
-  EXPECT_NE(a, SyntheticRankKey(1, "node-b", 0, 100));
-  EXPECT_NE(a, SyntheticRankKey(1, "node-a", 1, 100));
-  EXPECT_NE(a, SyntheticRankKey(1, "node-a", 0, 101));
-  EXPECT_NE(a, SyntheticRankKey(2, "node-a", 0, 100));
-  EXPECT_NE(SyntheticRankKey(1, "", -1, 0), SyntheticRankKey(1, "", 0, 0));
+TEST(KeyCodecTest, SyntheticRankKeysDistinguishHostDevicePidAndStart) {
+  const std::string a = SyntheticRankKey(1, "node-a", 0, 100, 0);
+  EXPECT_NE(a, SyntheticRankKey(1, "node-b", 0, 100, 0));
+  EXPECT_NE(a, SyntheticRankKey(1, "node-a", 1, 100, 0));
+  EXPECT_NE(a, SyntheticRankKey(1, "node-a", 0, 101, 0));
+  EXPECT_NE(a, SyntheticRankKey(2, "node-a", 0, 100, 0));
+  EXPECT_NE(SyntheticRankKey(1, "", -1, 0, 0), SyntheticRankKey(1, "", 0, 0, 0));
+  // A process started later with the same pid is another worker; without a start (an older
+  // agent) the key is the one such agents always had.
+  EXPECT_NE(SyntheticRankKey(1, "node-a", 0, 100, 5), SyntheticRankKey(1, "node-a", 0, 100, 6));
+  EXPECT_NE(a, SyntheticRankKey(1, "node-a", 0, 100, 5));
+  EXPECT_EQ(a.substr(0, 1), "H");
+  // Not ambiguous with a host that begins with a start's bytes.
+  EXPECT_NE(SyntheticRankKey(1, "node-a", 0, 100, 0x6e6f64652d612121),
+            SyntheticRankKey(1, std::string("node-a!!") + "node-a", 0, 100, 0));
 }
 
 TEST(KeyCodecTest, ScalarsRoundTrip) {
