@@ -111,6 +111,24 @@ wait "$run"
 expect_eq "exit code of a job killed by the forwarded SIGTERM" "$?" "143"
 echo "ok: SIGTERM forwarded"
 
+# 8a. A local collector for workers on other nodes (a wildcard listen address) starts, in
+# plaintext with a warning, and the job runs (the collector refuses plaintext off loopback unless
+# told it may, and memtrace run did not tell it: the job never started).
+"$MEMTRACE" run --no_agent --listen 0.0.0.0:0 --data "$WORK/d8a" -- sh -c 'exit 5' \
+  >"$WORK/c8a.out" 2>"$WORK/c8a.err"
+expect_eq "exit code with a wildcard listen address" "$?" "5"
+expect_grep "$WORK/c8a.err" "in plaintext: anyone on the network can read the traces"
+echo "ok: wildcard listen starts a plaintext local collector, job ran"
+
+# 8b. Started with SIGCHLD ignored (inherited from a parent that ignores it): the job's exit code
+# still comes back (the kernel reaped the job itself and memtrace run returned 0).
+python3 -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], sys.argv[1:])' "$MEMTRACE" run --no_agent --data "$WORK/d8b" -- sh -c 'exit 3' \
+  >"$WORK/c8b.out" 2>"$WORK/c8b.err"
+expect_eq "exit code when SIGCHLD was ignored" "$?" "3"
+echo "ok: an inherited ignored SIGCHLD does not lose the exit code"
+
 # 8. Usage errors.
 "$MEMTRACE" run --job x >"$WORK/c8.out" 2>"$WORK/c8.err"
 expect_eq "exit code without a command" "$?" "2"

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "collector/security/server_security.h"
 #include "tools/launch/child_process.h"
 
 namespace memtrace::launch {
@@ -60,6 +61,9 @@ absl::StatusOr<std::unique_ptr<LocalCollector>> LocalCollector::Start(
         absl::StrCat("listen address '", options.listen, "' is not HOST:PORT"));
   }
   collector->host_ = options.listen.substr(0, colon);
+  // The collector serves plaintext only on loopback unless told it may: a run that asked for a
+  // network address (workers on other nodes) gets it in plaintext, and says so.
+  collector->plaintext_on_network_ = !security::IsLoopbackHost(collector->host_);
   if (collector->host_ == "0.0.0.0" || collector->host_ == "[::]") {
     char name[256] = {};
     collector->host_ = gethostname(name, sizeof(name) - 1) == 0 ? name : "localhost";
@@ -71,6 +75,7 @@ absl::StatusOr<std::unique_ptr<LocalCollector>> LocalCollector::Start(
   SpawnOptions spawn;
   spawn.argv = {options.binary,   "--listen",    options.listen, "--data",
                 options.data_dir, "--port_file", port_file};
+  if (collector->plaintext_on_network_) spawn.argv.push_back("--insecure");
   spawn.signal_mask = options.signal_mask;
   spawn.new_process_group = true;
   spawn.die_with_parent = true;

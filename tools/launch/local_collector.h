@@ -23,7 +23,8 @@ struct LocalCollectorOptions {
   // A directory of the caller's for the port file and the collector's log.
   std::string work_dir;
   // HOST:PORT to listen on; port 0 lets the OS choose. A wildcard host (0.0.0.0, [::]) serves
-  // other machines too (workers of a multi-node srun / mpirun started from here).
+  // other machines too (workers of a multi-node srun / mpirun started from here), in plaintext:
+  // any host but loopback starts the collector with --insecure.
   std::string listen = "127.0.0.1:0";
   absl::Duration start_timeout = absl::Seconds(20);
   sigset_t signal_mask;  // the mask the collector process starts with
@@ -46,6 +47,9 @@ class LocalCollector {
   std::string address() const;
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
+  // True when it listens beyond loopback: started with --insecure (plaintext; a bearer token in
+  // $MEMTRACE_TOKEN, which it inherits, still applies).
+  bool plaintext_on_network() const { return plaintext_on_network_; }
 
   // Non-blocking: when the process has ended, reaps it and returns its wait status (every
   // later call returns the same). nullopt while it runs. Not thread-safe.
@@ -61,6 +65,7 @@ class LocalCollector {
   LocalCollector() = default;
 
   std::string host_;
+  bool plaintext_on_network_ = false;
   int port_ = 0;
   pid_t pid_ = -1;
   std::string log_path_;

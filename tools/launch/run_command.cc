@@ -96,7 +96,7 @@ void Register(RunFlags& f, RunOptions* o) {
            &o->data_dir);
   f.String("listen", "HOST:PORT",
            "where the local collector listens (default 127.0.0.1:0; 0.0.0.0:PORT serves the "
-           "workers of a multi-node srun/mpirun started here)",
+           "workers of a multi-node srun/mpirun started here, in plaintext)",
            &o->listen);
   f.String("agent_lib", "PATH",
            "the agent library (default $MEMTRACE_AGENT_LIB, else found next to memtrace)",
@@ -236,6 +236,13 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
   o_.collector = local_->address();
   Say(absl::StrCat("local collector at ", local_->address(), ", data ", data_dir_, ", pid ",
                    local_->pid()));
+  if (local_->plaintext_on_network()) {
+    Warn(absl::StrCat("the local collector listens on ", o_.listen,
+                      " in plaintext: anyone on the network can read the traces",
+                      env_("MEMTRACE_TOKEN").has_value() || env_("MEMTRACE_TOKEN_FILE").has_value()
+                          ? ""
+                          : ", and send to it (set MEMTRACE_TOKEN to require a token)"));
+  }
   return absl::OkStatus();
 }
 

@@ -34,12 +34,17 @@ ScopedSignalBlock::ScopedSignalBlock() {
   for (int sig : kForwarded) sigaddset(&blocked_, sig);
   sigaddset(&blocked_, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &blocked_, &original_);
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(SIGCHLD, &default_action, &original_sigchld_);
 }
 
 ScopedSignalBlock::~ScopedSignalBlock() {
   const timespec zero = {0, 0};
   while (sigtimedwait(&blocked_, nullptr, &zero) > 0) {
   }
+  sigaction(SIGCHLD, &original_sigchld_, nullptr);
   pthread_sigmask(SIG_SETMASK, &original_, nullptr);
 }
 
@@ -49,7 +54,8 @@ int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOpt
     int status = 0;
     pid_t r = waitpid(job, &status, WNOHANG);
     if (r == job) return status;
-    if (r < 0 && errno != EINTR) return 0;  // not our child any more: nothing to wait for
+    // Not our child any more (reaped elsewhere): its exit code is unknown, which is not success.
+    if (r < 0 && errno != EINTR) return 1 << 8;
 
     absl::Time now = absl::Now();
     if (now >= next_tick) {

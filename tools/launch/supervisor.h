@@ -20,8 +20,10 @@
 namespace memtrace::launch {
 
 // Blocks the forwarded signals and SIGCHLD in the calling thread for its lifetime (threads
-// created meanwhile inherit the mask). On destruction, signals still pending are discarded and
-// the old mask is restored. Not thread-safe; one per process at a time.
+// created meanwhile inherit the mask), and sets SIGCHLD's disposition to the default: one
+// inherited as ignored (SIG_IGN) makes the kernel reap children itself, and their exit codes
+// are lost. On destruction, signals still pending are discarded and the old mask and SIGCHLD
+// disposition are restored. Not thread-safe; one per process at a time.
 class ScopedSignalBlock {
  public:
   ScopedSignalBlock();
@@ -36,6 +38,7 @@ class ScopedSignalBlock {
  private:
   sigset_t blocked_;
   sigset_t original_;
+  struct sigaction original_sigchld_;
 };
 
 struct SuperviseOptions {
@@ -47,7 +50,8 @@ struct SuperviseOptions {
 };
 
 // Waits until `job` ends and returns its waitpid status; forwards signals (see above) while
-// waiting. Requires a live ScopedSignalBlock `signals` in the calling thread.
+// waiting. Requires a live ScopedSignalBlock `signals` in the calling thread. A job that is no
+// longer this process's child (reaped by someone else) reads as exit code 1: unknown.
 int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOptions& options);
 
 }  // namespace memtrace::launch
