@@ -32,6 +32,15 @@ out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --durability maybe 2>&1)"; rc
 out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --query_threads=-1 2>&1)"; rc=$?
 [[ $rc -eq 2 ]] && grep -q -- "--query_threads -1 is not in 0..256" <<<"$out" ||
     fail "bad --query_threads: rc $rc: $out"
+# Limits that would refuse every agent's batches (0 strings) are not "unbounded": refused.
+for flag in max_string_table max_strings_per_batch; do
+  out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --$flag=0 2>&1)"; rc=$?
+  [[ $rc -eq 2 ]] && grep -q -- "--$flag 0 is not in 1.." <<<"$out" ||
+      fail "--$flag=0: rc $rc: $out"
+done
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --bucket_ms=2000000000000 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--bucket_ms 2000000000000 is not in 1..1099511627776" <<<"$out" ||
+    fail "--bucket_ms too large: rc $rc: $out"
 
 start() {  # start DATA SIGNAL: runs, checks the ready line and port, stops with SIGNAL
   local data="$1" sig="$2"

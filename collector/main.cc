@@ -152,11 +152,13 @@ absl::Status LoadLimits(CollectorServerOptions* options) {
   };
   const Limit limits[] = {
       {"max_batch_events", absl::GetFlag(FLAGS_max_batch_events), 1, &options->limits.max_events},
-      {"max_strings_per_batch", absl::GetFlag(FLAGS_max_strings_per_batch), 0,
+      // At least 1: agents define a tag or source in nearly every batch, so 0 would refuse
+      // them all (it is not "unbounded", as 0 is for max_ranks_per_job).
+      {"max_strings_per_batch", absl::GetFlag(FLAGS_max_strings_per_batch), 1,
        &options->limits.max_strings},
       {"max_string_bytes", absl::GetFlag(FLAGS_max_string_bytes), 1,
        &options->limits.max_string_bytes},
-      {"max_string_table", absl::GetFlag(FLAGS_max_string_table), 0,
+      {"max_string_table", absl::GetFlag(FLAGS_max_string_table), 1,
        &options->ingest_limits.max_string_table},
       {"max_ranks_per_job", absl::GetFlag(FLAGS_max_ranks_per_job), 0,
        &options->ingest_limits.max_ranks_per_job},
@@ -186,7 +188,7 @@ int Run() {
   options.max_message_bytes = static_cast<int>(max_message);
   const int64_t bucket_ms = absl::GetFlag(FLAGS_bucket_ms);
   if (bucket_ms <= 0 || bucket_ms > int64_t{1} << 40) {
-    return Fail(absl::StrCat("--bucket_ms ", bucket_ms, " is not > 0"));
+    return Fail(absl::StrCat("--bucket_ms ", bucket_ms, " is not in 1..", int64_t{1} << 40));
   }
   options.store.bucket_ns = bucket_ms * 1'000'000;
   const int64_t every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);

@@ -109,8 +109,10 @@ grpc::Status IngestService::Stream(
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello has no identity");
   }
   const v1::RankIdentity& identity = request.hello().identity();
-  if (identity.job_id().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello identity has an empty job_id");
+  // Before admission, which counts the rank against --max_ranks_per_job for good: an identity
+  // the store refuses anyway must not use up a job's ranks.
+  if (absl::Status valid = EventStore::CheckIdentity(identity); !valid.ok()) {
+    return ToGrpcStatus(valid, "Hello ");
   }
   if (absl::Status admitted = admission_.Admit(identity); !admitted.ok()) {
     return ToGrpcStatus(admitted, "Hello refused: ");

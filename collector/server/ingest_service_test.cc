@@ -3,6 +3,7 @@
 #include "collector/server/ingest_service.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -228,6 +229,32 @@ TEST_F(IngestServiceTest, FirstMessageMustBeAHelloWithAJob) {
   v1::ListJobsResponse jobs;
   ASSERT_TRUE(query_->ListJobs(&ctx, v1::ListJobsRequest(), &jobs).ok());
   EXPECT_EQ(jobs.jobs_size(), 0);
+}
+
+TEST(IngestAdmissionTest, AHelloTheStoreRefusesDoesNotUseUpTheJobsRanks) {
+  CollectorServerOptions options;
+  options.listen = "127.0.0.1:0";
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  options.store.dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/refused-hello";
+  options.ingest_limits.max_ranks_per_job = 1;
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::unique_ptr<v1::Ingest::Stub> ingest = v1::Ingest::NewStub(Connect(**server));
+  // Launcher ranks in the synthetic range are refused; they used to be counted first.
+  for (int32_t rank : {1'000'000, 1'000'001}) {
+    Session s(ingest.get());
+    ASSERT_TRUE(s.stream->Write(HelloRequest(Identity("jq", rank))));
+    grpc::Status status = s.Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << rank;
+    EXPECT_NE(status.error_message().find("below 1000000"), std::string::npos)
+        << status.error_message();
+  }
+  Session s(ingest.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(Identity("jq", 0)), &ack)) << s.Finish().error_message();
+  ASSERT_TRUE(s.Send(BatchRequest(1, 10), &ack));
+  EXPECT_EQ(ack.durable_seq(), 10u);
+  EXPECT_TRUE(s.CloseAndFinish().ok());
 }
 
 TEST_F(IngestServiceTest, SecondHelloOnOneStreamIsRejected) {

@@ -314,7 +314,7 @@ absl::StatusOr<uint32_t> EventStore::ResolveRank(const JobRecord& job,
   return rank;
 }
 
-absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& identity) {
+absl::Status EventStore::CheckIdentity(const v1::RankIdentity& identity) {
   if (identity.job_id().empty()) {
     return absl::InvalidArgumentError("identity has an empty job_id");
   }
@@ -325,6 +325,11 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
         "identity has rank ", identity.rank(), "; launcher ranks are below ", kSyntheticRankBase,
         " (the numbers from there on are for workers without one)"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& identity) {
+  if (absl::Status s = CheckIdentity(identity); !s.ok()) return s;
   std::shared_ptr<Stream> stream;
   int64_t bucket_ns = 0;
   bool synthetic = false;

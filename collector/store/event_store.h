@@ -144,6 +144,10 @@ class EventStore {
   // synthetic rank. Loads the stream's state (checkpoint + replay) when it is not in memory.
   // Every OpenStream must be paired with a CloseStream.
   absl::StatusOr<OpenedStream> OpenStream(const v1::RankIdentity& identity);
+  // INVALID_ARGUMENT when OpenStream would refuse `identity` whatever the store holds (an empty
+  // job id; a launcher rank in the synthetic range): for callers that must check before
+  // counting the identity anywhere (stream admission).
+  static absl::Status CheckIdentity(const v1::RankIdentity& identity);
 
   // Stores the events of `batch` above the stream's high-water mark (see the file comment) and
   // returns once the write is durable under the configured policy. On error nothing of the
