@@ -265,6 +265,7 @@ class Transport::Impl final : public IngestStream::Listener {
   uint64_t stream_errors_ = 0;
   uint64_t lost_spool_full_ = 0;
   uint64_t reported_unreadable_ = 0;  // of store_->unreadable_events()
+  std::string last_stream_error_;
 
   std::mutex shutdown_mu_;
   std::optional<absl::Status> shutdown_result_;
@@ -585,7 +586,14 @@ bool Transport::Impl::ServeStream() {
     hello_acked_ = false;
     stop = stopping_;
     if (closing && status.ok()) closed_cleanly_ = true;
-    if (!(closing && status.ok()) && !stop) ++stream_errors_;
+    if (!(closing && status.ok()) && !stop) {
+      ++stream_errors_;
+      last_stream_error_ =
+          status.ok() ? std::string("the collector ended the stream")
+                      : absl::StrCat(absl::StatusCodeToString(
+                                         static_cast<absl::StatusCode>(status.error_code())),
+                                     ": ", status.error_message());
+    }
   }
   stream_.reset();  // OnStreamDone was the call's last use of it
   if (hello_was_acked) backoff_.Reset();
@@ -812,6 +820,7 @@ TransportStats Transport::Impl::stats() const {
   s.unacked_batches = store_->batches();
   s.unacked_bytes = store_->bytes();
   s.stream_errors = stream_errors_;
+  s.last_stream_error = last_stream_error_;
   s.clock = clock_sync_.Current();
   s.clock_samples = clock_sync_.samples();
   return s;

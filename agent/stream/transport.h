@@ -54,6 +54,9 @@ struct TransportStats {
   uint64_t unacked_batches = 0;   // batches kept for a possible resend
   uint64_t unacked_bytes = 0;
   uint64_t stream_errors = 0;     // streams that ended other than by Shutdown
+  // How the last of those ended (the collector's status, e.g. why it refused the Hello); empty
+  // when none did.
+  std::string last_stream_error;
   uint64_t strings_interned = 0;
   uint64_t strings_refused = 0;   // Intern() calls beyond max_strings
   // The current estimate of the collector's clock against TransportOptions::clock (sent with

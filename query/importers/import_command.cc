@@ -23,7 +23,8 @@ constexpr char kUsage[] =
     "them on the same thread, innermost first. Memory allocated before the trace began\n"
     "(Total Allocated at its first event) is seeded as allocations tagged kineto:before-trace,\n"
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
-    "job, rank and attempt stores nothing new.";
+    "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
+    "other flags) there is refused: give it another --job or --attempt.";
 
 // Forwards to a Transport and waits for durability at checkpoints.
 class TransportSink : public RankImportSink {
@@ -63,10 +64,13 @@ class TransportSink : public RankImportSink {
 
  private:
   absl::Status Explain(const absl::Status& s) const {
+    const std::string said = transport_->stats().last_stream_error;
     return absl::Status(
         s.code(), absl::StrCat("events not durable at the collector at ", collector_, " within ",
                                absl::FormatDuration(drain_timeout_),
-                               " (is it running? --collector): ", s.message()));
+                               said.empty() ? " (is it running? --collector): "
+                                            : absl::StrCat(" (it said ", said, "): "),
+                               s.message()));
   }
 
   std::unique_ptr<Transport> transport_;
@@ -154,6 +158,10 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   if (rank.pid.has_value() && *rank.pid >= 0 && *rank.pid <= UINT32_MAX) {
     id.set_pid(static_cast<uint32_t>(*rank.pid));
   }
+  // Stands for the process start: the same file imported the same way is the same producer
+  // (a resend, stored once); another trace for this rank is another producer, refused, not
+  // spliced into the first one's stream by sequence number.
+  id.set_process_start_ns(rank.fingerprint);
   id.set_launcher("kineto-import");
   id.set_agent_version("memtrace-import/1");
   // Larger batches than an agent's: an import is a bulk load, latency does not matter.

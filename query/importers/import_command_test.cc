@@ -182,6 +182,22 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->ranks(0).events_stored(), first->ranks(0).events_stored());
   EXPECT_EQ(second->ranks(0).live_bytes(), first->ranks(0).live_bytes());
+
+  // The same file imported another way is another event stream for the same rank: refused,
+  // saying why, rather than spliced into the first by sequence number (its first events were
+  // dropped as resends and the rest appended).
+  std::vector<std::string> other = args;
+  other.insert(other.end() - 1, {"--skip-cpu-memory", "--drain-timeout", "2s"});
+  CommandRun refused = Import(other);
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("ALREADY_EXISTS"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("refusing a second producer"), std::string::npos) << refused.err;
+  auto third = client->ListRanks("again");
+  ASSERT_TRUE(third.ok());
+  ASSERT_EQ(third->ranks_size(), 1);
+  EXPECT_EQ(third->ranks(0).events_stored(), first->ranks(0).events_stored());
+  EXPECT_EQ(third->ranks(0).anomaly_counts().DebugString(),
+            first->ranks(0).anomaly_counts().DebugString());
 }
 
 TEST(ImportCommandUsageTest, BadCommandLinesAreUsageErrors) {

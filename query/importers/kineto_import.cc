@@ -17,6 +17,40 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// FNV-1a over 64-bit words.
+class Fnv1a {
+ public:
+  void Add(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      hash_ ^= (v >> (8 * i)) & 0xff;
+      hash_ *= 0x100000001b3ull;
+    }
+  }
+  uint64_t hash() const { return hash_; }
+
+ private:
+  uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+// ImportedRank::fingerprint.
+uint64_t Fingerprint(const KinetoTrace& trace, const KinetoImportOptions& options) {
+  Fnv1a h;
+  h.Add(options.include_cpu_memory);
+  h.Add(options.module_tags);
+  h.Add(static_cast<uint64_t>(trace.base_time_ns));
+  h.Add(trace.memory.size());
+  for (const KinetoMemoryRecord& r : trace.memory) {
+    h.Add(static_cast<uint64_t>(r.ts_ns));
+    h.Add(static_cast<uint64_t>(r.bytes));
+    h.Add(r.address);
+    h.Add((uint64_t{static_cast<uint32_t>(r.device_type)} << 32) |
+          static_cast<uint32_t>(r.device_id));
+  }
+  h.Add(trace.steps.size());
+  h.Add(trace.annotations.size());
+  return h.hash() != 0 ? h.hash() : 1;
+}
+
 std::string Gib(uint64_t bytes) {
   return absl::StrFormat("%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
 }
@@ -78,6 +112,7 @@ absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
     summary.rank.rank_source = choice->source;
     summary.rank.path = path;
     summary.rank.pid = trace->first_pid;
+    summary.rank.fingerprint = Fingerprint(*trace, options);
     for (const KinetoMemoryRecord& r : trace->memory) {
       if (r.device_type == kKinetoDeviceCuda && r.device_id >= 0) {
         summary.rank.device_index = r.device_id;

@@ -30,6 +30,10 @@ struct ImportedRank {
   std::string path;
   std::optional<int64_t> pid;  // of the profiled process
   int32_t device_index = -1;   // the (first) CUDA device its memory events name
+  // Names what is imported (never 0): a hash of the trace's memory records, steps, annotations
+  // and base time, and of the options that change the events. The same file imported the same
+  // way gets the same one.
+  uint64_t fingerprint = 0;
 };
 
 // One rank's destination. Finish() is called once after the last event: it must return only
