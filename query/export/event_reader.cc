@@ -13,8 +13,11 @@ absl::StatusOr<EventReader> EventReader::Create(const std::string& address,
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
-  return EventReader(address, timeout,
-                     grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  // TLS and the token from the environment, as every other command.
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      cli::CollectorChannel(address, std::move(args));
+  if (!channel.ok()) return channel.status();
+  return EventReader(address, timeout, *std::move(channel));
 }
 
 EventReader::EventReader(std::string address, absl::Duration timeout,

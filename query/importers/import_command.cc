@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/stream/transport.h"
+#include "collector/security/client_channel.h"
 #include "query/cli/flags.h"
 
 namespace memtrace::importers {
@@ -148,6 +149,14 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
     const TransportSinkOptions& options, const ImportedRank& rank) {
   TransportOptions transport_options;
   transport_options.collector_address = options.collector;
+  // TLS and the token from the environment, as the agents and every other command.
+  absl::StatusOr<security::ClientSecurity> security = security::ClientSecurityFromEnv();
+  if (!security.ok()) return security.status();
+  transport_options.channel_factory = [security = *std::move(security)](
+                                          const std::string& target,
+                                          const grpc::ChannelArguments& args) {
+    return security::CreateCollectorChannel(target, security, args);
+  };
   v1::RankIdentity& id = transport_options.identity;
   id.set_job_id(options.job_id);
   id.set_rank(rank.rank);

@@ -4,6 +4,8 @@
 // openssl when the test runs.
 #include <cstdio>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -138,6 +140,45 @@ TEST_F(TlsTokenTest, CliSendsTokenAndUsesTls) {
                                 {{"MEMTRACE_TOKEN", kToken}}, "cli-plaintext");
   ASSERT_TRUE(plaintext.ok());
   EXPECT_NE((*plaintext)->Wait(absl::Seconds(20)), 0);
+}
+
+// import, the raw export and run's health check used plaintext channels without the token:
+// against this collector they failed (after the drain timeout, or calling it unreachable).
+TEST_F(TlsTokenTest, ImportExportAndRunUseTheTokenAndTlsToo) {
+  const Env secure = {{"MEMTRACE_TOKEN", kToken}, {"MEMTRACE_TLS_CA", Certs().ca_path}};
+  // A Kineto trace of one CUDA allocation and its free.
+  const std::string trace = FreshDir("sec-trace") + "/rank0.json";
+  std::ofstream(trace)
+      << R"({"distributedInfo": {"rank": 0, "world_size": 1}, "traceEvents": [)"
+      << R"({"ph": "i", "name": "[memory]", "pid": 7, "tid": 7, "ts": 1000, "args": )"
+      << R"({"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": 1024,)"
+      << R"( "Total Allocated": 1024, "Total Reserved": 2097152}},)"
+      << R"({"ph": "i", "name": "[memory]", "pid": 7, "tid": 7, "ts": 2000, "args": )"
+      << R"({"Device Type": 1, "Device Id": 0, "Addr": 4096, "Bytes": -1024,)"
+      << R"( "Total Allocated": 0, "Total Reserved": 2097152}}]})";
+  auto import = Child::Spawn({kMemtraceBin, "import", "--job", "sec-import", "--format",
+                              "kineto", "--drain-timeout", "5s", "--collector",
+                              collector_->address(), trace},
+                             secure, "sec-import");
+  ASSERT_TRUE(import.ok());
+  EXPECT_EQ((*import)->Wait(absl::Seconds(30)), 0) << (*import)->Stderr();
+
+  const std::string out = FreshDir("sec-export") + "/trace.json";
+  auto exported = Child::Spawn({kMemtraceBin, "export", "--job", "sec-import", "--format",
+                                "perfetto", "-o", out, "--collector", collector_->address()},
+                               secure, "sec-export");
+  ASSERT_TRUE(exported.ok());
+  EXPECT_EQ((*exported)->Wait(absl::Seconds(30)), 0) << (*exported)->Stderr();
+  std::ifstream written(out);
+  std::string json((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(absl::StrContains(json, "traceEvents")) << json.substr(0, 200);
+
+  auto run = Child::Spawn({kMemtraceBin, "run", "--no_agent", "--collector",
+                           collector_->address(), "--timeout", "5s", "--", "true"},
+                          secure, "sec-run");
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ((*run)->Wait(absl::Seconds(30)), 0) << (*run)->Stderr();
+  EXPECT_FALSE(absl::StrContains((*run)->Stderr(), "cannot reach")) << (*run)->Stderr();
 }
 
 TEST(MutualTlsTest, AgentsNeedAClientCertificateFromTheConfiguredCa) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "collector/security/client_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/byte_buffer.h"
@@ -36,8 +37,11 @@ int DecodeStatus(const std::string& bytes) {
 }  // namespace
 
 absl::Status CheckCollector(const std::string& address, absl::Duration timeout) {
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  // TLS (and the token, though health checks need none) from the environment, as the agents
+  // the run starts use: a TLS collector does not answer plaintext.
+  absl::StatusOr<security::ClientSecurity> security = security::ClientSecurityFromEnv();
+  if (!security.ok()) return security.status();
+  std::shared_ptr<grpc::Channel> channel = security::CreateCollectorChannel(address, *security);
   const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout);
   if (!channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(absl::StrCat("cannot reach collector at ", address, " within ",
