@@ -70,6 +70,12 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   // gRPC sets SO_REUSEPORT by default, which would let a second collector bind the same port and
   // silently split the agents between two stores.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Ping every connection each minute and drop one that does not answer within 20 s: an agent's
+  // connection that died on the way (a NAT or load balancer dropping it) otherwise holds its
+  // stream's state in memory, and its handler, until TCP gives up, about two hours by default.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   builder.RegisterService(server->ingest_.get());
   builder.RegisterService(server->query_.get());
   builder.RegisterService(server->analysis_.get());

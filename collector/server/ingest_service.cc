@@ -26,7 +26,8 @@ bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
 // Closes the store's side of a stream exactly once, whichever way the RPC ends.
 class OpenStreamGuard {
  public:
-  OpenStreamGuard(EventStore* store, StreamKey key) : store_(store), key_(key) {}
+  OpenStreamGuard(EventStore* store, const OpenedStream& opened)
+      : store_(store), key_(opened.key), connection_(opened.connection) {}
   ~OpenStreamGuard() { Close(false).IgnoreError(); }
   OpenStreamGuard(const OpenStreamGuard&) = delete;
   OpenStreamGuard& operator=(const OpenStreamGuard&) = delete;
@@ -34,7 +35,7 @@ class OpenStreamGuard {
   absl::Status Close(bool complete) {
     if (closed_) return absl::OkStatus();
     closed_ = true;
-    absl::Status s = store_->CloseStream(key_, complete);
+    absl::Status s = store_->CloseStream(key_, complete, connection_);
     if (!s.ok()) {
       // Nothing acked is lost (the blocks are written); only the completion flag or the
       // closing checkpoint is missing, and reopening rebuilds from the blocks.
@@ -46,6 +47,7 @@ class OpenStreamGuard {
  private:
   EventStore* store_;
   StreamKey key_;
+  uint64_t connection_;
   bool closed_ = false;
 };
 
@@ -119,7 +121,7 @@ grpc::Status IngestService::Stream(
   }
   absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
   if (!opened.ok()) return ToGrpcStatus(opened.status());
-  OpenStreamGuard guard(store_, opened->key);
+  OpenStreamGuard guard(store_, *opened);
   if (!SendAck(stream, opened->durable_seq, received_ns)) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "client went away before the Hello ack");
   }

@@ -172,6 +172,9 @@ struct EventStore::Stream {
   explicit Stream(StreamKey k) : key(k) {}
   const StreamKey key;
   int connections = 0;  // guarded by EventStore::mu_
+  // Connections opened since the stream was last dropped from memory, the newest's number;
+  // guarded by EventStore::mu_.
+  uint64_t newest_connection = 0;
 
   absl::Mutex mu;
   std::string job_id ABSL_GUARDED_BY(mu);
@@ -333,6 +336,7 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
   std::shared_ptr<Stream> stream;
   int64_t bucket_ns = 0;
   bool synthetic = false;
+  uint64_t connection = 0;
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(identity.job_id());
@@ -356,6 +360,7 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
     std::shared_ptr<Stream>& slot = streams_[key];
     if (slot == nullptr) slot = std::make_shared<Stream>(key);
     ++slot->connections;
+    connection = ++slot->newest_connection;
     stream = slot;
   }
 
@@ -375,7 +380,8 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
       rocksdb::WriteBatch wb;
       wb.Put(handles_[kMeta], StreamMetaKey(stream->key), stream->record.SerializeAsString());
       status = Write(&wb);
-      opened = OpenedStream{stream->key, summary->durable_seq(), summary->identified_by()};
+      opened = OpenedStream{stream->key, summary->durable_seq(), summary->identified_by(),
+                            connection};
     }
   }
   if (!status.ok()) {
@@ -701,12 +707,16 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
   return result;
 }
 
-absl::Status EventStore::CloseStream(const StreamKey& key, bool complete) {
+absl::Status EventStore::CloseStream(const StreamKey& key, bool complete, uint64_t connection) {
   std::shared_ptr<Stream> stream;
+  bool superseded = false;  // a later connection of the stream decides `complete`
   {
     absl::MutexLock lock(&mu_);
     auto it = streams_.find(key);
-    if (it != streams_.end()) stream = it->second;
+    if (it != streams_.end()) {
+      stream = it->second;
+      superseded = connection != 0 && connection < stream->newest_connection;
+    }
   }
   if (stream == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("stream job #", key.job_no, " rank ",
@@ -718,7 +728,7 @@ absl::Status EventStore::CloseStream(const StreamKey& key, bool complete) {
     absl::MutexLock lock(&stream->mu);
     if (stream->loaded) {
       rocksdb::WriteBatch wb;
-      stream->record.mutable_summary()->set_complete(complete);
+      if (!superseded) stream->record.mutable_summary()->set_complete(complete);
       // A stream that comes back resumes from here instead of replaying its tail.
       if (stream->record.summary().events_stored() > stream->record.checkpoint_events()) {
         AddCheckpoint(stream.get(), &wb);

@@ -76,6 +76,10 @@ struct OpenedStream {
   uint64_t durable_seq = 0;
   // "env" or "host+device+pid".
   std::string identified_by;
+  // Which of the stream's connections this is (1, 2, ... since the store opened): for
+  // CloseStream, so that a connection opened earlier and closed later (a dead one noticed
+  // late) does not undo what the newest one's close wrote.
+  uint64_t connection = 0;
 };
 
 struct AppendResult {
@@ -160,8 +164,10 @@ class EventStore {
 
   // Ends one connection of the stream: `complete` marks the rank cleanly finished (the agent
   // closed its stream), false leaves it incomplete (vanished). The last connection checkpoints
-  // the state and drops it from memory.
-  absl::Status CloseStream(const StreamKey& key, bool complete);
+  // the state and drops it from memory. `connection` (OpenedStream::connection): when a later
+  // connection of the stream has opened since, this one's `complete` is not written, since the
+  // newer connection's close decides it; 0 always writes it.
+  absl::Status CloseStream(const StreamKey& key, bool complete, uint64_t connection = 0);
 
   // Reads. Unknown jobs are NOT_FOUND with the job name in the message.
   absl::StatusOr<std::vector<v1::JobSummary>> ListJobs() const;

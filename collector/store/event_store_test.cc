@@ -722,6 +722,30 @@ TEST(EventStoreTest, CleanCloseMarksCompleteAndReconnectClearsIt) {
   EXPECT_FALSE(RankOf(*store, "job", 0).complete());
 }
 
+TEST(EventStoreTest, AnOlderConnectionClosingLateDoesNotUndoTheNewerOnesCleanClose) {
+  // The agent's connection broke on its side only; it reconnected (the same process), finished
+  // and closed cleanly; the collector noticed the dead connection later.
+  auto store = OpenOrDie(Options(TestDir("late-close")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> dead = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(dead.ok());
+  absl::StatusOr<OpenedStream> live = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(live.ok());
+  EXPECT_GT(live->connection, dead->connection);
+  ASSERT_TRUE(store->Append(live->key, Batch(MakeEvents(1, 5))).ok());
+  ASSERT_TRUE(store->CloseStream(live->key, true, live->connection).ok());
+  ASSERT_TRUE(store->CloseStream(dead->key, false, dead->connection).ok());
+  EXPECT_TRUE(RankOf(*store, "job", 0).complete());
+
+  // The newest connection vanishing still leaves the rank incomplete, whatever closed first.
+  absl::StatusOr<OpenedStream> first = store->OpenStream(Identity("job", 0));
+  absl::StatusOr<OpenedStream> second = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE(store->CloseStream(first->key, true, first->connection).ok());
+  ASSERT_TRUE(store->CloseStream(second->key, false, second->connection).ok());
+  EXPECT_FALSE(RankOf(*store, "job", 0).complete());
+}
+
 TEST(EventStoreTest, AttemptsAreSeparateStreams) {
   auto store = OpenOrDie(Options(TestDir("attempts")));
   ASSERT_NE(store, nullptr);
