@@ -51,9 +51,10 @@ constexpr char kUsage[] =
     "the job runs anyway (the agents keep retrying): the tracer never stops a job.\n"
     "\n"
     "Job id: --job, else $MEMTRACE_JOB_ID, else $TORCHELASTIC_RUN_ID, else the launcher's own id\n"
-    "as each worker sees it (torchrun's rendezvous id, Ray, Slurm, Open MPI), else a generated\n"
-    "job-<date>-<time>-<random>. On several nodes, run the same command on each with the same\n"
-    "--collector (and --job, unless the launcher's id is shared, like torchrun's --rdzv_id).\n"
+    "as each worker sees it (torchrun's rendezvous id, Ray, Slurm, Open MPI), else\n"
+    "$MEMTRACE_DEFAULT_JOB_ID, else a generated job-<date>-<time>-<random>. On several\n"
+    "nodes, run the same command on each with the same --collector (and --job, unless the\n"
+    "launcher's id is shared, like torchrun's --rdzv_id).\n"
     "\n"
     "Signals sent to memtrace (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2) are passed on to\n"
     "COMMAND; a terminal's Ctrl-C reaches it directly.";

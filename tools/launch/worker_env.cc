@@ -49,6 +49,10 @@ JobIdChoice ChooseJobId(const std::string& flag_job, const EnvLookup& env, absl:
              run.has_value() && *run != "none") {
     choice.explicit_id = *run;
     choice.source = "TORCHELASTIC_RUN_ID";
+  } else if (std::optional<std::string> fallback = EnvNonEmpty(env, kDefaultJobIdVar)) {
+    // The user's own fallback (used only where no launcher gives an id), kept as it is.
+    choice.fallback_id = *fallback;
+    choice.source = kDefaultJobIdVar;
   } else {
     choice.fallback_id = GenerateJobId(now, random);
     choice.source = "generated";

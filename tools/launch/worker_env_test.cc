@@ -28,6 +28,21 @@ TEST(JobIdTest, FlagThenMemtraceJobIdThenTorchelasticRunIdThenGenerated) {
   EXPECT_EQ(generated.source, "generated");
 }
 
+TEST(JobIdTest, AUsersOwnDefaultJobIdIsTheFallbackInsteadOfAGeneratedOne) {
+  JobIdChoice choice =
+      ChooseJobId("", MapEnvironment({{"MEMTRACE_DEFAULT_JOB_ID", "mine"}}), kNow, 7);
+  EXPECT_TRUE(choice.explicit_id.empty());  // launchers' own ids still come first in workers
+  EXPECT_EQ(choice.fallback_id, "mine");
+  EXPECT_EQ(choice.source, "MEMTRACE_DEFAULT_JOB_ID");
+  EXPECT_EQ(ChooseJobId("", MapEnvironment({{"MEMTRACE_DEFAULT_JOB_ID", ""}}), kNow, 7).source,
+            "generated");
+  EXPECT_EQ(ChooseJobId("", MapEnvironment({{"MEMTRACE_DEFAULT_JOB_ID", "mine"},
+                                            {"TORCHELASTIC_RUN_ID", "t"}}),
+                        kNow, 7)
+                .explicit_id,
+            "t");
+}
+
 TEST(JobIdTest, TorchrunDefaultRunIdNoneIsNotAJobId) {
   JobIdChoice choice = ChooseJobId("", MapEnvironment({{"TORCHELASTIC_RUN_ID", "none"}}), kNow, 7);
   EXPECT_TRUE(choice.explicit_id.empty());
