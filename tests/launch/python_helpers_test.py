@@ -162,7 +162,9 @@ class RayRuntimeEnvTest(unittest.TestCase):
         for kwargs in ({"collector": ""}, {"collector": None}, {"collector": "h:1", "job": ""},
                        {"collector": "h:1", "extra": ["A=1"]},
                        {"collector": "h:1", "extra": {"1A": "x"}},
-                       {"collector": "h:1", "extra": {"A": 1}}):
+                       {"collector": "h:1", "extra": {"A": 1}},
+                       # set by its own argument: would have been dropped silently
+                       {"collector": "h:1", "extra": {"MEMTRACE_COLLECTOR": "x:1"}}):
             with self.assertRaises(ValueError, msg=repr(kwargs)):
                 self.ray.runtime_env(agent_lib=self.agent, environ={}, **kwargs)
 

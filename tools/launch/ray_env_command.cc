@@ -109,6 +109,18 @@ cli::Command RayEnvCommand() {
                 absl::StatusOr<std::pair<std::string, std::string>> parsed =
                     ParseAssignment(std::string(value));
                 if (!parsed.ok()) return parsed.status();
+                // These come from their own flags and win over --env: refused rather than
+                // silently dropped.
+                for (const auto& [variable, flag] :
+                     {std::pair<const char*, const char*>{"MEMTRACE_COLLECTOR", "--collector"},
+                      {"MEMTRACE_JOB_ID", "--job"},
+                      {"CUDA_INJECTION64_PATH", "--agent_lib"},
+                      {"NVTX_INJECTION64_PATH", "--nvtx_lib"}}) {
+                  if (parsed->first == variable) {
+                    return absl::InvalidArgumentError(
+                        absl::StrCat(variable, " is set by ", flag, "; use that instead"));
+                  }
+                }
                 request.extra.push_back(*parsed);
                 return absl::OkStatus();
               });

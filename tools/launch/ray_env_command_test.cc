@@ -108,6 +108,14 @@ TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
   std::ostringstream out, err;
   cli::CommandIo io{out, err};
   EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "nonsense"}, io), 2);
+  // A variable a flag sets would have been dropped without a word.
+  std::ostringstream out2, err2;
+  cli::CommandIo io2{out2, err2};
+  EXPECT_EQ(
+      RayEnvCommand().run({"--collector", "h:1", "--env", "MEMTRACE_COLLECTOR=x:1"}, io2), 2);
+  EXPECT_NE(err2.str().find("MEMTRACE_COLLECTOR is set by --collector"), std::string::npos)
+      << err2.str();
+  EXPECT_EQ(out2.str(), "");
   EXPECT_NE(err.str().find("--env"), std::string::npos) << err.str();
 }
 

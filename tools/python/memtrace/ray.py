@@ -92,6 +92,13 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
     for name, value in extra.items():
         if not isinstance(name, str) or not _NAME.match(name):
             raise ValueError("memtrace.ray.runtime_env: %r is not a variable name" % (name,))
+        # Set by their own arguments, which win: refused rather than silently dropped.
+        owner = {"MEMTRACE_COLLECTOR": "collector", "MEMTRACE_JOB_ID": "job",
+                 _agent_env.CUDA_INJECTION_VAR: "agent_lib",
+                 _agent_env.NVTX_INJECTION_VAR: "nvtx_lib"}.get(name)
+        if owner is not None:
+            raise ValueError("memtrace.ray.runtime_env: %s is set by the %s argument; use that"
+                             % (name, owner))
         if not isinstance(value, str):
             raise ValueError("memtrace.ray.runtime_env: the value of %s must be a str, got %r"
                              % (name, value))
