@@ -53,10 +53,7 @@ absl::Status ReadSecurity(const EnvLookup& env, TransportOptions* options) {
   absl::StatusOr<security::ClientSecurity> sec = security::ClientSecurityFromEnv(lookup);
   if (!sec.ok()) return sec.status();
   if (sec->token.empty() && !sec->tls()) return absl::OkStatus();
-  options->channel_factory = [sec = *std::move(sec)](const std::string& target,
-                                                      const grpc::ChannelArguments& args) {
-    return security::CreateCollectorChannel(target, sec, args);
-  };
+  options->channel_factory = security::ChannelFactoryFor(*std::move(sec));
   return absl::OkStatus();
 }
 

@@ -119,4 +119,18 @@ std::shared_ptr<grpc::Channel> CreateCollectorChannel(const std::string& target,
                                                                  std::move(factories));
 }
 
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateCollectorChannelFromEnv(
+    const std::string& target, grpc::ChannelArguments args) {
+  absl::StatusOr<ClientSecurity> security = ClientSecurityFromEnv();
+  if (!security.ok()) return security.status();
+  return CreateCollectorChannel(target, *security, std::move(args));
+}
+
+CollectorChannelFactory ChannelFactoryFor(ClientSecurity security) {
+  return [security = std::move(security)](const std::string& target,
+                                          const grpc::ChannelArguments& args) {
+    return CreateCollectorChannel(target, security, args);
+  };
+}
+
 }  // namespace memtrace::security

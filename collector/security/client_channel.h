@@ -49,6 +49,17 @@ std::shared_ptr<grpc::Channel> CreateCollectorChannel(const std::string& target,
                                                       const ClientSecurity& security,
                                                       grpc::ChannelArguments args = {});
 
+// CreateCollectorChannel with what ClientSecurityFromEnv() reads from the process environment:
+// for commands that open one channel.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateCollectorChannelFromEnv(
+    const std::string& target, grpc::ChannelArguments args = {});
+
+// CreateCollectorChannel with `security`, as a factory: for the agent's Transport, which opens a
+// channel again on every reconnect (TransportOptions::channel_factory).
+using CollectorChannelFactory = std::function<std::shared_ptr<grpc::Channel>(
+    const std::string& target, const grpc::ChannelArguments& args)>;
+CollectorChannelFactory ChannelFactoryFor(ClientSecurity security);
+
 }  // namespace memtrace::security
 
 #endif  // MEMTRACE_COLLECTOR_SECURITY_CLIENT_CHANNEL_H_

@@ -36,7 +36,7 @@ std::string RankName(const v1::RankIdentity& id) {
 
 std::string Describe(const Producer& p) {
   return absl::StrCat("host \"", p.host, "\" pid ", p.pid,
-                      p.start_ns != 0 ? absl::StrCat(" started at ", p.start_ns, " ns") : "");
+                      p.start_ns != 0 ? absl::StrCat(" instance ", p.start_ns) : "");
 }
 
 }  // namespace

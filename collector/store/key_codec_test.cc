@@ -124,7 +124,8 @@ TEST(KeyCodecTest, SyntheticRankKeysDistinguishHostDevicePidAndStart) {
   EXPECT_NE(SyntheticRankKey(1, "node-a", 0, 100, 5), SyntheticRankKey(1, "node-a", 0, 100, 6));
   EXPECT_NE(a, SyntheticRankKey(1, "node-a", 0, 100, 5));
   EXPECT_EQ(a.substr(0, 1), "H");
-  // Not ambiguous with a host that begins with a start's bytes.
+  // Not ambiguous with an older agent's key whose host begins with a start's bytes: the two
+  // formats would produce the same bytes here if they shared a tag.
   EXPECT_NE(SyntheticRankKey(1, "node-a", 0, 100, 0x6e6f64652d612121),
             SyntheticRankKey(1, std::string("node-a!!") + "node-a", 0, 100, 0));
 }

@@ -30,18 +30,13 @@ absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view addres
   }
 }
 
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CollectorChannel(const std::string& address,
-                                                                grpc::ChannelArguments args) {
-  absl::StatusOr<security::ClientSecurity> security = security::ClientSecurityFromEnv();
-  if (!security.ok()) return security.status();
-  return security::CreateCollectorChannel(address, *security, std::move(args));
-}
-
 absl::StatusOr<QueryClient> QueryClient::Create(std::string address, absl::Duration timeout) {
   if (address.empty()) {
     return absl::InvalidArgumentError("--collector: empty address (expected host:port)");
   }
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CollectorChannel(address);
+  // TLS and the token as the environment asks (collector/security/client_channel.h).
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      security::CreateCollectorChannelFromEnv(address);
   if (!channel.ok()) return channel.status();
   return QueryClient(std::move(address), timeout, *std::move(channel));
 }

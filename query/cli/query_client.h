@@ -16,12 +16,6 @@
 
 namespace memtrace::cli {
 
-// A channel to the collector at `address` with the security the environment asks for
-// (MEMTRACE_TOKEN / MEMTRACE_TOKEN_FILE, MEMTRACE_TLS_CA ...: collector/security/client_channel.h).
-// INVALID_ARGUMENT / NOT_FOUND naming the variable when its file is missing or malformed.
-absl::StatusOr<std::shared_ptr<grpc::Channel>> CollectorChannel(const std::string& address,
-                                                                grpc::ChannelArguments args = {});
-
 class QueryClient {
  public:
   // Prepares a channel to `address` (host:port); nothing is contacted until the first call.

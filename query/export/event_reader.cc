@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/codec/batch_codec.h"
+#include "collector/security/client_channel.h"
 #include "query/cli/query_client.h"
 
 namespace memtrace::exporter {
@@ -15,7 +16,7 @@ absl::StatusOr<EventReader> EventReader::Create(const std::string& address,
   args.SetMaxReceiveMessageSize(256 << 20);
   // TLS and the token from the environment, as every other command.
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      cli::CollectorChannel(address, std::move(args));
+      security::CreateCollectorChannelFromEnv(address, std::move(args));
   if (!channel.ok()) return channel.status();
   return EventReader(address, timeout, *std::move(channel));
 }

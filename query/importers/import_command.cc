@@ -152,11 +152,7 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   // TLS and the token from the environment, as the agents and every other command.
   absl::StatusOr<security::ClientSecurity> security = security::ClientSecurityFromEnv();
   if (!security.ok()) return security.status();
-  transport_options.channel_factory = [security = *std::move(security)](
-                                          const std::string& target,
-                                          const grpc::ChannelArguments& args) {
-    return security::CreateCollectorChannel(target, security, args);
-  };
+  transport_options.channel_factory = security::ChannelFactoryFor(*std::move(security));
   v1::RankIdentity& id = transport_options.identity;
   id.set_job_id(options.job_id);
   id.set_rank(rank.rank);

@@ -46,8 +46,20 @@ uint64_t Fingerprint(const KinetoTrace& trace, const KinetoImportOptions& option
     h.Add((uint64_t{static_cast<uint32_t>(r.device_type)} << 32) |
           static_cast<uint32_t>(r.device_id));
   }
+  const auto add_range = [&h](const KinetoRange& r) {
+    h.Add(static_cast<uint64_t>(r.start_ns));
+    h.Add(static_cast<uint64_t>(r.end_ns));
+    h.Add(r.thread);
+    h.Add(r.name);
+  };
   h.Add(trace.steps.size());
+  for (const KinetoStepRange& s : trace.steps) {
+    add_range(s.range);
+    h.Add(static_cast<uint64_t>(s.step));
+    h.Add(s.gpu);
+  }
   h.Add(trace.annotations.size());
+  for (const KinetoRange& a : trace.annotations) add_range(a);
   return h.hash() != 0 ? h.hash() : 1;
 }
 

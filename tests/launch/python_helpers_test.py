@@ -130,6 +130,10 @@ class RayRuntimeEnvTest(unittest.TestCase):
             "MEMTRACE_COLLECTOR": "head:7431",
             "MEMTRACE_JOB_ID": "j",
         }})
+        # Without job=, a job id among the extra variables reaches the workers.
+        env = self.ray.runtime_env("head:7431", agent_lib=self.agent, environ={},
+                                   extra={"MEMTRACE_JOB_ID": "from-extra"})
+        self.assertEqual(env["env_vars"]["MEMTRACE_JOB_ID"], "from-extra")
 
     def test_finds_the_agent_from_memtrace_agent_lib(self):
         env = self.ray.runtime_env("h:1", environ={"MEMTRACE_AGENT_LIB": self.agent})
@@ -164,7 +168,8 @@ class RayRuntimeEnvTest(unittest.TestCase):
                        {"collector": "h:1", "extra": {"1A": "x"}},
                        {"collector": "h:1", "extra": {"A": 1}},
                        # set by its own argument: would have been dropped silently
-                       {"collector": "h:1", "extra": {"MEMTRACE_COLLECTOR": "x:1"}}):
+                       {"collector": "h:1", "extra": {"MEMTRACE_COLLECTOR": "x:1"}},
+                       {"collector": "h:1", "job": "a", "extra": {"MEMTRACE_JOB_ID": "b"}}):
             with self.assertRaises(ValueError, msg=repr(kwargs)):
                 self.ray.runtime_env(agent_lib=self.agent, environ={}, **kwargs)
 

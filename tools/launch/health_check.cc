@@ -39,9 +39,10 @@ int DecodeStatus(const std::string& bytes) {
 absl::Status CheckCollector(const std::string& address, absl::Duration timeout) {
   // TLS (and the token, though health checks need none) from the environment, as the agents
   // the run starts use: a TLS collector does not answer plaintext.
-  absl::StatusOr<security::ClientSecurity> security = security::ClientSecurityFromEnv();
-  if (!security.ok()) return security.status();
-  std::shared_ptr<grpc::Channel> channel = security::CreateCollectorChannel(address, *security);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
+      security::CreateCollectorChannelFromEnv(address);
+  if (!made.ok()) return made.status();
+  std::shared_ptr<grpc::Channel> channel = *std::move(made);
   const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout);
   if (!channel->WaitForConnected(deadline)) {
     return absl::UnavailableError(absl::StrCat("cannot reach collector at ", address, " within ",

@@ -109,22 +109,24 @@ cli::Command RayEnvCommand() {
                 absl::StatusOr<std::pair<std::string, std::string>> parsed =
                     ParseAssignment(std::string(value));
                 if (!parsed.ok()) return parsed.status();
-                // These come from their own flags and win over --env: refused rather than
-                // silently dropped.
-                for (const auto& [variable, flag] :
-                     {std::pair<const char*, const char*>{"MEMTRACE_COLLECTOR", "--collector"},
-                      {"MEMTRACE_JOB_ID", "--job"},
-                      {"CUDA_INJECTION64_PATH", "--agent_lib"},
-                      {"NVTX_INJECTION64_PATH", "--nvtx_lib"}}) {
-                  if (parsed->first == variable) {
-                    return absl::InvalidArgumentError(
-                        absl::StrCat(variable, " is set by ", flag, "; use that instead"));
-                  }
-                }
                 request.extra.push_back(*parsed);
                 return absl::OkStatus();
               });
     if (std::optional<int> done = cli::ParseCommandLine(self, flags, args, io)) return *done;
+    // What the flags set wins over --env: refused rather than dropped without a word. (The
+    // collector and the injection paths are always set; the job id only with --job.)
+    for (const auto& [name, value] : request.extra) {
+      const char* flag = name == kCollectorVar        ? "--collector"
+                         : name == kCudaInjectionVar  ? "--agent_lib"
+                         : name == kNvtxInjectionVar  ? "--nvtx_lib"
+                         : name == kJobIdVar && !request.job.empty() ? "--job"
+                                                                     : nullptr;
+      if (flag != nullptr) {
+        return cli::ReportError(
+            io, absl::InvalidArgumentError(absl::StrCat("--env ", name, ": set by ", flag)),
+            kName);
+      }
+    }
     EnvLookup env = ProcessEnvironment();
     if (request.collector.empty()) {
       request.collector = EnvNonEmpty(env, "MEMTRACE_COLLECTOR").value_or("");

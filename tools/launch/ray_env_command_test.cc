@@ -59,6 +59,10 @@ TEST(RayEnvVariablesTest, WithoutJobEveryWorkerUsesItsRayJobId) {
   std::map<std::string, std::string> m = AsMap(*RayEnvVariables(request, MapEnvironment({}), ""));
   EXPECT_EQ(m.count("MEMTRACE_JOB_ID"), 0u);
   EXPECT_EQ(m.count("MEMTRACE_DEFAULT_JOB_ID"), 0u);
+  // A job id given as an extra variable (no --job) reaches the workers.
+  request.extra = {{"MEMTRACE_JOB_ID", "from-env"}};
+  m = AsMap(*RayEnvVariables(request, MapEnvironment({}), ""));
+  EXPECT_EQ(m["MEMTRACE_JOB_ID"], "from-env");
 }
 
 TEST(RayEnvVariablesTest, CollectorIsRequiredAndAMissingAgentIsNotFound) {
@@ -113,9 +117,17 @@ TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
   cli::CommandIo io2{out2, err2};
   EXPECT_EQ(
       RayEnvCommand().run({"--collector", "h:1", "--env", "MEMTRACE_COLLECTOR=x:1"}, io2), 2);
-  EXPECT_NE(err2.str().find("MEMTRACE_COLLECTOR is set by --collector"), std::string::npos)
+  EXPECT_NE(err2.str().find("--env MEMTRACE_COLLECTOR: set by --collector"), std::string::npos)
       << err2.str();
   EXPECT_EQ(out2.str(), "");
+  // The job id only when --job sets it too; alone, --env carries it to the workers.
+  std::ostringstream out3, err3;
+  cli::CommandIo io3{out3, err3};
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--job", "a", "--env",
+                                 "MEMTRACE_JOB_ID=b"},
+                                io3),
+            2);
+  EXPECT_NE(err3.str().find("set by --job"), std::string::npos) << err3.str();
   EXPECT_NE(err.str().find("--env"), std::string::npos) << err.str();
 }
 

@@ -240,7 +240,8 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
   if (local_->plaintext_on_network()) {
     Warn(absl::StrCat("the local collector listens on ", o_.listen,
                       " in plaintext: anyone on the network can read the traces",
-                      env_("MEMTRACE_TOKEN").has_value() || env_("MEMTRACE_TOKEN_FILE").has_value()
+                      EnvNonEmpty(env_, "MEMTRACE_TOKEN").has_value() ||
+                              EnvNonEmpty(env_, "MEMTRACE_TOKEN_FILE").has_value()
                           ? ""
                           : ", and send to it (set MEMTRACE_TOKEN to require a token)"));
   }
@@ -382,12 +383,18 @@ int Runner::Run() {
   agent.collector = o_.collector;
   if (!agent.job.explicit_id.empty()) {
     Say(absl::StrCat("job ", agent.job.explicit_id, " (from ", agent.job.source, ")"));
-  } else if (!AgentReadsVariable(kDefaultJobIdVar)) {
-    Say(absl::StrCat("job ", agent.job.fallback_id, " (generated; pass --job to name it)"));
   } else {
-    Say(absl::StrCat("job ", agent.job.fallback_id,
-                     " (generated; workers whose launcher names the job, e.g. torchrun's "
-                     "TORCHELASTIC_RUN_ID, use that id instead)"));
+    // The fallback: the user's $MEMTRACE_DEFAULT_JOB_ID, or generated here.
+    const std::string origin = agent.job.source == kDefaultJobIdVar
+                                   ? absl::StrCat("from ", kDefaultJobIdVar)
+                                   : std::string("generated");
+    if (!AgentReadsVariable(kDefaultJobIdVar)) {
+      Say(absl::StrCat("job ", agent.job.fallback_id, " (", origin, "; pass --job to name it)"));
+    } else {
+      Say(absl::StrCat("job ", agent.job.fallback_id, " (", origin,
+                       "; workers whose launcher names the job, e.g. torchrun's "
+                       "TORCHELASTIC_RUN_ID, use that id instead)"));
+    }
   }
   if (agent.agent_library.empty()) Warn("--no_agent: the job runs untraced");
   if (!watch_.down) before = CountJobs(o_.collector);

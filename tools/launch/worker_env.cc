@@ -12,8 +12,6 @@
 namespace memtrace::launch {
 namespace {
 
-constexpr char kJobIdVar[] = "MEMTRACE_JOB_ID";
-constexpr char kCollectorVar[] = "MEMTRACE_COLLECTOR";
 
 bool IsVariableName(const std::string& name) {
   if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;

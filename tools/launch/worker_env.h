@@ -24,6 +24,8 @@ using EnvVars = std::vector<std::pair<std::string, std::string>>;
 
 // The variables the CUDA driver and the NVTX loader read; not read by the agent, so not in its
 // list, but the agent is never loaded without them.
+inline constexpr char kJobIdVar[] = "MEMTRACE_JOB_ID";
+inline constexpr char kCollectorVar[] = "MEMTRACE_COLLECTOR";
 inline constexpr char kCudaInjectionVar[] = "CUDA_INJECTION64_PATH";
 inline constexpr char kNvtxInjectionVar[] = "NVTX_INJECTION64_PATH";
 // A job id used only when no launcher gives one (torchrun's TORCHELASTIC_RUN_ID, Ray, Slurm,

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "collector/security/client_channel.h"
 #include "query/cli/query_client.h"
 
 namespace memtrace::cli {
@@ -27,7 +28,8 @@ absl::StatusOr<AnalysisClient> AnalysisClient::Create(std::string address, absl:
   }
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxAnalysisResponseBytes);
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = CollectorChannel(address, args);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      security::CreateCollectorChannelFromEnv(address, args);
   if (!channel.ok()) return channel.status();
   return AnalysisClient(std::move(address), timeout, *std::move(channel));
 }

@@ -92,10 +92,13 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
     for name, value in extra.items():
         if not isinstance(name, str) or not _NAME.match(name):
             raise ValueError("memtrace.ray.runtime_env: %r is not a variable name" % (name,))
-        # Set by their own arguments, which win: refused rather than silently dropped.
-        owner = {"MEMTRACE_COLLECTOR": "collector", "MEMTRACE_JOB_ID": "job",
+        # Set by their own arguments, which win: refused rather than silently dropped (the job
+        # id only when job= is given; alone, extra carries it).
+        owner = {"MEMTRACE_COLLECTOR": "collector",
                  _agent_env.CUDA_INJECTION_VAR: "agent_lib",
                  _agent_env.NVTX_INJECTION_VAR: "nvtx_lib"}.get(name)
+        if name == "MEMTRACE_JOB_ID" and job is not None:
+            owner = "job"
         if owner is not None:
             raise ValueError("memtrace.ray.runtime_env: %s is set by the %s argument; use that"
                              % (name, owner))
