@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -403,6 +404,21 @@ TEST(TransportTest, StringsOfADroppedBatchAreResentAfterReconnect) {
   EXPECT_EQ(s.events.size(), 2000u);
 }
 
+// The events that reached `s` (kept), and the sum of its loss markers (lost), each of which
+// must be of `reason`.
+std::pair<uint64_t, uint64_t> KeptAndLost(const Stream& s, uint32_t reason) {
+  uint64_t kept = 0, lost = 0;
+  for (const Event& e : s.events) {
+    if (e.kind == EventKind::kLoss) {
+      EXPECT_EQ(e.memory_kind, reason);
+      lost += e.aux;
+    } else {
+      ++kept;
+    }
+  }
+  return {kept, lost};
+}
+
 TEST(TransportTest, DroppedUnackedBatchesAreReportedAsSpoolFullLossAndKeepTheirStrings) {
   FakeCollector collector;
   ASSERT_TRUE(collector.Start().ok());
@@ -425,15 +441,9 @@ TEST(TransportTest, DroppedUnackedBatchesAreReportedAsSpoolFullLossAndKeepTheirS
   ASSERT_TRUE(collector.Start(port).ok());
   ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
   Stream s = collector.Snapshot();
-  uint64_t kept = 0, lost = 0;
+  const auto [kept, lost] = KeptAndLost(s, kLossSpoolFull);
   for (const Event& e : s.events) {
-    if (e.kind == EventKind::kLoss) {
-      EXPECT_EQ(e.memory_kind, kLossSpoolFull);
-      lost += e.aux;
-    } else {
-      ++kept;
-      EXPECT_EQ(e.tag_id, tag);
-    }
+    if (e.kind != EventKind::kLoss) EXPECT_EQ(e.tag_id, tag);
   }
   EXPECT_GT(lost, 0u);
   EXPECT_EQ(kept + lost, 5000u);
@@ -467,15 +477,7 @@ TEST(TransportTest, SpilledBatchesThatCannotBeReadBackAreReportedAsALoss) {
   ASSERT_TRUE(collector.Start(port).ok());
   ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
   Stream s = collector.Snapshot();
-  uint64_t kept = 0, lost = 0;
-  for (const Event& e : s.events) {
-    if (e.kind == EventKind::kLoss) {
-      EXPECT_EQ(e.memory_kind, kLossSpoolFull);
-      lost += e.aux;
-    } else {
-      ++kept;
-    }
-  }
+  const auto [kept, lost] = KeptAndLost(s, kLossSpoolFull);
   EXPECT_GT(lost, 0u);
   EXPECT_EQ(kept + lost, 5000u);
   EXPECT_EQ(t->stats().events_lost, lost);
