@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -172,9 +173,10 @@ struct EventStore::Stream {
   explicit Stream(StreamKey k) : key(k) {}
   const StreamKey key;
   int connections = 0;  // guarded by EventStore::mu_
-  // Connections opened since the stream was last dropped from memory, the newest's number;
-  // guarded by EventStore::mu_.
-  uint64_t newest_connection = 0;
+  // Connections opened since the stream was last dropped from memory, the newest's number.
+  // Written under EventStore::mu_; atomic so that CloseStream can read it under `mu` alone:
+  // read there, a connection opened after the read writes its own close later.
+  std::atomic<uint64_t> newest_connection{0};
 
   absl::Mutex mu;
   std::string job_id ABSL_GUARDED_BY(mu);
@@ -709,14 +711,10 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
 
 absl::Status EventStore::CloseStream(const StreamKey& key, bool complete, uint64_t connection) {
   std::shared_ptr<Stream> stream;
-  bool superseded = false;  // a later connection of the stream decides `complete`
   {
     absl::MutexLock lock(&mu_);
     auto it = streams_.find(key);
-    if (it != streams_.end()) {
-      stream = it->second;
-      superseded = connection != 0 && connection < stream->newest_connection;
-    }
+    if (it != streams_.end()) stream = it->second;
   }
   if (stream == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("stream job #", key.job_no, " rank ",
@@ -727,6 +725,10 @@ absl::Status EventStore::CloseStream(const StreamKey& key, bool complete, uint64
   {
     absl::MutexLock lock(&stream->mu);
     if (stream->loaded) {
+      // A later connection of the stream decides `complete`. Checked under stream->mu: one
+      // opened after this check closes after this write (its close needs stream->mu too), so
+      // the newest connection's word is the last one written.
+      const bool superseded = connection != 0 && connection < stream->newest_connection.load();
       rocksdb::WriteBatch wb;
       if (!superseded) stream->record.mutable_summary()->set_complete(complete);
       // A stream that comes back resumes from here instead of replaying its tail.
