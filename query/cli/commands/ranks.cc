@@ -12,8 +12,9 @@ constexpr char kUsage[] =
     "One row per rank of JOB as the collector stored it: host, local rank, attempt, how the\n"
     "rank was identified (env: RANK from the launcher; host+device+pid otherwise), events\n"
     "stored, the highest durable sequence number, whether the agent closed its stream\n"
-    "cleanly (complete), the agent's counters (events lost, spool bytes), the time of the\n"
-    "last acknowledged batch, live bytes, the current step, anomalies the collector\n"
+    "cleanly (complete), the agent's counters as it last sent them (events lost; unacked:\n"
+    "bytes of batches not yet acknowledged, in memory or spooled), the time of the last\n"
+    "acknowledged batch, live bytes, the current step, anomalies the collector\n"
     "counted (frees of unknown addresses, double frees, time going back) and OOM events.\n"
     "With --format json or csv also: world size, pid, device, launcher, first and last\n"
     "event time, and the agent's clock estimate (collector clock minus the rank's, and the\n"
@@ -62,7 +63,7 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                                  {"durable_seq", ColumnType::kInt},
                                  {"complete", ColumnType::kBool},
                                  {"lost", ColumnType::kInt},
-                                 {"spool", ColumnType::kBytes},
+                                 {"unacked", ColumnType::kBytes},
                                  {"last_ack", ColumnType::kTimeNs},
                                  {"live", ColumnType::kBytes},
                                  {"step", ColumnType::kInt},

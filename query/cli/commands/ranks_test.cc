@@ -40,7 +40,7 @@ TEST(RanksTableTest, TextTableShowsIdentityStorageAndHealthInHumanUnits) {
   WriteText(RanksTable(OneRank(), /*detailed=*/false), out);
   EXPECT_EQ(out.str(),
             "rank  host        local  attempt  identified_by  events  durable_seq  complete  lost"
-            "     spool  last_ack                     live  step  anomalies  ooms\n"
+            "   unacked  last_ack                     live  step  anomalies  ooms\n"
             "   5  sim-node-0      5        0  env              1000         1000  yes          3"
             "  4.00 KiB  2023-11-14 22:13:20.000  3.00 GiB    99          2     1\n");
 }
@@ -52,7 +52,7 @@ TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
       out.str(),
       "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
       "clock_offset_ns,clock_round_trip_ns,"
-      "identified_by,events,durable_seq,complete,lost,spool,last_ack,live,step,anomalies,ooms\n"
+      "identified_by,events,durable_seq,complete,lost,unacked,last_ack,live,step,anomalies,ooms\n"
       "5,sim-node-0,5,0,8,4242,5,simulator,0,0,,,env,1000,1000,true,3,4096,"
       "1700000000000000000,3221225472,99,2,1\n");
 }
