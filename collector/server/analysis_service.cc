@@ -77,13 +77,14 @@ absl::Status RequireAttempt(const Job& job, std::optional<uint32_t> attempt) {
 
 // The moment `step` of `rank` ended: just before the marker of the next step (the marker's
 // event belongs to the next step, and a closed step's end_ns is that marker's time), or everything
-// stored for the rank's last step. nullopt when the rank has no such step.
+// stored for the rank's last step. nullopt when the rank has no such step. Step rows come in the
+// collector's clock (EventStore::VisitRollups), and so does the moment.
 std::optional<LivePoint> StepEnd(const an::RankStepMetrics& rank, int64_t step) {
   for (size_t i = 0; i < rank.size(); ++i) {
     if (rank.step[i] != step) continue;
     LivePoint point;
     if (i + 1 < rank.size()) {
-      point.kind = LivePoint::Kind::kAtTime;
+      point.kind = LivePoint::Kind::kAtCollectorTime;
       point.at_ns = rank.start_ns[i + 1] - 1;
     }
     return point;

@@ -825,10 +825,12 @@ absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
       ranks.push_back(s.rank());
       summary.set_events(summary.events() + s.events_stored());
       if (s.events_stored() == 0) continue;
-      if (!any_events || s.first_ts_ns() < summary.first_ts_ns()) {
-        summary.set_first_ts_ns(s.first_ts_ns());
-      }
-      if (!any_events || s.last_ts_ns() > summary.last_ts_ns()) summary.set_last_ts_ns(s.last_ts_ns());
+      // In the collector's clock: the ranks' own clocks may disagree by more than the job ran.
+      const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
+      const int64_t first = SaturatingAdd(s.first_ts_ns(), offset);
+      const int64_t last = SaturatingAdd(s.last_ts_ns(), offset);
+      if (!any_events || first < summary.first_ts_ns()) summary.set_first_ts_ns(first);
+      if (!any_events || last > summary.last_ts_ns()) summary.set_last_ts_ns(last);
       any_events = true;
     }
     std::sort(ranks.begin(), ranks.end());
@@ -882,6 +884,17 @@ absl::Status EventStore::VisitSeries(rocksdb::Iterator* series, const StreamReco
   if (open.has_value()) on_row(*open);
   return absl::OkStatus();
 }
+
+namespace {
+
+// Moves a rollup row's start and end by `shift_ns` (0 times, unset, stay 0).
+void ShiftRowTimes(int64_t shift_ns, v1::StepRollup* row) {
+  if (shift_ns == 0) return;
+  if (row->start_ns() != 0) row->set_start_ns(SaturatingAdd(row->start_ns(), shift_ns));
+  if (row->end_ns() != 0) row->set_end_ns(SaturatingAdd(row->end_ns(), shift_ns));
+}
+
+}  // namespace
 
 absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job_id,
                                                            RollupAxis axis) const {
@@ -939,8 +952,21 @@ absl::Status EventStore::VisitRollups(
       }
     }
     if (absl::Status st = on_rank(header); !st.ok()) return st;
+    // Step rows carry the rank's own clock (its step markers' times); they are handed out in
+    // the collector's, as time buckets are, so that ranks on hosts whose clocks disagree line
+    // up (timeline --from/--to, onsets, exports). The shift is the agent's latest estimate, the
+    // one LivePoint::kAtCollectorTime takes back off.
+    const int64_t shift =
+        axis == RollupAxis::kStep && summary.has_clock() ? summary.clock().offset_ns() : 0;
+    v1::StepRollup shifted;
+    auto deliver = [&](const v1::StepRollup& closed) {
+      if (shift == 0) return on_row(closed);
+      shifted = closed;
+      ShiftRowTimes(shift, &shifted);
+      on_row(shifted);
+    };
     if (detail == RollupDetail::kScalars && r.has_series()) {
-      if (absl::Status st = VisitSeries(series.get(), r, key, axis, &row, on_row); !st.ok()) {
+      if (absl::Status st = VisitSeries(series.get(), r, key, axis, &row, deliver); !st.ok()) {
         return st;
       }
       continue;
@@ -960,6 +986,7 @@ absl::Status EventStore::VisitRollups(
         row.clear_by_source();
         row.clear_by_phase();
       }
+      ShiftRowTimes(shift, &row);
       on_row(row);
     }
   }

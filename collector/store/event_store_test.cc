@@ -593,6 +593,54 @@ TEST(EventStoreTest, LiveAllocationsAtACollectorTimeShiftsItByTheRanksClockOffse
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
 }
 
+// Two ranks step at the same moments, one on a host whose clock runs 5 s ahead. Step rows and
+// the job's span are handed out in the collector's clock, so the ranks' steps line up (bucket
+// rows always were).
+TEST(EventStoreTest, StepRowsAndTheJobsSpanAreInTheCollectorsClock) {
+  auto store = OpenOrDie(Options(TestDir("step-collector-time")));
+  ASSERT_NE(store, nullptr);
+  constexpr int64_t kAhead = 5000 * kMs;
+  for (int32_t rank : {0, 1}) {
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", rank));
+    ASSERT_TRUE(s.ok());
+    DecodedBatch batch = Batch(MakeEvents(1, 60));
+    if (rank == 1) {
+      for (Event& e : batch.events) e.ts_ns += kAhead;
+      batch.clock = ClockEstimate{-kAhead, 0};
+    }
+    ASSERT_TRUE(store->Append(s->key, batch).ok());
+    ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  }
+  for (RollupDetail detail : {RollupDetail::kFull, RollupDetail::kScalars}) {
+    std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> times_by_step;
+    int64_t bucket_ns = 0;
+    ASSERT_TRUE(store
+                    ->VisitRollups(
+                        "job", RollupAxis::kStep, detail, &bucket_ns,
+                        [](const v1::RankRollups&) { return absl::OkStatus(); },
+                        [&](const v1::StepRollup& row) {
+                          times_by_step[row.step()].push_back({row.start_ns(), row.end_ns()});
+                        })
+                    .ok());
+    ASSERT_EQ(times_by_step.size(), 7u);  // steps 1..6 and the 0 before the first marker
+    for (const auto& [step, times] : times_by_step) {
+      ASSERT_EQ(times.size(), 2u) << "step " << step;
+      EXPECT_EQ(times[0], times[1]) << "step " << step;
+    }
+    EXPECT_EQ(times_by_step[3][0].first, kT0 + 30 * kMs);
+  }
+  absl::StatusOr<std::vector<v1::JobSummary>> jobs = store->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ(jobs->front().first_ts_ns(), kT0 + 1 * kMs);
+  EXPECT_EQ(jobs->front().last_ts_ns(), kT0 + 60 * kMs);
+  // The ranks' own summaries keep their own clocks.
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = store->ListRanks("job");
+  ASSERT_TRUE(ranks.ok());
+  ASSERT_EQ(ranks->size(), 2u);
+  EXPECT_EQ((*ranks)[1].first_ts_ns(), kT0 + 1 * kMs + kAhead);
+}
+
 TEST(EventStoreTest, LiveAllocationsAtFirstOom) {
   auto store = OpenOrDie(Options(TestDir("oom")));
   ASSERT_NE(store, nullptr);

@@ -54,7 +54,8 @@ struct RankDivergence {
   uint32_t rank = 0;
   uint32_t attempt = 0;
   std::string host;
-  // First step of the persistent run, and that step's start on this rank's clock.
+  // First step of the persistent run, and that step's start (in the collector's clock, as the
+  // store hands step rows out).
   int64_t onset_step = 0;
   int64_t onset_ns = 0;
   // Where the rank started to drift: the start of the same-side run of deviations above a

@@ -29,7 +29,7 @@ struct PeakEntry {
   uint32_t rank = 0;
   uint64_t peak_bytes = 0;
   int64_t peak_step = 0;
-  int64_t peak_ns = 0;  // start of the peak step on the rank's clock
+  int64_t peak_ns = 0;  // start of the peak step (collector's clock, as the rows come)
   uint64_t median_peak_bytes = 0;
   uint64_t median_end_bytes = 0;  // at phase close / step end
   uint32_t steps = 0;             // steps in which the group appeared

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "collector/rollup/saturating.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
 #include "query/export/event_reader.h"
@@ -44,16 +45,21 @@ absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,
   absl::StatusOr<EventReader> reader = EventReader::Create(flags.collector, flags.timeout);
   if (!reader.ok()) return reader.status();
   for (const v1::RankRollups& rank : rollups.ranks()) {
-    // The rank's span and size decide the bucket width that bounds its points.
-    int64_t bucket_ns = 0;
+    // The rank's span and size decide the buckets that bound its points (3 a bucket), and its
+    // clock estimate moves its events to the collector's clock, as the rollups are.
+    Bucketing bucketing;
+    int64_t clock_offset_ns = 0;
     for (const v1::RankSummary& s : ranks->ranks()) {
       if (s.rank() != rank.rank() || s.identity().attempt() != rank.attempt()) continue;
+      clock_offset_ns = s.has_clock() ? s.clock().offset_ns() : 0;
       if (s.events_stored() > static_cast<uint64_t>(flags.max_points)) {
-        bucket_ns = std::max<int64_t>(
-            1, (s.last_ts_ns() - s.first_ts_ns()) / std::max<int64_t>(1, flags.max_points / 3));
+        bucketing.count = std::max<int64_t>(1, flags.max_points / 3);
+        const int64_t span = std::max<int64_t>(0, s.last_ts_ns() - s.first_ts_ns());
+        bucketing.width_ns = span / bucketing.count + 1;
+        bucketing.origin_ns = s.first_ts_ns();
       }
     }
-    LiveSeriesBuilder builder(bucket_ns);
+    LiveSeriesBuilder builder(bucketing);
     absl::Status read = reader->ForEach(flags.job, rank.rank(), rank.attempt(),
                                         [&builder](const Event& e) { builder.Add(e); });
     if (read.code() == absl::StatusCode::kUnimplemented) {
@@ -64,6 +70,9 @@ absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,
     FineSeries& series = fine[{rank.rank(), rank.attempt()}];
     series.live = builder.TakeLive();
     series.device_used = builder.TakeDeviceUsed();
+    for (std::vector<SeriesPoint>* points : {&series.live, &series.device_used}) {
+      for (SeriesPoint& p : *points) p.ts_ns = collector::SaturatingAdd(p.ts_ns, clock_offset_ns);
+    }
   }
   return fine;
 }

@@ -2,10 +2,13 @@
 // and holds exactly one live-bytes counter track per rank, exact from the raw events.
 #include "query/export/export_command.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "query/export/perfetto_trace.h"
 #include "query/export/simulated_job.h"
@@ -136,7 +139,56 @@ TEST_F(ExportCommandTest, MaxPointsBoundsTheLiveSeries) {
             0);
   auto counters = Counters(ParseFile(path));
   for (int64_t pid = 0; pid < 4; ++pid) {
-    EXPECT_LE((counters[{pid, kLiveBytesTrack}].size()), 300u + 3u);
+    EXPECT_LE((counters[{pid, kLiveBytesTrack}].size()), 300u);
+  }
+  for (int64_t max_points : {3, 10}) {
+    ASSERT_EQ(Export({"--job", "sim-export", "--format", "perfetto", "-o", path, "--max-points",
+                      absl::StrCat(max_points), "--collector", server_->address()})
+                  .code,
+              0);
+    counters = Counters(ParseFile(path));
+    for (int64_t pid = 0; pid < 4; ++pid) {
+      EXPECT_LE((counters[{pid, kLiveBytesTrack}].size()), size_t(max_points)) << max_points;
+    }
+  }
+}
+
+// Ranks on hosts whose clocks run a minute apart: the trace puts each step at the same moment on
+// every rank (the collector's clock), in the step slices and the raw live-bytes counters alike.
+TEST(ExportSkewTest, RanksWhoseClocksDisagreeLineUpInTheTrace) {
+  sim::SimulationOptions job = testing::SmallJob("sim-skew", 3, 8);
+  job.workload.ranks_per_node = 1;
+  job.workload.clock_skew_per_node_ns = 60'000'000'000;
+  std::unique_ptr<collector::CollectorServer> server = testing::SimulateJob("export_skew", job);
+  ASSERT_NE(server, nullptr);
+  const std::string path = TempPath("skew.json");
+  ASSERT_EQ(Export({"--job", "sim-skew", "--format", "perfetto", "-o", path, "--collector",
+                    server->address()})
+                .code,
+            0);
+  rapidjson::Document doc = ParseFile(path);
+  std::map<std::string, std::vector<double>> step_starts;  // "step N" -> ts of each rank's
+  std::map<int64_t, std::pair<double, double>> live_span;   // pid -> first and last live point
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    const std::string ph = e["ph"].GetString();
+    if (ph == "X") step_starts[e["name"].GetString()].push_back(e["ts"].GetDouble());
+    if (ph == "C" && std::string(e["name"].GetString()) == kLiveBytesTrack) {
+      auto [it, inserted] = live_span.try_emplace(e["pid"].GetInt64(), e["ts"].GetDouble(),
+                                                  e["ts"].GetDouble());
+      it->second.first = std::min(it->second.first, e["ts"].GetDouble());
+      it->second.second = std::max(it->second.second, e["ts"].GetDouble());
+    }
+  }
+  ASSERT_EQ(step_starts.size(), 8u);
+  for (const auto& [name, starts] : step_starts) {
+    ASSERT_EQ(starts.size(), 3u) << name;
+    const auto [lo, hi] = std::minmax_element(starts.begin(), starts.end());
+    EXPECT_LT(*hi - *lo, 1e6) << name << ": " << *lo << " .. " << *hi << " us";  // not 60 s
+  }
+  ASSERT_EQ(live_span.size(), 3u);
+  for (const auto& [pid, span] : live_span) {
+    EXPECT_LT(std::abs(span.first - live_span[0].first), 1e6) << "rank " << pid;
+    EXPECT_LT(std::abs(span.second - live_span[0].second), 1e6) << "rank " << pid;
   }
 }
 

@@ -9,22 +9,26 @@ bool IsHostKind(uint32_t memory_kind) {
   return memory_kind == kMemoryPageable || memory_kind == kMemoryPinned;
 }
 
-// floor division, so buckets are aligned for negative times too
-int64_t BucketOf(int64_t ts, int64_t width) {
-  int64_t q = ts / width;
-  return (ts % width != 0 && ts < 0) ? q - 1 : q;
+// The bucket of `ts`, clamped to the grid.
+int64_t BucketOf(int64_t ts, const Bucketing& b) {
+  if (ts <= b.origin_ns) return 0;
+  // ts - origin > 0 may not fit in int64_t when origin is negative: compare in uint64_t.
+  const uint64_t since = static_cast<uint64_t>(ts) - static_cast<uint64_t>(b.origin_ns);
+  const uint64_t bucket = since / static_cast<uint64_t>(b.width_ns);
+  const uint64_t last = static_cast<uint64_t>(std::max<int64_t>(1, b.count) - 1);
+  return static_cast<int64_t>(std::min(bucket, last));
 }
 
 }  // namespace
 
 void BucketedSeries::Add(int64_t ts_ns, uint64_t bytes) {
   SeriesPoint p{ts_ns, bytes};
-  if (bucket_ns_ <= 0) {
+  if (bucketing_.width_ns <= 0) {
     if (points_.empty() || points_.back().bytes != bytes) points_.push_back(p);
     return;
   }
-  int64_t bucket = BucketOf(ts_ns, bucket_ns_);
-  if (open_ && bucket != bucket_) Flush();
+  const int64_t bucket = BucketOf(ts_ns, bucketing_);
+  if (open_ && bucket > bucket_) Flush();
   if (!open_) {
     open_ = true;
     bucket_ = bucket;

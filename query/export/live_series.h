@@ -25,11 +25,21 @@ struct SeriesPoint {
   bool operator==(const SeriesPoint& o) const { return ts_ns == o.ts_ns && bytes == o.bytes; }
 };
 
+// How points are bucketed: `count` buckets of `width_ns` from `origin_ns`. A point before the
+// origin falls in the first bucket, one past the last bucket in the last, and one older than the
+// open bucket (time going back) in the open one, so a series has at most `count` buckets, i.e.
+// 3 * count points. width_ns <= 0: no buckets, every point whose value differs from the
+// previous one is kept.
+struct Bucketing {
+  int64_t width_ns = 0;
+  int64_t origin_ns = 0;
+  int64_t count = 1;
+};
+
 // Reduces a stream of (time, value) points to min/max/last per time bucket.
 class BucketedSeries {
  public:
-  // bucket_ns <= 0 keeps every point whose value differs from the previous one.
-  explicit BucketedSeries(int64_t bucket_ns) : bucket_ns_(bucket_ns) {}
+  explicit BucketedSeries(Bucketing bucketing) : bucketing_(bucketing) {}
   void Add(int64_t ts_ns, uint64_t bytes);
   // Flushes the open bucket and returns the points in time order.
   std::vector<SeriesPoint> Finish();
@@ -37,7 +47,7 @@ class BucketedSeries {
  private:
   void Flush();
 
-  int64_t bucket_ns_;
+  const Bucketing bucketing_;
   std::vector<SeriesPoint> points_;
   bool open_ = false;
   int64_t bucket_ = 0;
@@ -47,7 +57,8 @@ class BucketedSeries {
 // Feeds one rank's events (in sequence order) and yields its series. Not thread-safe.
 class LiveSeriesBuilder {
  public:
-  explicit LiveSeriesBuilder(int64_t bucket_ns) : live_series_(bucket_ns), used_series_(bucket_ns) {}
+  explicit LiveSeriesBuilder(Bucketing bucketing)
+      : live_series_(bucketing), used_series_(bucketing) {}
 
   void Add(const Event& event);
 

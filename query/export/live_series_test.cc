@@ -17,7 +17,7 @@ Event Mem(EventKind kind, int64_t ts, uint64_t address, uint64_t bytes,
 }
 
 TEST(LiveSeriesTest, FollowsDeviceLiveBytesLikeTheCollector) {
-  LiveSeriesBuilder b(0);
+  LiveSeriesBuilder b(Bucketing{});
   b.Add(Mem(EventKind::kAlloc, 1, 0x10, 100));
   b.Add(Mem(EventKind::kAlloc, 2, 0x20, 50, kMemoryPageable));  // host: not live bytes
   b.Add(Mem(EventKind::kVmmMap, 3, 0x30, 1000));
@@ -30,7 +30,7 @@ TEST(LiveSeriesTest, FollowsDeviceLiveBytesLikeTheCollector) {
 }
 
 TEST(LiveSeriesTest, KeepsDeviceSamples) {
-  LiveSeriesBuilder b(0);
+  LiveSeriesBuilder b(Bucketing{});
   Event s;
   s.kind = EventKind::kDeviceSample;
   s.ts_ns = 9;
@@ -40,7 +40,7 @@ TEST(LiveSeriesTest, KeepsDeviceSamples) {
 }
 
 TEST(BucketedSeriesTest, KeepsMinMaxAndLastOfEachBucketInTimeOrder) {
-  BucketedSeries s(100);
+  BucketedSeries s(Bucketing{100, 0, 2});
   for (auto [ts, v] : std::vector<std::pair<int64_t, uint64_t>>{
            {0, 50}, {10, 90}, {20, 10}, {30, 60}, {150, 5}, {160, 7}}) {
     s.Add(ts, v);
@@ -50,11 +50,25 @@ TEST(BucketedSeriesTest, KeepsMinMaxAndLastOfEachBucketInTimeOrder) {
 }
 
 TEST(BucketedSeriesTest, WithoutBucketsDropsOnlyRepeats) {
-  BucketedSeries s(0);
+  BucketedSeries s(Bucketing{});
   s.Add(1, 5);
   s.Add(2, 5);
   s.Add(3, 6);
   EXPECT_EQ(s.Finish(), (std::vector<SeriesPoint>{{1, 5}, {3, 6}}));
+}
+
+// At most 3 points a bucket and `count` buckets, whatever the times: before the origin, past the
+// last bucket, or going back.
+TEST(BucketedSeriesTest, NeverKeepsMoreThanThreePointsPerBucketOfTheGrid) {
+  BucketedSeries s(Bucketing{100, 1000, 3});
+  uint64_t v = 0;
+  for (int64_t ts : {-5000, 0, 999, 1000, 1050, 1100, 1150, 1020, 1010, 1210, 1299, 1300, 5000,
+                     90000, 1250, 1001}) {
+    s.Add(ts, ++v * 7 % 11);
+  }
+  std::vector<SeriesPoint> points = s.Finish();
+  EXPECT_LE(points.size(), 9u);
+  EXPECT_GE(points.size(), 7u);  // every bucket keeps its lowest, highest and last
 }
 
 }  // namespace
