@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/container/flat_hash_map.h"
+#include "query/analysis/current_trend.h"
 #include "query/analysis/robust_stats.h"
 
 namespace memtrace::analysis {
@@ -74,17 +75,19 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
     auto [lo, hi] = std::minmax_element(y.begin(), y.end());
     if (*hi > 0) ++agg.ranks_with_group;
     if (y.size() < params.min_points || *hi - *lo < min_growth) return;
-    TrendFit f = fitter.Fit(x, y);
-    double growth = f.slope * (x.back() - x.front());
+    // The growth since it started: a leak that began late in the window has its own rate.
+    const CurrentTrend trend = FitCurrentTrend(x, y, params.min_points, fitter);
+    const TrendFit& f = trend.fit;
+    double growth = f.slope * (x.back() - x[trend.onset]);
     if (f.slope <= 0 || growth < min_growth || f.trend_z < params.min_trend_z) return;
     RankGrowth g;
     g.rank = rank;
     g.bytes_per_step = f.slope;
     g.growth_bytes = growth;
-    g.first_bytes = static_cast<uint64_t>(y.front());
+    g.first_bytes = static_cast<uint64_t>(y[trend.onset]);
     g.last_bytes = static_cast<uint64_t>(y.back());
     g.trend_z = f.trend_z;
-    g.first_step = static_cast<int64_t>(x.front());
+    g.first_step = static_cast<int64_t>(x[trend.onset]);
     g.last_step = static_cast<int64_t>(x.back());
     agg.growing.push_back(g);
   };

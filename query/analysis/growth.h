@@ -1,9 +1,11 @@
 // `growth`: which tag (FSDP shard, module), source library or rank grows, how fast, and where.
 //
 // For every (group, rank) the live bytes at each step end after warm-up (for --by rank: the
-// step floor) are fitted with a Theil-Sen line. A series grows when all of these hold:
+// step floor) are fitted with a Theil-Sen line, over the whole window or, when the series was
+// flat before it rose, from where it started to rise (current_trend.h: a leak that began late
+// keeps its own rate). A series grows when all of these hold:
 //   - it spans at least min_points steps and its range (max - min) is >= min_growth_bytes;
-//   - the fitted growth over the window (slope x steps spanned) is >= min_growth_bytes;
+//   - the fitted growth (slope x steps spanned by the fit) is >= min_growth_bytes;
 //   - its Kendall trend statistic is >= min_trend_z (a monotone rise noise rarely makes).
 // This floor is what keeps allocator jitter, spikes and one-off jumps off the list. Groups are
 // ranked by bytes/step summed over the ranks where they grow, and classified as growing on all
@@ -44,10 +46,11 @@ enum class GrowthScope { kAllRanks, kSomeRanks };
 struct RankGrowth {
   uint32_t rank = 0;
   double bytes_per_step = 0;
-  double growth_bytes = 0;   // bytes_per_step x steps spanned
-  uint64_t first_bytes = 0;  // the series at the window's first and last step
+  double growth_bytes = 0;   // bytes_per_step x steps spanned by the fit
+  uint64_t first_bytes = 0;  // the series at the fit's first and last step
   uint64_t last_bytes = 0;
   double trend_z = 0;
+  // The fit's steps: from the window's first, or from where a series flat until then rose.
   int64_t first_step = 0;
   int64_t last_step = 0;
 };

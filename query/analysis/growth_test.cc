@@ -109,6 +109,30 @@ TEST(GrowthTest, AOneTimeJumpWithinNoiseIsNotGrowth) {
   EXPECT_TRUE(FindGrowth(job).groups.empty());
 }
 
+TEST(GrowthTest, ALeakThatStartsLateIsFoundAtItsOwnRate) {
+  // 64 MiB a step over the last 20 of the 95 steps after warm-up: one line over all of them
+  // measured about a quarter of it.
+  JobTimeline job = Simulate(sim::LeakJob(5, 80, 64 * kMiB)).timeline;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 1u);
+  ASSERT_EQ(report.groups[0].ranks.size(), 1u);
+  const RankGrowth& g = report.groups[0].ranks[0];
+  EXPECT_EQ(g.rank, 5u);
+  EXPECT_NEAR(g.bytes_per_step, 64.0 * kMiB, 0.05 * 64 * kMiB);
+  EXPECT_NEAR(static_cast<double>(g.first_step), 80, 2);
+  // What it grew by is what it held more at the end, not the slope over the whole window.
+  EXPECT_LE(g.growth_bytes, 1.05 * static_cast<double>(g.last_bytes - g.first_bytes));
+}
+
+TEST(GrowthTest, ATagThatJumpedOnceThenStayedIsNotGrowth) {
+  sim::JobSpec spec = sim::HealthyJob();
+  // Rank 1 keeps 4 GiB of its rollout's memory from step 50 on: one jump, then flat.
+  spec.phases.push_back({"rollout", 1 * kGiB, 4 * kGiB, 1, 50, false});
+  JobTimeline job = Simulate(spec).timeline;
+  GrowthReport report = FindGrowth(job);
+  for (const GroupGrowth& g : report.groups) ADD_FAILURE() << g.name << " grows";
+}
+
 TEST(GrowthTest, RanksGroupsFastestFirst) {
   sim::JobSpec spec = sim::LeakJob(5, 10, 64 * kMiB);
   spec.growths.push_back({1, "leak:fast", "libfoo.so", 10, 256 * kMiB});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "query/analysis/current_trend.h"
 #include "query/analysis/robust_stats.h"
 
 namespace memtrace::analysis {
@@ -68,14 +69,22 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     h.status = HeadroomStatus::kNoCapacity;
     return h;
   }
+  // A forecast of when it gets there would be a step in the past.
+  if (static_cast<double>(last.peak_bytes) >= usable) {
+    h.status = HeadroomStatus::kAtCapacity;
+    return h;
+  }
   if (x.size() < params.min_points) {
     h.status = HeadroomStatus::kTooShort;
     return h;
   }
-  TrendFit fit = fitter.Fit(x, floor);
+  // The trend since the floor began to rise: a leak that started late in the window has its own
+  // rate, and the forecast follows it.
+  const CurrentTrend trend = FitCurrentTrend(x, floor, params.min_points, fitter);
+  const TrendFit& fit = trend.fit;
   h.floor_bytes_per_step = fit.slope;
   h.trend_z = fit.trend_z;
-  double growth = fit.slope * (x.back() - x.front());
+  double growth = fit.slope * (x.back() - x[trend.onset]);
   if (fit.slope <= 0 || growth < static_cast<double>(params.min_growth_bytes) ||
       fit.trend_z < params.min_trend_z) {
     h.status = HeadroomStatus::kFlat;
@@ -132,6 +141,8 @@ absl::string_view HeadroomStatusName(HeadroomStatus status) {
       return "no-capacity";
     case HeadroomStatus::kTooShort:
       return "too-short";
+    case HeadroomStatus::kAtCapacity:
+      return "at-capacity";
   }
   return "flat";
 }

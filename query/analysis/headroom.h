@@ -1,7 +1,8 @@
 // `headroom`: per rank, when its memory reaches the device's capacity if the floor keeps its
 // recent trend: "rank 3 reaches 80.0 GiB at step ~412 (in ~37 min)".
 //
-// The floor's Theil-Sen slope over the last recent_steps (after warm-up) must pass the same
+// The floor's Theil-Sen slope over the last recent_steps (after warm-up; from where the floor
+// began to rise when it was flat before, current_trend.h) must pass the same
 // significance floor as `growth` (fitted growth >= min_growth_bytes, trend z >= min_trend_z);
 // otherwise the rank is flat and gets no forecast. The forecast is the step at which the trend
 // floor plus the rank's typical transient (median peak - floor) reaches the usable capacity:
@@ -41,6 +42,7 @@ enum class HeadroomStatus {
   kOutOfMemory,  // the rank already recorded an OOM (forecast_step = that step)
   kNoCapacity,   // no capacity given and no device samples
   kTooShort,     // fewer than min_points steps after warm-up
+  kAtCapacity,   // no OOM recorded, but the latest peak already reaches the usable capacity
 };
 absl::string_view HeadroomStatusName(HeadroomStatus status);
 

@@ -39,6 +39,34 @@ TEST(HeadroomTest, PlantedLinearLeakForecastsTheCapacityStepWithinTenPercent) {
   }
 }
 
+TEST(HeadroomTest, ALeakThatStartsLateIsForecastAtItsOwnRate) {
+  // 256 MiB a step from step 55 of 80: the last 50 steps are mostly flat, and one line over
+  // them forecast the capacity ~160 steps late.
+  sim::JobSpec spec = sim::LeakJob(4, 55, 256 * kMiB, 8, 80);
+  int64_t planted = sim::PlantedCapacityStep(spec, 4);
+  ASSERT_GT(planted, 80);
+  HeadroomReport report = ForecastHeadroom(sim::Simulate(spec).timeline);
+  const RankHeadroom& h = report.entries[0];
+  EXPECT_EQ(h.rank, 4u);
+  ASSERT_EQ(h.status, HeadroomStatus::kForecast);
+  EXPECT_NEAR(h.floor_bytes_per_step, 256.0 * kMiB, 0.05 * 256 * kMiB);
+  EXPECT_LE(std::abs(double(h.forecast_step - planted)), 0.1 * planted)
+      << "forecast " << h.forecast_step << " planted " << planted;
+}
+
+TEST(HeadroomTest, ACapacityBelowWhatTheRankUsesIsNotAForecast) {
+  sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 8, 150);
+  HeadroomParams params;
+  params.capacity_bytes = 10 * kGiB;  // every rank peaks above 20 GiB
+  HeadroomReport report = ForecastHeadroom(sim::Simulate(spec).timeline, params);
+  EXPECT_EQ(report.forecasts, 0u);
+  for (const RankHeadroom& h : report.entries) {
+    EXPECT_EQ(h.status, HeadroomStatus::kAtCapacity) << h.rank;
+    EXPECT_EQ(h.headroom_bytes, 0u);
+    EXPECT_EQ(h.forecast_step, -1);
+  }
+}
+
 TEST(HeadroomTest, HealthyJobHasNoForecast) {
   HeadroomReport report = ForecastHeadroom(sim::Simulate(sim::HealthyJob()).timeline);
   EXPECT_EQ(report.forecasts, 0u);
@@ -52,11 +80,13 @@ TEST(HeadroomTest, AGivenCapacityOverridesTheSamples) {
   sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 8, 150);
   JobTimeline job = sim::Simulate(spec).timeline;
   HeadroomParams params;
-  params.capacity_bytes = 60 * kGiB;
+  params.capacity_bytes = 70 * kGiB;
   HeadroomReport report = ForecastHeadroom(job, params);
   sim::JobSpec smaller = spec;
-  smaller.device_total = 60 * kGiB;
+  smaller.device_total = 70 * kGiB;
   int64_t planted = sim::PlantedCapacityStep(smaller, 3);
+  ASSERT_GT(planted, 150);  // after the observed steps
+  EXPECT_EQ(report.entries[0].rank, 3u);
   EXPECT_FALSE(report.entries[0].capacity_from_samples);
   EXPECT_LE(std::abs(double(report.entries[0].forecast_step - planted)), 0.1 * planted);
 }

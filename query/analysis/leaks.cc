@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
+#include "query/analysis/current_trend.h"
 #include "query/analysis/robust_stats.h"
 
 namespace memtrace::analysis {
@@ -49,11 +50,13 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
     return out;
   }
 
-  TrendFit all = fitter.Fit(x, floor);
+  // The floor's trend since it started: a leak that began after a flat stretch has its own rate.
+  const CurrentTrend trend = FitCurrentTrend(x, floor, params.min_points, fitter);
+  const TrendFit& all = trend.fit;
   e.floor_bytes_per_step = all.slope;
-  e.floor_growth_bytes = all.slope * (x.back() - x.front());
+  e.floor_growth_bytes = all.slope * (x.back() - x[trend.onset]);
   e.floor_trend_z = all.trend_z;
-  size_t half = n / 2;
+  size_t half = trend.onset + (n - trend.onset) / 2;
   TrendFit recent =
       fitter.Fit(absl::MakeConstSpan(x).subspan(half), absl::MakeConstSpan(floor).subspan(half));
   e.recent_bytes_per_step = recent.slope;

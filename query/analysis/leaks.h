@@ -3,9 +3,10 @@
 //
 // Curve (per rank, from rollups, after warm-up):
 //   leak    the step floors rise: Theil-Sen slope > 0 with fitted growth >= min_growth_bytes and
-//           trend z >= min_trend_z over the window, and still rising in its second half
-//           (slope >= a quarter of the whole window's, trend z >= 2). A floor that jumped once and
-//           then stayed is not a leak.
+//           trend z >= min_trend_z over the window, or from where a floor flat until then began
+//           to rise (current_trend.h), and still rising in the second half of that fit (slope
+//           >= a quarter of the fit's, trend z >= 2). A floor that jumped once and then stayed
+//           is not a leak.
 //   spikes  not a leak, and some steps' peaks stand above the floor's running median by more
 //           than max(min_spike_bytes, spike_mad_factor x the peaks' robust spread), in at most
 //           max_spike_fraction of the steps (more often than that is the job's normal peak).
@@ -64,10 +65,12 @@ struct CurveEvidence {
   // Medians of the first and last few floors of the window.
   uint64_t floor_start_bytes = 0;
   uint64_t floor_end_bytes = 0;
+  // The floor's fit: over the window, or from where a flat floor began to rise.
   double floor_bytes_per_step = 0;
   double floor_growth_bytes = 0;
   double floor_trend_z = 0;
-  double recent_bytes_per_step = 0;  // second half of the window
+  double recent_bytes_per_step = 0;  // second half of that fit
+
   double recent_trend_z = 0;
   // For a leak: the step after the last one whose floor was within min_growth_bytes / 2 of the
   // window's starting floor; -1 otherwise.

@@ -39,6 +39,18 @@ TEST(LeakTest, RisingFloorOnRankFiveIsALeakAndTheRestAreNot) {
   }
 }
 
+TEST(LeakTest, ALeakThatStartsLateIsALeakAtItsOwnRate) {
+  // 64 MiB a step over the last 20 of the 95 steps after warm-up: one line over the window
+  // measured a quarter of it and called the rank a plateau.
+  JobTimeline job = Simulate(sim::LeakJob(6, 80, 64 * kMiB)).timeline;
+  LeakReport report = FindLeaks(job);
+  EXPECT_EQ(report.leaking_ranks, 1u);
+  const RankCurve& leak = CurveOf(report, 6);
+  EXPECT_EQ(leak.curve, CurveClass::kLeak);
+  EXPECT_NEAR(leak.evidence.floor_bytes_per_step, 64.0 * kMiB, 0.05 * 64 * kMiB);
+  EXPECT_LE(std::abs(leak.evidence.rising_since_step - 80), 2);
+}
+
 TEST(LeakTest, HealthyJobHasSpikesAndPlateausButNoLeak) {
   sim::JobSpec spec = sim::HealthyJob();
   JobTimeline job = Simulate(spec).timeline;

@@ -322,14 +322,17 @@ std::string RenderPeak(const v1::PeakReport& r) {
 std::string RenderHeadroom(const v1::HeadroomReport& r) {
   std::string out = absl::StrCat("job ", r.job_id(), ": ");
   uint32_t ooms = 0;
+  uint32_t full = 0;
   for (const v1::RankHeadroom& h : r.entries()) {
     if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) ++ooms;
+    if (h.status() == v1::HEADROOM_STATUS_AT_CAPACITY) ++full;
   }
-  if (r.forecasts() == 0 && ooms == 0) {
+  if (r.forecasts() == 0 && ooms == 0 && full == 0) {
     absl::StrAppend(&out, "no rank is on course to fill its device\n");
   } else {
     absl::StrAppend(&out, r.forecasts(), " of ", r.ranks(), " ranks on course to fill their device",
-                    ooms > 0 ? absl::StrCat(", ", ooms, " already out of memory") : "", "\n");
+                    ooms > 0 ? absl::StrCat(", ", ooms, " already out of memory") : "",
+                    full > 0 ? absl::StrCat(", ", full, " already at the capacity") : "", "\n");
   }
   for (const v1::RankHeadroom& h : r.entries()) {
     if (h.status() == v1::HEADROOM_STATUS_FORECAST) {
@@ -340,15 +343,19 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
     } else if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) {
       absl::StrAppend(&out, "  rank ", h.rank(), " ran out of memory at step ", h.forecast_step(),
                       "\n");
+    } else if (h.status() == v1::HEADROOM_STATUS_AT_CAPACITY) {
+      absl::StrAppend(&out, "  rank ", h.rank(), " already peaks at ", Bytes(h.last_peak_bytes()),
+                      ", at or past the capacity (", Bytes(h.capacity_bytes()), ", ",
+                      Bytes(h.overhead_bytes()), " of it used outside traced allocations)\n");
     }
   }
   out += "\n";
-  static const char* const kStatus[] = {"flat", "forecast", "out of memory", "no capacity",
-                                        "too short"};
+  static const char* const kStatus[] = {"flat",      "forecast",  "out of memory",
+                                        "no capacity", "too short", "at capacity"};
   TextTable t({">rank", "status", ">capacity", ">outside", ">last peak", ">headroom",
                ">floor slope", ">full at step", ">in"});
   for (const v1::RankHeadroom& h : r.entries()) {
-    int s = h.status() >= 0 && h.status() < 5 ? h.status() : 0;
+    int s = h.status() >= 0 && h.status() < 6 ? h.status() : 0;
     bool forecast = h.status() == v1::HEADROOM_STATUS_FORECAST;
     t.Add({absl::StrCat(h.rank()), kStatus[s],
            h.capacity_bytes() > 0 ? Bytes(h.capacity_bytes()) : "-", Bytes(h.overhead_bytes()),

@@ -145,6 +145,8 @@ v1::HeadroomStatus ToWire(HeadroomStatus s) {
       return v1::HEADROOM_STATUS_NO_CAPACITY;
     case HeadroomStatus::kTooShort:
       return v1::HEADROOM_STATUS_TOO_SHORT;
+    case HeadroomStatus::kAtCapacity:
+      return v1::HEADROOM_STATUS_AT_CAPACITY;
     case HeadroomStatus::kFlat:
       return v1::HEADROOM_STATUS_FLAT;
   }

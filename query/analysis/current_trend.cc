@@ -1,0 +1,78 @@
+#include "query/analysis/current_trend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace memtrace::analysis {
+namespace {
+
+// Split points tried on the first pass; each later pass looks closer around the best one.
+constexpr size_t kCandidatesPerPass = 16;
+
+double LineCost(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit) {
+  double cost = 0;
+  for (size_t i = 0; i < y.size(); ++i) cost += std::abs(y[i] - (fit.intercept + fit.slope * x[i]));
+  return cost;
+}
+
+// Cost of "y[0, split) flat at their median, then a line from (x[split - 1], that median)" whose
+// slope is the median of the later points' slopes from that corner: the continuous two-part
+// shape of a leak that starts after a plateau.
+double SplitCost(absl::Span<const double> x, absl::Span<const double> y, size_t split,
+                 std::vector<double>& scratch) {
+  scratch.assign(y.begin(), y.begin() + split);
+  const double level = MedianInPlace(absl::MakeSpan(scratch));
+  const double corner = x[split - 1];
+  scratch.clear();
+  for (size_t i = split; i < y.size(); ++i) scratch.push_back((y[i] - level) / (x[i] - corner));
+  const double slope = MedianInPlace(absl::MakeSpan(scratch));
+  double cost = 0;
+  for (size_t i = 0; i < split; ++i) cost += std::abs(y[i] - level);
+  for (size_t i = split; i < y.size(); ++i) {
+    cost += std::abs(y[i] - (level + slope * (x[i] - corner)));
+  }
+  return cost;
+}
+
+}  // namespace
+
+CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double> y,
+                             size_t min_points, TheilSen& fitter) {
+  CurrentTrend out;
+  out.fit = fitter.Fit(x, y);
+  const size_t n = std::min(x.size(), y.size());
+  const size_t min_part = std::max<size_t>(min_points, 3);
+  if (n < 2 * min_part) return out;
+
+  // The cost is not smooth in the split, so a coarse pass finds the region and finer passes
+  // around the best split so far find the point: ~16 candidates a pass, not n.
+  std::vector<double> scratch;
+  const size_t lo = min_part;
+  const size_t hi = n - min_part;
+  size_t best_split = lo;
+  double best_cost = SplitCost(x, y, lo, scratch);
+  size_t stride = std::max<size_t>(1, (hi - lo) / kCandidatesPerPass);
+  size_t from = lo;
+  size_t to = hi;
+  while (true) {
+    for (size_t split = from; split <= to; split += stride) {
+      const double cost = SplitCost(x, y, split, scratch);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best_split = split;
+      }
+    }
+    if (stride == 1) break;
+    from = best_split > lo + stride ? best_split - stride : lo;
+    to = std::min(hi, best_split + stride);
+    stride = std::max<size_t>(1, stride / kCandidatesPerPass * 2);
+  }
+  // A split must explain the series better than one line does.
+  if (best_cost >= LineCost(x, y, out.fit)) return out;
+  out.onset = best_split;
+  out.fit = fitter.Fit(x.subspan(best_split), y.subspan(best_split));
+  return out;
+}
+
+}  // namespace memtrace::analysis

@@ -1,0 +1,30 @@
+// The current trend of a memory series. A leak often starts part-way through the window, after
+// a flat stretch; one Theil-Sen line over the whole window then takes the median of mostly flat
+// pairs' slopes and reports a fraction of the leak's rate, or none (a leak of 64 MiB/step over
+// the last 20 of 75 steps fitted to 16 MiB/step). FitCurrentTrend chooses, by least absolute
+// deviation, between one line over every point and "flat, then a line from where the flat part
+// ends", and fits Theil-Sen to the trending part only.
+#ifndef MEMTRACE_QUERY_ANALYSIS_CURRENT_TREND_H_
+#define MEMTRACE_QUERY_ANALYSIS_CURRENT_TREND_H_
+
+#include <cstddef>
+
+#include "absl/types/span.h"
+#include "query/analysis/robust_stats.h"
+
+namespace memtrace::analysis {
+
+struct CurrentTrend {
+  TrendFit fit;      // Theil-Sen over points [onset, n)
+  size_t onset = 0;  // first point of the trending part; 0 = one line over all points
+};
+
+// x strictly increasing and as long as y. Each part of a split keeps at least min_points points
+// (and 3), so a series shorter than twice that is fitted as one line. O(n log n) per candidate
+// split, about 70 candidates; `fitter` as in TheilSen (one per thread).
+CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double> y,
+                             size_t min_points, TheilSen& fitter);
+
+}  // namespace memtrace::analysis
+
+#endif  // MEMTRACE_QUERY_ANALYSIS_CURRENT_TREND_H_

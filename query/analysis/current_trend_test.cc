@@ -1,0 +1,67 @@
+#include "query/analysis/current_trend.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace memtrace::analysis {
+namespace {
+
+constexpr double kMiB = 1 << 20;
+
+struct Series {
+  std::vector<double> x, y;
+};
+
+// Steps 0..n-1: `level` plus a little deterministic jitter, rising by `rate` a step from `from`.
+Series FlatThenRising(size_t n, size_t from, double rate, double level = 10'000 * kMiB) {
+  Series s;
+  for (size_t i = 0; i < n; ++i) {
+    s.x.push_back(static_cast<double>(i));
+    const double jitter = ((i * 7919) % 13) * kMiB / 4;
+    s.y.push_back(level + jitter + (i >= from ? rate * static_cast<double>(i - from + 1) : 0));
+  }
+  return s;
+}
+
+TEST(CurrentTrendTest, ALeakThatStartedLateKeepsItsOwnRate) {
+  TheilSen fitter;
+  // 64 MiB a step over the last 20 of 75 steps: one line over all of them finds ~16 MiB.
+  Series s = FlatThenRising(75, 55, 64 * kMiB);
+  EXPECT_LT(fitter.Fit(s.x, s.y).slope, 32 * kMiB);
+  CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+  EXPECT_NEAR(t.fit.slope, 64 * kMiB, 2 * kMiB);
+  EXPECT_NEAR(static_cast<double>(t.onset), 55, 2);
+  EXPECT_GT(t.fit.trend_z, 3);
+}
+
+TEST(CurrentTrendTest, ALineOverTheWholeWindowStaysOneLine) {
+  TheilSen fitter;
+  Series s = FlatThenRising(100, 0, 16 * kMiB);
+  CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+  EXPECT_NEAR(t.fit.slope, 16 * kMiB, 0.5 * kMiB);
+  EXPECT_LT(t.onset, 10u);
+}
+
+TEST(CurrentTrendTest, AFlatSeriesHasNoTrend) {
+  TheilSen fitter;
+  Series s = FlatThenRising(100, 1000, 0);
+  CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+  EXPECT_LT(std::abs(t.fit.slope), 0.1 * kMiB);
+}
+
+TEST(CurrentTrendTest, TheTrendingPartKeepsAtLeastMinPoints) {
+  TheilSen fitter;
+  // Rising over the last 5 steps only: the trending part still has 8 points.
+  Series s = FlatThenRising(60, 55, 64 * kMiB);
+  CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+  EXPECT_LE(t.onset, 52u);
+  EXPECT_EQ(t.fit.points, 60 - t.onset);
+  // A series shorter than two parts is one line.
+  Series short_series = FlatThenRising(15, 8, 64 * kMiB);
+  EXPECT_EQ(FitCurrentTrend(short_series.x, short_series.y, 8, fitter).onset, 0u);
+}
+
+}  // namespace
+}  // namespace memtrace::analysis
