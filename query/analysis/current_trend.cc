@@ -10,6 +10,25 @@ namespace {
 // Split points tried on the first pass; each later pass looks closer around the best one.
 constexpr size_t kCandidatesPerPass = 16;
 
+// Whether the series ends above its line by more than its noise: the median of the last `tail`
+// residuals against twice the noise of one point (from the spread of step-to-step differences,
+// which a trend or a bend barely moves, where the residuals' own spread grows with the misfit).
+// A series that kept to one line (flat, or rising all along) rarely does, and then no split can
+// explain it better; this keeps the search off most series, whose cost it would multiply.
+bool EndsAboveTheLine(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit,
+                      size_t tail, std::vector<double>& scratch) {
+  scratch.resize(y.size() - 1);
+  for (size_t i = 1; i < y.size(); ++i) scratch[i - 1] = y[i] - y[i - 1];
+  const double noise = RobustSpread(scratch).scale / std::sqrt(2.0);
+  scratch.resize(tail);
+  for (size_t k = 0; k < tail; ++k) {
+    const size_t i = y.size() - tail + k;
+    scratch[k] = y[i] - (fit.intercept + fit.slope * x[i]);
+  }
+  const double end = MedianInPlace(absl::MakeSpan(scratch));
+  return end > 0 && end > 2 * noise;
+}
+
 double LineCost(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit) {
   double cost = 0;
   for (size_t i = 0; i < y.size(); ++i) cost += std::abs(y[i] - (fit.intercept + fit.slope * x[i]));
@@ -44,10 +63,11 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
   const size_t n = std::min(x.size(), y.size());
   const size_t min_part = std::max<size_t>(min_points, 3);
   if (n < 2 * min_part) return out;
+  std::vector<double> scratch;
+  if (!EndsAboveTheLine(x, y, out.fit, min_part, scratch)) return out;
 
   // The cost is not smooth in the split, so a coarse pass finds the region and finer passes
   // around the best split so far find the point: ~16 candidates a pass, not n.
-  std::vector<double> scratch;
   const size_t lo = min_part;
   const size_t hi = n - min_part;
   size_t best_split = lo;
