@@ -229,23 +229,6 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
   if (!steps.empty()) start_ns = std::min(start_ns, steps.front().range.start_ns);
   if (start_ns == INT64_MAX) return stats;
 
-  if (!baseline.seeds.empty()) {
-    uint32_t seed_tag = sink.Intern(StringKind::kTag, kBaselineTag);
-    for (const Seed& seed : baseline.seeds) {
-      Event e;
-      e.kind = EventKind::kAlloc;
-      e.ts_ns = base + start_ns;
-      e.address = seed.address;
-      e.bytes = seed.bytes;
-      e.tag_id = seed_tag;
-      e.device = seed.pool.second >= 0 ? static_cast<uint32_t>(seed.pool.second) : 0;
-      e.memory_kind = MemoryKindOf(seed.pool.first);
-      if (absl::Status s = emitter.Emit(e); !s.ok()) return s;
-      ++stats.seeded_allocations;
-    }
-  }
-  stats.seeded_bytes = baseline.seeded_cuda_bytes;
-
   std::map<int32_t, int64_t> last_reserved;  // by CUDA device id
   size_t next_step = 0;
   auto reserved_sample = [&](int32_t device_id, int64_t reserved, int64_t ts_ns) {
@@ -276,6 +259,28 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
     }
     return absl::OkStatus();
   };
+  // The seeds stand for memory allocated before the trace began, at its first moment: when a
+  // step starts then, they are that step's (emitted ahead of it they made a step 0 of their own,
+  // which skewed the steps' medians and took a warm-up slot).
+  if (next_step < steps.size() && steps[next_step].range.start_ns <= start_ns) {
+    if (absl::Status s = emit_step(steps[next_step++]); !s.ok()) return s;
+  }
+  if (!baseline.seeds.empty()) {
+    uint32_t seed_tag = sink.Intern(StringKind::kTag, kBaselineTag);
+    for (const Seed& seed : baseline.seeds) {
+      Event e;
+      e.kind = EventKind::kAlloc;
+      e.ts_ns = base + start_ns;
+      e.address = seed.address;
+      e.bytes = seed.bytes;
+      e.tag_id = seed_tag;
+      e.device = seed.pool.second >= 0 ? static_cast<uint32_t>(seed.pool.second) : 0;
+      e.memory_kind = MemoryKindOf(seed.pool.first);
+      if (absl::Status s = emitter.Emit(e); !s.ok()) return s;
+      ++stats.seeded_allocations;
+    }
+  }
+  stats.seeded_bytes = baseline.seeded_cuda_bytes;
   for (size_t i = 0; i < memory.size(); ++i) {
     const KinetoMemoryRecord& r = memory[i];
     // A step that starts at the same moment as an allocation owns it.

@@ -191,6 +191,25 @@ TEST(KinetoEventsTest, EmitsOneStepPerProfilerStepAheadOfItsAllocations) {
   EXPECT_EQ(stats->steps, 2u);
 }
 
+// The trace starts with a step: the memory from before the trace is that step's, not a step 0
+// of its own ahead of it.
+TEST(KinetoEventsTest, PreTraceMemoryBelongsToTheStepTheTraceStartsWith) {
+  KinetoTrace trace;
+  trace.steps = {{{10, 100, kThreadA, 0}, 2, false}, {{100, 200, kThreadA, 0}, 3, false}};
+  trace.memory = {Mem(10, 64, 0x100, 1064), Mem(150, -64, 0x100, 1000)};
+  RecordingSink sink;
+  auto stats = RecordKinetoTrace(&trace, {}, sink);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_EQ(stats->seeded_allocations, 1u);
+  ASSERT_FALSE(sink.events().empty());
+  EXPECT_EQ(sink.events().front().kind, EventKind::kStep);
+  EXPECT_EQ(sink.events().front().aux, 2u);
+  std::vector<Event> allocs = OfKind(sink.events(), EventKind::kAlloc);
+  ASSERT_EQ(allocs.size(), 2u);
+  EXPECT_EQ(sink.Name(allocs[0].tag_id), kBaselineTag);
+  EXPECT_EQ(OfKind(sink.events(), EventKind::kStep).size(), 2u);
+}
+
 TEST(KinetoEventsTest, UsesGpuTimelineStepsWhenTheTraceHasNoOthers) {
   KinetoTrace trace;
   trace.steps = {{{100, 200, kThreadA, 0}, 7, true}};

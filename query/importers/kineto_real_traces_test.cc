@@ -106,9 +106,14 @@ TEST_F(KinetoRealTracesTest, ImportsEveryMemoryEventTheReadmeCounts) {
       if (d.value == kBaselineTag) seed_tag = d.id;
     }
     int64_t last_ts = INT64_MIN;
+    // Memory events ahead of the first step marker: they would make a step 0 of their own.
+    uint64_t before_first_step = 0;
     for (const Event& e : recorded.events()) {
       EXPECT_GE(e.ts_ns, last_ts) << "events out of time order at seq " << e.seq;
       last_ts = e.ts_ns;
+      if (steps == 0 && (e.kind == EventKind::kAlloc || e.kind == EventKind::kFree)) {
+        ++before_first_step;
+      }
       if (e.kind == EventKind::kAlloc && seed_tag != 0 && e.tag_id == seed_tag) {
         ++seeds;
       } else if (e.kind == EventKind::kAlloc) {
@@ -124,6 +129,7 @@ TEST_F(KinetoRealTracesTest, ImportsEveryMemoryEventTheReadmeCounts) {
     EXPECT_EQ(allocs + frees, expected.memory_events);
     EXPECT_EQ(steps, expected.cpu_step_markers);
     EXPECT_EQ(seeds, s.events.seeded_allocations);
+    EXPECT_EQ(before_first_step, 0u);
     if (expected.rank >= 0) {
       EXPECT_EQ(s.rank.rank, expected.rank);
       EXPECT_EQ(s.rank.world_size, expected.world_size);
