@@ -23,7 +23,7 @@ std::string FirstDivergence(const DivergenceReport& r) {
   if (r.status == DivergenceStatus::kTooFewSteps) return "too few steps";
   if (r.diverged.empty()) return "none";
   const RankDivergence& d = r.diverged.front();
-  return absl::StrCat("rank ", d.rank, " at step ", d.onset_step,
+  return absl::StrCat("rank ", d.rank, " at ", FormatKey(d.onset_step, r.bucket_ns),
                       r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")") : "");
 }
 
@@ -51,12 +51,13 @@ const RankHeadroom* Soonest(const HeadroomReport& r) {
   return nullptr;
 }
 
-std::string HeadroomText(const RankHeadroom* h) {
+std::string HeadroomText(const RankHeadroom* h, int64_t bucket_ns) {
   if (h == nullptr) return "no forecast";
   if (h->status == HeadroomStatus::kOutOfMemory) {
-    return absl::StrCat("rank ", h->rank, " OOM at step ", h->forecast_step);
+    return absl::StrCat("rank ", h->rank, " OOM at ", FormatKey(h->forecast_step, bucket_ns));
   }
-  return absl::StrCat("rank ", h->rank, " full at step ~", h->forecast_step);
+  return absl::StrCat("rank ", h->rank, " full at ",
+                      FormatKey(h->forecast_step, bucket_ns, /*approximate=*/true));
 }
 
 }  // namespace
@@ -151,7 +152,9 @@ CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const Comp
   {
     const RankHeadroom* ha = Soonest(report.a.headroom);
     const RankHeadroom* hb = Soonest(report.b.headroom);
-    CompareItem it{"headroom", "soonest full rank", HeadroomText(ha), HeadroomText(hb)};
+    CompareItem it{"headroom", "soonest full rank",
+                   HeadroomText(ha, report.a.headroom.bucket_ns),
+                   HeadroomText(hb, report.b.headroom.bucket_ns)};
     it.a_value = ha != nullptr ? ha->forecast_step : 0;
     it.b_value = hb != nullptr ? hb->forecast_step : 0;
     it.changed = it.a != it.b;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "query/analysis/robust_stats.h"
+#include "query/analysis/units.h"
 
 namespace memtrace::analysis {
 namespace {
@@ -37,6 +38,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   DivergenceReport report;
   report.job_id = job.job_id;
   report.params = params;
+  report.bucket_ns = job.time_axis ? job.bucket_ns : 0;
   std::vector<const RankStepMetrics*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
   if (ranks.size() < 3) {
@@ -211,16 +213,18 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
             });
   if (report.diverged.empty()) {
     report.status = DivergenceStatus::kNoneDiverged;
-    report.message =
-        absl::StrFormat("no rank diverged: all %u ranks stayed within the cohort over steps %d..%d",
-                        report.ranks, report.first_step, report.last_step);
+    report.message = absl::StrFormat(
+        "no rank diverged: all %u ranks stayed within the cohort over %s %s..%s", report.ranks,
+        report.bucket_ns > 0 ? "time buckets" : "steps",
+        FormatKeyValue(report.first_step, report.bucket_ns),
+        FormatKeyValue(report.last_step, report.bucket_ns));
   } else {
     const RankDivergence& d = report.diverged.front();
     report.status = DivergenceStatus::kDiverged;
     report.message = absl::StrFormat(
-        "rank %u diverged first, at step %d (%s the cohort for %u steps); %u rank(s) followed",
-        d.rank, d.onset_step, d.direction > 0 ? "above" : "below", d.run_steps,
-        report.diverged.size() - 1);
+        "rank %u diverged first, at %s (%s the cohort for %u %s); %u rank(s) followed", d.rank,
+        FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below",
+        d.run_steps, report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - 1);
   }
   return report;
 }

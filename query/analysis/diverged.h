@@ -92,6 +92,8 @@ struct DivergenceReport {
   int64_t first_step = 0;  // compared steps: after warm-up
   int64_t last_step = 0;
   uint32_t steps_compared = 0;
+  // > 0 for a job without step markers: its "steps" are time-bucket indexes of this width.
+  int64_t bucket_ns = 0;
   std::vector<RankDivergence> diverged;  // onset order; diverged[0] is the earliest
   std::vector<RankOffset> offsets;
   DivergenceParams params;

@@ -32,6 +32,24 @@ TEST(DivergenceTest, ReportsLeakingRankFiveAtItsOnset) {
   EXPECT_TRUE(report.offsets.empty());
 }
 
+// Without step markers the keys are time-bucket indexes: the report names the bucket's time,
+// not a "step 1796332086".
+TEST(DivergenceTest, AJobWithoutStepMarkersIsReportedInTime) {
+  JobTimeline job = Simulate(sim::LeakJob(5, 30)).timeline;
+  constexpr int64_t kFirstBucket = 1'796'332'000;  // 2026-12-03 21:06:40 UTC, 1 s buckets
+  job.time_axis = true;
+  job.bucket_ns = 1'000'000'000;
+  for (RankTimeline& r : job.ranks) {
+    for (StepPoint& p : r.steps) p.step += kFirstBucket;
+  }
+  DivergenceReport report = FindDivergence(job);
+  ASSERT_EQ(report.status, DivergenceStatus::kDiverged) << report.message;
+  EXPECT_EQ(report.bucket_ns, 1'000'000'000);
+  EXPECT_NE(report.message.find("rank 5 diverged first, at 2026-12-03 21:07:"), std::string::npos)
+      << report.message;
+  EXPECT_EQ(report.message.find("step"), std::string::npos) << report.message;
+}
+
 TEST(DivergenceTest, ListsFollowersInOnsetOrder) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   spec.growths.push_back({2, "leak:other", "libfoo.so", 60, 256 * kMiB});

@@ -151,6 +151,7 @@ HeadroomReport ForecastHeadroom(const JobTimeline& job, const HeadroomParams& pa
   HeadroomReport report;
   report.job_id = job.job_id;
   report.params = params;
+  report.bucket_ns = job.time_axis ? job.bucket_ns : 0;
   std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
   TheilSen fitter(params.max_pairs);

@@ -70,6 +70,8 @@ struct HeadroomReport {
   std::string job_id;
   uint32_t ranks = 0;
   uint32_t forecasts = 0;             // ranks with status kForecast
+  // > 0 for a job without step markers: its "steps" are time-bucket indexes of this width.
+  int64_t bucket_ns = 0;
   std::vector<RankHeadroom> entries;  // soonest forecast first, then by rank
   HeadroomParams params;
 };

@@ -95,8 +95,12 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
     return out;
   }
   const v1::DivergenceParams& p = r.params();
-  absl::StrAppend(&out, "compared ", r.ranks(), " ranks over steps ", r.first_step(), "..",
-                  r.last_step(), " (", r.steps_compared(), " steps; step ",
+  const int64_t bucket_ns = r.bucket_ns();
+  absl::StrAppend(&out, "compared ", r.ranks(), " ranks over ",
+                  bucket_ns > 0 ? "time buckets " : "steps ",
+                  FormatKeyValue(r.first_step(), bucket_ns), "..",
+                  FormatKeyValue(r.last_step(), bucket_ns), " (", r.steps_compared(),
+                  bucket_ns > 0 ? " buckets; bucket " : " steps; step ",
                   p.metric() == v1::ANALYSIS_METRIC_END    ? "end"
                   : p.metric() == v1::ANALYSIS_METRIC_PEAK ? "peak"
                                                            : "floor",
@@ -108,7 +112,8 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
     int i = 0;
     for (const v1::RankDivergence& d : r.diverged()) {
       t.Add({absl::StrCat(++i), absl::StrCat(d.rank()), OrDash(d.host()),
-             absl::StrCat(d.onset_step()), absl::StrCat(d.departure_step()), Time(d.onset_ns()),
+             FormatKeyValue(d.onset_step(), bucket_ns), FormatKeyValue(d.departure_step(), bucket_ns),
+             Time(d.onset_ns()),
              Bytes(d.value_bytes()), Bytes(d.cohort_median_bytes()), Signed(d.excess_bytes()),
              Z(d.robust_z()), Bytes(d.last_value_bytes()), Signed(d.last_excess_bytes())});
     }
@@ -337,12 +342,13 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   for (const v1::RankHeadroom& h : r.entries()) {
     if (h.status() == v1::HEADROOM_STATUS_FORECAST) {
       absl::StrAppend(&out, "  rank ", h.rank(), " reaches ", Bytes(h.capacity_bytes()),
-                      " at step ~", h.forecast_step(), " (in ~",
+                      " at ", FormatKey(h.forecast_step(), r.bucket_ns(), /*approximate=*/true),
+                      " (in ~",
                       FormatDuration(static_cast<double>(h.eta_ns())), ", at ",
                       FormatRate(h.floor_bytes_per_step()), ")\n");
     } else if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) {
-      absl::StrAppend(&out, "  rank ", h.rank(), " ran out of memory at step ", h.forecast_step(),
-                      "\n");
+      absl::StrAppend(&out, "  rank ", h.rank(), " ran out of memory at ",
+                      FormatKey(h.forecast_step(), r.bucket_ns()), "\n");
     } else if (h.status() == v1::HEADROOM_STATUS_AT_CAPACITY) {
       absl::StrAppend(&out, "  rank ", h.rank(), " already peaks at ", Bytes(h.last_peak_bytes()),
                       ", at or past the capacity (", Bytes(h.capacity_bytes()), ", ",
@@ -361,7 +367,7 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
            h.capacity_bytes() > 0 ? Bytes(h.capacity_bytes()) : "-", Bytes(h.overhead_bytes()),
            Bytes(h.last_peak_bytes()), Bytes(h.headroom_bytes()),
            FormatRate(h.floor_bytes_per_step()),
-           h.forecast_step() >= 0 ? absl::StrCat(h.forecast_step()) : "-",
+           h.forecast_step() >= 0 ? FormatKeyValue(h.forecast_step(), r.bucket_ns()) : "-",
            forecast ? FormatDuration(static_cast<double>(h.eta_ns())) : "-"});
   }
   out += t.Render();

@@ -331,6 +331,7 @@ void ToProto(const DivergenceReport& r, v1::DivergenceReport* out) {
   out->set_first_step(r.first_step);
   out->set_last_step(r.last_step);
   out->set_steps_compared(r.steps_compared);
+  out->set_bucket_ns(r.bucket_ns);
   for (const RankDivergence& d : r.diverged) {
     v1::RankDivergence* w = out->add_diverged();
     w->set_rank(d.rank);
@@ -532,6 +533,7 @@ void ToProto(const HeadroomReport& r, v1::HeadroomReport* out) {
   out->set_job_id(r.job_id);
   out->set_ranks(r.ranks);
   out->set_forecasts(r.forecasts);
+  out->set_bucket_ns(r.bucket_ns);
   for (const RankHeadroom& h : r.entries) {
     v1::RankHeadroom* w = out->add_entries();
     w->set_rank(h.rank);

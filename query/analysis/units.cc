@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
 namespace memtrace::analysis {
 namespace {
@@ -52,6 +53,21 @@ std::string FormatDuration(double ns) {
   if (s < 2 * 3600) return absl::StrFormat("%.0f min", s / 60);
   if (s < 2 * 86400) return absl::StrCat(ThreeDigits(s / 3600), " h");
   return absl::StrCat(ThreeDigits(s / 86400), " d");
+}
+
+std::string FormatKeyValue(int64_t key, int64_t bucket_ns) {
+  if (bucket_ns <= 0) return absl::StrCat(key);
+  // key * bucket_ns in 128 bits: a key far from any real time must not wrap into one.
+  const __int128 ns = static_cast<__int128>(key) * bucket_ns;
+  if (ns > INT64_MAX || ns < INT64_MIN) return absl::StrCat("bucket ", key);
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixNanos(static_cast<int64_t>(ns)),
+                          absl::UTCTimeZone());
+}
+
+std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate) {
+  const char* about = approximate ? "~" : "";
+  if (bucket_ns <= 0) return absl::StrCat("step ", about, key);
+  return absl::StrCat(about, FormatKeyValue(key, bucket_ns), " bucket");
 }
 
 }  // namespace memtrace::analysis

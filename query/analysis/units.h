@@ -16,6 +16,13 @@ std::string FormatSignedBytes(double bytes);
 std::string FormatRate(double bytes_per_step);
 // Nanoseconds as the largest sensible unit: "850 ms", "45 s", "37 min", "5.2 h", "3.1 d".
 std::string FormatDuration(double ns);
+// A timeline key as a reader knows it: "step 32", or for a job without step markers, whose keys
+// are time-bucket indexes of bucket_ns (> 0), the bucket's start in UTC
+// ("2026-12-03 21:07:59 bucket"); `approximate` marks a forecast: "step ~412".
+std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate = false);
+// The same without the word "step" for a step: "32", or "2026-12-03 21:07:59" for a bucket
+// (table cells under a "step" heading).
+std::string FormatKeyValue(int64_t key, int64_t bucket_ns);
 
 }  // namespace memtrace::analysis
 

@@ -31,5 +31,17 @@ TEST(UnitsTest, DurationsPickTheLargestSensibleUnit) {
   EXPECT_EQ(FormatDuration(3.1 * 86400e9), "3.10 d");
 }
 
+TEST(UnitsTest, KeysAreStepsOrTheStartOfTheirTimeBucket) {
+  EXPECT_EQ(FormatKey(32, 0), "step 32");
+  EXPECT_EQ(FormatKey(412, 0, /*approximate=*/true), "step ~412");
+  EXPECT_EQ(FormatKeyValue(32, 0), "32");
+  // Bucket 1796332086 of 1 s: 2026-12-03 21:08:06 UTC.
+  EXPECT_EQ(FormatKeyValue(1796332086, 1'000'000'000), "2026-12-03 21:08:06");
+  EXPECT_EQ(FormatKey(1796332086, 1'000'000'000), "2026-12-03 21:08:06 bucket");
+  EXPECT_EQ(FormatKey(1796332086, 1'000'000'000, true), "~2026-12-03 21:08:06 bucket");
+  // Too far out for a time: the index itself.
+  EXPECT_EQ(FormatKeyValue(INT64_MAX, 1'000'000'000), "bucket 9223372036854775807");
+}
+
 }  // namespace
 }  // namespace memtrace::analysis
