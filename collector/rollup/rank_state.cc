@@ -229,7 +229,10 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
     }
     case EventKind::kDeviceSample:
       for (Accumulator* acc : {&step_, &bucket_}) {
-        acc->device_used_max = std::max(acc->device_used_max, e.bytes);
+        if (e.bytes >= acc->device_used_max) {
+          acc->device_used_max = e.bytes;
+          acc->live_at_device_used_max = live_bytes_;
+        }
         if (e.aux != 0) acc->device_total = e.aux;
       }
       break;
@@ -426,6 +429,7 @@ void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out)
   r.set_alloc_bytes(acc.alloc_bytes);
   r.set_free_bytes(acc.free_bytes);
   r.set_device_used_max(acc.device_used_max);
+  r.set_live_at_device_used_max(acc.live_at_device_used_max);
   r.set_device_total(acc.device_total);
   r.set_host_rss_max(acc.host_rss_max);
   r.set_ooms(acc.ooms);
@@ -500,6 +504,7 @@ std::string RankState::Serialize() const {
     s->set_alloc_bytes(acc.alloc_bytes);
     s->set_free_bytes(acc.free_bytes);
     s->set_device_used_max(acc.device_used_max);
+    s->set_live_at_device_used_max(acc.live_at_device_used_max);
     s->set_device_total(acc.device_total);
     s->set_host_rss_max(acc.host_rss_max);
     s->set_ooms(acc.ooms);
@@ -571,6 +576,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
     acc->alloc_bytes = st.alloc_bytes();
     acc->free_bytes = st.free_bytes();
     acc->device_used_max = st.device_used_max();
+    acc->live_at_device_used_max = st.live_at_device_used_max();
     acc->device_total = st.device_total();
     acc->host_rss_max = st.host_rss_max();
     acc->ooms = st.ooms();

@@ -175,6 +175,7 @@ class RankState {
     uint64_t alloc_bytes = 0;
     uint64_t free_bytes = 0;
     uint64_t device_used_max = 0;
+    uint64_t live_at_device_used_max = 0;  // live bytes when that sample was taken
     uint64_t device_total = 0;
     uint64_t host_rss_max = 0;
     uint64_t ooms = 0;

@@ -351,6 +351,30 @@ TEST(RankStateTest, PhasesOpenAtOnceAreBoundedAndTheRestCounted) {
   EXPECT_EQ(restored->anomalies().phase_unmatched, 1u);
 }
 
+// The step's highest device-used sample keeps the live bytes of its moment, so the memory used
+// outside traced allocations is known even when no sample lands on the step's peak; a
+// checkpoint keeps it.
+TEST(RankStateTest, TheHighestDeviceSampleKeepsTheLiveBytesOfItsMoment) {
+  Script s;
+  s.Step(1)
+      .Alloc(0x1000, 10 * kMiB)
+      .Simple(EventKind::kDeviceSample, 0, 12 * kMiB, 80 * kMiB)  // 2 MiB outside
+      .Alloc(0x2000, 30 * kMiB)                                   // the peak, unsampled
+      .Free(0x2000)
+      .Alloc(0x3000, 5 * kMiB)
+      .Simple(EventKind::kDeviceSample, 0, 17 * kMiB, 80 * kMiB)  // the highest: 15 live
+      .Free(0x3000);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(r.peak_bytes(), 40 * kMiB);
+  EXPECT_EQ(r.device_used_max(), 17 * kMiB);
+  EXPECT_EQ(r.live_at_device_used_max(), 15 * kMiB);
+  absl::StatusOr<RankState> restored = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->OpenStepRollup().live_at_device_used_max(), 15 * kMiB);
+}
+
 TEST(RankStateTest, SamplesOomAndLossFillTheirFields) {
   Script s;
   s.Step(1)

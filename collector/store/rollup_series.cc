@@ -13,6 +13,9 @@ namespace {
   X(start_ns) X(end_ns) X(start_bytes) X(floor_bytes) X(peak_bytes) X(end_bytes) X(allocs) \
   X(frees) X(alloc_bytes) X(free_bytes) X(device_used_max) X(device_total) X(host_rss_max) \
   X(ooms) X(oom_requested_bytes) X(events_lost) X(pool_reserved_bytes)
+// Scalars added after segments were first written: an older segment has no entries for them
+// (read as zeros); a newer one has one per row like the columns above.
+#define MEMTRACE_SERIES_LATER_SCALARS(X) X(live_at_device_used_max)
 
 // Differences between consecutive column entries (RollupSeries.deltas), wrapping: a column's
 // values may fall as well as rise. sint64 columns are ZigZag-coded by protobuf, uint64 ones here.
@@ -42,6 +45,9 @@ absl::Status Check(const RollupSeries& s) {
 #define MEMTRACE_CHECK_LENGTH(f) lengths_ok &= s.f##_size() == n;
   MEMTRACE_SERIES_SCALARS(MEMTRACE_CHECK_LENGTH)
 #undef MEMTRACE_CHECK_LENGTH
+#define MEMTRACE_CHECK_LENGTH(f) lengths_ok &= s.f##_size() == n || s.f##_size() == 0;
+  MEMTRACE_SERIES_LATER_SCALARS(MEMTRACE_CHECK_LENGTH)
+#undef MEMTRACE_CHECK_LENGTH
   if (!lengths_ok) return Inconsistent("columns differ in length");
   uint64_t kinds = 0;
   for (uint32_t k : s.memory_kinds()) kinds += k;
@@ -70,6 +76,7 @@ void CopyScalarPart(const v1::StepRollup& row, v1::StepRollup* out) {
   out->set_step(row.step());
 #define MEMTRACE_COPY(f) out->set_##f(row.f());
   MEMTRACE_SERIES_SCALARS(MEMTRACE_COPY)
+  MEMTRACE_SERIES_LATER_SCALARS(MEMTRACE_COPY)
 #undef MEMTRACE_COPY
   *out->mutable_by_memory_kind() = row.by_memory_kind();
 }
@@ -105,6 +112,7 @@ void SeriesSegment::SerializeTo(std::string* out) const {
     prev_key = key;
 #define MEMTRACE_ADD(f) s.add_##f(Delta(row.f(), prev->f()));
     MEMTRACE_SERIES_SCALARS(MEMTRACE_ADD)
+    MEMTRACE_SERIES_LATER_SCALARS(MEMTRACE_ADD)
 #undef MEMTRACE_ADD
     prev = &row;
     s.add_memory_kinds(static_cast<uint32_t>(row.by_memory_kind_size()));
@@ -133,6 +141,9 @@ absl::Status ForEachSeriesRow(absl::string_view bytes, v1::StepRollup* scratch,
 #define MEMTRACE_SET(f) scratch->set_##f(s.f(i));
       MEMTRACE_SERIES_SCALARS(MEMTRACE_SET)
 #undef MEMTRACE_SET
+#define MEMTRACE_SET(f) scratch->set_##f(s.f##_size() == 0 ? 0 : s.f(i));
+      MEMTRACE_SERIES_LATER_SCALARS(MEMTRACE_SET)
+#undef MEMTRACE_SET
       // Clear() keeps the cleared elements for reuse: no allocation per row.
       scratch->mutable_by_memory_kind()->Clear();
       for (uint32_t k = 0; k < s.memory_kinds(i); ++k, ++kind) {
@@ -152,6 +163,9 @@ absl::Status ForEachSeriesRow(absl::string_view bytes, v1::StepRollup* scratch,
     scratch->set_step(Undelta(s.key(i), scratch->step()));
 #define MEMTRACE_SET(f) scratch->set_##f(Undelta(s.f(i), scratch->f()));
     MEMTRACE_SERIES_SCALARS(MEMTRACE_SET)
+#undef MEMTRACE_SET
+#define MEMTRACE_SET(f) scratch->set_##f(s.f##_size() == 0 ? 0 : Undelta(s.f(i), scratch->f()));
+    MEMTRACE_SERIES_LATER_SCALARS(MEMTRACE_SET)
 #undef MEMTRACE_SET
     scratch->mutable_by_memory_kind()->Clear();
     for (uint32_t k = 0; k < s.memory_kinds(i); ++k, ++kind) {

@@ -29,6 +29,7 @@ v1::StepRollup Row(int64_t step) {
   r.set_oom_requested_bytes(13);
   r.set_events_lost(14);
   r.set_pool_reserved_bytes(15);
+  r.set_live_at_device_used_max(16 + step);
   for (uint32_t id : {3u, 101u}) {
     v1::GroupBytes* k = r.add_by_memory_kind();
     k->set_id(id);
@@ -151,6 +152,7 @@ TEST(RollupSeriesTest, SegmentsWrittenBeforeDifferencesStillRead) {
   EXPECT_EQ(rows[1].floor_bytes(), 1006u);
   EXPECT_EQ(rows[1].device_total(), 80u);
   EXPECT_EQ(rows[1].by_memory_kind(0).live_bytes(), 6u);
+  EXPECT_EQ(rows[1].live_at_device_used_max(), 0u);  // a later column: absent, read as 0
   // Rewritten at the next Put, it is stored with differences.
   absl::StatusOr<SeriesSegment> parsed = SeriesSegment::Parse(old.SerializeAsString());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -158,6 +160,34 @@ TEST(RollupSeriesTest, SegmentsWrittenBeforeDifferencesStillRead) {
   ASSERT_TRUE(rewritten.ParseFromString(parsed->Serialize()));
   EXPECT_TRUE(rewritten.deltas());
   EXPECT_EQ(Read(parsed->Serialize())[1].SerializeAsString(), rows[1].SerializeAsString());
+}
+
+// A segment written (with differences) before live_at_device_used_max existed has no entries
+// for it: its rows read as before, with 0 there.
+TEST(RollupSeriesTest, SegmentsWrittenBeforeALaterColumnStillRead) {
+  SeriesSegment seg;
+  for (int64_t step : {1, 2, 3}) seg.Put(Row(step));
+  RollupSeries without;
+  ASSERT_TRUE(without.ParseFromString(seg.Serialize()));
+  ASSERT_EQ(without.live_at_device_used_max_size(), 3);
+  without.clear_live_at_device_used_max();
+  const std::vector<v1::StepRollup> rows = Read(without.SerializeAsString());
+  const std::vector<v1::StepRollup> full = Read(seg.Serialize());
+  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(full.size(), 3u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(full[i].live_at_device_used_max(), 17u + i);
+    EXPECT_EQ(rows[i].live_at_device_used_max(), 0u);
+    v1::StepRollup expected = full[i];
+    expected.clear_live_at_device_used_max();
+    EXPECT_EQ(rows[i].SerializeAsString(), expected.SerializeAsString()) << i;
+  }
+  // A column of another length than the rows' is still inconsistent.
+  without.add_live_at_device_used_max(1);
+  v1::StepRollup scratch;
+  EXPECT_FALSE(ForEachSeriesRow(without.SerializeAsString(), &scratch,
+                                [](const v1::StepRollup&) {})
+                   .ok());
 }
 
 TEST(RollupSeriesTest, DifferencesMakeARealisticSegmentSmaller) {

@@ -38,7 +38,13 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     x.push_back(static_cast<double>(p.step));
     floor.push_back(static_cast<double>(p.floor_bytes));
     transient.push_back(static_cast<double>(p.peak_bytes) - static_cast<double>(p.floor_bytes));
-    if (p.device_used_max >= p.peak_bytes && p.peak_bytes > 0) {
+    // Device memory used outside traced allocations: the step's highest device-used sample
+    // minus the live bytes at its moment. Rows from before that moment's live bytes were kept
+    // can only tell it where the sample caught the step's peak.
+    if (p.live_at_device_used_max > 0 && p.device_used_max >= p.live_at_device_used_max) {
+      overhead.push_back(static_cast<double>(p.device_used_max - p.live_at_device_used_max));
+    } else if (p.live_at_device_used_max == 0 && p.device_used_max >= p.peak_bytes &&
+               p.peak_bytes > 0) {
       overhead.push_back(static_cast<double>(p.device_used_max - p.peak_bytes));
     }
     if (i + 1 < rank.steps.size()) {

@@ -73,6 +73,7 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
   groups(s.by_phase(), "phase", &phases_);
   p.groups = StepGroups(tags_, sources_, phases_);
   p.device_used_max = s.device_used_max();
+  p.live_at_device_used_max = s.live_at_device_used_max();
   p.device_total = s.device_total();
   p.ooms = s.ooms();
   p.oom_requested_bytes = s.oom_requested_bytes();

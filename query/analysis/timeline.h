@@ -107,8 +107,10 @@ struct StepPoint {
   absl::Span<const GroupBytes> by_tag() const { return groups.tags(); }
   absl::Span<const GroupBytes> by_source() const { return groups.sources(); }
   absl::Span<const GroupBytes> by_phase() const { return groups.phases(); }
-  // From the agent's periodic device samples; 0 when the rank sent none.
+  // From the agent's periodic device samples; 0 when the rank sent none. live_at_device_used_max:
+  // the live bytes when the highest sample was taken (0 in rows from before it was recorded).
   uint64_t device_used_max = 0;
+  uint64_t live_at_device_used_max = 0;
   uint64_t device_total = 0;
   uint64_t ooms = 0;
   uint64_t oom_requested_bytes = 0;

@@ -262,7 +262,10 @@ SimulatedJob Simulate(const JobSpec& spec) {
       }
       p.groups = StepGroups(by_tag, by_source, by_phase);
       p.device_total = spec.device_total;
-      p.device_used_max = std::min(spec.device_total, p.peak_bytes + spec.context_bytes);
+      // The agent samples device memory now and then, not at the step's peak: the highest sample
+      // of a step is taken here at its end.
+      p.device_used_max = std::min(spec.device_total, p.end_bytes + spec.context_bytes);
+      p.live_at_device_used_max = p.end_bytes;
       if (overflow && spec.stop_at_oom) {
         p.ooms = 1;
         p.oom_requested_bytes = spec.oom_request_bytes;

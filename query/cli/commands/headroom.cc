@@ -13,12 +13,14 @@ constexpr char kUsage[] =
     "                         [--min-growth BYTES] [--attempt N] [--axis step|time]\n"
     "                         [common flags]\n"
     "\n"
-    "A forecast per rank: the robust slope of its step floor over the last --recent steps,\n"
-    "extrapolated (plus the rank's typical transient peak above the floor) to the device's\n"
-    "capacity, e.g. \"rank 3 reaches 80.0 GiB at step ~412 (in ~37 min)\". The capacity is\n"
-    "--capacity, else the device total the agent sampled; memory the device uses outside\n"
-    "traced allocations is subtracted. A floor without a significant rise (at least\n"
-    "--min-growth over the window) gets no forecast; a rank that already hit an OOM says so.";
+    "A forecast per rank: the robust slope of its step floor over the last --recent steps\n"
+    "(from where it began to rise, if it was flat before), extrapolated (plus the rank's\n"
+    "typical transient peak above the floor) to the device's capacity, e.g. \"rank 3 reaches\n"
+    "80.0 GiB at step ~412 (in ~37 min)\". The capacity is --capacity, else the device total\n"
+    "the agent sampled; memory the device uses outside traced allocations (device used minus\n"
+    "live bytes at the agent's samples) is subtracted. A floor without a significant rise (at\n"
+    "least --min-growth) gets no forecast; a rank that already hit an OOM, or whose peak\n"
+    "already reaches the capacity, says so.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
