@@ -219,6 +219,7 @@ absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_
   }
   out.live_bytes = live->live_bytes;
   out.oom_requested_bytes = live->oom_requested_bytes;
+  out.seq = live->seq;
   if (with_phases) {
     if (live->allocation_phases_known) {
       PhasesFromSnapshot(*live, &out.set);

@@ -44,6 +44,9 @@ struct LoadedLiveSet {
   uint64_t live_bytes = 0;
   // For LivePoint::Kind::kFirstOom: the size the failed allocation asked for.
   uint64_t oom_requested_bytes = 0;
+  // The sequence number of the last event the set includes; 0 = none (a moment before the
+  // rank's first event).
+  uint64_t seq = 0;
 };
 
 // The live set of (job, rank, attempt) at `point` (attempt unset = the rank's latest), host

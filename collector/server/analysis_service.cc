@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "collector/server/analysis_loader.h"
 #include "collector/server/parallel_for.h"
 #include "collector/server/status_util.h"
@@ -90,6 +91,12 @@ std::optional<LivePoint> StepEnd(const an::RankStepMetrics& rank, int64_t step) 
     return point;
   }
   return std::nullopt;
+}
+
+std::string UtcTime(int64_t ns) {
+  return absl::StrCat(
+      absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixNanos(ns), absl::UTCTimeZone()),
+      " UTC");
 }
 
 // Says in the report's sentence that time buckets stood in for missing step markers.
@@ -193,7 +200,8 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       break;
     case v1::LiveRequest::kAtStep: {
       if (job->time_axis) {
-        return absl::InvalidArgumentError(
+        // The job's data, not the command line, is what is missing: a failed request (exit 1).
+        return absl::FailedPreconditionError(
             absl::StrCat("job \"", request.job_id(),
                          "\" has no step markers: ask for a time, not step ", request.at_step()));
       }
@@ -215,6 +223,14 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   absl::StatusOr<LoadedLiveSet> mine = LoadLiveSet(store, request.job_id(), subject->rank,
                                                    subject->attempt, point, /*with_phases=*/true);
   if (!mine.ok()) return mine.status();
+  if (mine->seq == 0 && point.kind == LivePoint::Kind::kAtCollectorTime) {
+    // Nothing to show: an empty set "at step 0 (1970-01-01)" would read as an answer.
+    return absl::OutOfRangeError(absl::StrCat(
+        "job \"", request.job_id(), "\" rank ", request.rank(), " has no event at or before ",
+        UtcTime(point.at_ns),
+        subject->size() > 0 ? absl::StrCat("; its first step starts at ", UtcTime(subject->start_ns[0]))
+                            : ""));
+  }
   if (point.kind == LivePoint::Kind::kFirstOom) {
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
   }

@@ -151,6 +151,23 @@ TEST_F(AnalysisServiceTest, LiveAtAStepUsesTheEndOfThatStep) {
   EXPECT_EQ(report.other_ranks(), 7u);
 }
 
+// A moment before the rank's first event has nothing live to show: an error naming when its
+// steps start, not an empty set "at step 0 (1970-01-01)".
+TEST_F(AnalysisServiceTest, LiveBeforeTheFirstEventSaysSo) {
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("leak");
+  request.set_rank(5);
+  request.set_at_ns(1);
+  v1::LiveReport report;
+  grpc::Status status = stub_->Live(&context, request, &report);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_NE(status.error_message().find("has no event at or before 1970-01-01 00:00:00.000 UTC; "
+                                        "its first step starts at "),
+            std::string::npos)
+      << status.error_message();
+}
+
 TEST_F(AnalysisServiceTest, LeaksOfOneRankClassifiesItAndListsItsCandidates) {
   grpc::ClientContext context;
   v1::LeaksRequest request;
