@@ -204,7 +204,9 @@ class Transport::Impl final : public IngestStream::Listener {
                                 const std::optional<ClockEstimate>& clock);
   // Notes that a message is about to be sent (its ack will carry the collector's times).
   void NoteSend();
-  AgentCounterValues Counters();
+  // The counters to send with a batch of `batch_bytes`: its own bytes are not counted as
+  // unacknowledged (they are in flight with it), so a caught-up stream reports 0.
+  AgentCounterValues Counters(uint64_t batch_bytes = 0);
   void ReportEndOfStream(const grpc::Status& status, bool hello_acked, bool closing);
   bool ForceBatches();
 
@@ -320,14 +322,15 @@ void Transport::Impl::ReportUnreadableLocked() {
 // ---------------------------------------------------------------------------------------------
 // Batch forming (sender thread).
 
-AgentCounterValues Transport::Impl::Counters() {
+AgentCounterValues Transport::Impl::Counters(uint64_t batch_bytes) {
   EventQueue::Counters q = queue_.counters();
   AgentCounterValues c;
   c.events_recorded = q.pushed;
   c.cupti_records_dropped = cupti_dropped_.load(std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(mu_);
   c.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
-  c.spool_bytes = store_->bytes();
+  const uint64_t unacked = store_->bytes();
+  c.spool_bytes = unacked > batch_bytes ? unacked - batch_bytes : 0;
   c.reconnects = reconnects_;
   return c;
 }
@@ -656,7 +659,7 @@ grpc::ByteBuffer Transport::Impl::PrepareWrite(const SealedBatch& sealed, uint64
   // Counters as of now, not of when the batch was formed: a resend after a reconnect then
   // reports that reconnect. Likewise the newest clock estimate.
   std::string tail;
-  AppendCountersField(Counters(), &tail);
+  AppendCountersField(Counters(sealed.bytes->size()), &tail);
   if (clock.has_value()) AppendClockField(*clock, &tail);
   return FrameRequest(2, std::move(body), tail);
 }
