@@ -38,6 +38,12 @@ for flag in max_string_table max_strings_per_batch; do
   [[ $rc -eq 2 ]] && grep -q -- "--$flag 0 is not in 1.." <<<"$out" ||
       fail "--$flag=0: rc $rc: $out"
 done
+# A batch limit below the agents' batch size would refuse (and they resend) every full batch.
+# (timeout: a collector that accepted it would serve until killed.)
+out="$(timeout 10 "$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --max_batch_events=100 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--max_batch_events 100 is not in 16384.*agents send batches" \
+    <<<"$out" || fail "--max_batch_events=100: rc $rc: $out"
+grep -q "MEMTRACE_BATCH_EVENTS" <<<"$help" || fail "--help does not mention MEMTRACE_BATCH_EVENTS"
 out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --bucket_ms=2000000000000 2>&1)"; rc=$?
 [[ $rc -eq 2 ]] && grep -q -- "--bucket_ms 2000000000000 is not in 1..1099511627776" <<<"$out" ||
     fail "--bucket_ms too large: rc $rc: $out"

@@ -13,6 +13,7 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/stream/transport_options.h"
 #include "collector/security/secret_file.h"
 #include "collector/server/collector_server.h"
 
@@ -54,7 +55,9 @@ ABSL_FLAG(std::string, token_file, "",
           "TOKEN\"); wrong or missing = UNAUTHENTICATED. Default: $MEMTRACE_TOKEN, else the "
           "file $MEMTRACE_TOKEN_FILE, else no token. Health checks and reflection stay open.");
 ABSL_FLAG(int64_t, max_batch_events, 65536,
-          "Most events one batch may carry (RESOURCE_EXHAUSTED beyond).");
+          "Most events one batch may carry (RESOURCE_EXHAUSTED beyond). At least the agents' "
+          "batch size, 16384 events unless set on the agents with MEMTRACE_BATCH_EVENTS: a "
+          "smaller limit would refuse every full batch, and the agents resend them forever.");
 ABSL_FLAG(int64_t, max_strings_per_batch, 4096,
           "Most string-table entries one batch may define (RESOURCE_EXHAUSTED beyond).");
 ABSL_FLAG(int64_t, max_string_bytes, 4096,
@@ -149,9 +152,17 @@ absl::Status LoadLimits(CollectorServerOptions* options) {
     int64_t value;
     int64_t min;
     uint32_t* out;
+    std::string why_min;  // appended to the error when the value is below min
   };
   const Limit limits[] = {
-      {"max_batch_events", absl::GetFlag(FLAGS_max_batch_events), 1, &options->limits.max_events},
+      // An agent fills batches up to its max_batch_events before sending; the collector refuses
+      // a larger batch RESOURCE_EXHAUSTED and the agent resends it, so a limit below the agents'
+      // batch size stores nothing and says nothing.
+      {"max_batch_events", absl::GetFlag(FLAGS_max_batch_events),
+       static_cast<int64_t>(kDefaultMaxBatchEvents), &options->limits.max_events,
+       absl::StrCat(": agents send batches of up to ", kDefaultMaxBatchEvents,
+                    " events by default (MEMTRACE_BATCH_EVENTS), and each batch above the "
+                    "limit would be refused and resent forever")},
       // At least 1: agents define a tag or source in nearly every batch, so 0 would refuse
       // them all (it is not "unbounded", as 0 is for max_ranks_per_job).
       {"max_strings_per_batch", absl::GetFlag(FLAGS_max_strings_per_batch), 1,
@@ -165,7 +176,10 @@ absl::Status LoadLimits(CollectorServerOptions* options) {
   };
   for (const Limit& l : limits) {
     absl::StatusOr<uint32_t> v = LimitFlag(l.name, l.value, l.min, UINT32_MAX);
-    if (!v.ok()) return v.status();
+    if (!v.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(v.status().message(), l.value < l.min ? l.why_min : ""));
+    }
     *l.out = *v;
   }
   return absl::OkStatus();

@@ -5,38 +5,12 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "collector/security/client_channel.h"
+#include "collector/security/collector_address.h"
 
 namespace memtrace {
 
 namespace {
-
-// host:port, [v6]:port, or a gRPC target with a scheme (dns:///..., unix:/path, ipv4:...).
-absl::Status CheckCollectorAddress(const std::string& address) {
-  auto bad = [&](const char* why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("MEMTRACE_COLLECTOR='", address, "': ", why));
-  };
-  for (char c : address) {
-    if (absl::ascii_isspace(static_cast<unsigned char>(c))) return bad("contains whitespace");
-  }
-  if (absl::StrContains(address, "://") || absl::StartsWith(address, "unix:") ||
-      absl::StartsWith(address, "ipv4:") || absl::StartsWith(address, "ipv6:")) {
-    return absl::OkStatus();
-  }
-  size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return bad("expected host:port");
-  if (address[0] == '[' && address[colon - 1] != ']') return bad("expected [ipv6]:port");
-  uint32_t port = 0;
-  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port == 0 || port > 65535) {
-    return bad("port must be 1..65535");
-  }
-  return absl::OkStatus();
-}
 
 // MEMTRACE_TOKEN[_FILE] / MEMTRACE_TLS_* through collector/security, the one place that
 // turns them into a channel; sets no factory when none is set (plaintext, no token).
@@ -67,7 +41,9 @@ absl::StatusOr<TransportOptions> TransportOptionsFromEnvironment(const EnvLookup
   options.identity = *std::move(identity);
 
   if (std::optional<std::string> address = EnvNonEmpty(env, "MEMTRACE_COLLECTOR")) {
-    if (absl::Status s = CheckCollectorAddress(*address); !s.ok()) return s;
+    if (absl::Status s = security::CheckCollectorAddress("MEMTRACE_COLLECTOR", *address); !s.ok()) {
+      return s;
+    }
     options.collector_address = *address;
   }
   // Queue bound: 2^26 events is ~4.5 GiB, far beyond any sane setting.

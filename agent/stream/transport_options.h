@@ -25,6 +25,11 @@ namespace memtrace {
 using ChannelFactory = std::function<std::shared_ptr<grpc::Channel>(
     const std::string& target, const grpc::ChannelArguments& args)>;
 
+// TransportOptions::max_batch_events' default: the batch size of every agent not told otherwise
+// (MEMTRACE_BATCH_EVENTS). A collector whose --max_batch_events is below it refuses their
+// batches.
+inline constexpr size_t kDefaultMaxBatchEvents = 16384;
+
 struct TransportOptions {
   // host:port of the collector (MEMTRACE_COLLECTOR), or any gRPC target ("unix:/path").
   std::string collector_address = "127.0.0.1:7431";
@@ -39,7 +44,7 @@ struct TransportOptions {
   // costs the collector one durable write and the agent one ack round trip: 16384 events
   // (about 230 KB on the wire) made ingest 1.3x faster than 4096 (docs/PERFORMANCE.md); a
   // lightly loaded agent sends smaller batches every max_batch_delay anyway.
-  size_t max_batch_events = 16384;
+  size_t max_batch_events = kDefaultMaxBatchEvents;
   absl::Duration max_batch_delay = absl::Milliseconds(100);
   // Reconnect backoff, doubling from initial to max, each wait jittered to 50..100%.
   absl::Duration initial_backoff = absl::Milliseconds(50);

@@ -1,7 +1,7 @@
 #include "collector/server/collector_server.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "collector/security/collector_address.h"
 #include "collector/server/analysis_service.h"
 #include "collector/server/parallel_for.h"
 #include "collector/server/ingest_service.h"
@@ -14,28 +14,10 @@
 
 namespace memtrace::collector {
 
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address \"", address, "\" is not HOST:PORT"));
-  }
-  const std::string host = address.substr(0, colon);
-  if (host.find(':') != std::string::npos && (host.front() != '[' || host.back() != ']')) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "listen address \"", address, "\": write IPv6 hosts in brackets, e.g. [::1]:7431"));
-  }
-  int port = 0;
-  if (!absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address \"", address, "\" has no valid port (0-65535)"));
-  }
-  return std::make_pair(host, port);
-}
-
 absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
     const CollectorServerOptions& options) {
-  absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(options.listen);
+  absl::StatusOr<std::pair<std::string, int>> host_port =
+      security::SplitHostPort("--listen", options.listen);
   if (!host_port.ok()) return host_port.status();
   if (absl::Status s = security::CheckListenPolicy(host_port->first, options.security,
                                                    options.allow_insecure);

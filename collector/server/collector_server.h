@@ -83,9 +83,6 @@ class CollectorServer {
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Splits "HOST:PORT" (or "[v6]:PORT"); INVALID_ARGUMENT naming `address` when malformed.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);
-
 }  // namespace memtrace::collector
 
 #endif  // MEMTRACE_COLLECTOR_SERVER_COLLECTOR_SERVER_H_

@@ -78,16 +78,6 @@ TEST(CollectorServerTest, BadOptionsAreRejectedWithTheValue) {
   EXPECT_FALSE(CollectorServer::Start(options).ok());
 }
 
-TEST(CollectorServerTest, SplitHostPortHandlesIpv6) {
-  absl::StatusOr<std::pair<std::string, int>> v6 = SplitHostPort("[::1]:7431");
-  ASSERT_TRUE(v6.ok()) << v6.status();
-  EXPECT_EQ(v6->first, "[::1]");
-  EXPECT_EQ(v6->second, 7431);
-  absl::StatusOr<std::pair<std::string, int>> v4 = SplitHostPort("0.0.0.0:0");
-  ASSERT_TRUE(v4.ok());
-  EXPECT_EQ(v4->second, 0);
-}
-
 TEST(CollectorServerTest, HealthServiceReportsServing) {
   auto server = StartCollector("health");
   ASSERT_NE(server, nullptr);

@@ -1,9 +1,13 @@
 #include "query/cli/dispatch.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace memtrace::cli {
 namespace {
@@ -31,6 +35,17 @@ bool IsCommonFlagWithValue(absl::string_view arg) {
 bool IsCommonFlagInline(absl::string_view arg) {
   for (absl::string_view name : {"--collector=", "--format=", "--timeout="}) {
     if (absl::StartsWith(arg, name)) return true;
+  }
+  return false;
+}
+
+// Whether a command's own arguments set --`name` (as -name or --name, with or without =value)
+// before any "--".
+bool SetsFlag(const std::vector<std::string>& args, absl::string_view name) {
+  for (absl::string_view arg : args) {
+    if (arg == "--") return false;
+    if (!absl::ConsumePrefix(&arg, "--")) absl::ConsumePrefix(&arg, "-");
+    if (arg == name || absl::StartsWith(arg, absl::StrCat(name, "="))) return true;
   }
   return false;
 }
@@ -67,7 +82,8 @@ std::string TopLevelHelp(absl::Span<const Command> commands, const CommandIo& io
 
 int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& args,
            CommandIo& io) {
-  std::vector<std::string> leading;
+  // Each common flag before the command name: its name and its words ("--collector", "h:1").
+  std::vector<std::pair<std::string, std::vector<std::string>>> leading;
   size_t i = 0;
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -76,10 +92,10 @@ int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& a
       return kExitOk;
     }
     if (IsCommonFlagInline(arg)) {
-      leading.push_back(arg);
+      leading.push_back({arg.substr(2, arg.find('=') - 2), {arg}});
     } else if (IsCommonFlagWithValue(arg)) {
-      leading.push_back(arg);
-      if (i + 1 < args.size()) leading.push_back(args[++i]);
+      leading.push_back({arg.substr(2), {arg}});
+      if (i + 1 < args.size()) leading.back().second.push_back(args[++i]);
     } else if (absl::StartsWith(arg, "-")) {
       return ReportError(io,
                          absl::InvalidArgumentError(absl::StrCat(
@@ -105,9 +121,15 @@ int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& a
   }
   const Command* command = FindCommand(commands, name);
   if (command == nullptr) return ReportError(io, UnknownCommand(name));
-  // Leading common flags go first so that the same flag after the command name wins.
-  leading.insert(leading.end(), rest.begin(), rest.end());
-  return command->run(leading, io);
+  // Leading common flags go first, less those the command's own arguments set again: the one
+  // after the command name wins ("memtrace --collector a:1 jobs --collector b:2"), where a flag
+  // given twice would be a usage error.
+  std::vector<std::string> command_args;
+  for (const auto& [flag, words] : leading) {
+    if (!SetsFlag(rest, flag)) command_args.insert(command_args.end(), words.begin(), words.end());
+  }
+  command_args.insert(command_args.end(), rest.begin(), rest.end());
+  return command->run(command_args, io);
 }
 
 }  // namespace memtrace::cli

@@ -55,6 +55,15 @@ TEST_F(DispatchTest, PassesCommonFlagsGivenBeforeTheCommandAndLetsLaterOnesWin) 
   EXPECT_EQ(out_.str(), "ran jobs against a:1\n");
   EXPECT_EQ(Run({"--collector", "a:1", "jobs", "--collector", "b:2"}), kExitOk);
   EXPECT_EQ(out_.str(), "ran jobs against b:2\n");
+  EXPECT_EQ(Run({"--collector=a:1", "--format", "json", "jobs", "-collector=b:2"}), kExitOk);
+  EXPECT_EQ(out_.str(), "ran jobs against b:2\n");
+  EXPECT_EQ(recorder_.calls.back(),
+            (std::vector<std::string>{"--format", "json", "-collector=b:2"}));
+}
+
+TEST_F(DispatchTest, ACommonFlagGivenTwiceBeforeTheCommandIsAUsageError) {
+  EXPECT_EQ(Run({"--collector", "a:1", "--collector", "b:2", "jobs"}), kExitUsage);
+  EXPECT_EQ(err_.str(), "memtrace jobs: --collector given more than once (it takes one value)\n");
 }
 
 TEST_F(DispatchTest, UsesTheDefaultCollectorFromTheEnvironment) {

@@ -1,6 +1,7 @@
 #include "query/cli/flags.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -11,6 +12,12 @@ namespace memtrace::cli {
 
 void FlagSet::Add(std::string name, std::string value_name, std::string help, Setter setter) {
   flags_.push_back({std::move(name), std::move(value_name), std::move(help), std::move(setter)});
+}
+
+void FlagSet::AddRepeatable(std::string name, std::string value_name, std::string help,
+                            Setter setter) {
+  Add(std::move(name), std::move(value_name), std::move(help), std::move(setter));
+  flags_.back().repeatable = true;
 }
 
 void FlagSet::AddString(std::string name, std::string value_name, std::string help,
@@ -121,6 +128,7 @@ const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
 
 absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& args) const {
   Parsed parsed;
+  std::set<const Flag*> seen;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
@@ -146,6 +154,10 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
     const Flag* flag = Find(body);
     if (flag == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", body));
+    }
+    if (!seen.insert(flag).second && !flag->repeatable) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag->name, " given more than once (it takes one value)"));
     }
     std::string value;
     if (inline_value.has_value()) {

@@ -1,6 +1,8 @@
 // A small command-line flag parser for the memtrace CLI and the simulator: named flags with
 // typed setters, `--name value` or `--name=value`, positional arguments kept in order, `--help`
-// reported to the caller, and one-line errors naming the flag and the bad value.
+// reported to the caller, and one-line errors naming the flag and the bad value. A flag given
+// twice is an error unless it was registered with AddRepeatable: silently keeping the last of
+// `--job a --job b` would answer a question nobody asked.
 //
 // Abseil's flags are process-global; commands need their own flag sets (and tests need several
 // in one process), hence this.
@@ -30,6 +32,9 @@ class FlagSet {
   // Registers --name. `value_name` is shown in help ("--job JOB"); an empty one marks a boolean
   // flag that takes no value (but accepts --name=true/false).
   void Add(std::string name, std::string value_name, std::string help, Setter setter);
+  // Add() for a flag that may be given more than once; `setter` runs for each occurrence, in
+  // order (e.g. `compare --job A --job B`).
+  void AddRepeatable(std::string name, std::string value_name, std::string help, Setter setter);
 
   void AddString(std::string name, std::string value_name, std::string help, std::string* target);
   void AddInt(std::string name, std::string value_name, std::string help, int64_t* target);
@@ -47,8 +52,9 @@ class FlagSet {
     bool help = false;  // --help or -h was given; nothing else was checked after it
     std::vector<std::string> positional;
   };
-  // Applies `args` in order. "--" ends flag parsing. Unknown flags, missing values and bad
-  // values are INVALID_ARGUMENT with a message such as "--rank: 'abc' is not an integer".
+  // Applies `args` in order. "--" ends flag parsing. Unknown flags, missing values, bad values
+  // and a second occurrence of a flag not added with AddRepeatable are INVALID_ARGUMENT with a
+  // message such as "--rank: 'abc' is not an integer".
   absl::StatusOr<Parsed> Parse(const std::vector<std::string>& args) const;
 
   // One line per flag, "  --name VALUE   help", in registration order.
@@ -60,6 +66,7 @@ class FlagSet {
     std::string value_name;
     std::string help;
     Setter setter;
+    bool repeatable = false;
   };
   const Flag* Find(absl::string_view name) const;
 

@@ -87,6 +87,28 @@ TEST(FlagSetTest, NamesTheFlagAndValueOfEachError) {
   }
 }
 
+TEST(FlagSetTest, RefusesASingleValuedFlagGivenTwice) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--job", "a", "--job", "b"}, {"--job=a", "-job", "a"}, {"--wide", "--wide=false"}}) {
+    Values v;
+    absl::StatusOr<FlagSet::Parsed> parsed = MakeFlags(&v).Parse(args);
+    ASSERT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << args[0];
+    EXPECT_NE(parsed.status().message().find("given more than once"), std::string::npos)
+        << parsed.status();
+  }
+}
+
+TEST(FlagSetTest, RepeatableFlagsSeeEveryValueInOrder) {
+  std::vector<std::string> jobs;
+  FlagSet flags;
+  flags.AddRepeatable("job", "JOB", "a job", [&jobs](absl::string_view v) {
+    jobs.emplace_back(v);
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(flags.Parse({"--job", "a", "--job=b"}).ok());
+  EXPECT_EQ(jobs, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(FlagSetTest, DescribesFlagsInRegistrationOrderAligned) {
   Values v;
   EXPECT_EQ(MakeFlags(&v).Describe(),

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/security/client_channel.h"
+#include "collector/security/collector_address.h"
 
 namespace memtrace::cli {
 
@@ -31,9 +32,8 @@ absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view addres
 }
 
 absl::StatusOr<QueryClient> QueryClient::Create(std::string address, absl::Duration timeout) {
-  if (address.empty()) {
-    return absl::InvalidArgumentError("--collector: empty address (expected host:port)");
-  }
+  // gRPC would dial "host:99999" on port 34463 and "host" on port 0: refuse them here.
+  if (absl::Status s = security::CheckCollectorAddress("--collector", address); !s.ok()) return s;
   // TLS and the token as the environment asks (collector/security/client_channel.h).
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
       security::CreateCollectorChannelFromEnv(address);

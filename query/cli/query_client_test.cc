@@ -115,6 +115,18 @@ TEST(QueryClientDownTest, RejectsAnEmptyAddress) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// gRPC would dial 34463, 65535 and 0 for these instead of refusing them.
+TEST(QueryClientDownTest, RejectsAnAddressWithoutAValidPortNamingIt) {
+  for (const char* address : {"127.0.0.1:99999", "127.0.0.1:-1", "127.0.0.1", "localhost:0"}) {
+    absl::Status s = QueryClient::Create(address, absl::Seconds(1)).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << address;
+    EXPECT_TRUE(absl::StartsWith(s.message(), absl::StrCat("--collector='", address, "': "))) << s;
+  }
+  for (const char* address : {"[::1]:7431", "collector.example:7431", "unix:/tmp/c.sock"}) {
+    EXPECT_TRUE(QueryClient::Create(address, absl::Seconds(1)).ok()) << address;
+  }
+}
+
 TEST(FromGrpcStatusTest, MapsDeadlineToCannotReachWithTheTimeout) {
   absl::Status s = FromGrpcStatus(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "x"), "h:1",
                                   "ListJobs", absl::Seconds(3));

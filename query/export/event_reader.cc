@@ -1,17 +1,17 @@
 #include "query/export/event_reader.h"
 
 #include "absl/strings/str_cat.h"
-#include "proto/codec/batch_codec.h"
 #include "collector/security/client_channel.h"
+#include "collector/security/collector_address.h"
+#include "proto/codec/batch_codec.h"
 #include "query/cli/query_client.h"
 
 namespace memtrace::exporter {
 
 absl::StatusOr<EventReader> EventReader::Create(const std::string& address,
                                                 absl::Duration timeout) {
-  if (address.empty()) {
-    return absl::InvalidArgumentError("--collector: empty address (expected host:port)");
-  }
+  // gRPC would dial "host:99999" on port 34463 and "host" on port 0: refuse them here.
+  if (absl::Status s = security::CheckCollectorAddress("--collector", address); !s.ok()) return s;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   // TLS and the token from the environment, as every other command.

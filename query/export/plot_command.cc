@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "query/analysis/rollup_convert.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
@@ -21,12 +22,54 @@ constexpr char kUsage[] =
     "diverged` finds it) is drawn in red on top, the step it diverged at and any leak's onset\n"
     "(a rising floor, as `memtrace leaks` finds it) are marked with labelled vertical lines.\n"
     "--ranks limits the lines drawn; the analyses still compare every rank. FILE '-' writes to\n"
-    "stdout. The SVG's elements carry data-rank / data-highlighted / data-onset-step attributes.";
+    "stdout. The SVG's elements carry data-rank / data-highlighted / data-onset-step attributes.\n"
+    "A job without step markers is drawn by time bucket unless --axis is given (as the\n"
+    "analyses compare it; a note on stderr says so).";
 
 constexpr uint32_t kMaxRank = 1 << 24;
 
+// Whether a step-axis timeline shows step markers, decided as the analyses decide
+// (collector/server/analysis_loader.cc): some rank has more than one step. A job recorded
+// without markers has one step 0 per rank spanning the whole run.
+bool HasStepMarkers(const analysis::JobTimeline& timeline) {
+  for (const analysis::RankTimeline& rank : timeline.ranks) {
+    if (rank.steps.size() > 1) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<analysis::JobTimeline> FetchTimeline(const cli::QueryClient& client,
+                                                    const std::string& job, v1::TimelineAxis axis) {
+  v1::GetRollupsRequest request;
+  request.set_job_id(job);
+  request.set_axis(axis);
+  absl::StatusOr<v1::GetRollupsResponse> rollups = client.GetRollups(request);
+  if (!rollups.ok()) return rollups.status();
+  return analysis::TimelineFromRollups(job, *rollups, axis);
+}
+
+// The job's timeline on --axis; without --axis, on time buckets when the job has no step
+// markers, as the analyses (`memtrace diverged`) then compare it, which one line on io.err says.
+// Plotted on its single step instead, every rank would be one point and none could diverge.
+absl::StatusOr<analysis::JobTimeline> LoadTimeline(const cli::QueryClient& client,
+                                                   const std::string& job, v1::TimelineAxis axis,
+                                                   bool axis_given, cli::CommandIo& io) {
+  absl::StatusOr<analysis::JobTimeline> timeline = FetchTimeline(client, job, axis);
+  if (!timeline.ok() || axis_given || axis != v1::TIMELINE_AXIS_STEP || timeline->ranks.empty() ||
+      HasStepMarkers(*timeline)) {
+    return timeline;
+  }
+  timeline = FetchTimeline(client, job, v1::TIMELINE_AXIS_TIME);
+  if (!timeline.ok()) return timeline;
+  io.err << "memtrace plot: job '" << job << "' has no step markers: plotting "
+         << absl::FormatDuration(absl::Nanoseconds(timeline->bucket_ns))
+         << " time buckets (--axis step for its single step)\n";
+  return timeline;
+}
+
 int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
   std::string job, output, metric_text = "live", ranks_text, axis = "step";
+  bool axis_given = false;
   std::string collector = io.default_collector;
   absl::Duration timeout = absl::Seconds(30);
   int64_t width = 1200, height = 700;
@@ -38,7 +81,14 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
                   &metric_text);
   flags.AddString("ranks", "LIST", "only these ranks, e.g. 0,1,5 or 0-3 (default all)",
                   &ranks_text);
-  flags.AddString("axis", "step|time", "steps (default) or time buckets on the x axis", &axis);
+  flags.Add("axis", "step|time",
+            "steps (default; time buckets when the job has no step markers) or time buckets on "
+            "the x axis",
+            [&](absl::string_view v) {
+              axis = std::string(v);
+              axis_given = true;
+              return absl::OkStatus();
+            });
   flags.AddInt("width", "PX", "image width (default 1200)", &width);
   flags.AddInt("height", "PX", "image height (default 700)", &height);
   flags.AddString("collector", "ADDR",
@@ -79,14 +129,10 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
 
   absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(collector, timeout);
   if (!client.ok()) return cli::ReportError(io, client.status(), self.name);
-  v1::GetRollupsRequest request;
-  request.set_job_id(job);
-  v1::TimelineAxis wire_axis = axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP;
-  request.set_axis(wire_axis);
-  absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetRollups(request);
-  if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
+  const v1::TimelineAxis wire_axis =
+      axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP;
   absl::StatusOr<analysis::JobTimeline> timeline =
-      analysis::TimelineFromRollups(job, *rollups, wire_axis);
+      LoadTimeline(*client, job, wire_axis, axis_given, io);
   if (!timeline.ok()) return cli::ReportError(io, timeline.status(), self.name);
   if (!options.ranks.empty()) {
     for (uint32_t rank : options.ranks) {
@@ -108,8 +154,9 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
   if (output != "-") {
     io.err << "wrote " << output << ": " << timeline->ranks.size() << " ranks, "
            << (marks.highlighted_rank
-                   ? absl::StrCat("rank ", *marks.highlighted_rank,
-                                  " highlighted (diverged at step ", marks.onset_step, ")")
+                   ? absl::StrCat("rank ", *marks.highlighted_rank, " highlighted (diverged at ",
+                                  timeline->time_axis ? "time bucket " : "step ", marks.onset_step,
+                                  ")")
                    : std::string("no rank diverged"))
            << (marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"))
            << "\n";

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "query/export/simulated_job.h"
 #include "query/export/svg_test_util.h"
@@ -48,6 +49,12 @@ class PlotCommandTest : public ::testing::Test {
       healthy.collector_address = server_->address();
       auto outcomes = sim::RunSimulation(healthy, [](const std::string&) {});
       healthy_ok_ = outcomes.ok();
+      sim::SimulationOptions unmarked = testing::SmallJob("sim-no-markers", 8, 50, 3000);
+      unmarked.workload.leak_rank = kLeakRank;
+      unmarked.workload.leak_from_step = kLeakFrom;
+      unmarked.workload.step_markers = false;
+      unmarked.collector_address = server_->address();
+      unmarked_ok_ = sim::RunSimulation(unmarked, [](const std::string&) {}).ok();
     }
   }
   static void TearDownTestSuite() { server_.reset(); }
@@ -64,9 +71,11 @@ class PlotCommandTest : public ::testing::Test {
 
   static std::unique_ptr<collector::CollectorServer> server_;
   static bool healthy_ok_;
+  static bool unmarked_ok_;
 };
 std::unique_ptr<collector::CollectorServer> PlotCommandTest::server_;
 bool PlotCommandTest::healthy_ok_ = false;
+bool PlotCommandTest::unmarked_ok_ = false;
 
 TEST_F(PlotCommandTest, HighlightsThePlantedRankOfASimulatedLeak) {
   std::string svg = Svg("sim-leak");
@@ -104,6 +113,38 @@ TEST_F(PlotCommandTest, AHealthySimulatedJobHighlightsNobody) {
   EXPECT_EQ(root["data-highlighted-rank"], "");
   EXPECT_EQ(root["data-metric"], "floor");
   EXPECT_TRUE(testing::Elements(svg, "line", "onset").empty());
+}
+
+// Without step markers every rank's steps are one step 0: drawn on it, nothing could diverge
+// (while `memtrace diverged` compares the time buckets and finds the leak).
+TEST_F(PlotCommandTest, AJobWithoutStepMarkersIsDrawnByTimeBucketAndSaysSo) {
+  ASSERT_TRUE(unmarked_ok_);
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/no-markers.svg";
+  CommandRun run = Plot({"--job", "sim-no-markers", "-o", path, "--collector", server_->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err.rfind("memtrace plot: job 'sim-no-markers' has no step markers: plotting 1s "
+                          "time buckets (--axis step for its single step)\n",
+                          0),
+            0u)
+      << run.err;
+  EXPECT_NE(
+      run.err.find(absl::StrCat("rank ", kLeakRank, " highlighted (diverged at time bucket ")),
+      std::string::npos)
+      << run.err;
+  const std::string svg = Read(path);
+  EXPECT_EQ(testing::Root(svg)["data-highlighted-rank"], std::to_string(kLeakRank));
+  for (Attributes& line : testing::Elements(svg, "polyline", "rank-line")) {
+    EXPECT_GE(std::stoi(line["data-points"]), 40);
+  }
+
+  // --axis step as asked: the single step, no note.
+  CommandRun by_step = Plot(
+      {"--job", "sim-no-markers", "-o", path, "--axis", "step", "--collector", server_->address()});
+  ASSERT_EQ(by_step.code, 0) << by_step.err;
+  EXPECT_EQ(by_step.err.find("no step markers"), std::string::npos) << by_step.err;
+  for (Attributes& line : testing::Elements(Read(path), "polyline", "rank-line")) {
+    EXPECT_EQ(line["data-points"], "1");
+  }
 }
 
 TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {

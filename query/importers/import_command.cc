@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/stream/transport.h"
 #include "collector/security/client_channel.h"
+#include "collector/security/collector_address.h"
 #include "query/cli/flags.h"
 
 namespace memtrace::importers {
@@ -122,6 +123,11 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args,
   }
   sink_options.attempt = static_cast<uint32_t>(attempt);
   if (parsed->positional.empty()) return usage_error("no trace files given");
+  // The Transport would dial "host:99999" on port 34463, and only after parsing every file.
+  if (absl::Status s = security::CheckCollectorAddress("--collector", sink_options.collector);
+      !s.ok()) {
+    return cli::ReportError(io, s, self.name);
+  }
 
   KinetoImportOptions options;
   options.include_cpu_memory = !skip_cpu;

@@ -214,6 +214,16 @@ TEST(ImportCommandUsageTest, BadCommandLinesAreUsageErrors) {
   EXPECT_NE(help.out.find("--skip-cpu-memory"), std::string::npos);
 }
 
+TEST(ImportCommandUsageTest, AnAddressWithoutAValidPortIsAUsageError) {
+  for (const char* address : {"127.0.0.1:99999", "127.0.0.1"}) {
+    CommandRun run = Import(
+        {"--job", "j", "--format", "kineto", "--collector", address, "/nonexistent/rank0.json"});
+    EXPECT_EQ(run.code, cli::kExitUsage) << address;
+    EXPECT_EQ(run.err.find(std::string("memtrace import: --collector='") + address + "'"), 0u)
+        << run.err;
+  }
+}
+
 TEST(ImportCommandUsageTest, UnreadableFileFailsNamingIt) {
   CommandRun run = Import({"--job", "j", "--format", "kineto", "--collector", "127.0.0.1:1",
                     "/nonexistent/rank0.json"});

@@ -104,14 +104,14 @@ cli::Command RayEnvCommand() {
                     &request.agent_lib);
     flags.AddString("nvtx_lib", "PATH", "NVTX_INJECTION64_PATH (default: the agent library)",
                     &request.nvtx_lib);
-    flags.Add("env", "NAME=VALUE", "one more variable for the workers (repeatable)",
-              [&request](absl::string_view value) {
-                absl::StatusOr<std::pair<std::string, std::string>> parsed =
-                    ParseAssignment(std::string(value));
-                if (!parsed.ok()) return parsed.status();
-                request.extra.push_back(*parsed);
-                return absl::OkStatus();
-              });
+    flags.AddRepeatable("env", "NAME=VALUE", "one more variable for the workers (repeatable)",
+                        [&request](absl::string_view value) {
+                          absl::StatusOr<std::pair<std::string, std::string>> parsed =
+                              ParseAssignment(std::string(value));
+                          if (!parsed.ok()) return parsed.status();
+                          request.extra.push_back(*parsed);
+                          return absl::OkStatus();
+                        });
     if (std::optional<int> done = cli::ParseCommandLine(self, flags, args, io)) return *done;
     // What the flags set wins over --env: refused rather than dropped without a word. (The
     // collector and the injection paths are always set; the job id only with --job.)

@@ -7,8 +7,10 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "collector/security/collector_address.h"
 #include "proto/codec/event.h"
 
 namespace memtrace::sim {
@@ -67,6 +69,35 @@ class PacedSink : public EventSink {
   absl::Time wall_start_;
 };
 
+// Whether a stream ended as the collector's refusal of its Hello rather than as a collector
+// that could not be reached: the codes the transport itself counts as a refusal
+// (ReportEndOfStream in agent/stream/transport.cc); last_stream_error starts with the code.
+bool RefusedByCollector(const std::string& last_stream_error) {
+  for (absl::StatusCode code :
+       {absl::StatusCode::kAlreadyExists, absl::StatusCode::kResourceExhausted,
+        absl::StatusCode::kUnauthenticated, absl::StatusCode::kPermissionDenied,
+        absl::StatusCode::kInvalidArgument, absl::StatusCode::kUnimplemented}) {
+    if (absl::StartsWith(last_stream_error, absl::StrCat(absl::StatusCodeToString(code), ": "))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Why a rank's stream was not answered within connect_timeout. The transports run with
+// log_failures off, so this is the only place the collector's own refusal (a job with more
+// ranks than its --max_ranks_per_job, a rank another process already streams) reaches the user.
+absl::Status NotConnected(const SimulationOptions& options, int rank, const TransportStats& stats) {
+  if (RefusedByCollector(stats.last_stream_error)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("collector at ", options.collector_address, " refused the stream of rank ",
+                     rank, " of job '", options.job_id, "': ", stats.last_stream_error));
+  }
+  return absl::UnavailableError(absl::StrCat("cannot reach collector at ",
+                                             options.collector_address, " within ",
+                                             absl::FormatDuration(options.connect_timeout)));
+}
+
 }  // namespace
 
 v1::RankIdentity SimulatedIdentity(const SimulationOptions& options, int rank) {
@@ -96,6 +127,11 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
   if (options.speed < 0) {
     return absl::InvalidArgumentError(absl::StrCat("--speed ", options.speed, ": must be >= 0"));
   }
+  // A Transport would dial "host:99999" on port 34463 and report it unreachable.
+  if (absl::Status s = security::CheckCollectorAddress("--collector", options.collector_address);
+      !s.ok()) {
+    return s;
+  }
   const int ranks = options.workload.ranks;
   std::vector<std::unique_ptr<Transport>> transports;
   for (int rank = 0; rank < ranks; ++rank) {
@@ -114,16 +150,18 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
   // Every rank's stream must be answered before anything is played, so that a collector that
   // is down is one clear error rather than 8 ranks of silent losses.
   const absl::Time connect_deadline = absl::Now() + options.connect_timeout;
-  for (const std::unique_ptr<Transport>& t : transports) {
-    while (!t->stats().connected && absl::Now() < connect_deadline) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    TransportStats stats = transports[rank]->stats();
+    // A refusal is final (the transport would retry it forever): no need to wait it out.
+    while (!stats.connected && !RefusedByCollector(stats.last_stream_error) &&
+           absl::Now() < connect_deadline) {
       absl::SleepFor(absl::Milliseconds(5));
+      stats = transports[rank]->stats();
     }
-    if (!t->stats().connected) {
+    if (!stats.connected) {
       for (const std::unique_ptr<Transport>& u : transports)
         (void)u->Shutdown(absl::ZeroDuration());
-      return absl::UnavailableError(absl::StrCat("cannot reach collector at ",
-                                                 options.collector_address, " within ",
-                                                 absl::FormatDuration(options.connect_timeout)));
+      return NotConnected(options, rank, stats);
     }
   }
   log(absl::StrCat("all ", ranks, " rank streams connected to ", options.collector_address));

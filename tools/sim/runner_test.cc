@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "agent/stream/fake_collector.h"
 #include "gtest/gtest.h"
 
 namespace memtrace::sim {
@@ -62,6 +63,41 @@ TEST(RunSimulationTest, SaysItCannotReachACollectorThatIsDown) {
             absl::UnavailableError(absl::StrCat("cannot reach collector at ",
                                                 options.collector_address, " within 500ms")));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(RunSimulationTest, RefusesAnAddressWithoutAValidPortBeforeConnecting) {
+  SimulationOptions options;
+  options.job_id = "sim-test";
+  for (const char* address : {"127.0.0.1:99999", "127.0.0.1", "127.0.0.1:-1"}) {
+    options.collector_address = address;
+    absl::StatusOr<std::vector<RankOutcome>> run =
+        RunSimulation(options, [](const std::string&) {});
+    EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument) << address;
+    EXPECT_TRUE(
+        absl::StartsWith(run.status().message(), absl::StrCat("--collector='", address, "': ")))
+        << run.status();
+  }
+}
+
+TEST(RunSimulationTest, ReportsTheCollectorsRefusalRatherThanUnreachable) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.RefuseHellos(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                      "job sim-test already has 4 ranks, the limit"));
+  SimulationOptions options;
+  options.job_id = "sim-test";
+  options.workload.ranks = 2;
+  options.collector_address = collector.address();
+  options.connect_timeout = absl::Seconds(5);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::vector<RankOutcome>> run = RunSimulation(options, [](const std::string&) {});
+  EXPECT_EQ(run.status(),
+            absl::FailedPreconditionError(absl::StrCat(
+                "collector at ", collector.address(),
+                " refused the stream of rank 0 of job 'sim-test': RESOURCE_EXHAUSTED: job "
+                "sim-test already has 4 ranks, the limit")));
+  // A refusal is final: it is reported as soon as it arrives, not after connect_timeout.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
 }
 
 }  // namespace

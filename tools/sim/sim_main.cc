@@ -157,7 +157,9 @@ int Main(int argc, char** argv) {
             });
   AddOptionalIntFlag(flags, "leak_rank", "plant a leak on this rank", &w.leak_rank);
   flags.AddInt("leak_from_step", "S", "first step of the leak (default 30)", &w.leak_from_step);
-  flags.AddBytes("leak_bytes_per_step", "BYTES", "leak per step (default 256MiB)",
+  flags.AddBytes("leak_bytes_per_step", "BYTES",
+                 "leak per step, one allocation rounded as PyTorch's caching allocator would "
+                 "(<= 1MiB: 2MiB, < 10MiB: 20MiB, else up to 2MiB; default 256MiB)",
                  &w.leak_bytes_per_step);
   flags.AddString("leak_tag", "TAG", "tag of the leaked allocations (default leak:cache)",
                   &w.leak_tag);

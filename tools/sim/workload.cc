@@ -159,8 +159,14 @@ class RankPlayer {
 
   // Allocates the segment the caching allocator would request for `bytes`; 0 after an OOM.
   uint64_t Alloc(uint64_t bytes, uint32_t tag, uint32_t source = 0) {
+    return AllocSegment(SegmentBytes(bytes), tag, source);
+  }
+
+  // Allocates `segment` bytes as they are: for the plan's sizes, already rounded by
+  // SegmentBytes. Rounding them again is not a no-op: a 2 MiB segment (a request <= 1 MiB)
+  // would become a 20 MiB one.
+  uint64_t AllocSegment(uint64_t segment, uint32_t tag, uint32_t source = 0) {
     if (stopped_) return 0;
-    const uint64_t segment = SegmentBytes(bytes);
     if (live_bytes_ + segment + o_.context_bytes > o_.device_total_bytes) {
       Event oom;
       oom.kind = EventKind::kOom;
@@ -216,7 +222,7 @@ class RankPlayer {
     const uint32_t nccl_tag = Tag("nccl:buffers");
     for (int b = 0; b < kNcclBuffers; ++b) Alloc(kNcclBufferBytes, nccl_tag, nccl_source_);
     const uint32_t params = Tag("fsdp:params");
-    for (int i = 0; i < plan_.layers; ++i) Alloc(plan_.param_shard_bytes, params);
+    for (int i = 0; i < plan_.layers; ++i) AllocSegment(plan_.param_shard_bytes, params);
   }
 
   void Step(int64_t s) {
@@ -232,7 +238,7 @@ class RankPlayer {
       step.aux = static_cast<uint64_t>(s);
       Emit(step);
     }
-    if (leak_.active && s >= leak_.from_step) Alloc(leak_.bytes_per_step, Tag(o_.leak_tag));
+    if (leak_.active && s >= leak_.from_step) AllocSegment(leak_.bytes_per_step, Tag(o_.leak_tag));
     if (o_.phases) {
       Rollout(s);
       WeightSync();
@@ -254,7 +260,7 @@ class RankPlayer {
     std::vector<std::vector<uint64_t>> activations(plan_.layers);
     for (int i = 0; i < plan_.layers; ++i) {
       const uint32_t tag = LayerTag(i);
-      const uint64_t gather = Alloc(plan_.unsharded_layer_bytes, tag);
+      const uint64_t gather = AllocSegment(plan_.unsharded_layer_bytes, tag);
       for (int j = 0; j < o_.activations_per_layer; ++j) {
         // +-3% so that peaks differ a little between ranks and steps.
         const double jitter = 0.97 + 0.06 * Unit(o_.seed, rank_, s, 1000 + i * 64ull + j);
@@ -273,10 +279,10 @@ class RankPlayer {
     const uint32_t grads = Tag("fsdp:grads");
     for (int i = plan_.layers - 1; i >= 0; --i) {
       const uint32_t tag = LayerTag(i);
-      const uint64_t gather = Alloc(plan_.unsharded_layer_bytes, tag);
-      const uint64_t full_grad = Alloc(plan_.unsharded_layer_bytes, tag);
+      const uint64_t gather = AllocSegment(plan_.unsharded_layer_bytes, tag);
+      const uint64_t full_grad = AllocSegment(plan_.unsharded_layer_bytes, tag);
       // The sharded gradient is created by the first reduce-scatter and kept.
-      if (s == 0) Alloc(plan_.param_shard_bytes, grads);
+      if (s == 0) AllocSegment(plan_.param_shard_bytes, grads);
       for (uint64_t a : activations[i]) Free(a);
       Free(gather);
       Free(full_grad);
@@ -288,11 +294,11 @@ class RankPlayer {
     const uint32_t adam = Tag("optim:adam");
     if (s == 0) {
       for (int i = 0; i < plan_.layers; ++i) {
-        Alloc(plan_.param_shard_bytes, adam);  // exp_avg
-        Alloc(plan_.param_shard_bytes, adam);  // exp_avg_sq
+        AllocSegment(plan_.param_shard_bytes, adam);  // exp_avg
+        AllocSegment(plan_.param_shard_bytes, adam);  // exp_avg_sq
       }
     }
-    Free(Alloc(plan_.param_shard_bytes, adam));
+    Free(AllocSegment(plan_.param_shard_bytes, adam));
   }
 
   void Rollout(int64_t s) {
@@ -315,7 +321,7 @@ class RankPlayer {
   void WeightSync() {
     Phase(EventKind::kPhaseBegin, "weight_sync");
     const uint32_t buffer = Tag("weight_sync:buffer");
-    for (int i = 0; i < plan_.layers; ++i) Free(Alloc(plan_.unsharded_layer_bytes, buffer));
+    for (int i = 0; i < plan_.layers; ++i) Free(AllocSegment(plan_.unsharded_layer_bytes, buffer));
     Phase(EventKind::kPhaseEnd, "weight_sync");
   }
 

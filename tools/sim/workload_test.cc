@@ -145,6 +145,37 @@ TEST(WorkloadTest, LeakRankRisesByLeakBytesPerStepFromTheGivenStep) {
   }
 }
 
+// A 1 MiB request comes from a 2 MiB segment; rounded once more it was a 20 MiB one, 10x the
+// leak the simulator reported planting.
+TEST(WorkloadTest, SmallLeakIsPlantedAtTheSizeThePlanReports) {
+  WorkloadOptions o = SmallJob();
+  o.leak_rank = 5;
+  o.leak_from_step = 10;
+  o.leak_bytes_per_step = 1 * kMiB;
+  absl::StatusOr<WorkloadPlan> plan = PlanWorkload(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->leak_bytes_per_step, 2 * kMiB);
+  Replay leaky = Play(o, 5);
+  for (int64_t s = 11; s < o.steps; ++s) {
+    EXPECT_EQ(leaky.steps[s].end - leaky.steps[s - 1].end, plan->leak_bytes_per_step) << s;
+    EXPECT_EQ(leaky.steps[s].end_by_tag["leak:cache"],
+              static_cast<uint64_t>(s - 9) * plan->leak_bytes_per_step)
+        << s;
+  }
+}
+
+TEST(WorkloadTest, SmallParameterShardsAreTheSegmentsThePlanReports) {
+  WorkloadOptions o = SmallJob();
+  o.model_param_bytes = 64 * kMiB;  // 8 ranks x 16 layers: 1 MiB fp32 shards, 2 MiB segments
+  o.layers = 16;
+  absl::StatusOr<WorkloadPlan> plan = PlanWorkload(o);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->param_shard_bytes, 2 * kMiB);
+  Replay r = Play(o, 0);
+  EXPECT_EQ(r.steps[1].end_by_tag["fsdp:params"], 16 * plan->param_shard_bytes);
+  EXPECT_EQ(r.steps[1].end, plan->resident_bytes);
+}
+
 TEST(WorkloadTest, LeakTagIsConfigurable) {
   WorkloadOptions o = SmallJob();
   o.leak_rank = 0;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/security/client_channel.h"
+#include "collector/security/collector_address.h"
 #include "query/cli/query_client.h"
 
 namespace memtrace::cli {
@@ -23,9 +24,8 @@ absl::Status FromAnalysisStatus(const grpc::Status& status, absl::string_view ad
 }
 
 absl::StatusOr<AnalysisClient> AnalysisClient::Create(std::string address, absl::Duration timeout) {
-  if (address.empty()) {
-    return absl::InvalidArgumentError("--collector: empty address (expected host:port)");
-  }
+  // gRPC would dial "host:99999" on port 34463 and "host" on port 0: refuse them here.
+  if (absl::Status s = security::CheckCollectorAddress("--collector", address); !s.ok()) return s;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxAnalysisResponseBytes);
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =

@@ -73,5 +73,14 @@ TEST(AnalysisClientTest, EmptyAddressIsInvalid) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AnalysisClientTest, AddressWithoutAValidPortIsInvalid) {
+  for (const char* address : {"127.0.0.1:99999", "127.0.0.1"}) {
+    EXPECT_EQ(AnalysisClient::Create(address, absl::Seconds(1)).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << address;
+  }
+  EXPECT_TRUE(AnalysisClient::Create("[::1]:7431", absl::Seconds(1)).ok());
+}
+
 }  // namespace
 }  // namespace memtrace::cli

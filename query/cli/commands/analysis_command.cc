@@ -1,6 +1,7 @@
 #include "query/cli/commands/analysis_command.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/numbers.h"
 #include "google/protobuf/util/json_util.h"
@@ -29,18 +30,24 @@ void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis) {
 }
 
 void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,
-                   std::function<void(uint32_t)> set) {
-  flags.Add(std::move(name), std::move(value_name), std::move(help), [set](absl::string_view v) {
-    uint32_t value = 0;
-    if (v.empty() ||
-        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        !absl::SimpleAtoi(v, &value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
-    }
-    set(value);
-    return absl::OkStatus();
-  });
+                   std::function<void(uint32_t)> set, uint32_t min) {
+  flags.Add(
+      std::move(name), std::move(value_name), std::move(help), [set, min](absl::string_view v) {
+        uint32_t value = 0;
+        if (v.empty() ||
+            !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+            !absl::SimpleAtoi(v, &value)) {
+          return absl::InvalidArgumentError(
+              min == 0 ? absl::StrCat("'", v, "' is not a non-negative integer below 2^32")
+                       : absl::StrCat("'", v, "' is not an integer from ", min, " below 2^32"));
+        }
+        if (value < min) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("'", v, "' is not an integer from ", min, " below 2^32"));
+        }
+        set(value);
+        return absl::OkStatus();
+      });
 }
 
 void AddBytesFlag(FlagSet& flags, std::string name, std::string help,
@@ -53,16 +60,28 @@ void AddBytesFlag(FlagSet& flags, std::string name, std::string help,
   });
 }
 
+std::string NumberRange::Describe() const {
+  const bool bounded_above = std::isfinite(max);
+  if (!bounded_above) return absl::StrCat(min_inclusive ? ">= " : "> ", min);
+  return absl::StrCat("in ", min_inclusive ? "[" : "(", min, ", ", max, max_inclusive ? "]" : ")");
+}
+
 void AddDoubleFlag(FlagSet& flags, std::string name, std::string value_name, std::string help,
-                   std::function<void(double)> set) {
-  flags.Add(std::move(name), std::move(value_name), std::move(help), [set](absl::string_view v) {
-    double value = 0;
-    if (!absl::SimpleAtod(v, &value)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a number"));
-    }
-    set(value);
-    return absl::OkStatus();
-  });
+                   NumberRange range, std::function<void(double)> set) {
+  flags.Add(std::move(name), std::move(value_name), std::move(help),
+            [set, range](absl::string_view v) {
+              double value = 0;
+              // SimpleAtod reads "nan" and "inf" too; neither is a threshold.
+              const bool ok = absl::SimpleAtod(v, &value) && std::isfinite(value) &&
+                              (range.min_inclusive ? value >= range.min : value > range.min) &&
+                              (range.max_inclusive ? value <= range.max : value < range.max);
+              if (!ok) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("'", v, "' is not a finite number ", range.Describe()));
+              }
+              set(value);
+              return absl::OkStatus();
+            });
 }
 
 std::string ReportJson(const google::protobuf::Message& report) {

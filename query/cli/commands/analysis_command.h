@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,15 +38,32 @@ void AddAnalysisFlags(const CommandIo& io, FlagSet& flags, AnalysisOptions* opti
 // Registers --axis step|time (default step: steps, or time buckets when the job has none).
 void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis);
 
-// Registers --NAME VALUE_NAME calling `set` with a non-negative integer below 2^32.
+// Registers --NAME VALUE_NAME calling `set` with an integer from `min` up to 2^32 - 1.
 void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,
-                   std::function<void(uint32_t)> set);
+                   std::function<void(uint32_t)> set, uint32_t min = 0);
 // Registers --NAME BYTES calling `set` with a byte count ("256MiB", "80GiB", "1048576").
 void AddBytesFlag(FlagSet& flags, std::string name, std::string help,
                   std::function<void(uint64_t)> set);
-// Registers --NAME calling `set` with a number ("3.5").
+// The values a number flag accepts besides being finite (NaN and inf are never thresholds):
+// above `min`, or at it too when min_inclusive; below `max`, or at it too when max_inclusive.
+struct NumberRange {
+  double min = 0;
+  bool min_inclusive = true;
+  double max = std::numeric_limits<double>::infinity();
+  bool max_inclusive = false;
+
+  // "> 0", "in [0, 1)": what error messages and help say.
+  std::string Describe() const;
+};
+// A threshold such as a z score: 0 or less would flag every rank.
+inline constexpr NumberRange kPositiveNumber{0, false};
+// A fraction of a value: 1 or more would make no difference count.
+inline constexpr NumberRange kFractionBelowOne{0, true, 1, false};
+
+// Registers --NAME calling `set` with a finite number ("3.5") in `range`; anything else is
+// "'x' is not a finite number > 0" (with the range's own description).
 void AddDoubleFlag(FlagSet& flags, std::string name, std::string value_name, std::string help,
-                   std::function<void(double)> set);
+                   NumberRange range, std::function<void(double)> set);
 
 // Registers --NAME a|b|c calling `set` with the value of the chosen name; anything else is
 // "'x' is not one of a, b, c".

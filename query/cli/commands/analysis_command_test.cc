@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/memtrace/v1/analysis.pb.h"
@@ -32,7 +33,7 @@ TEST(AnalysisFlagsTest, TypedFlagsSetTheirFieldAndRejectBadValues) {
   v1::HeadroomParams p;
   AddBytesFlag(flags, "capacity", "h", [&p](uint64_t v) { p.set_capacity_bytes(v); });
   AddUint32Flag(flags, "recent", "N", "h", [&p](uint32_t v) { p.set_recent_steps(v); });
-  AddDoubleFlag(flags, "z", "Z", "h", [&p](double v) { p.set_min_trend_z(v); });
+  AddDoubleFlag(flags, "z", "Z", "h", kPositiveNumber, [&p](double v) { p.set_min_trend_z(v); });
   ASSERT_TRUE(flags.Parse({"--capacity", "80GiB", "--recent", "20", "--z", "2.5"}).ok());
   EXPECT_EQ(p.capacity_bytes(), uint64_t{80} << 30);
   EXPECT_EQ(p.recent_steps(), 20u);
@@ -40,6 +41,23 @@ TEST(AnalysisFlagsTest, TypedFlagsSetTheirFieldAndRejectBadValues) {
   EXPECT_FALSE(flags.Parse({"--recent", "-1"}).ok());
   EXPECT_FALSE(flags.Parse({"--capacity", "lots"}).ok());
   EXPECT_FALSE(flags.Parse({"--z", "x"}).ok());
+}
+
+TEST(AnalysisFlagsTest, NumberFlagsTakeFiniteValuesInTheirRangeOnly) {
+  double fraction = -1;
+  FlagSet flags;
+  AddDoubleFlag(flags, "f", "F", "h", kFractionBelowOne, [&fraction](double v) { fraction = v; });
+  for (const char* bad : {"nan", "inf", "-0.1", "1", "1.5"}) {
+    absl::StatusOr<FlagSet::Parsed> parsed = flags.Parse({"--f", bad});
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().message(),
+              absl::StrCat("--f: '", bad, "' is not a finite number in [0, 1)"));
+  }
+  ASSERT_TRUE(flags.Parse({"--f", "0"}).ok());
+  EXPECT_EQ(fraction, 0);
+  ASSERT_TRUE(flags.Parse({"--f", "0.99"}).ok());
+  EXPECT_DOUBLE_EQ(fraction, 0.99);
+  EXPECT_EQ(kPositiveNumber.Describe(), "> 0");
 }
 
 TEST(ReportJsonTest, IncludesDefaultsAndParsesBackIntoTheSameMessage) {

@@ -26,12 +26,13 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   AnalysisOptions options;
   v1::CompareRequest request;
   std::vector<std::string> jobs;
-  flags.Add("job", "JOB", "a job id (see memtrace jobs); give exactly two",
-            [&jobs](absl::string_view v) {
-              jobs.emplace_back(v);
-              return absl::OkStatus();
-            });
-  AddDoubleFlag(flags, "min-change", "FRACTION", "smallest relative change reported (default 0.05)",
+  flags.AddRepeatable("job", "JOB", "a job id (see memtrace jobs); give exactly two",
+                      [&jobs](absl::string_view v) {
+                        jobs.emplace_back(v);
+                        return absl::OkStatus();
+                      });
+  AddDoubleFlag(flags, "min-change", "FRACTION",
+                "smallest relative change reported, in [0, 1) (default 0.05)", kFractionBelowOne,
                 [&request](double v) { request.mutable_params()->set_min_change_fraction(v); });
   v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
   AddAxisFlag(flags, &axis);

@@ -25,6 +25,22 @@ TEST(CompareCommandTest, SendsBothJobsInOrder) {
   EXPECT_NE(out.str().find("before"), std::string::npos) << out.str();
 }
 
+TEST(CompareCommandTest, MinChangeIsAFractionBelowOne) {
+  FakeAnalysisServer server;
+  for (const char* change : {"nan", "-1", "inf", "1", "2"}) {
+    std::ostringstream out, err;
+    CommandIo io{out, err};
+    EXPECT_EQ(CompareCommand().run({"--job", "a", "--job", "b", "--min-change", change,
+                                    "--collector", server.address()},
+                                   io),
+              kExitUsage)
+        << change;
+    EXPECT_EQ(err.str(), std::string("memtrace compare: --min-change: '") + change +
+                             "' is not a finite number in [0, 1)\n");
+  }
+  EXPECT_EQ(server.calls, 0);
+}
+
 TEST(CompareCommandTest, NeedsExactlyTwoJobs) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--job", "a"},

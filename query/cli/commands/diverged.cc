@@ -38,10 +38,12 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
        {"peak", v1::ANALYSIS_METRIC_PEAK}},
       "per-step value compared: minimum (floor, default), at step end, or maximum",
       [p](v1::AnalysisMetric m) { p->set_metric(m); });
-  AddUint32Flag(flags, "persistence", "N", "steps in a row outside the cohort (default 5)",
-                [p](uint32_t v) { p->set_persistence_steps(v); });
-  AddDoubleFlag(flags, "min-z", "Z", "robust z a rank must reach (default 3.5)",
-                [p](double v) { p->set_min_z(v); });
+  // 0 steps in a row would be no test at all (the analysis would count it as 1).
+  AddUint32Flag(
+      flags, "persistence", "N", "steps in a row outside the cohort, >= 1 (default 5)",
+      [p](uint32_t v) { p->set_persistence_steps(v); }, 1);
+  AddDoubleFlag(flags, "min-z", "Z", "robust z a rank must reach, > 0 (default 3.5)",
+                kPositiveNumber, [p](double v) { p->set_min_z(v); });
   AddBytesFlag(flags, "min-excess", "smallest difference from the cohort (default 64MiB)",
                [p](uint64_t v) { p->set_min_excess_bytes(v); });
   AddUint32Flag(flags, "warmup", "N", "first steps not compared (default 5)",

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "query/cli/commands/fake_analysis_server.h"
@@ -80,6 +81,21 @@ TEST(DivergedCommandTest, ErrorsAreOneLineWithTheirExitCode) {
   EXPECT_EQ(unknown.code, kExitError);
   EXPECT_EQ(unknown.err, "memtrace diverged: job \"j\" is not stored\n");
   EXPECT_EQ(unknown.out, "");
+}
+
+TEST(DivergedCommandTest, RefusesThresholdsThatAreNotFinitePositiveNumbers) {
+  FakeAnalysisServer server;
+  for (const char* z : {"nan", "-1", "0", "inf", "-inf"}) {
+    Outcome r = Diverged(server, {"--job", "j", "--min-z", z});
+    EXPECT_EQ(r.code, kExitUsage) << z;
+    EXPECT_EQ(r.err,
+              absl::StrCat("memtrace diverged: --min-z: '", z, "' is not a finite number > 0\n"));
+  }
+  Outcome zero = Diverged(server, {"--job", "j", "--persistence", "0"});
+  EXPECT_EQ(zero.code, kExitUsage);
+  EXPECT_EQ(zero.err,
+            "memtrace diverged: --persistence: '0' is not an integer from 1 below 2^32\n");
+  EXPECT_EQ(server.calls, 0);
 }
 
 TEST(DivergedCommandTest, HelpShowsUsageAndEveryFlag) {

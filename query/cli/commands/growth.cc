@@ -43,8 +43,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 [p](uint32_t v) { p->set_window_steps(v); });
   AddBytesFlag(flags, "min-growth", "least growth over the window that counts (default 64MiB)",
                [p](uint64_t v) { p->set_min_growth_bytes(v); });
-  AddDoubleFlag(flags, "min-z", "Z", "least trend statistic that counts (default 3)",
-                [p](double v) { p->set_min_trend_z(v); });
+  AddDoubleFlag(flags, "min-z", "Z", "least trend statistic that counts, > 0 (default 3)",
+                kPositiveNumber, [p](double v) { p->set_min_trend_z(v); });
   AddChoiceFlag<v1::AnalysisMetric>(flags, "metric",
                                     {{"floor", v1::ANALYSIS_METRIC_FLOOR},
                                      {"end", v1::ANALYSIS_METRIC_END},

@@ -56,6 +56,17 @@ TEST(GrowthCommandTest, SendsWindowAndThresholds) {
   EXPECT_EQ(p.rank_metric(), v1::ANALYSIS_METRIC_END);
 }
 
+TEST(GrowthCommandTest, RefusesATrendThresholdThatIsNotAFinitePositiveNumber) {
+  FakeAnalysisServer server;
+  std::string out, err;
+  for (const char* z : {"nan", "inf", "-2", "0"}) {
+    EXPECT_EQ(Growth(server, {"--job", "j", "--min-z", z}, &out, &err), kExitUsage) << z;
+    EXPECT_EQ(err,
+              std::string("memtrace growth: --min-z: '") + z + "' is not a finite number > 0\n");
+  }
+  EXPECT_EQ(server.calls, 0);
+}
+
 TEST(GrowthCommandTest, PrintsTheGrowingGroupsAsTableOrJson) {
   FakeAnalysisServer server;
   v1::GroupGrowth* g = server.growth_report.add_groups();

@@ -75,6 +75,13 @@ TEST(RanksCommandTest, RequiresAJob) {
   EXPECT_EQ(err.str(), "memtrace ranks: --job is required\n");
 }
 
+TEST(RanksCommandTest, RefusesTwoJobsInsteadOfUsingTheLast) {
+  std::ostringstream out, err;
+  CommandIo io{out, err, "127.0.0.1:1"};
+  EXPECT_EQ(RanksCommand().run({"--job", "a", "--job", "b"}, io), kExitUsage);
+  EXPECT_EQ(err.str(), "memtrace ranks: --job given more than once (it takes one value)\n");
+}
+
 TEST(RanksCommandTest, ReportsAnUnreachableCollector) {
   std::ostringstream out, err;
   CommandIo io{out, err, "127.0.0.1:1"};

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "query/cli/query_client.h"
 #include "query/cli/time_arg.h"
 
@@ -21,7 +22,8 @@ constexpr char kUsage[] =
     "Per-rank live bytes from the collector's rollups: for each step (--by step, the default)\n"
     "or time bucket (--by time) the floor (lowest), peak (highest) and end (last) live bytes\n"
     "and how much end changed since the rank's previous row. A rising end/floor on one rank\n"
-    "is a leak on that rank; a high peak with a flat floor is a spike.\n"
+    "is a leak on that rank; a high peak with a flat floor is a spike. A job without step\n"
+    "markers is shown by time bucket unless --by is given (a note on stderr says so).\n"
     "\n"
     "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
     "RFC 3339 (2026-12-02T16:54:03Z). --steps, --every and --wide only shape what is printed.";
@@ -127,7 +129,47 @@ struct TimelineArgs {
   std::string from;
   std::string to;
   TimelineView view;
+  bool by_given = false;  // --by was on the command line: keep that axis whatever the job has
 };
+
+// Whether a step-axis answer shows step markers, decided as the analyses decide
+// (collector/server/analysis_loader.cc): some rank has more than one step row. A job recorded
+// without markers has one step-0 row per rank spanning the whole run.
+bool HasStepMarkers(const v1::TimelineResponse& step_axis) {
+  for (const v1::RankTimelineProto& rank : step_axis.ranks()) {
+    if (rank.points_size() > 1) return true;
+  }
+  return false;
+}
+
+// The timeline on --by's axis; without --by, on time buckets when the job has no step markers
+// (the analyses fall back the same way), which one line on io.err says. A --rank, --from or
+// --to narrower than one step can leave a job with markers one row per rank: the whole job
+// decides then.
+absl::StatusOr<v1::TimelineResponse> FetchTimeline(const QueryClient& client,
+                                                   v1::TimelineRequest request, TimelineArgs& a,
+                                                   CommandIo& io) {
+  absl::StatusOr<v1::TimelineResponse> response = client.Timeline(request);
+  if (!response.ok() || a.by_given || a.view.axis != v1::TIMELINE_AXIS_STEP ||
+      response->ranks().empty() || HasStepMarkers(*response)) {
+    return response;
+  }
+  if (request.has_rank() || request.from_ns() != 0 || request.to_ns() != 0) {
+    v1::TimelineRequest whole_job;
+    whole_job.set_job_id(request.job_id());
+    absl::StatusOr<v1::TimelineResponse> job = client.Timeline(whole_job);
+    if (!job.ok()) return job.status();
+    if (HasStepMarkers(*job)) return response;
+  }
+  request.set_axis(v1::TIMELINE_AXIS_TIME);
+  absl::StatusOr<v1::TimelineResponse> by_time = client.Timeline(request);
+  if (!by_time.ok()) return by_time.status();
+  a.view.axis = v1::TIMELINE_AXIS_TIME;
+  io.err << "memtrace timeline: job '" << a.job << "' has no step markers: one row per "
+         << absl::FormatDuration(absl::Nanoseconds(by_time->bucket_ns()))
+         << " time bucket (--by step for its single step)\n";
+  return by_time;
+}
 
 int RunTimeline(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -137,8 +179,11 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
   flags.AddOptionalUint32("rank", "R", "only this rank", &a.rank);
   flags.AddString("from", "T", "only steps/buckets from time T (see Times above)", &a.from);
   flags.AddString("to", "T", "only steps/buckets up to time T", &a.to);
-  flags.Add("by", "step|time", "one row per step (default) or per time bucket",
+  flags.Add("by", "step|time",
+            "one row per step (default; per time bucket when the job has no step markers) or "
+            "per time bucket",
             [&a](absl::string_view v) {
+              a.by_given = true;
               if (v == "step") {
                 a.view.axis = v1::TIMELINE_AXIS_STEP;
               } else if (v == "time") {
@@ -198,7 +243,7 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
 
   absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
   if (!client.ok()) return ReportError(io, client.status());
-  absl::StatusOr<v1::TimelineResponse> response = client->Timeline(request);
+  absl::StatusOr<v1::TimelineResponse> response = FetchTimeline(*client, request, a, io);
   if (!response.ok()) return ReportError(io, response.status());
   if (response->ranks().empty()) {
     return ReportError(

@@ -1,9 +1,16 @@
 #include "query/cli/commands/timeline.h"
 
+#include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/memtrace/v1/query.grpc.pb.h"
 
 namespace memtrace::cli {
 namespace {
@@ -163,6 +170,107 @@ TEST_F(TimelineCommandTest, ReportsAnUnreachableCollectorWithExitCodeOne) {
       << err_.str();
   const std::string err = err_.str();
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+}
+
+// A Query service answering Timeline as the collector does for a job of three ranks: on the
+// step axis one row per step (a single step-0 row per rank when the job has no step markers),
+// on the time axis four 1 s buckets per rank. Records the axis of each request.
+class FakeTimelineServer final : public v1::Query::Service {
+ public:
+  explicit FakeTimelineServer(bool step_markers) : step_markers_(step_markers) {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+    address_ = absl::StrCat("127.0.0.1:", port);
+  }
+  ~FakeTimelineServer() override { server_->Shutdown(); }
+
+  grpc::Status Timeline(grpc::ServerContext*, const v1::TimelineRequest* request,
+                        v1::TimelineResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    axes_.push_back(request->axis());
+    const bool by_time = request->axis() == v1::TIMELINE_AXIS_TIME;
+    const int rows = by_time ? 4 : (step_markers_ ? 5 : 1);
+    if (by_time) response->set_bucket_ns(1'000'000'000);
+    for (uint32_t r = 0; r < 3; ++r) {
+      if (request->has_rank() && request->rank() != r) continue;
+      v1::RankTimelineProto* rank = response->add_ranks();
+      rank->set_rank(r);
+      for (int key = 0; key < rows; ++key) rank->add_points()->set_key(key);
+    }
+    return grpc::Status::OK;
+  }
+
+  std::string address() const { return address_; }
+  std::vector<v1::TimelineAxis> axes() {
+    absl::MutexLock lock(&mu_);
+    return axes_;
+  }
+
+ private:
+  const bool step_markers_;
+  absl::Mutex mu_;
+  std::vector<v1::TimelineAxis> axes_;
+  std::string address_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+struct TimelineRun {
+  int code;
+  std::vector<std::string> keys;  // the step or bucket column, row by row
+  std::string key_column;
+  std::string err;
+};
+
+TimelineRun RunAgainst(FakeTimelineServer& server, std::vector<std::string> args) {
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  args.insert(args.end(), {"--format", "csv", "--collector", server.address()});
+  TimelineRun run{TimelineCommand().run(args, io), {}, "", err.str()};
+  std::vector<std::string> lines = absl::StrSplit(out.str(), '\n', absl::SkipEmpty());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
+    if (i == 0) {
+      run.key_column = cells[1];
+    } else {
+      run.keys.push_back(cells[1]);
+    }
+  }
+  return run;
+}
+
+TEST(TimelineNoStepMarkersTest, UsesTimeBucketsAndSaysSoWhenTheJobHasNoStepMarkers) {
+  FakeTimelineServer server(/*step_markers=*/false);
+  TimelineRun run = RunAgainst(server, {"--job", "j"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.key_column, "bucket");
+  EXPECT_EQ(run.keys.size(), 12u);  // 3 ranks x 4 buckets, not 3 rows of "step 0"
+  EXPECT_EQ(run.err,
+            "memtrace timeline: job 'j' has no step markers: one row per 1s time bucket "
+            "(--by step for its single step)\n");
+  EXPECT_EQ(server.axes(),
+            (std::vector<v1::TimelineAxis>{v1::TIMELINE_AXIS_STEP, v1::TIMELINE_AXIS_TIME}));
+}
+
+TEST(TimelineNoStepMarkersTest, AnExplicitByStepKeepsTheSingleStep) {
+  FakeTimelineServer server(/*step_markers=*/false);
+  TimelineRun run = RunAgainst(server, {"--job", "j", "--by", "step"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.key_column, "step");
+  EXPECT_EQ(run.keys, (std::vector<std::string>{"0", "0", "0"}));
+  EXPECT_EQ(run.err, "");
+}
+
+TEST(TimelineNoStepMarkersTest, AJobWithStepMarkersStaysOnSteps) {
+  FakeTimelineServer server(/*step_markers=*/true);
+  TimelineRun run = RunAgainst(server, {"--job", "j", "--rank", "1"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_EQ(run.key_column, "step");
+  EXPECT_EQ(run.keys, (std::vector<std::string>{"0", "1", "2", "3", "4"}));
+  EXPECT_EQ(run.err, "");
+  EXPECT_EQ(server.axes(), std::vector<v1::TimelineAxis>{v1::TIMELINE_AXIS_STEP});
 }
 
 }  // namespace

@@ -1,0 +1,66 @@
+#include "collector/security/collector_address.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace memtrace::security {
+namespace {
+
+absl::Status Bad(absl::string_view what, const std::string& address, absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(what, "='", address, "': ", why));
+}
+
+// Targets gRPC resolves by scheme rather than as host:port.
+bool HasScheme(const std::string& address) {
+  return absl::StrContains(address, "://") || absl::StartsWith(address, "unix:") ||
+         absl::StartsWith(address, "ipv4:") || absl::StartsWith(address, "ipv6:");
+}
+
+absl::StatusOr<std::pair<std::string, int>> ParseHostPort(absl::string_view what,
+                                                          const std::string& address,
+                                                          int min_port) {
+  const size_t colon = address.rfind(':');
+  // "[::1]" has colons but no port.
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size() ||
+      address.back() == ']') {
+    return Bad(what, address, "expected host:port");
+  }
+  const std::string host = address.substr(0, colon);
+  if (host.find(':') != std::string::npos && (host.front() != '[' || host.back() != ']')) {
+    return Bad(what, address, "write IPv6 hosts in brackets, e.g. [::1]:7431");
+  }
+  // Digits only: SimpleAtoi would also take "+7431", " 7431" and "-1".
+  const absl::string_view digits = absl::string_view(address).substr(colon + 1);
+  int port = 0;
+  if (digits.size() > 5 ||
+      !std::all_of(digits.begin(), digits.end(),
+                   [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
+      !absl::SimpleAtoi(digits, &port) || port < min_port || port > 65535) {
+    return Bad(what, address, absl::StrCat("port must be ", min_port, "..65535"));
+  }
+  return std::make_pair(host, port);
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(absl::string_view what,
+                                                          const std::string& address) {
+  return ParseHostPort(what, address, 0);
+}
+
+absl::Status CheckCollectorAddress(absl::string_view what, const std::string& address) {
+  if (address.empty()) return Bad(what, address, "empty (expected host:port)");
+  for (char c : address) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      return Bad(what, address, "contains whitespace");
+    }
+  }
+  if (HasScheme(address)) return absl::OkStatus();
+  return ParseHostPort(what, address, 1).status();
+}
+
+}  // namespace memtrace::security
