@@ -28,8 +28,15 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   v1::HeadroomRequest request;
   v1::HeadroomParams* p = request.mutable_params();
   flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
-  AddBytesFlag(flags, "capacity", "device memory per rank (default: the sampled device total)",
-               [p](uint64_t v) { p->set_capacity_bytes(v); });
+  flags.Add("capacity", "BYTES", "device memory per rank, > 0 (default: the sampled device total)",
+            [p](absl::string_view v) -> absl::Status {
+              absl::StatusOr<uint64_t> bytes = ParseBytes(v);
+              if (!bytes.ok()) return bytes.status();
+              // 0 would read as "no capacity" for every rank, not as the default.
+              if (*bytes == 0) return absl::InvalidArgumentError("must be more than 0 bytes");
+              p->set_capacity_bytes(*bytes);
+              return absl::OkStatus();
+            });
   AddUint32Flag(flags, "recent", "N", "steps the trend is fitted over (default 50)",
                 [p](uint32_t v) { p->set_recent_steps(v); });
   AddUint32Flag(flags, "warmup", "N", "first steps left out (default 5)",

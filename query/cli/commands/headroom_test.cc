@@ -38,6 +38,10 @@ TEST(HeadroomCommandTest, BadCapacityIsAUsageError) {
   CommandIo io{out, err};
   EXPECT_EQ(HeadroomCommand().run({"--job", "j", "--capacity", "big"}, io), kExitUsage);
   EXPECT_NE(err.str().find("--capacity"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(HeadroomCommand().run({"--job", "j", "--capacity", "0"}, io), kExitUsage);
+  EXPECT_NE(err.str().find("--capacity: must be more than 0 bytes"), std::string::npos)
+      << err.str();
 }
 
 }  // namespace
