@@ -15,6 +15,16 @@ for flag in listen data durability max_message_bytes bucket_ms checkpoint_every_
 done
 grep -q "required" <<<"$help" || fail "--help does not say --data is required"
 
+"$BIN" --help >/dev/null 2>&1; rc=$?
+[[ $rc -eq 0 ]] || fail "--help exited $rc"
+
+# A flag it does not know, or an argument that is not a flag: a bad command line, exit 2.
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --nosuchflag=1 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "unknown flag --nosuchflag" <<<"$out" || fail "unknown flag: rc $rc: $out"
+out="$("$BIN" --listen 127.0.0.1:0 "$TMP/x" 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "unexpected argument '$TMP/x'" <<<"$out" ||
+    fail "stray argument: rc $rc: $out"
+
 # Missing --data: exit 2 with a clear message.
 out="$("$BIN" --listen 127.0.0.1:0 2>&1)"; rc=$?
 [[ $rc -eq 2 ]] || fail "missing --data exited $rc"

@@ -5,14 +5,19 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
+#include "absl/flags/internal/parse.h"
+#include "absl/flags/internal/usage.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "agent/stream/transport_options.h"
 #include "collector/security/secret_file.h"
 #include "collector/server/collector_server.h"
@@ -256,6 +261,42 @@ int Run() {
   return 0;
 }
 
+// Abseil's parser, with the collector's exit codes: 0 after --help (Abseil exits 1), 2 for an
+// unknown flag (Abseil exits 1) or a stray argument (Abseil keeps it unread: `memtrace-collector
+// /data` then said only that --data is missing). -1: go on and run. A flag value Abseil cannot
+// parse still exits 1, from inside Abseil.
+int ParseCommandLine(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) continue;
+    const absl::string_view name = arg.substr(0, arg.find('='));
+    // Abseil's own usage flags (--help, --helpfull, --version, ...) and --noBOOL forms.
+    if (absl::StartsWith(name, "help") || name == "version" || name == "only_check_args") continue;
+    if (absl::FindCommandLineFlag(name) != nullptr) continue;
+    if (absl::StartsWith(name, "no") && absl::FindCommandLineFlag(name.substr(2)) != nullptr) {
+      continue;
+    }
+    std::fprintf(stderr, "memtrace-collector: unknown flag --%s (see --help)\n",
+                 std::string(name).c_str());
+    return 2;
+  }
+  std::vector<char*> rest = absl::flags_internal::ParseCommandLineImpl(
+      argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
+      absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
+      absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
+  if (int code = absl::flags_internal::HandleUsageFlags(std::cout, absl::ProgramUsageMessage());
+      code != -1) {
+    return 0;  // help (or --version) printed: what was asked for
+  }
+  if (rest.size() > 1) {
+    std::fprintf(stderr, "memtrace-collector: unexpected argument '%s' (flags only; see --help)\n",
+                 rest[1]);
+    return 2;
+  }
+  return -1;
+}
+
 }  // namespace
 }  // namespace memtrace::collector
 
@@ -271,6 +312,6 @@ int main(int argc, char** argv) {
   };
   usage.contains_helpshort_flags = usage.contains_help_flags;
   absl::SetFlagsUsageConfig(usage);
-  absl::ParseCommandLine(argc, argv);
+  if (int code = memtrace::collector::ParseCommandLine(argc, argv); code >= 0) return code;
   return memtrace::collector::Run();
 }
