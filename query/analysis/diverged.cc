@@ -62,16 +62,28 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
     }
   }
 
-  // Each rank's own baseline: its median over the first baseline_steps points after warm-up.
+  // Each rank's own baseline: its level at the start of its first baseline_steps points after
+  // warm-up, read off their Theil-Sen line. A rank that was already rising then (a leak from
+  // step 5) is measured from where it started; their median put its baseline mid-rise, which
+  // hid the first steps of the leak and reported the rest as an offset it never had.
   std::vector<double> baseline(R, 0);
   if (params.relative_to_baseline) {
-    std::vector<double> window;
+    std::vector<double> xs, window;
+    TheilSen fitter;
     for (size_t r = 0; r < R; ++r) {
+      xs.clear();
       window.clear();
       for (size_t s = params.warmup_steps; s < S && window.size() < params.baseline_steps; ++s) {
-        if (!std::isnan(value[r * S + s])) window.push_back(value[r * S + s]);
+        if (std::isnan(value[r * S + s])) continue;
+        xs.push_back(static_cast<double>(s));
+        window.push_back(value[r * S + s]);
       }
-      baseline[r] = window.empty() ? 0 : MedianInPlace(absl::MakeSpan(window));
+      if (window.size() < 3) {
+        baseline[r] = window.empty() ? 0 : MedianInPlace(absl::MakeSpan(window));
+        continue;
+      }
+      const TrendFit line = fitter.Fit(xs, window);
+      baseline[r] = line.intercept + line.slope * xs.front();
     }
     Spread b = RobustSpread(baseline);
     double threshold = Threshold(params, b.median);

@@ -11,8 +11,9 @@
 // spread) neither counts nor breaks the run; one where it is back within a quarter of the byte
 // threshold breaks it.
 //
-// By default each rank is measured against its own baseline (its median over the
-// baseline_steps after warm-up), so "diverged" means "left the cohort": a rank that always held
+// By default each rank is measured against its own baseline (its level at the start of the
+// baseline_steps after warm-up: their Theil-Sen line read at the first, so a rank already rising
+// then is measured from where it began), so "diverged" means "left the cohort": a rank that always held
 // 1 GiB more (rank 0's logging buffers) is reported among `offsets`, not as diverged, and growth
 // that every rank shares (gradients kept on all ranks) moves the median with it and is no
 // divergence (see growth.h for that). relative_to_baseline = false compares absolute values.

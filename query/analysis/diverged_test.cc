@@ -50,6 +50,17 @@ TEST(DivergenceTest, AJobWithoutStepMarkersIsReportedInTime) {
   EXPECT_EQ(report.message.find("step"), std::string::npos) << report.message;
 }
 
+// A leak that starts with the baseline steps (right after warm-up) is found at its onset, not
+// steps later with the rest reported as an offset the rank never had.
+TEST(DivergenceTest, ALeakFromTheFirstComparedStepIsADivergenceNotAnOffset) {
+  DivergenceReport report = FindDivergence(Simulate(sim::LeakJob(1, 5, 256 * kMiB)).timeline);
+  ASSERT_EQ(report.status, DivergenceStatus::kDiverged) << report.message;
+  ASSERT_EQ(report.diverged.size(), 1u);
+  EXPECT_EQ(report.diverged[0].rank, 1u);
+  EXPECT_LE(report.diverged[0].onset_step, 8) << report.message;
+  EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
+}
+
 TEST(DivergenceTest, ListsFollowersInOnsetOrder) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   spec.growths.push_back({2, "leak:other", "libfoo.so", 60, 256 * kMiB});
