@@ -20,8 +20,9 @@ constexpr char kUsage[] =
     "with the median of all ranks; a rank diverges when it stays outside the cohort (robust z\n"
     ">= --min-z against the cohort's MAD, and at least --min-excess bytes or 2% of the median)\n"
     "for --persistence steps in a row, so one spike does not count. Each rank is measured\n"
-    "from its own baseline (its median over the first steps after --warmup), so a rank that\n"
-    "always held more is listed as an offset, not as diverged (--absolute compares raw bytes).\n"
+    "from its own baseline (its level at the start of the first steps after --warmup), so a\n"
+    "rank that always held more is listed as an offset, not as diverged (--absolute compares\n"
+    "raw bytes).\n"
     "Shows the onset step and time, the rank's value vs the cohort median, and the ranks that\n"
     "followed in onset order. \"No rank diverged\" is an answer too (exit code 0).";
 
