@@ -95,4 +95,15 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
   return out;
 }
 
+TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
+                      const CurrentTrend& trend, TheilSen& fitter) {
+  const size_t n = std::min(x.size(), y.size());
+  const size_t half = trend.onset + (n - std::min(n, trend.onset)) / 2;
+  return fitter.Fit(x.subspan(half, n - half), y.subspan(half, n - half));
+}
+
+bool StillRising(const TrendFit& whole, const TrendFit& later_half) {
+  return later_half.slope >= 0.25 * whole.slope && later_half.trend_z >= 2.0;
+}
+
 }  // namespace memtrace::analysis

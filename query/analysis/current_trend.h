@@ -27,6 +27,16 @@ struct CurrentTrend {
 CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double> y,
                              size_t min_points, TheilSen& fitter);
 
+// The Theil-Sen fit of the second half of `trend`'s trending part (what it did lately).
+TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
+                      const CurrentTrend& trend, TheilSen& fitter);
+
+// Whether a rising trend is still rising in the later half of its fit: a slope at least a
+// quarter of the whole fit's, with trend z >= 2. A series that jumped once and then stayed
+// fits a rising line too (the pairs across the jump rise), but is flat after it; this is what
+// tells the two apart for growth, leaks and headroom alike.
+bool StillRising(const TrendFit& whole, const TrendFit& later_half);
+
 }  // namespace memtrace::analysis
 
 #endif  // MEMTRACE_QUERY_ANALYSIS_CURRENT_TREND_H_

@@ -48,6 +48,7 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   report.job_id = job.job_id;
   report.by = params.by;
   report.params = params;
+  report.bucket_ns = job.time_axis ? job.bucket_ns : 0;
   std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
   if (ranks.empty()) return report;
@@ -80,6 +81,8 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
     const TrendFit& f = trend.fit;
     double growth = f.slope * (x.back() - x[trend.onset]);
     if (f.slope <= 0 || growth < min_growth || f.trend_z < params.min_trend_z) return;
+    // One jump, then flat, fits a rising line too; a growth keeps rising.
+    if (!StillRising(f, FitLaterHalf(x, y, trend, fitter))) return;
     RankGrowth g;
     g.rank = rank;
     g.bytes_per_step = f.slope;

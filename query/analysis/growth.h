@@ -6,7 +6,8 @@
 // keeps its own rate). A series grows when all of these hold:
 //   - it spans at least min_points steps and its range (max - min) is >= min_growth_bytes;
 //   - the fitted growth (slope x steps spanned by the fit) is >= min_growth_bytes;
-//   - its Kendall trend statistic is >= min_trend_z (a monotone rise noise rarely makes).
+//   - its Kendall trend statistic is >= min_trend_z (a monotone rise noise rarely makes);
+//   - it still rises in the later half of the fit (StillRising: not one jump, then flat).
 // This floor is what keeps allocator jitter, spikes and one-off jumps off the list. Groups are
 // ranked by bytes/step summed over the ranks where they grow, and classified as growing on all
 // ranks of the job (gradients kept on every rank) or on some (a leak on one rank).
@@ -74,6 +75,8 @@ struct GrowthReport {
   uint32_t ranks = 0;
   int64_t first_step = 0;  // the fitted window
   int64_t last_step = 0;
+  // > 0 for a job without step markers: its "steps" are time-bucket indexes of this width.
+  int64_t bucket_ns = 0;
   uint32_t groups_examined = 0;     // (group, rank) series fitted
   std::vector<GroupGrowth> groups;  // growing groups only, fastest first; empty = nothing grows
   GrowthParams params;

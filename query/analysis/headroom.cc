@@ -9,6 +9,9 @@
 namespace memtrace::analysis {
 namespace {
 
+// Rows whose highest peak is the "latest peak" (see Forecast).
+constexpr size_t kRecentPeakRows = 3;
+
 RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, TheilSen& fitter) {
   RankHeadroom h;
   h.rank = rank.rank;
@@ -19,7 +22,12 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   const StepPoint& last = rank.steps.back();
   h.last_step = last.step;
   h.last_floor_bytes = last.floor_bytes;
-  h.last_peak_bytes = last.peak_bytes;
+  // The last row may be a step or time bucket that has only begun (a running job, or a job's
+  // final bucket holding its last milliseconds): the latest peak is the highest of the last few.
+  const size_t recent_rows = std::min<size_t>(kRecentPeakRows, rank.steps.size());
+  for (size_t i = rank.steps.size() - recent_rows; i < rank.steps.size(); ++i) {
+    h.last_peak_bytes = std::max(h.last_peak_bytes, rank.steps[i].peak_bytes);
+  }
   if (params.capacity_bytes.has_value()) {
     h.capacity_bytes = *params.capacity_bytes;
   } else {
@@ -62,7 +70,7 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   if (!period.empty()) h.step_ns = Median(period);
   double usable = static_cast<double>(h.capacity_bytes) - static_cast<double>(h.overhead_bytes);
   h.headroom_bytes =
-      usable > double(last.peak_bytes) ? uint64_t(usable - double(last.peak_bytes)) : 0;
+      usable > double(h.last_peak_bytes) ? uint64_t(usable - double(h.last_peak_bytes)) : 0;
 
   for (const StepPoint& p : rank.steps) {
     if (p.ooms > 0) {
@@ -76,7 +84,7 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     return h;
   }
   // A forecast of when it gets there would be a step in the past.
-  if (static_cast<double>(last.peak_bytes) >= usable) {
+  if (static_cast<double>(h.last_peak_bytes) >= usable) {
     h.status = HeadroomStatus::kAtCapacity;
     return h;
   }
@@ -92,7 +100,7 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   h.trend_z = fit.trend_z;
   double growth = fit.slope * (x.back() - x[trend.onset]);
   if (fit.slope <= 0 || growth < static_cast<double>(params.min_growth_bytes) ||
-      fit.trend_z < params.min_trend_z) {
+      fit.trend_z < params.min_trend_z || !StillRising(fit, FitLaterHalf(x, floor, trend, fitter))) {
     h.status = HeadroomStatus::kFlat;
     return h;
   }

@@ -2,7 +2,7 @@
 // recent trend: "rank 3 reaches 80.0 GiB at step ~412 (in ~37 min)".
 //
 // The floor's Theil-Sen slope over the last recent_steps (after warm-up; from where the floor
-// began to rise when it was flat before, current_trend.h) must pass the same
+// began to rise when it was flat before, current_trend.h; still rising lately) must pass the same
 // significance floor as `growth` (fitted growth >= min_growth_bytes, trend z >= min_trend_z);
 // otherwise the rank is flat and gets no forecast. The forecast is the step at which the trend
 // floor plus the rank's typical transient (median peak - floor) reaches the usable capacity:
@@ -54,6 +54,7 @@ struct RankHeadroom {
   uint64_t overhead_bytes = 0;  // device memory used outside traced allocations
   int64_t last_step = 0;
   uint64_t last_floor_bytes = 0;
+  // The highest peak of the last 3 steps (or buckets): the last may have only begun.
   uint64_t last_peak_bytes = 0;
   uint64_t transient_bytes = 0;  // median peak - floor in the window
   // Usable capacity minus the latest peak (0 when already over).

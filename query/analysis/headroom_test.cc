@@ -57,8 +57,12 @@ TEST(HeadroomTest, ALeakThatStartsLateIsForecastAtItsOwnRate) {
 TEST(HeadroomTest, ACapacityBelowWhatTheRankUsesIsNotAForecast) {
   sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 8, 150);
   HeadroomParams params;
-  params.capacity_bytes = 10 * kGiB;  // every rank peaks above 20 GiB
-  HeadroomReport report = ForecastHeadroom(sim::Simulate(spec).timeline, params);
+  params.capacity_bytes = 25 * kGiB;  // every rank peaks above 30 GiB
+  JobTimeline job = sim::Simulate(spec).timeline;
+  // The last row has only begun (a running job's step, or a job's final time bucket holding its
+  // last milliseconds): its peak is no more than its floor.
+  for (RankTimeline& r : job.ranks) r.steps.back().peak_bytes = r.steps.back().floor_bytes;
+  HeadroomReport report = ForecastHeadroom(job, params);
   EXPECT_EQ(report.forecasts, 0u);
   for (const RankHeadroom& h : report.entries) {
     EXPECT_EQ(h.status, HeadroomStatus::kAtCapacity) << h.rank;

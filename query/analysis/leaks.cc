@@ -56,16 +56,14 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
   e.floor_bytes_per_step = all.slope;
   e.floor_growth_bytes = all.slope * (x.back() - x[trend.onset]);
   e.floor_trend_z = all.trend_z;
-  size_t half = trend.onset + (n - trend.onset) / 2;
-  TrendFit recent =
-      fitter.Fit(absl::MakeConstSpan(x).subspan(half), absl::MakeConstSpan(floor).subspan(half));
+  TrendFit recent = FitLaterHalf(x, floor, trend, fitter);
   e.recent_bytes_per_step = recent.slope;
   e.recent_trend_z = recent.trend_z;
   auto [lo, hi] = std::minmax_element(floor.begin(), floor.end());
   const double min_growth = static_cast<double>(params.min_growth_bytes);
   bool rising = all.slope > 0 && e.floor_growth_bytes >= min_growth && *hi - *lo >= min_growth &&
                 all.trend_z >= params.min_trend_z;
-  bool still_rising = recent.slope >= 0.25 * all.slope && recent.trend_z >= 2.0;
+  bool still_rising = StillRising(all, recent);
   bool leak = rising && still_rising;
   if (leak) {
     double tolerance = static_cast<double>(e.floor_start_bytes) + min_growth / 2;
@@ -251,6 +249,7 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   LeakReport report;
   report.job_id = job.job_id;
   report.params = params;
+  report.bucket_ns = job.time_axis ? job.bucket_ns : 0;
   std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
   TheilSen fitter(params.max_pairs);

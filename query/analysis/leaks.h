@@ -136,6 +136,8 @@ struct LeakReport {
   std::vector<LeakCandidate> candidates;       // by rank, then bytes descending
   std::vector<PhaseSurvivor> phase_survivors;  // by bytes descending
   std::vector<PhaseResidue> phase_residues;    // by rank, then phase
+  // > 0 for a job without step markers: the curves' steps are time-bucket indexes of this width.
+  int64_t bucket_ns = 0;
   LeakParams params;
 };
 

@@ -64,6 +64,12 @@ std::string Time(int64_t ns) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixNanos(ns), absl::UTCTimeZone());
 }
 
+// "steps 5..99", or "time buckets 2026-12-03 21:07:59..2026-12-03 21:09:14".
+std::string Window(int64_t first, int64_t last, int64_t bucket_ns) {
+  return absl::StrCat(bucket_ns > 0 ? "time buckets " : "steps ", FormatKeyValue(first, bucket_ns),
+                      "..", FormatKeyValue(last, bucket_ns));
+}
+
 std::string Z(double z) {
   if (std::isinf(z)) return z > 0 ? "inf" : "-inf";
   return absl::StrFormat("%.1f", z);
@@ -136,14 +142,14 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   std::string by = r.by() >= 0 && r.by() < 5 ? kBy[r.by()] : "tag";
   std::string out = absl::StrCat("job ", r.job_id(), ": ");
   if (r.groups_size() == 0) {
-    absl::StrAppend(&out, "nothing grows (by ", by, ", steps ", r.first_step(), "..", r.last_step(),
+    absl::StrAppend(&out, "nothing grows (by ", by, ", ", Window(r.first_step(), r.last_step(), r.bucket_ns()),
                     ", ", r.groups_examined(), " series examined; the floor is ",
                     Bytes(r.params().min_growth_bytes()), " over the window at trend z >= ",
                     absl::StrFormat("%.1f", r.params().min_trend_z()), ")\n");
     return out;
   }
   absl::StrAppend(&out, r.groups_size(), r.groups_size() == 1 ? " group grows" : " groups grow",
-                  " (by ", by, ", steps ", r.first_step(), "..", r.last_step(), ", ",
+                  " (by ", by, ", ", Window(r.first_step(), r.last_step(), r.bucket_ns()), ", ",
                   r.groups_examined(), " series examined)\n\n");
   bool per_rank = r.by() == v1::GROWTH_BY_RANK || r.by() == v1::GROWTH_BY_TAG_RANK ||
                   r.by() == v1::GROWTH_BY_SOURCE_RANK;
@@ -198,7 +204,7 @@ std::string RenderLeaks(const v1::LeakReport& r) {
     std::string spikes = "-";
     if (e.spike_steps() > 0) {
       spikes = absl::StrCat(e.spike_steps(), " (max ", Signed(e.max_spike_excess_bytes()),
-                            " at step ", e.max_spike_step(),
+                            " at ", FormatKey(e.max_spike_step(), r.bucket_ns()),
                             e.spike_period_steps() > 0
                                 ? absl::StrCat(", every ~", e.spike_period_steps(), " steps")
                                 : "",
@@ -208,7 +214,7 @@ std::string RenderLeaks(const v1::LeakReport& r) {
     t.Add({absl::StrCat(c.rank()), kCurve[curve], OrDash(c.allocator()),
            Bytes(e.floor_start_bytes()), Bytes(e.floor_end_bytes()),
            FormatRate(e.floor_bytes_per_step()), FormatRate(e.recent_bytes_per_step()),
-           e.rising_since_step() >= 0 ? absl::StrCat(e.rising_since_step()) : "-",
+           e.rising_since_step() >= 0 ? FormatKeyValue(e.rising_since_step(), r.bucket_ns()) : "-",
            Bytes(e.median_peak_bytes()), spikes});
   }
   out += t.Render();
@@ -359,7 +365,7 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   static const char* const kStatus[] = {"flat",      "forecast",  "out of memory",
                                         "no capacity", "too short", "at capacity"};
   TextTable t({">rank", "status", ">capacity", ">outside", ">last peak", ">headroom",
-               ">floor slope", ">full at step", ">in"});
+               ">floor slope", r.bucket_ns() > 0 ? ">full at" : ">full at step", ">in"});
   for (const v1::RankHeadroom& h : r.entries()) {
     int s = h.status() >= 0 && h.status() < 6 ? h.status() : 0;
     bool forecast = h.status() == v1::HEADROOM_STATUS_FORECAST;

@@ -62,6 +62,28 @@ TEST(RenderTest, GrowthTableSaysWhereItGrows) {
   EXPECT_TRUE(Has(RenderGrowth(none), "nothing grows"));
 }
 
+// A job without step markers: windows, onsets and forecasts are times, not bucket indexes.
+TEST(RenderTest, TimeBucketJobsAreShownInTime) {
+  JobTimeline job = sim::Simulate(sim::LeakJob(5, 30, 256 * kMiB, 8, 100)).timeline;
+  job.time_axis = true;
+  job.bucket_ns = 1'000'000'000;
+  for (RankTimeline& r : job.ranks) {
+    for (StepPoint& p : r.steps) p.step += 1'796'332'000;  // 2026-12-03 21:06:40 UTC on
+  }
+  v1::GrowthReport g;
+  ToProto(FindGrowth(job), &g);
+  v1::LeakReport l;
+  ToProto(FindLeaks(job), &l);
+  v1::HeadroomReport h;
+  ToProto(ForecastHeadroom(job), &h);
+  for (const std::string& text : {RenderGrowth(g), RenderLeaks(l), RenderHeadroom(h)}) {
+    Show(text);
+    EXPECT_TRUE(Has(text, "2026-12-03 21:")) << text;
+    EXPECT_FALSE(Has(text, "17963")) << text;
+  }
+  EXPECT_TRUE(Has(RenderGrowth(g), "time buckets 2026-12-03 21:06:45..2026-12-03 21:08:19"));
+}
+
 TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   std::vector<RankLiveSet> live = {sim::LiveAt(spec, 5, 99, sim::Moment::kEnd)};

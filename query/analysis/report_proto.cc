@@ -368,6 +368,7 @@ void ToProto(const GrowthReport& r, v1::GrowthReport* out) {
   out->set_ranks(r.ranks);
   out->set_first_step(r.first_step);
   out->set_last_step(r.last_step);
+  out->set_bucket_ns(r.bucket_ns);
   out->set_groups_examined(r.groups_examined);
   for (const GroupGrowth& g : r.groups) {
     v1::GroupGrowth* w = out->add_groups();
@@ -399,6 +400,7 @@ void ToProto(const LeakReport& r, v1::LeakReport* out) {
   out->set_job_id(r.job_id);
   out->set_ranks(r.ranks);
   out->set_leaking_ranks(r.leaking_ranks);
+  out->set_bucket_ns(r.bucket_ns);
   for (const RankCurve& c : r.curves) {
     v1::RankCurve* w = out->add_curves();
     w->set_rank(c.rank);

@@ -60,7 +60,9 @@ std::string FormatKeyValue(int64_t key, int64_t bucket_ns) {
   // key * bucket_ns in 128 bits: a key far from any real time must not wrap into one.
   const __int128 ns = static_cast<__int128>(key) * bucket_ns;
   if (ns > INT64_MAX || ns < INT64_MIN) return absl::StrCat("bucket ", key);
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixNanos(static_cast<int64_t>(ns)),
+  // Buckets shorter than a second need the milliseconds to tell neighbours apart.
+  const char* format = bucket_ns % 1'000'000'000 == 0 ? "%Y-%m-%d %H:%M:%S" : "%Y-%m-%d %H:%M:%E3S";
+  return absl::FormatTime(format, absl::FromUnixNanos(static_cast<int64_t>(ns)),
                           absl::UTCTimeZone());
 }
 

@@ -39,6 +39,8 @@ TEST(UnitsTest, KeysAreStepsOrTheStartOfTheirTimeBucket) {
   EXPECT_EQ(FormatKeyValue(1796332086, 1'000'000'000), "2026-12-03 21:08:06");
   EXPECT_EQ(FormatKey(1796332086, 1'000'000'000), "2026-12-03 21:08:06 bucket");
   EXPECT_EQ(FormatKey(1796332086, 1'000'000'000, true), "~2026-12-03 21:08:06 bucket");
+  // Half-second buckets: neighbours differ in their milliseconds.
+  EXPECT_EQ(FormatKeyValue(3592664173, 500'000'000), "2026-12-03 21:08:06.500");
   // Too far out for a time: the index itself.
   EXPECT_EQ(FormatKeyValue(INT64_MAX, 1'000'000'000), "bucket 9223372036854775807");
 }
