@@ -44,7 +44,8 @@ std::string LeakingRanks(const LeakReport& r) {
 
 const RankHeadroom* Soonest(const HeadroomReport& r) {
   for (const RankHeadroom& h : r.entries) {
-    if (h.status == HeadroomStatus::kForecast || h.status == HeadroomStatus::kOutOfMemory) {
+    if (h.status == HeadroomStatus::kForecast || h.status == HeadroomStatus::kOutOfMemory ||
+        h.status == HeadroomStatus::kAtCapacity) {
       return &h;
     }
   }
@@ -55,6 +56,9 @@ std::string HeadroomText(const RankHeadroom* h, int64_t bucket_ns) {
   if (h == nullptr) return "no forecast";
   if (h->status == HeadroomStatus::kOutOfMemory) {
     return absl::StrCat("rank ", h->rank, " OOM at ", FormatKey(h->forecast_step, bucket_ns));
+  }
+  if (h->status == HeadroomStatus::kAtCapacity) {
+    return absl::StrCat("rank ", h->rank, " at capacity");
   }
   return absl::StrCat("rank ", h->rank, " full at ",
                       FormatKey(h->forecast_step, bucket_ns, /*approximate=*/true));

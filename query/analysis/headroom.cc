@@ -130,14 +130,17 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   return h;
 }
 
+// Soonest first: out of memory, already at the capacity, then forecasts.
 int Order(HeadroomStatus s) {
   switch (s) {
     case HeadroomStatus::kOutOfMemory:
       return 0;
-    case HeadroomStatus::kForecast:
+    case HeadroomStatus::kAtCapacity:
       return 1;
-    default:
+    case HeadroomStatus::kForecast:
       return 2;
+    default:
+      return 3;
   }
 }
 
@@ -177,7 +180,8 @@ HeadroomReport ForecastHeadroom(const JobTimeline& job, const HeadroomParams& pa
                    [](const RankHeadroom& a, const RankHeadroom& b) {
                      if (Order(a.status) != Order(b.status))
                        return Order(a.status) < Order(b.status);
-                     if (Order(a.status) < 2 && a.forecast_step != b.forecast_step) {
+                     if (a.status == b.status && a.status != HeadroomStatus::kAtCapacity &&
+                         Order(a.status) < 3 && a.forecast_step != b.forecast_step) {
                        return a.forecast_step < b.forecast_step;
                      }
                      return a.rank < b.rank;

@@ -73,7 +73,8 @@ struct HeadroomReport {
   uint32_t forecasts = 0;             // ranks with status kForecast
   // > 0 for a job without step markers: its "steps" are time-bucket indexes of this width.
   int64_t bucket_ns = 0;
-  std::vector<RankHeadroom> entries;  // soonest forecast first, then by rank
+  // Out of memory, then at capacity, then forecasts soonest first, then the rest; by rank within.
+  std::vector<RankHeadroom> entries;
   HeadroomParams params;
 };
 

@@ -71,6 +71,20 @@ TEST(HeadroomTest, ACapacityBelowWhatTheRankUsesIsNotAForecast) {
   }
 }
 
+// A rank already at the capacity comes before the flat ones, as the soonest trouble.
+TEST(HeadroomTest, ARankAtCapacityIsListedFirst) {
+  HeadroomParams params;
+  params.capacity_bytes = 45 * kGiB;  // the leaking rank 3 peaks above it, the others ~35 GiB
+  HeadroomReport report =
+      ForecastHeadroom(sim::Simulate(sim::LeakJob(3, 20, 200 * kMiB, 8, 150)).timeline, params);
+  ASSERT_FALSE(report.entries.empty());
+  EXPECT_EQ(report.entries[0].rank, 3u);
+  EXPECT_EQ(report.entries[0].status, HeadroomStatus::kAtCapacity);
+  for (size_t i = 1; i < report.entries.size(); ++i) {
+    EXPECT_EQ(report.entries[i].status, HeadroomStatus::kFlat) << report.entries[i].rank;
+  }
+}
+
 TEST(HeadroomTest, HealthyJobHasNoForecast) {
   HeadroomReport report = ForecastHeadroom(sim::Simulate(sim::HealthyJob()).timeline);
   EXPECT_EQ(report.forecasts, 0u);
