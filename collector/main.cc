@@ -60,9 +60,10 @@ ABSL_FLAG(std::string, token_file, "",
           "TOKEN\"); wrong or missing = UNAUTHENTICATED. Default: $MEMTRACE_TOKEN, else the "
           "file $MEMTRACE_TOKEN_FILE, else no token. Health checks and reflection stay open.");
 ABSL_FLAG(int64_t, max_batch_events, 65536,
-          "Most events one batch may carry (RESOURCE_EXHAUSTED beyond). At least the agents' "
-          "batch size, 16384 events unless set on the agents with MEMTRACE_BATCH_EVENTS: a "
-          "smaller limit would refuse every full batch, and the agents resend them forever.");
+          "Most events one batch may carry (RESOURCE_EXHAUSTED beyond). At least 16384, the "
+          "agents' default batch size: a smaller limit would refuse every full batch, and the "
+          "agents resend them forever. Agents given a larger MEMTRACE_BATCH_EVENTS need a limit "
+          "at least that large.");
 ABSL_FLAG(int64_t, max_strings_per_batch, 4096,
           "Most string-table entries one batch may define (RESOURCE_EXHAUSTED beyond).");
 ABSL_FLAG(int64_t, max_string_bytes, 4096,

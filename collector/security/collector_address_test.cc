@@ -29,6 +29,8 @@ TEST(SplitHostPortTest, RefusesAddressesWithoutAUsablePortNamingThem) {
            {"127.0.0.1:+80", "port must be 0..65535"},
            {"127.0.0.1:0x50", "port must be 0..65535"},
            {"127.0.0.1:000000080", "port must be 0..65535"},
+           {"[]:80", "expected host:port"},
+           {" 127.0.0.1:7431", "contains whitespace"},
        }) {
     absl::StatusOr<std::pair<std::string, int>> split = SplitHostPort("--listen", address);
     ASSERT_EQ(split.status().code(), absl::StatusCode::kInvalidArgument) << address;
@@ -39,7 +41,9 @@ TEST(SplitHostPortTest, RefusesAddressesWithoutAUsablePortNamingThem) {
 TEST(CheckCollectorAddressTest, AcceptsHostPortIpv6AndSchemedTargets) {
   for (const char* address :
        {"127.0.0.1:7431", "head:1", "[::1]:7431", "collector.example:443",
-        "unix:/tmp/memtrace.sock", "dns:///c.example:1", "ipv4:10.0.0.1:80"}) {
+        "unix:/tmp/memtrace.sock", "dns:///c.example:1", "ipv4:10.0.0.1:80",
+        "dns:c.svc.cluster.local:7431", "unix-abstract:memtrace", "vsock:3:7431",
+        "dns:7431"}) {
     EXPECT_TRUE(CheckCollectorAddress("--collector", address).ok()) << address;
   }
 }

@@ -153,6 +153,17 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   if (request.has_at_ns()) {
     point.kind = LivePoint::Kind::kAtCollectorTime;
     point.at_ns = request.at_ns();
+    // Before the job's first row there is nothing live to classify: say so, as live --at does.
+    int64_t first_ns = INT64_MAX;
+    for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
+      if (!rank->steps.empty()) first_ns = std::min(first_ns, rank->steps.front().start_ns);
+    }
+    if (first_ns != INT64_MAX && request.at_ns() < first_ns) {
+      return absl::OutOfRangeError(absl::StrCat("job \"", request.job_id(),
+                                                "\" has no event at or before ",
+                                                UtcTime(request.at_ns()), "; it starts at ",
+                                                UtcTime(first_ns)));
+    }
   }
   std::vector<LiveSetAsk> asks;
   for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
@@ -228,8 +239,11 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     return absl::OutOfRangeError(absl::StrCat(
         "job \"", request.job_id(), "\" rank ", request.rank(), " has no event at or before ",
         UtcTime(point.at_ns),
-        subject->size() > 0 ? absl::StrCat("; its first step starts at ", UtcTime(subject->start_ns[0]))
-                            : ""));
+        subject->size() > 0
+            ? absl::StrCat(job->time_axis ? "; its first time bucket starts at "
+                                          : "; its first step starts at ",
+                           UtcTime(subject->start_ns[0]))
+            : ""));
   }
   if (point.kind == LivePoint::Kind::kFirstOom) {
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};

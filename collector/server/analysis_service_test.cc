@@ -168,6 +168,20 @@ TEST_F(AnalysisServiceTest, LiveBeforeTheFirstEventSaysSo) {
       << status.error_message();
 }
 
+TEST_F(AnalysisServiceTest, LeaksBeforeTheJobStartedSaysSo) {
+  grpc::ClientContext context;
+  v1::LeaksRequest request;
+  request.set_job_id("leak");
+  request.set_at_ns(1);
+  v1::LeakReport report;
+  grpc::Status status = stub_->Leaks(&context, request, &report);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_NE(status.error_message().find("has no event at or before 1970-01-01 00:00:00.000 UTC; "
+                                        "it starts at "),
+            std::string::npos)
+      << status.error_message();
+}
+
 TEST_F(AnalysisServiceTest, LeaksOfOneRankClassifiesItAndListsItsCandidates) {
   grpc::ClientContext context;
   v1::LeaksRequest request;

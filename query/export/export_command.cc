@@ -54,8 +54,13 @@ absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,
       clock_offset_ns = s.has_clock() ? s.clock().offset_ns() : 0;
       if (s.events_stored() > static_cast<uint64_t>(flags.max_points)) {
         bucketing.count = std::max<int64_t>(1, flags.max_points / 3);
-        const int64_t span = std::max<int64_t>(0, s.last_ts_ns() - s.first_ts_ns());
-        bucketing.width_ns = span / bucketing.count + 1;
+        // In uint64: an agent's absurd timestamps must not overflow the span.
+        const uint64_t span = s.last_ts_ns() > s.first_ts_ns()
+                                  ? static_cast<uint64_t>(s.last_ts_ns()) -
+                                        static_cast<uint64_t>(s.first_ts_ns())
+                                  : 0;
+        bucketing.width_ns = static_cast<int64_t>(std::min<uint64_t>(
+            span / static_cast<uint64_t>(bucketing.count) + 1, INT64_MAX));
         bucketing.origin_ns = s.first_ts_ns();
       }
     }

@@ -6,6 +6,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "query/analysis/rollup_convert.h"
+#include "query/analysis/units.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
 #include "query/export/output_file.h"
@@ -155,7 +156,9 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
     io.err << "wrote " << output << ": " << timeline->ranks.size() << " ranks, "
            << (marks.highlighted_rank
                    ? absl::StrCat("rank ", *marks.highlighted_rank, " highlighted (diverged at ",
-                                  timeline->time_axis ? "time bucket " : "step ", marks.onset_step,
+                                  analysis::FormatKey(marks.onset_step, timeline->time_axis
+                                                                            ? timeline->bucket_ns
+                                                                            : 0),
                                   ")")
                    : std::string("no rank diverged"))
            << (marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"))

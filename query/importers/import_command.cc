@@ -175,8 +175,6 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   id.set_process_start_ns(rank.fingerprint);
   id.set_launcher("kineto-import");
   id.set_agent_version("memtrace-import/1");
-  // Larger batches than an agent's: an import is a bulk load, latency does not matter.
-  transport_options.max_batch_events = 16384;
   transport_options.log_failures = false;
   absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(transport_options);
   if (!transport.ok()) return transport.status();

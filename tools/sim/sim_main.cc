@@ -1,6 +1,7 @@
 // memtrace-sim: a workload SIMULATOR. Plays a synthetic FSDP-style training job of N ranks
 // through the real agent transport into a real collector. No GPU, no PyTorch: every event is
 // made up (see tools/sim/workload.h), and says so (launcher "simulator").
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -150,7 +151,8 @@ int Main(int argc, char** argv) {
   flags.Add("speed", "X",
             "0: as fast as possible (default); 1: simulated time runs at wall-clock speed",
             [&options](absl::string_view v) {
-              if (!absl::SimpleAtod(v, &options.speed) || options.speed < 0) {
+              if (!absl::SimpleAtod(v, &options.speed) || !std::isfinite(options.speed) ||
+                  options.speed < 0) {
                 return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a number >= 0"));
               }
               return absl::OkStatus();
