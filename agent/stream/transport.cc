@@ -49,6 +49,16 @@ constexpr int kMaxFormRounds = 64;
 // stops acking must not make the list grow without bound.
 constexpr size_t kMaxSendTimes = 1024;
 
+// The codes with which a collector refuses a Hello (admission, the token, the rank limits, a
+// malformed identity): the stream will not be taken as it is, whatever the network does.
+bool IsRefusal(grpc::StatusCode code) {
+  return code == grpc::StatusCode::ALREADY_EXISTS ||
+         code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+         code == grpc::StatusCode::UNAUTHENTICATED ||
+         code == grpc::StatusCode::PERMISSION_DENIED ||
+         code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::UNIMPLEMENTED;
+}
+
 // Frees the heap copy of a shared_ptr that kept a sealed batch's bytes alive for a slice.
 void ReleaseBatchBytes(void* holder) {
   delete static_cast<std::shared_ptr<const std::string>*>(holder);
@@ -268,6 +278,7 @@ class Transport::Impl final : public IngestStream::Listener {
   uint64_t lost_spool_full_ = 0;
   uint64_t reported_unreadable_ = 0;  // of store_->unreadable_events()
   std::string last_stream_error_;
+  bool last_stream_refused_ = false;
 
   std::mutex shutdown_mu_;
   std::optional<absl::Status> shutdown_result_;
@@ -591,6 +602,7 @@ bool Transport::Impl::ServeStream() {
     if (closing && status.ok()) closed_cleanly_ = true;
     if (!(closing && status.ok()) && !stop) {
       ++stream_errors_;
+      last_stream_refused_ = !hello_was_acked && IsRefusal(status.error_code());
       last_stream_error_ =
           status.ok() ? std::string("the collector ended the stream")
                       : absl::StrCat(absl::StatusCodeToString(
@@ -610,14 +622,7 @@ void Transport::Impl::ReportEndOfStream(const grpc::Status& status, bool hello_a
       status.ok() ? std::string("the collector ended the stream")
                   : absl::StrCat("status ", static_cast<int>(status.error_code()), ": ",
                                  status.error_message());
-  const grpc::StatusCode code = status.error_code();
-  const bool refused = code == grpc::StatusCode::ALREADY_EXISTS ||
-                       code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
-                       code == grpc::StatusCode::UNAUTHENTICATED ||
-                       code == grpc::StatusCode::PERMISSION_DENIED ||
-                       code == grpc::StatusCode::INVALID_ARGUMENT ||
-                       code == grpc::StatusCode::UNIMPLEMENTED;
-  if (!hello_acked && refused) {
+  if (!hello_acked && IsRefusal(status.error_code())) {
     failures_.Report(Failure::kRefused,
                      absl::StrCat("collector ", options_.collector_address,
                                   " refused the stream (", what, "); retrying with backoff"));
@@ -824,6 +829,7 @@ TransportStats Transport::Impl::stats() const {
   s.unacked_bytes = store_->bytes();
   s.stream_errors = stream_errors_;
   s.last_stream_error = last_stream_error_;
+  s.last_stream_refused = last_stream_refused_;
   s.clock = clock_sync_.Current();
   s.clock_samples = clock_sync_.samples();
   return s;

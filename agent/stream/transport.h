@@ -57,6 +57,9 @@ struct TransportStats {
   // How the last of those ended (the collector's status, e.g. why it refused the Hello); empty
   // when none did.
   std::string last_stream_error;
+  // Whether it ended as the collector's refusal of the Hello (a bad token, a rank another process
+  // streams, too many ranks): retrying will not help until something changes.
+  bool last_stream_refused = false;
   uint64_t strings_interned = 0;
   uint64_t strings_refused = 0;   // Intern() calls beyond max_strings
   // The current estimate of the collector's clock against TransportOptions::clock (sent with

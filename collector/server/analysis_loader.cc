@@ -17,17 +17,6 @@ RollupAxis AxisOf(v1::TimelineAxis axis) {
   return axis == v1::TIMELINE_AXIS_TIME ? RollupAxis::kTime : RollupAxis::kStep;
 }
 
-size_t Rows(const analysis::RankTimeline& rank) { return rank.steps.size(); }
-size_t Rows(const analysis::RankStepMetrics& rank) { return rank.size(); }
-
-template <typename Job>
-bool HasStepMarkers(const Job& job) {
-  for (const auto& rank : job.ranks) {
-    if (Rows(rank) > 1) return true;
-  }
-  return false;
-}
-
 // The job's rows on `axis`, converted by a Builder (rollup_convert.h) as they are read.
 template <typename Builder>
 using Built = decltype(std::declval<Builder&&>().Finish());  // StatusOr<what it builds>
@@ -58,7 +47,7 @@ Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_i
   if (job->ranks.empty()) {
     return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
   }
-  if (axis == v1::TIMELINE_AXIS_STEP && !HasStepMarkers(*job)) {
+  if (axis == v1::TIMELINE_AXIS_STEP && !analysis::HasStepMarkers(*job)) {
     return Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
   }
   return job;

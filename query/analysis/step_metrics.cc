@@ -38,6 +38,13 @@ JobStepMetrics StepMetricsOf(const JobTimeline& job) {
   return out;
 }
 
+bool HasStepMarkers(const JobStepMetrics& job) {
+  for (const RankStepMetrics& rank : job.ranks) {
+    if (rank.size() > 1) return true;
+  }
+  return false;
+}
+
 std::vector<const RankStepMetrics*> SelectRanks(const JobStepMetrics& job,
                                                 std::optional<uint32_t> attempt) {
   return internal::SelectLatestAttempts(job.ranks, attempt);

@@ -50,6 +50,9 @@ JobStepMetrics StepMetricsOf(const JobTimeline& job);
 std::vector<const RankStepMetrics*> SelectRanks(const JobStepMetrics& job,
                                                 std::optional<uint32_t> attempt = std::nullopt);
 
+// As HasStepMarkers for timelines (timeline.h).
+bool HasStepMarkers(const JobStepMetrics& job);
+
 // As BuildStepGrid for timelines.
 StepGrid BuildStepGrid(const std::vector<const RankStepMetrics*>& ranks);
 

@@ -104,6 +104,13 @@ const GroupBytes* FindGroup(absl::Span<const GroupBytes> groups, NameId name) {
   return nullptr;
 }
 
+bool HasStepMarkers(const JobTimeline& job) {
+  for (const RankTimeline& rank : job.ranks) {
+    if (rank.steps.size() > 1) return true;
+  }
+  return false;
+}
+
 std::vector<const RankTimeline*> SelectRanks(const JobTimeline& job,
                                              std::optional<uint32_t> attempt) {
   return internal::SelectLatestAttempts(job.ranks, attempt);

@@ -29,16 +29,6 @@ constexpr char kUsage[] =
 
 constexpr uint32_t kMaxRank = 1 << 24;
 
-// Whether a step-axis timeline shows step markers, decided as the analyses decide
-// (collector/server/analysis_loader.cc): some rank has more than one step. A job recorded
-// without markers has one step 0 per rank spanning the whole run.
-bool HasStepMarkers(const analysis::JobTimeline& timeline) {
-  for (const analysis::RankTimeline& rank : timeline.ranks) {
-    if (rank.steps.size() > 1) return true;
-  }
-  return false;
-}
-
 absl::StatusOr<analysis::JobTimeline> FetchTimeline(const cli::QueryClient& client,
                                                     const std::string& job, v1::TimelineAxis axis) {
   v1::GetRollupsRequest request;
@@ -57,7 +47,7 @@ absl::StatusOr<analysis::JobTimeline> LoadTimeline(const cli::QueryClient& clien
                                                    bool axis_given, cli::CommandIo& io) {
   absl::StatusOr<analysis::JobTimeline> timeline = FetchTimeline(client, job, axis);
   if (!timeline.ok() || axis_given || axis != v1::TIMELINE_AXIS_STEP || timeline->ranks.empty() ||
-      HasStepMarkers(*timeline)) {
+      analysis::HasStepMarkers(*timeline)) {
     return timeline;
   }
   timeline = FetchTimeline(client, job, v1::TIMELINE_AXIS_TIME);

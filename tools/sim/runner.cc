@@ -7,7 +7,6 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "collector/security/collector_address.h"
@@ -69,26 +68,11 @@ class PacedSink : public EventSink {
   absl::Time wall_start_;
 };
 
-// Whether a stream ended as the collector's refusal of its Hello rather than as a collector
-// that could not be reached: the codes the transport itself counts as a refusal
-// (ReportEndOfStream in agent/stream/transport.cc); last_stream_error starts with the code.
-bool RefusedByCollector(const std::string& last_stream_error) {
-  for (absl::StatusCode code :
-       {absl::StatusCode::kAlreadyExists, absl::StatusCode::kResourceExhausted,
-        absl::StatusCode::kUnauthenticated, absl::StatusCode::kPermissionDenied,
-        absl::StatusCode::kInvalidArgument, absl::StatusCode::kUnimplemented}) {
-    if (absl::StartsWith(last_stream_error, absl::StrCat(absl::StatusCodeToString(code), ": "))) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // Why a rank's stream was not answered within connect_timeout. The transports run with
 // log_failures off, so this is the only place the collector's own refusal (a job with more
 // ranks than its --max_ranks_per_job, a rank another process already streams) reaches the user.
 absl::Status NotConnected(const SimulationOptions& options, int rank, const TransportStats& stats) {
-  if (RefusedByCollector(stats.last_stream_error)) {
+  if (stats.last_stream_refused) {
     return absl::FailedPreconditionError(
         absl::StrCat("collector at ", options.collector_address, " refused the stream of rank ",
                      rank, " of job '", options.job_id, "': ", stats.last_stream_error));
@@ -153,7 +137,7 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
   for (int rank = 0; rank < ranks; ++rank) {
     TransportStats stats = transports[rank]->stats();
     // A refusal is final (the transport would retry it forever): no need to wait it out.
-    while (!stats.connected && !RefusedByCollector(stats.last_stream_error) &&
+    while (!stats.connected && !stats.last_stream_refused &&
            absl::Now() < connect_deadline) {
       absl::SleepFor(absl::Milliseconds(5));
       stats = transports[rank]->stats();

@@ -132,9 +132,8 @@ struct TimelineArgs {
   bool by_given = false;  // --by was on the command line: keep that axis whatever the job has
 };
 
-// Whether a step-axis answer shows step markers, decided as the analyses decide
-// (collector/server/analysis_loader.cc): some rank has more than one step row. A job recorded
-// without markers has one step-0 row per rank spanning the whole run.
+// analysis::HasStepMarkers (query/analysis/timeline.h) for the Timeline RPC's answer: some rank
+// has more than one step row.
 bool HasStepMarkers(const v1::TimelineResponse& step_axis) {
   for (const v1::RankTimelineProto& rank : step_axis.ranks()) {
     if (rank.points_size() > 1) return true;
