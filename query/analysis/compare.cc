@@ -27,8 +27,8 @@ std::string FirstDivergence(const DivergenceReport& r) {
                       r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")") : "");
 }
 
-std::string Growth(const GroupGrowth& g) {
-  return absl::StrCat(FormatRate(g.total_bytes_per_step), " on ",
+std::string Growth(const GroupGrowth& g, int64_t bucket_ns) {
+  return absl::StrCat(FormatRate(g.total_bytes_per_step, bucket_ns), " on ",
                       g.scope == GrowthScope::kAllRanks ? "all " : "", g.ranks_growing,
                       g.ranks_growing == 1 ? " rank" : " ranks");
 }
@@ -110,11 +110,11 @@ CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const Comp
     for (const std::string& n : names) {
       CompareItem it{"growth", n.empty() ? "(untagged)" : n, "-", "-"};
       if (auto f = ga.find(n); f != ga.end()) {
-        it.a = Growth(*f->second);
+        it.a = Growth(*f->second, report.a.growth.bucket_ns);
         it.a_value = f->second->total_bytes_per_step;
       }
       if (auto f = gb.find(n); f != gb.end()) {
-        it.b = Growth(*f->second);
+        it.b = Growth(*f->second, report.b.growth.bucket_ns);
         it.b_value = f->second->total_bytes_per_step;
       }
       it.changed =

@@ -176,8 +176,8 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
     std::vector<std::string> row;
     if (r.by() != v1::GROWTH_BY_RANK) row.push_back(OrDash(g.name()));
     if (per_rank) row.push_back(absl::StrCat(g.rank()));
-    row.push_back(FormatRate(g.total_bytes_per_step()));
-    row.push_back(FormatRate(g.median_bytes_per_step()));
+    row.push_back(FormatRate(g.total_bytes_per_step(), r.bucket_ns()));
+    row.push_back(FormatRate(g.median_bytes_per_step(), r.bucket_ns()));
     row.push_back(scope);
     row.push_back(per_rank && r.by() != v1::GROWTH_BY_RANK
                       ? absl::StrCat("tag on ", g.ranks_growing())
@@ -213,7 +213,8 @@ std::string RenderLeaks(const v1::LeakReport& r) {
     int curve = c.curve() >= 0 && c.curve() < 4 ? c.curve() : 0;
     t.Add({absl::StrCat(c.rank()), kCurve[curve], OrDash(c.allocator()),
            Bytes(e.floor_start_bytes()), Bytes(e.floor_end_bytes()),
-           FormatRate(e.floor_bytes_per_step()), FormatRate(e.recent_bytes_per_step()),
+           FormatRate(e.floor_bytes_per_step(), r.bucket_ns()),
+           FormatRate(e.recent_bytes_per_step(), r.bucket_ns()),
            e.rising_since_step() >= 0 ? FormatKeyValue(e.rising_since_step(), r.bucket_ns()) : "-",
            Bytes(e.median_peak_bytes()), spikes});
   }
@@ -351,7 +352,7 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
                       " at ", FormatKey(h.forecast_step(), r.bucket_ns(), /*approximate=*/true),
                       " (in ~",
                       FormatDuration(static_cast<double>(h.eta_ns())), ", at ",
-                      FormatRate(h.floor_bytes_per_step()), ")\n");
+                      FormatRate(h.floor_bytes_per_step(), r.bucket_ns()), ")\n");
     } else if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) {
       absl::StrAppend(&out, "  rank ", h.rank(), " ran out of memory at ",
                       FormatKey(h.forecast_step(), r.bucket_ns()), "\n");
@@ -372,7 +373,7 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
     t.Add({absl::StrCat(h.rank()), kStatus[s],
            h.capacity_bytes() > 0 ? Bytes(h.capacity_bytes()) : "-", Bytes(h.overhead_bytes()),
            Bytes(h.last_peak_bytes()), Bytes(h.headroom_bytes()),
-           FormatRate(h.floor_bytes_per_step()),
+           FormatRate(h.floor_bytes_per_step(), r.bucket_ns()),
            h.forecast_step() >= 0 ? FormatKeyValue(h.forecast_step(), r.bucket_ns()) : "-",
            forecast ? FormatDuration(static_cast<double>(h.eta_ns())) : "-"});
   }

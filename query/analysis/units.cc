@@ -40,9 +40,9 @@ std::string FormatSignedBytes(double bytes) {
   return absl::StrCat(bytes > 0 ? "+" : "-", FormatBytes(std::fabs(bytes)));
 }
 
-std::string FormatRate(double bytes_per_step) {
+std::string FormatRate(double bytes_per_step, int64_t bucket_ns) {
   return absl::StrCat(bytes_per_step < 0 ? "-" : "", FormatBytes(std::fabs(bytes_per_step)),
-                      "/step");
+                      bucket_ns > 0 ? "/bucket" : "/step");
 }
 
 std::string FormatDuration(double ns) {

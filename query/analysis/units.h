@@ -12,8 +12,9 @@ namespace memtrace::analysis {
 std::string FormatBytes(double bytes);
 // With an explicit sign: "+256 MiB", "-1.00 GiB", "0 B".
 std::string FormatSignedBytes(double bytes);
-// "128 MiB/step".
-std::string FormatRate(double bytes_per_step);
+// "128 MiB/step"; "128 MiB/bucket" for a job without step markers (bucket_ns > 0), whose
+// "steps" are time buckets.
+std::string FormatRate(double bytes_per_step, int64_t bucket_ns = 0);
 // Nanoseconds as the largest sensible unit: "850 ms", "45 s", "37 min", "5.2 h", "3.1 d".
 std::string FormatDuration(double ns);
 // A timeline key as a reader knows it: "step 32", or for a job without step markers, whose keys
