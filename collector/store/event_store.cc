@@ -711,11 +711,14 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
 
 absl::Status EventStore::CloseStream(const StreamKey& key, bool complete, uint64_t connection) {
   std::shared_ptr<Stream> stream;
+  std::function<void()> hook;
   {
     absl::MutexLock lock(&mu_);
     auto it = streams_.find(key);
     if (it != streams_.end()) stream = it->second;
+    hook.swap(close_hook_);
   }
+  if (hook) hook();
   if (stream == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("stream job #", key.job_no, " rank ",
                                                       key.rank, " attempt ", key.attempt,
@@ -742,6 +745,11 @@ absl::Status EventStore::CloseStream(const StreamKey& key, bool complete, uint64
   }
   ReleaseConnection(key);
   return status;
+}
+
+void EventStore::RunInNextCloseForTest(std::function<void()> hook) {
+  absl::MutexLock lock(&mu_);
+  close_hook_ = std::move(hook);
 }
 
 absl::StatusOr<JobRecord> EventStore::FindJob(absl::string_view job_id) const {

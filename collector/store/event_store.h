@@ -168,6 +168,10 @@ class EventStore {
   // connection of the stream has opened since, this one's `complete` is not written, since the
   // newer connection's close decides it; 0 always writes it.
   absl::Status CloseStream(const StreamKey& key, bool complete, uint64_t connection = 0);
+  // Test seam: runs once, inside the next CloseStream, after it found the stream and before it
+  // takes the stream's lock, where another connection can open and close (a race a test must
+  // be able to force).
+  void RunInNextCloseForTest(std::function<void()> hook);
 
   // Reads. Unknown jobs are NOT_FOUND with the job name in the message.
   absl::StatusOr<std::vector<v1::JobSummary>> ListJobs() const;
@@ -247,6 +251,7 @@ class EventStore {
   absl::flat_hash_map<std::string, std::unique_ptr<JobRecord>> jobs_ ABSL_GUARDED_BY(mu_);
   uint32_t next_job_no_ ABSL_GUARDED_BY(mu_) = 1;
   absl::flat_hash_map<StreamKey, std::shared_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> close_hook_ ABSL_GUARDED_BY(mu_);  // RunInNextCloseForTest
 };
 
 }  // namespace memtrace::collector

@@ -794,6 +794,27 @@ TEST(EventStoreTest, AnOlderConnectionClosingLateDoesNotUndoTheNewerOnesCleanClo
   EXPECT_FALSE(RankOf(*store, "job", 0).complete());
 }
 
+// The same, raced: the old connection's close has found the stream when the new connection
+// opens, writes and closes cleanly; the old close must still see that it was superseded.
+TEST(EventStoreTest, ANewerConnectionThatClosesDuringAnOlderOnesCloseDecides) {
+  auto store = OpenOrDie(Options(TestDir("close-race")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> old_connection = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(old_connection.ok());
+  bool ran = false;
+  store->RunInNextCloseForTest([&] {
+    ran = true;
+    absl::StatusOr<OpenedStream> newer = store->OpenStream(Identity("job", 0));
+    ASSERT_TRUE(newer.ok());
+    ASSERT_TRUE(store->Append(newer->key, Batch(MakeEvents(1, 5))).ok());
+    ASSERT_TRUE(store->CloseStream(newer->key, true, newer->connection).ok());
+  });
+  ASSERT_TRUE(
+      store->CloseStream(old_connection->key, false, old_connection->connection).ok());
+  EXPECT_TRUE(ran);
+  EXPECT_TRUE(RankOf(*store, "job", 0).complete());
+}
+
 TEST(EventStoreTest, AttemptsAreSeparateStreams) {
   auto store = OpenOrDie(Options(TestDir("attempts")));
   ASSERT_NE(store, nullptr);
