@@ -52,4 +52,13 @@ void MemoryBatchStore::AddStringsToOldest(absl::Span<const StringDef> defs) {
   oldest.has_strings = true;
 }
 
+uint64_t MemoryBatchStore::BytesAfter(uint64_t seq) const {
+  uint64_t out = 0;
+  // Newest first: the batches after seq are at the back.
+  for (auto it = batches_.rbegin(); it != batches_.rend() && it->first_seq > seq; ++it) {
+    out += it->bytes ? it->bytes->size() : 0;
+  }
+  return out;
+}
+
 }  // namespace memtrace

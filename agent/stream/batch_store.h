@@ -56,6 +56,9 @@ class BatchStore {
 
   virtual size_t batches() const = 0;
   virtual uint64_t bytes() const = 0;
+  // Bytes of the stored batches that come after `seq` (first_seq > seq): what still waits
+  // behind a batch ending at seq, which its own ack does not cover.
+  virtual uint64_t BytesAfter(uint64_t seq) const = 0;
 
   // Events of stored batches that NextAfter() had to skip because they could no longer be
   // read (a spilled file gone or damaged), in all: the caller reports them as lost.
@@ -72,6 +75,7 @@ class MemoryBatchStore final : public BatchStore {
   void AddStringsToOldest(absl::Span<const StringDef> defs) override;
   size_t batches() const override { return batches_.size(); }
   uint64_t bytes() const override { return bytes_; }
+  uint64_t BytesAfter(uint64_t seq) const override;
 
  private:
   const uint64_t max_bytes_;

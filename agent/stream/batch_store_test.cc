@@ -53,6 +53,18 @@ TEST(MemoryBatchStoreTest, NextAfterFindsTheOldestBatchEndingAboveSeq) {
   EXPECT_FALSE(store.NextAfter(20).has_value());
 }
 
+TEST(MemoryBatchStoreTest, BytesAfterCountsTheBatchesBehindASeq) {
+  MemoryBatchStore store(1 << 20);
+  std::vector<SealedBatch> dropped;
+  store.Append(Batch(1, 10, 10), &dropped);
+  store.Append(Batch(11, 20, 20), &dropped);
+  store.Append(Batch(21, 30, 40), &dropped);
+  EXPECT_EQ(store.BytesAfter(0), 70u);
+  EXPECT_EQ(store.BytesAfter(10), 60u);
+  EXPECT_EQ(store.BytesAfter(20), 40u);
+  EXPECT_EQ(store.BytesAfter(30), 0u);
+}
+
 TEST(MemoryBatchStoreTest, DropsTheOldestBeyondTheBoundButKeepsTheNewest) {
   MemoryBatchStore store(250);
   std::vector<SealedBatch> dropped;

@@ -321,4 +321,17 @@ std::unique_ptr<BatchStore> MakeBatchStore(const TransportOptions& options) {
   return std::make_unique<MemoryBatchStore>(options.max_unacked_bytes);
 }
 
+uint64_t SpoolBatchStore::BytesAfter(uint64_t seq) const {
+  uint64_t out = 0;
+  // Newest first: memory holds the newer batches, the disk the older ones.
+  for (auto it = memory_.rbegin(); it != memory_.rend(); ++it) {
+    if (it->first_seq <= seq) return out;
+    out += SizeOf(*it);
+  }
+  for (auto it = disk_.rbegin(); it != disk_.rend() && it->meta.first_seq > seq; ++it) {
+    out += it->size;
+  }
+  return out;
+}
+
 }  // namespace memtrace

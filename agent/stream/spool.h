@@ -59,6 +59,7 @@ class SpoolBatchStore final : public BatchStore {
   size_t batches() const override { return disk_.size() + memory_.size(); }
   // Memory and disk together.
   uint64_t bytes() const override { return memory_bytes_ + disk_bytes_; }
+  uint64_t BytesAfter(uint64_t seq) const override;
 
   uint64_t disk_bytes() const { return disk_bytes_; }
   size_t disk_batches() const { return disk_.size(); }

@@ -98,6 +98,17 @@ TEST(SpoolTest, SpillsBeyondTheMemoryBoundAndReadsBackInOrder) {
   EXPECT_FALSE(store->NextAfter(seq).has_value());
   // A seq inside a spilled batch finds that batch (resume after a partial ack).
   EXPECT_EQ(store->NextAfter(150)->first_seq, 101u);
+  // What waits behind a batch, over disk and memory alike.
+  auto bytes_from = [&](int first) {
+    uint64_t n = 0;
+    for (int i = first; i < 10; ++i) n += sent[i].size();
+    return n;
+  };
+  EXPECT_EQ(store->BytesAfter(0), store->bytes());
+  EXPECT_EQ(store->BytesAfter(0), bytes_from(0));
+  EXPECT_EQ(store->BytesAfter(100), bytes_from(1));
+  EXPECT_EQ(store->BytesAfter(800), bytes_from(8));  // the two in memory
+  EXPECT_EQ(store->BytesAfter(1000), 0u);
 }
 
 TEST(SpoolTest, AcknowledgeRemovesSpilledFiles) {

@@ -214,9 +214,10 @@ class Transport::Impl final : public IngestStream::Listener {
                                 const std::optional<ClockEstimate>& clock);
   // Notes that a message is about to be sent (its ack will carry the collector's times).
   void NoteSend();
-  // The counters to send with a batch of `batch_bytes`: its own bytes are not counted as
-  // unacknowledged (they are in flight with it), so a caught-up stream reports 0.
-  AgentCounterValues Counters(uint64_t batch_bytes = 0);
+  // The counters to send with a batch ending at `batch_last_seq`: unacknowledged bytes are those
+  // waiting behind it (its own ack covers it and everything before), so the last batch a
+  // caught-up stream sends reports 0.
+  AgentCounterValues Counters(uint64_t batch_last_seq);
   void ReportEndOfStream(const grpc::Status& status, bool hello_acked, bool closing);
   bool ForceBatches();
 
@@ -333,15 +334,14 @@ void Transport::Impl::ReportUnreadableLocked() {
 // ---------------------------------------------------------------------------------------------
 // Batch forming (sender thread).
 
-AgentCounterValues Transport::Impl::Counters(uint64_t batch_bytes) {
+AgentCounterValues Transport::Impl::Counters(uint64_t batch_last_seq) {
   EventQueue::Counters q = queue_.counters();
   AgentCounterValues c;
   c.events_recorded = q.pushed;
   c.cupti_records_dropped = cupti_dropped_.load(std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(mu_);
   c.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
-  const uint64_t unacked = store_->bytes();
-  c.spool_bytes = unacked > batch_bytes ? unacked - batch_bytes : 0;
+  c.spool_bytes = store_->BytesAfter(batch_last_seq);
   c.reconnects = reconnects_;
   return c;
 }
@@ -664,7 +664,7 @@ grpc::ByteBuffer Transport::Impl::PrepareWrite(const SealedBatch& sealed, uint64
   // Counters as of now, not of when the batch was formed: a resend after a reconnect then
   // reports that reconnect. Likewise the newest clock estimate.
   std::string tail;
-  AppendCountersField(Counters(sealed.bytes->size()), &tail);
+  AppendCountersField(Counters(sealed.last_seq), &tail);
   if (clock.has_value()) AppendClockField(*clock, &tail);
   return FrameRequest(2, std::move(body), tail);
 }

@@ -13,7 +13,7 @@ constexpr char kUsage[] =
     "rank was identified (env: RANK from the launcher; host+device+pid otherwise), events\n"
     "stored, the highest durable sequence number, whether the agent closed its stream\n"
     "cleanly (complete), the agent's counters as it last sent them (events lost; unacked:\n"
-    "bytes of batches not yet acknowledged, in memory or spooled), the time of the last\n"
+    "bytes of batches waiting behind its last one, in memory or spooled), the time of the last\n"
     "acknowledged batch, live bytes, the current step, anomalies the collector\n"
     "counted (frees of unknown addresses, double frees, time going back) and OOM events.\n"
     "With --format json or csv also: world size, pid, device, launcher, first and last\n"
