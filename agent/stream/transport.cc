@@ -52,10 +52,8 @@ constexpr size_t kMaxSendTimes = 1024;
 // The codes with which a collector refuses a Hello (admission, the token, the rank limits, a
 // malformed identity): the stream will not be taken as it is, whatever the network does.
 bool IsRefusal(grpc::StatusCode code) {
-  return code == grpc::StatusCode::ALREADY_EXISTS ||
-         code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
-         code == grpc::StatusCode::UNAUTHENTICATED ||
-         code == grpc::StatusCode::PERMISSION_DENIED ||
+  return code == grpc::StatusCode::ALREADY_EXISTS || code == grpc::StatusCode::RESOURCE_EXHAUSTED ||
+         code == grpc::StatusCode::UNAUTHENTICATED || code == grpc::StatusCode::PERMISSION_DENIED ||
          code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::UNIMPLEMENTED;
 }
 

@@ -22,9 +22,8 @@ bool HasScheme(const std::string& address) {
   for (absl::string_view scheme : {"dns:", "unix:", "unix-abstract:", "ipv4:", "ipv6:", "vsock:"}) {
     if (!absl::StartsWith(address, scheme)) continue;
     const absl::string_view rest = absl::string_view(address).substr(scheme.size());
-    return !std::all_of(rest.begin(), rest.end(), [](char c) {
-      return absl::ascii_isdigit(static_cast<unsigned char>(c));
-    });
+    return !std::all_of(rest.begin(), rest.end(),
+                        [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); });
   }
   return false;
 }

@@ -42,8 +42,7 @@ TEST(CheckCollectorAddressTest, AcceptsHostPortIpv6AndSchemedTargets) {
   for (const char* address :
        {"127.0.0.1:7431", "head:1", "[::1]:7431", "collector.example:443",
         "unix:/tmp/memtrace.sock", "dns:///c.example:1", "ipv4:10.0.0.1:80",
-        "dns:c.svc.cluster.local:7431", "unix-abstract:memtrace", "vsock:3:7431",
-        "dns:7431"}) {
+        "dns:c.svc.cluster.local:7431", "unix-abstract:memtrace", "vsock:3:7431", "dns:7431"}) {
     EXPECT_TRUE(CheckCollectorAddress("--collector", address).ok()) << address;
   }
 }

@@ -159,10 +159,9 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
       if (!rank->steps.empty()) first_ns = std::min(first_ns, rank->steps.front().start_ns);
     }
     if (first_ns != INT64_MAX && request.at_ns() < first_ns) {
-      return absl::OutOfRangeError(absl::StrCat("job \"", request.job_id(),
-                                                "\" has no event at or before ",
-                                                UtcTime(request.at_ns()), "; it starts at ",
-                                                UtcTime(first_ns)));
+      return absl::OutOfRangeError(
+          absl::StrCat("job \"", request.job_id(), "\" has no event at or before ",
+                       UtcTime(request.at_ns()), "; it starts at ", UtcTime(first_ns)));
     }
   }
   std::vector<LiveSetAsk> asks;
@@ -239,11 +238,10 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     return absl::OutOfRangeError(absl::StrCat(
         "job \"", request.job_id(), "\" rank ", request.rank(), " has no event at or before ",
         UtcTime(point.at_ns),
-        subject->size() > 0
-            ? absl::StrCat(job->time_axis ? "; its first time bucket starts at "
-                                          : "; its first step starts at ",
-                           UtcTime(subject->start_ns[0]))
-            : ""));
+        subject->size() > 0 ? absl::StrCat(job->time_axis ? "; its first time bucket starts at "
+                                                          : "; its first step starts at ",
+                                           UtcTime(subject->start_ns[0]))
+                            : ""));
   }
   if (point.kind == LivePoint::Kind::kFirstOom) {
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};

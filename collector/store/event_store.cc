@@ -10,8 +10,8 @@
 #include <map>
 #include <system_error>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "collector/rollup/saturating.h"
 #include "collector/store/block_value.h"

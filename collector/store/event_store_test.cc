@@ -809,8 +809,7 @@ TEST(EventStoreTest, ANewerConnectionThatClosesDuringAnOlderOnesCloseDecides) {
     ASSERT_TRUE(store->Append(newer->key, Batch(MakeEvents(1, 5))).ok());
     ASSERT_TRUE(store->CloseStream(newer->key, true, newer->connection).ok());
   });
-  ASSERT_TRUE(
-      store->CloseStream(old_connection->key, false, old_connection->connection).ok());
+  ASSERT_TRUE(store->CloseStream(old_connection->key, false, old_connection->connection).ok());
   EXPECT_TRUE(ran);
   EXPECT_TRUE(RankOf(*store, "job", 0).complete());
 }

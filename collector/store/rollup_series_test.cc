@@ -185,9 +185,8 @@ TEST(RollupSeriesTest, SegmentsWrittenBeforeALaterColumnStillRead) {
   // A column of another length than the rows' is still inconsistent.
   without.add_live_at_device_used_max(1);
   v1::StepRollup scratch;
-  EXPECT_FALSE(ForEachSeriesRow(without.SerializeAsString(), &scratch,
-                                [](const v1::StepRollup&) {})
-                   .ok());
+  EXPECT_FALSE(
+      ForEachSeriesRow(without.SerializeAsString(), &scratch, [](const v1::StepRollup&) {}).ok());
 }
 
 TEST(RollupSeriesTest, DifferencesMakeARealisticSegmentSmaller) {

@@ -156,8 +156,7 @@ CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const Comp
   {
     const RankHeadroom* ha = Soonest(report.a.headroom);
     const RankHeadroom* hb = Soonest(report.b.headroom);
-    CompareItem it{"headroom", "soonest full rank",
-                   HeadroomText(ha, report.a.headroom.bucket_ns),
+    CompareItem it{"headroom", "soonest full rank", HeadroomText(ha, report.a.headroom.bucket_ns),
                    HeadroomText(hb, report.b.headroom.bucket_ns)};
     it.a_value = ha != nullptr ? ha->forecast_step : 0;
     it.b_value = hb != nullptr ? hb->forecast_step : 0;

@@ -225,18 +225,18 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
             });
   if (report.diverged.empty()) {
     report.status = DivergenceStatus::kNoneDiverged;
-    report.message = absl::StrFormat(
-        "no rank diverged: all %u ranks stayed within the cohort over %s %s..%s", report.ranks,
-        report.bucket_ns > 0 ? "time buckets" : "steps",
-        FormatKeyValue(report.first_step, report.bucket_ns),
-        FormatKeyValue(report.last_step, report.bucket_ns));
+    report.message =
+        absl::StrFormat("no rank diverged: all %u ranks stayed within the cohort over %s %s..%s",
+                        report.ranks, report.bucket_ns > 0 ? "time buckets" : "steps",
+                        FormatKeyValue(report.first_step, report.bucket_ns),
+                        FormatKeyValue(report.last_step, report.bucket_ns));
   } else {
     const RankDivergence& d = report.diverged.front();
     report.status = DivergenceStatus::kDiverged;
     report.message = absl::StrFormat(
         "rank %u diverged first, at %s (%s the cohort for %u %s); %u rank(s) followed", d.rank,
-        FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below",
-        d.run_steps, report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - 1);
+        FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below", d.run_steps,
+        report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - 1);
   }
   return report;
 }

@@ -7,9 +7,9 @@
 // otherwise the rank is flat and gets no forecast. The forecast is the step at which the trend
 // floor plus the rank's typical transient (median peak - floor) reaches the usable capacity:
 // capacity minus the device memory used outside traced allocations (the median over the window's
-// steps of the highest device-used sample minus the live bytes when it was taken). Capacity is the given one, else the largest
-// device_total the rank's samples reported; without either there is no forecast. Time to it
-// uses the median step period (start to next start) of the window.
+// steps of the highest device-used sample minus the live bytes when it was taken). Capacity is the
+// given one, else the largest device_total the rank's samples reported; without either there is no
+// forecast. Time to it uses the median step period (start to next start) of the window.
 #ifndef MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
 #define MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
 

@@ -102,24 +102,23 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
   }
   const v1::DivergenceParams& p = r.params();
   const int64_t bucket_ns = r.bucket_ns();
-  absl::StrAppend(&out, "compared ", r.ranks(), " ranks over ",
-                  bucket_ns > 0 ? "time buckets " : "steps ",
-                  FormatKeyValue(r.first_step(), bucket_ns), "..",
-                  FormatKeyValue(r.last_step(), bucket_ns), " (", r.steps_compared(),
-                  bucket_ns > 0 ? " buckets; bucket " : " steps; step ",
-                  p.metric() == v1::ANALYSIS_METRIC_END    ? "end"
-                  : p.metric() == v1::ANALYSIS_METRIC_PEAK ? "peak"
-                                                           : "floor",
-                  p.absolute() ? ", absolute" : ", change since baseline", "; persistence ",
-                  p.persistence_steps(), " steps)\n");
+  absl::StrAppend(
+      &out, "compared ", r.ranks(), " ranks over ", bucket_ns > 0 ? "time buckets " : "steps ",
+      FormatKeyValue(r.first_step(), bucket_ns), "..", FormatKeyValue(r.last_step(), bucket_ns),
+      " (", r.steps_compared(), bucket_ns > 0 ? " buckets; bucket " : " steps; step ",
+      p.metric() == v1::ANALYSIS_METRIC_END    ? "end"
+      : p.metric() == v1::ANALYSIS_METRIC_PEAK ? "peak"
+                                               : "floor",
+      p.absolute() ? ", absolute" : ", change since baseline", "; persistence ",
+      p.persistence_steps(), " steps)\n");
   if (r.diverged_size() > 0) {
     TextTable t({">#", ">rank", "host", ">onset", ">drift from", "time", ">value", ">cohort",
                  ">excess", ">z", ">now", ">now excess"});
     int i = 0;
     for (const v1::RankDivergence& d : r.diverged()) {
       t.Add({absl::StrCat(++i), absl::StrCat(d.rank()), OrDash(d.host()),
-             FormatKeyValue(d.onset_step(), bucket_ns), FormatKeyValue(d.departure_step(), bucket_ns),
-             Time(d.onset_ns()),
+             FormatKeyValue(d.onset_step(), bucket_ns),
+             FormatKeyValue(d.departure_step(), bucket_ns), Time(d.onset_ns()),
              Bytes(d.value_bytes()), Bytes(d.cohort_median_bytes()), Signed(d.excess_bytes()),
              Z(d.robust_z()), Bytes(d.last_value_bytes()), Signed(d.last_excess_bytes())});
     }
@@ -142,9 +141,10 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   std::string by = r.by() >= 0 && r.by() < 5 ? kBy[r.by()] : "tag";
   std::string out = absl::StrCat("job ", r.job_id(), ": ");
   if (r.groups_size() == 0) {
-    absl::StrAppend(&out, "nothing grows (by ", by, ", ", Window(r.first_step(), r.last_step(), r.bucket_ns()),
-                    ", ", r.groups_examined(), " series examined; the floor is ",
-                    Bytes(r.params().min_growth_bytes()), " over the window at trend z >= ",
+    absl::StrAppend(&out, "nothing grows (by ", by, ", ",
+                    Window(r.first_step(), r.last_step(), r.bucket_ns()), ", ", r.groups_examined(),
+                    " series examined; the floor is ", Bytes(r.params().min_growth_bytes()),
+                    " over the window at trend z >= ",
                     absl::StrFormat("%.1f", r.params().min_trend_z()), ")\n");
     return out;
   }
@@ -203,8 +203,8 @@ std::string RenderLeaks(const v1::LeakReport& r) {
     const v1::CurveEvidence& e = c.evidence();
     std::string spikes = "-";
     if (e.spike_steps() > 0) {
-      spikes = absl::StrCat(e.spike_steps(), " (max ", Signed(e.max_spike_excess_bytes()),
-                            " at ", FormatKey(e.max_spike_step(), r.bucket_ns()),
+      spikes = absl::StrCat(e.spike_steps(), " (max ", Signed(e.max_spike_excess_bytes()), " at ",
+                            FormatKey(e.max_spike_step(), r.bucket_ns()),
                             e.spike_period_steps() > 0
                                 ? absl::StrCat(", every ~", e.spike_period_steps(), " steps")
                                 : "",
@@ -348,9 +348,8 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   }
   for (const v1::RankHeadroom& h : r.entries()) {
     if (h.status() == v1::HEADROOM_STATUS_FORECAST) {
-      absl::StrAppend(&out, "  rank ", h.rank(), " reaches ", Bytes(h.capacity_bytes()),
-                      " at ", FormatKey(h.forecast_step(), r.bucket_ns(), /*approximate=*/true),
-                      " (in ~",
+      absl::StrAppend(&out, "  rank ", h.rank(), " reaches ", Bytes(h.capacity_bytes()), " at ",
+                      FormatKey(h.forecast_step(), r.bucket_ns(), /*approximate=*/true), " (in ~",
                       FormatDuration(static_cast<double>(h.eta_ns())), ", at ",
                       FormatRate(h.floor_bytes_per_step(), r.bucket_ns()), ")\n");
     } else if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) {
@@ -363,7 +362,7 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
     }
   }
   out += "\n";
-  static const char* const kStatus[] = {"flat",      "forecast",  "out of memory",
+  static const char* const kStatus[] = {"flat",        "forecast",  "out of memory",
                                         "no capacity", "too short", "at capacity"};
   TextTable t({">rank", "status", ">capacity", ">outside", ">last peak", ">headroom",
                ">floor slope", r.bucket_ns() > 0 ? ">full at" : ">full at step", ">in"});

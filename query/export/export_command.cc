@@ -55,12 +55,12 @@ absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,
       if (s.events_stored() > static_cast<uint64_t>(flags.max_points)) {
         bucketing.count = std::max<int64_t>(1, flags.max_points / 3);
         // In uint64: an agent's absurd timestamps must not overflow the span.
-        const uint64_t span = s.last_ts_ns() > s.first_ts_ns()
-                                  ? static_cast<uint64_t>(s.last_ts_ns()) -
-                                        static_cast<uint64_t>(s.first_ts_ns())
-                                  : 0;
-        bucketing.width_ns = static_cast<int64_t>(std::min<uint64_t>(
-            span / static_cast<uint64_t>(bucketing.count) + 1, INT64_MAX));
+        const uint64_t span =
+            s.last_ts_ns() > s.first_ts_ns()
+                ? static_cast<uint64_t>(s.last_ts_ns()) - static_cast<uint64_t>(s.first_ts_ns())
+                : 0;
+        bucketing.width_ns = static_cast<int64_t>(
+            std::min<uint64_t>(span / static_cast<uint64_t>(bucketing.count) + 1, INT64_MAX));
         bucketing.origin_ns = s.first_ts_ns();
       }
     }

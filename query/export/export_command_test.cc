@@ -168,13 +168,13 @@ TEST(ExportSkewTest, RanksWhoseClocksDisagreeLineUpInTheTrace) {
             0);
   rapidjson::Document doc = ParseFile(path);
   std::map<std::string, std::vector<double>> step_starts;  // "step N" -> ts of each rank's
-  std::map<int64_t, std::pair<double, double>> live_span;   // pid -> first and last live point
+  std::map<int64_t, std::pair<double, double>> live_span;  // pid -> first and last live point
   for (const auto& e : doc["traceEvents"].GetArray()) {
     const std::string ph = e["ph"].GetString();
     if (ph == "X") step_starts[e["name"].GetString()].push_back(e["ts"].GetDouble());
     if (ph == "C" && std::string(e["name"].GetString()) == kLiveBytesTrack) {
-      auto [it, inserted] = live_span.try_emplace(e["pid"].GetInt64(), e["ts"].GetDouble(),
-                                                  e["ts"].GetDouble());
+      auto [it, inserted] =
+          live_span.try_emplace(e["pid"].GetInt64(), e["ts"].GetDouble(), e["ts"].GetDouble());
       it->second.first = std::min(it->second.first, e["ts"].GetDouble());
       it->second.second = std::max(it->second.second, e["ts"].GetDouble());
     }

@@ -145,11 +145,11 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
   if (output != "-") {
     io.err << "wrote " << output << ": " << timeline->ranks.size() << " ranks, "
            << (marks.highlighted_rank
-                   ? absl::StrCat("rank ", *marks.highlighted_rank, " highlighted (diverged at ",
-                                  analysis::FormatKey(marks.onset_step, timeline->time_axis
-                                                                            ? timeline->bucket_ns
-                                                                            : 0),
-                                  ")")
+                   ? absl::StrCat(
+                         "rank ", *marks.highlighted_rank, " highlighted (diverged at ",
+                         analysis::FormatKey(marks.onset_step,
+                                             timeline->time_axis ? timeline->bucket_ns : 0),
+                         ")")
                    : std::string("no rank diverged"))
            << (marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"))
            << "\n";

@@ -137,8 +137,7 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
   for (int rank = 0; rank < ranks; ++rank) {
     TransportStats stats = transports[rank]->stats();
     // A refusal is final (the transport would retry it forever): no need to wait it out.
-    while (!stats.connected && !stats.last_stream_refused &&
-           absl::Now() < connect_deadline) {
+    while (!stats.connected && !stats.last_stream_refused && absl::Now() < connect_deadline) {
       absl::SleepFor(absl::Milliseconds(5));
       stats = transports[rank]->stats();
     }
