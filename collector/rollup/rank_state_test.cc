@@ -200,6 +200,24 @@ TEST(RankStateTest, AStreamThatStartsWithAMarkerHasNoEmptyStepZero) {
   EXPECT_EQ(state.allocations().at(0x1).step, 7);
 }
 
+// An importer seeds the memory that was there before the trace at the instant of the trace's
+// first step marker: that instant is not a step 0 of its own, and the step's floor is the seeds.
+TEST(RankStateTest, EventsAtTheFirstMarkersInstantStartItsStep) {
+  Script s;
+  s.At(5 * kSecond).Alloc(0x1, 7).At(5 * kSecond).Alloc(0x2, 3).At(5 * kSecond).Step(2);
+  s.Alloc(0x3, 1).Free(0x3).Step(3);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 1u);
+  EXPECT_EQ(closed.steps[0].step(), 2);
+  EXPECT_EQ(closed.steps[0].start_ns(), 5 * kSecond);
+  EXPECT_EQ(closed.steps[0].start_bytes(), 10u);
+  EXPECT_EQ(closed.steps[0].floor_bytes(), 10u);
+  EXPECT_EQ(closed.steps[0].peak_bytes(), 11u);
+  EXPECT_EQ(state.current_step(), 3);
+}
+
 TEST(RankStateTest, FirstMarkerForStepZeroContinuesTheImplicitStep) {
   Script s;
   s.Alloc(0x1, 7).Step(0).Alloc(0x2, 3).Step(0).Step(1);

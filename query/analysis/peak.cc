@@ -45,6 +45,7 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
   report.job_id = job.job_id;
   report.by = params.by;
   report.params = params;
+  report.bucket_ns = job.time_axis ? job.bucket_ns : 0;
   std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
 

@@ -51,6 +51,8 @@ struct PeakReport {
   uint32_t ranks = 0;
   std::vector<PeakSummary> summaries;  // highest peak first
   std::vector<PeakEntry> entries;      // in summary order, then by rank
+  // > 0 for a job without step markers: its "steps" are time-bucket indexes of this width.
+  int64_t bucket_ns = 0;
   PeakParams params;
 };
 

@@ -312,20 +312,36 @@ std::string RenderPeak(const v1::PeakReport& r) {
     return out;
   }
   out += "\n";
-  TextTable s({by, ">max peak", ">rank", ">step", ">median rank", ">lowest rank", ">ranks"});
+  // By rank the group is the rank itself: no column of its own (it would show "-").
+  const bool by_rank = r.by() == v1::PEAK_BY_RANK;
+  const int64_t bucket_ns = r.bucket_ns();
+  const std::string when = bucket_ns > 0 ? "bucket" : "step";
+  std::vector<std::string> summary_header = {">max peak", ">rank", ">" + when, ">median rank",
+                                             ">lowest rank", ">ranks"};
+  if (!by_rank) summary_header.insert(summary_header.begin(), by);
+  TextTable s(summary_header);
   for (const v1::PeakSummary& p : r.summaries()) {
-    s.Add({OrDash(p.group()), Bytes(p.max_peak_bytes()), absl::StrCat(p.max_rank()),
-           absl::StrCat(p.max_step()), Bytes(p.median_rank_peak_bytes()),
-           Bytes(p.min_rank_peak_bytes()), absl::StrCat(p.ranks())});
+    std::vector<std::string> row = {Bytes(p.max_peak_bytes()), absl::StrCat(p.max_rank()),
+                                    FormatKeyValue(p.max_step(), bucket_ns),
+                                    Bytes(p.median_rank_peak_bytes()),
+                                    Bytes(p.min_rank_peak_bytes()), absl::StrCat(p.ranks())};
+    if (!by_rank) row.insert(row.begin(), OrDash(p.group()));
+    s.Add(row);
   }
   out += s.Render();
   out += "\n";
-  TextTable e({by, ">rank", ">peak", ">at step", ">typical peak",
-               by == "phase" ? ">at close" : ">at step end", ">steps"});
+  std::vector<std::string> entry_header = {
+      ">rank", ">peak", ">at " + when, ">typical peak",
+      by == "phase" ? ">at close" : ">at " + when + " end", ">" + when + "s"};
+  if (!by_rank) entry_header.insert(entry_header.begin(), by);
+  TextTable e(entry_header);
   for (const v1::PeakEntry& p : r.entries()) {
-    e.Add({OrDash(p.group()), absl::StrCat(p.rank()), Bytes(p.peak_bytes()),
-           absl::StrCat(p.peak_step()), Bytes(p.median_peak_bytes()), Bytes(p.median_end_bytes()),
-           absl::StrCat(p.steps())});
+    std::vector<std::string> row = {absl::StrCat(p.rank()), Bytes(p.peak_bytes()),
+                                    FormatKeyValue(p.peak_step(), bucket_ns),
+                                    Bytes(p.median_peak_bytes()), Bytes(p.median_end_bytes()),
+                                    absl::StrCat(p.steps())};
+    if (!by_rank) row.insert(row.begin(), OrDash(p.group()));
+    e.Add(row);
   }
   out += e.Render();
   return out;

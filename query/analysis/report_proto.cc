@@ -506,6 +506,7 @@ void ToProto(const PeakReport& r, v1::PeakReport* out) {
   out->set_job_id(r.job_id);
   out->set_by(ToWire(r.by));
   out->set_ranks(r.ranks);
+  out->set_bucket_ns(r.bucket_ns);
   for (const PeakSummary& s : r.summaries) {
     v1::PeakSummary* w = out->add_summaries();
     w->set_group(s.group);

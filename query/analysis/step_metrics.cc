@@ -40,7 +40,7 @@ JobStepMetrics StepMetricsOf(const JobTimeline& job) {
 
 bool HasStepMarkers(const JobStepMetrics& job) {
   for (const RankStepMetrics& rank : job.ranks) {
-    if (rank.size() > 1) return true;
+    if (rank.size() > 1 || (rank.size() == 1 && rank.step[0] != 0)) return true;
   }
   return false;
 }

@@ -106,7 +106,7 @@ const GroupBytes* FindGroup(absl::Span<const GroupBytes> groups, NameId name) {
 
 bool HasStepMarkers(const JobTimeline& job) {
   for (const RankTimeline& rank : job.ranks) {
-    if (rank.steps.size() > 1) return true;
+    if (rank.steps.size() > 1 || (rank.steps.size() == 1 && rank.steps[0].step != 0)) return true;
   }
   return false;
 }

@@ -161,9 +161,10 @@ const GroupBytes* FindGroup(absl::Span<const GroupBytes> groups, NameId name);
 std::vector<const RankTimeline*> SelectRanks(const JobTimeline& job,
                                              std::optional<uint32_t> attempt = std::nullopt);
 
-// Whether a job read on the step axis has step markers: some rank has more than one row. A job
-// recorded without them has one step-0 row per rank spanning the whole run, and the analyses,
-// timeline and plot compare its time buckets instead.
+// Whether a job read on the step axis has step markers: some rank has more than one row, or a
+// row other than step 0 (a one-step trace). A job recorded without them has one step-0 row per
+// rank spanning the whole run, and the analyses, timeline and plot compare its time buckets
+// instead.
 bool HasStepMarkers(const JobTimeline& job);
 
 // The sorted union of step numbers over `ranks`, and where each rank's points sit in it, so

@@ -117,5 +117,19 @@ TEST(MetricTest, PicksTheNamedField) {
   EXPECT_EQ(MetricName(Metric::kFloor), "floor");
 }
 
+// A one-step trace has step markers; a job recorded without them has only step 0 per rank.
+TEST(TimelineTest, HasStepMarkersTellsOneMarkedStepFromNone) {
+  JobTimeline job;
+  job.ranks.resize(2);
+  for (RankTimeline& r : job.ranks) r.steps.resize(1);
+  EXPECT_FALSE(HasStepMarkers(job));
+  job.ranks[1].steps[0].step = 6;
+  EXPECT_TRUE(HasStepMarkers(job));
+  job.ranks[1].steps[0].step = 0;
+  job.ranks[0].steps.resize(2);
+  job.ranks[0].steps[1].step = 1;
+  EXPECT_TRUE(HasStepMarkers(job));
+}
+
 }  // namespace
 }  // namespace memtrace::analysis

@@ -259,12 +259,9 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
     }
     return absl::OkStatus();
   };
-  // The seeds stand for memory allocated before the trace began, at its first moment: when a
-  // step starts then, they are that step's (emitted ahead of it they made a step 0 of their own,
-  // which skewed the steps' medians and took a warm-up slot).
-  if (next_step < steps.size() && steps[next_step].range.start_ns <= start_ns) {
-    if (absl::Status s = emit_step(steps[next_step++]); !s.ok()) return s;
-  }
+  // The seeds stand for memory allocated before the trace began, at its first moment. When a
+  // step starts then, its marker follows them at the same instant, and the collector makes them
+  // the start of that step (its floor), not a step 0 of their own (RankState::OnStep).
   if (!baseline.seeds.empty()) {
     uint32_t seed_tag = sink.Intern(StringKind::kTag, kBaselineTag);
     for (const Seed& seed : baseline.seeds) {

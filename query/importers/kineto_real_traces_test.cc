@@ -106,12 +106,20 @@ TEST_F(KinetoRealTracesTest, ImportsEveryMemoryEventTheReadmeCounts) {
       if (d.value == kBaselineTag) seed_tag = d.id;
     }
     int64_t last_ts = INT64_MIN;
-    // Memory events ahead of the first step marker: they would make a step 0 of their own.
+    // Memory events before the first step marker's instant: they would make a step 0 of their
+    // own (seeds at its very instant start that step).
+    int64_t first_step_ts = INT64_MAX;
+    for (const Event& e : recorded.events()) {
+      if (e.kind == EventKind::kStep) {
+        first_step_ts = e.ts_ns;
+        break;
+      }
+    }
     uint64_t before_first_step = 0;
     for (const Event& e : recorded.events()) {
       EXPECT_GE(e.ts_ns, last_ts) << "events out of time order at seq " << e.seq;
       last_ts = e.ts_ns;
-      if (steps == 0 && (e.kind == EventKind::kAlloc || e.kind == EventKind::kFree)) {
+      if (e.ts_ns < first_step_ts && (e.kind == EventKind::kAlloc || e.kind == EventKind::kFree)) {
         ++before_first_step;
       }
       if (e.kind == EventKind::kAlloc && seed_tag != 0 && e.tag_id == seed_tag) {

@@ -133,10 +133,12 @@ struct TimelineArgs {
 };
 
 // analysis::HasStepMarkers (query/analysis/timeline.h) for the Timeline RPC's answer: some rank
-// has more than one step row.
+// has more than one step row, or one other than step 0.
 bool HasStepMarkers(const v1::TimelineResponse& step_axis) {
   for (const v1::RankTimelineProto& rank : step_axis.ranks()) {
-    if (rank.points_size() > 1) return true;
+    if (rank.points_size() > 1 || (rank.points_size() == 1 && rank.points(0).key() != 0)) {
+      return true;
+    }
   }
   return false;
 }
