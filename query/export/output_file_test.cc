@@ -1,9 +1,12 @@
 #include "query/export/output_file.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
+#include <thread>
 
 #include "gtest/gtest.h"
 
@@ -60,6 +63,70 @@ TEST(OutputFileTest, AnUnwritableDirectoryIsNamed) {
                                    [](std::ostream&) { return absl::OkStatus(); });
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/nonexistent/dir/out.svg: cannot write"), std::string::npos) << s;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ostringstream unused;
+  return WriteOutputFile(path, unused, [&](std::ostream& out) {
+    out << text;
+    return absl::OkStatus();
+  });
+}
+
+// A symlink stays a symlink; its target gets the content.
+TEST(OutputFileTest, ASymlinkIsFollowedNotReplaced) {
+  const std::string target = TempPath("target.json");
+  const std::string link = TempPath("link.json");
+  std::ofstream(target) << "old";
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(WriteText(link, "new").ok());
+  struct stat st;
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(Read(target), "new");
+}
+
+// A FIFO is written in place: its reader gets the content and it stays a FIFO.
+TEST(OutputFileTest, AFifoIsWrittenInPlace) {
+  const std::string fifo = TempPath("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] { received = Read(fifo); });
+  ASSERT_TRUE(WriteText(fifo, "streamed").ok());
+  reader.join();
+  EXPECT_EQ(received, "streamed");
+  struct stat st;
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
+// The file keeps its mode, and the user's own PATH.tmp is left alone.
+TEST(OutputFileTest, KeepsTheModeAndLeavesOtherFilesAlone) {
+  const std::string path = TempPath("moded.json");
+  std::ofstream(path) << "old";
+  ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
+  std::ofstream(path + ".tmp") << "mine";
+  ASSERT_TRUE(WriteText(path, "new").ok());
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(Read(path), "new");
+  EXPECT_EQ(Read(path + ".tmp"), "mine");
+}
+
+TEST(OutputFileTest, AFailedWriteToStandardOutputIsAnError) {
+  std::ostringstream out;
+  out.setstate(std::ios::badbit);  // as a write to a full disk leaves it
+  absl::Status s = WriteOutputFile("-", out, [](std::ostream& o) {
+    o << "svg";
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace
