@@ -1,5 +1,6 @@
 #include "query/importers/import_command.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
@@ -42,15 +43,16 @@ class TransportSink : public RankImportSink {
     return transport_->Intern(kind, value);
   }
 
-  absl::Status Checkpoint() override {
-    if (absl::Status s = transport_->Flush(drain_timeout_); !s.ok()) return Explain(s);
-    return absl::OkStatus();
-  }
+  absl::Status Checkpoint() override { return Drain(); }
 
   absl::Status Finish() override {
-    absl::Status drained = transport_->Shutdown(drain_timeout_);
+    absl::Status drained = Drain();
+    if (drained.ok()) drained = transport_->Shutdown(drain_timeout_);
+    if (!drained.ok()) {
+      (void)transport_->Shutdown(absl::ZeroDuration());
+      return drained;
+    }
     TransportStats stats = transport_->stats();
-    if (!drained.ok()) return Explain(drained);
     if (stats.events_lost > 0) {
       return absl::DataLossError(absl::StrCat(stats.events_lost, " of ", stats.events_recorded,
                                               " events were lost on the way to the collector at ",
@@ -65,6 +67,27 @@ class TransportSink : public RankImportSink {
   }
 
  private:
+  // Waits until everything recorded is durable, for at most drain_timeout; a collector that
+  // refuses the stream (another trace already there, a bad token) fails it at once, since
+  // waiting cannot change its answer.
+  absl::Status Drain() {
+    const absl::Time deadline = absl::Now() + drain_timeout_;
+    while (true) {
+      absl::Status flushed =
+          transport_->Flush(std::min(kDrainSlice, std::max(absl::ZeroDuration(),
+                                                           deadline - absl::Now())));
+      if (flushed.ok()) return flushed;
+      const TransportStats stats = transport_->stats();
+      if (!stats.connected && stats.last_stream_refused) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the collector at ", collector_, " refused the import: ", stats.last_stream_error));
+      }
+      if (!absl::IsDeadlineExceeded(flushed) || absl::Now() >= deadline) return Explain(flushed);
+    }
+  }
+
+  static constexpr absl::Duration kDrainSlice = absl::Milliseconds(200);
+
   absl::Status Explain(const absl::Status& s) const {
     const std::string said = transport_->stats().last_stream_error;
     return absl::Status(

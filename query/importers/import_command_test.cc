@@ -186,10 +186,14 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   // The same file imported another way is another event stream for the same rank: refused,
   // saying why, rather than spliced into the first by sequence number (its first events were
   // dropped as resends and the rest appended).
+  // It fails as soon as the collector refuses, not after waiting out --drain-timeout.
   std::vector<std::string> other = args;
-  other.insert(other.end() - 1, {"--skip-cpu-memory", "--drain-timeout", "2s"});
+  other.insert(other.end() - 1, {"--skip-cpu-memory", "--drain-timeout", "30s"});
+  const absl::Time started = absl::Now();
   CommandRun refused = Import(other);
+  EXPECT_LT(absl::Now() - started, absl::Seconds(10));
   EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find("refused the import"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("ALREADY_EXISTS"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("refusing a second producer"), std::string::npos) << refused.err;
   auto third = client->ListRanks("again");
