@@ -129,6 +129,32 @@ os.execv(sys.argv[1], sys.argv[1:])' "$MEMTRACE" run --no_agent --data "$WORK/d8
 expect_eq "exit code when SIGCHLD was ignored" "$?" "3"
 echo "ok: an inherited ignored SIGCHLD does not lose the exit code"
 
+# 9. A collector that refuses the run's token (its health check answers without one): said before
+# the job starts, and the job still runs with its own exit code.
+export MEMTRACE_TOKEN=right-token
+start_collector "$WORK/d9"
+unset MEMTRACE_TOKEN
+MEMTRACE_TOKEN=wrong-token "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --no_agent --job tok -- \
+  sh -c 'exit 4' >"$WORK/c9.out" 2>"$WORK/c9.err"
+expect_eq "exit code with a refused token" "$?" "4"
+expect_grep "$WORK/c9.err" "refuses this token"
+stop_collector
+echo "ok: a refused token is reported before the job"
+
+# 10. A --data DIR another collector holds: the job still runs, recorded into a temporary
+# directory, and the run says so.
+start_collector "$WORK/d10"
+"$MEMTRACE" run --data "$WORK/d10" --no_agent -- sh -c 'exit 6' >"$WORK/c10.out" 2>"$WORK/c10.err"
+expect_eq "exit code with a --data DIR in use" "$?" "6"
+expect_grep "$WORK/c10.err" "could not use $WORK/d10 (--data)"
+stop_collector
+echo "ok: a --data DIR in use falls back to a temporary directory"
+
+# 11. A collector address without a valid port is a bad command line, not "unreachable".
+"$MEMTRACE" run --collector 127.0.0.1:99999 -- true >"$WORK/c11.out" 2>"$WORK/c11.err"
+expect_eq "exit code with a bad --collector" "$?" "2"
+expect_grep "$WORK/c11.err" "port must be 1..65535"
+
 # 8. Usage errors.
 "$MEMTRACE" run --job x >"$WORK/c8.out" 2>"$WORK/c8.err"
 expect_eq "exit code without a command" "$?" "2"

@@ -32,7 +32,7 @@ DATA="$WORK/data1"
 expect_eq "exit code of run 1" "$?" "0"
 expect_grep "$WORK/run1.err" "memtrace: local collector at 127.0.0.1:[0-9]*, data $DATA, pid [0-9]*"
 expect_grep "$WORK/run1.err" "memtrace: job exp-1 (from --job)"
-expect_grep "$WORK/run1.err" "memtrace: job exp-1: 4 rank(s), 160 events recorded"
+expect_grep "$WORK/run1.err" "memtrace: job exp-1: 160 events recorded during this run (4 rank(s) in the job)"
 expect_grep "$WORK/run1.err" "local collector stopped; data kept in $DATA"
 local_addr=$(sed -n 's/.*local collector at \([0-9.:]*\),.*/\1/p' "$WORK/run1.err")
 "$VIEW" "$local_addr" jobs >/dev/null 2>&1 && fail "the local collector still answers after the run"

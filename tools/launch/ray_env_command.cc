@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "collector/security/collector_address.h"
 #include "query/cli/flags.h"
 #include "tools/launch/launch_paths.h"
 
@@ -55,6 +56,10 @@ absl::StatusOr<EnvVars> RayEnvVariables(const RayEnvRequest& request, const EnvL
   if (request.collector.empty()) {
     return absl::InvalidArgumentError(
         "--collector ADDR is required: the address Ray workers send to (host:port)");
+  }
+  if (absl::Status s = security::CheckCollectorAddress("--collector", request.collector);
+      !s.ok()) {
+    return s;
   }
   absl::StatusOr<std::string> lib = FindAgentLibrary(request.agent_lib, env, exe_path);
   if (!lib.ok()) {

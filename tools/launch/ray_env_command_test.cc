@@ -77,6 +77,18 @@ TEST(RayEnvVariablesTest, CollectorIsRequiredAndAMissingAgentIsNotFound) {
   EXPECT_NE(vars.status().message().find("--agent_lib"), std::string::npos);
 }
 
+// An address gRPC would dial on another port (99999 wraps) or on port 0 is refused by name.
+TEST(RayEnvVariablesTest, ACollectorAddressWithoutAValidPortIsRefused) {
+  RayEnvRequest request;
+  request.agent_lib = MakeAgent();
+  for (const char* address : {"head", "head:99999"}) {
+    request.collector = address;
+    absl::StatusOr<EnvVars> vars = RayEnvVariables(request, MapEnvironment({}), "");
+    EXPECT_EQ(vars.status().code(), absl::StatusCode::kInvalidArgument) << address;
+    EXPECT_NE(vars.status().message().find(address), std::string::npos) << vars.status();
+  }
+}
+
 TEST(RayEnvCommandTest, PrintsOneLineOfValidRuntimeEnvJson) {
   setenv("MEMTRACE_AGENT_LIB", MakeAgent().c_str(), 1);
   std::ostringstream out, err;

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/identity/env.h"
+#include "collector/security/collector_address.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
 #include "tools/launch/child_process.h"
@@ -145,11 +146,13 @@ std::string DefaultDataDir(const EnvLookup& env) {
 // (ranks, events) per job, to tell afterwards what this run recorded.
 using JobCounts = std::map<std::string, std::pair<uint32_t, uint64_t>>;
 
-std::optional<JobCounts> CountJobs(const std::string& address) {
+// A query needs the token the agents use too (the health check answers without one), so this
+// is also where a token the collector refuses shows.
+absl::StatusOr<JobCounts> CountJobs(const std::string& address) {
   absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(address, absl::Seconds(3));
-  if (!client.ok()) return std::nullopt;
+  if (!client.ok()) return client.status();
   absl::StatusOr<v1::ListJobsResponse> jobs = client->ListJobs();
-  if (!jobs.ok()) return std::nullopt;
+  if (!jobs.ok()) return jobs.status();
   JobCounts out;
   for (const v1::JobSummary& job : jobs->jobs()) {
     out[job.job_id()] = {job.ranks(), job.events()};
@@ -187,7 +190,8 @@ class Runner {
   absl::Status StartLocalCollector(const sigset_t& child_mask);
   void Tick();
   void ReportCollectorAtEnd();
-  void ReportRecorded(const std::optional<JobCounts>& before);
+  // What the run added to `job` (or, without an id of its own, to any job) since `before`.
+  void ReportRecorded(const JobCounts& before, const std::string& job);
 
   RunOptions o_;
   std::vector<std::string> command_;
@@ -222,12 +226,13 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
   options.data_dir = explicit_dir ? o_.data_dir : DefaultDataDir(env_);
   if (options.data_dir.empty()) options.data_dir = absl::StrCat(work_dir_, "/data");
   absl::StatusOr<std::unique_ptr<LocalCollector>> started = LocalCollector::Start(options);
-  if (!started.ok() && !explicit_dir) {
-    // Typically another run's collector holds the default directory's lock: record into a
-    // fresh directory rather than not at all.
+  if (!started.ok()) {
+    // Typically another run's collector holds the directory's lock: record into a fresh
+    // directory rather than not at all (a --data DIR too: the job must run either way).
     const std::string fallback = TempDir();
-    Warn(absl::StrCat("the local collector could not use ", options.data_dir, " (",
-                      started.status().message(), "); using ", fallback, " instead"));
+    Warn(absl::StrCat("the local collector could not use ", options.data_dir,
+                      explicit_dir ? " (--data)" : "", " (", started.status().message(),
+                      "); using ", fallback, " instead"));
     options.data_dir = fallback;
     started = LocalCollector::Start(options);
   }
@@ -302,20 +307,22 @@ void Runner::ReportCollectorAtEnd() {
   }
 }
 
-void Runner::ReportRecorded(const std::optional<JobCounts>& before) {
-  std::optional<JobCounts> after = CountJobs(o_.collector);
-  if (!after.has_value()) return;
+void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job) {
+  absl::StatusOr<JobCounts> after = CountJobs(o_.collector);
+  if (!after.ok()) {
+    Warn(absl::StrCat("cannot tell what was recorded: ", after.status().message()));
+    return;
+  }
   int reported = 0;
   for (const auto& [job, counts] : *after) {
+    // With its own job id the run reports that job only: others may share the collector.
+    if (!own_job.empty() && job != own_job) continue;
     uint64_t previous = 0;
-    if (before.has_value()) {
-      auto it = before->find(job);
-      if (it != before->end()) previous = it->second.second;
-    }
+    if (auto it = before.find(job); it != before.end()) previous = it->second.second;
     if (counts.second == previous) continue;
     ++reported;
-    Say(absl::StrCat("job ", job, ": ", counts.first, " rank(s), ", counts.second - previous,
-                     " events recorded"));
+    Say(absl::StrCat("job ", job, ": ", counts.second - previous,
+                     " events recorded during this run (", counts.first, " rank(s) in the job)"));
   }
   if (reported == 0) {
     Say("no events were recorded for this run (the agent attaches at a process's first CUDA "
@@ -351,7 +358,17 @@ int Runner::Run() {
   absl::BitGen random;
   agent.job = ChooseJobId(o_.job, env_, absl::Now(), absl::Uniform<uint32_t>(random));
 
+  const bool collector_from_env = o_.collector.empty();
   if (o_.collector.empty()) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
+  if (!o_.collector.empty()) {
+    // gRPC would dial "head:99999" on another port and report it unreachable.
+    if (absl::Status s = security::CheckCollectorAddress(
+            collector_from_env ? "MEMTRACE_COLLECTOR" : "--collector", o_.collector);
+        !s.ok()) {
+      io_.err << "memtrace run: " << s.message() << "\n" << std::flush;
+      return cli::kExitUsage;
+    }
+  }
   if (o_.dry_run) {
     agent.collector =
         o_.collector.empty() ? "<local collector started by memtrace run>" : o_.collector;
@@ -360,7 +377,7 @@ int Runner::Run() {
     return cli::kExitOk;
   }
 
-  std::optional<JobCounts> before;
+  std::optional<JobCounts> before;  // set when the collector answered a query
   if (o_.collector.empty()) {
     if (absl::Status s = StartLocalCollector(signals.original_mask()); !s.ok()) {
       RemoveTree(work_dir_);
@@ -397,7 +414,22 @@ int Runner::Run() {
     }
   }
   if (agent.agent_library.empty()) Warn("--no_agent: the job runs untraced");
-  if (!watch_.down) before = CountJobs(o_.collector);
+  if (!watch_.down) {
+    absl::StatusOr<JobCounts> counted = CountJobs(o_.collector);
+    if (counted.ok()) {
+      before = *std::move(counted);
+    } else if (absl::IsUnauthenticated(counted.status()) ||
+               absl::IsPermissionDenied(counted.status())) {
+      Warn(absl::StrCat("the collector at ", o_.collector, " refuses this token (",
+                        counted.status().message(),
+                        "); its agents will be refused too and nothing will be recorded: set "
+                        "MEMTRACE_TOKEN or MEMTRACE_TOKEN_FILE to the collector's token"));
+    } else {
+      Warn(absl::StrCat("the collector at ", o_.collector, " does not answer queries (",
+                        counted.status().message(), "); what the run records will not be "
+                        "reported at its end"));
+    }
+  }
 
   SpawnOptions spawn;
   spawn.argv = command_;
@@ -427,7 +459,7 @@ int Runner::Run() {
   if (local_ == nullptr) Tick();  // one last look, so an outage at the very end is seen
   ReportCollectorAtEnd();
   const bool collector_up = local_ != nullptr ? !local_died_status_.has_value() : !watch_.down;
-  if (collector_up && before.has_value()) ReportRecorded(before);
+  if (collector_up && before.has_value()) ReportRecorded(*before, agent.job.explicit_id);
   if (local_ != nullptr) {
     if (!local_died_status_.has_value()) {
       int stopped = local_->Stop(absl::Seconds(10));
