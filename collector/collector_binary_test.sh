@@ -88,4 +88,7 @@ start "$TMP/data" INT
 # After kill -9 the store opens again (RocksDB recovers from its WAL).
 start "$TMP/data" KILL
 start "$TMP/data" TERM
+# MEMTRACE_TOKEN set but empty (e.g. "$(cat missing-file)") means no token: said in so many words.
+MEMTRACE_TOKEN= start "$TMP/data" TERM
+grep -q "MEMTRACE_TOKEN is set but empty" "$TMP/stderr" || fail "no empty-token warning: $(cat "$TMP/stderr")"
 echo PASS

@@ -250,6 +250,15 @@ int Run() {
                                       : "plaintext",
                options.security.token.empty() ? "no bearer token: every client is trusted"
                                               : "bearer token required");
+  if (options.security.token.empty()) {
+    // MEMTRACE_TOKEN="$(cat missing-file)" is empty, not unset: say which it was taken for.
+    const char* env_token = std::getenv("MEMTRACE_TOKEN");
+    if (env_token != nullptr && *env_token == '\0') {
+      std::fprintf(stderr,
+                   "memtrace-collector: warning: MEMTRACE_TOKEN is set but empty, which means no "
+                   "token; give it the token (or --token_file) to require one\n");
+    }
+  }
   std::fflush(stdout);
 
   int signal = 0;
