@@ -90,6 +90,10 @@ std::string FormatSummary(const KinetoFileSummary& s) {
                     " events disagree with Total Allocated (events missing from the trace)");
   }
   absl::StrAppend(&line, absl::StrFormat(", %.2fs", s.seconds));
+  if (s.parse.memory_events == 0) {
+    absl::StrAppend(&line, "; the trace has no [memory] events: record it with "
+                           "torch.profiler.profile(profile_memory=True)");
+  }
   return line;
 }
 

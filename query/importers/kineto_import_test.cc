@@ -101,6 +101,25 @@ TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
   EXPECT_NE(lines[1].find("rank 1 of 3 (file name)"), std::string::npos) << lines[1];
 }
 
+// A trace recorded without profile_memory has no [memory] events: the summary says how to get
+// them instead of only "0 memory events imported".
+TEST(KinetoImportTest, ATraceWithoutMemoryEventsSaysHowToRecordThem) {
+  std::string path = TempPath("no_memory_rank0.json");
+  Write(path, Trace(0, ""));
+  Recorder recorder;
+  std::vector<std::string> lines;
+  auto summaries = ImportKinetoFiles({path}, {}, recorder.Factory(),
+                                     [&](const KinetoFileSummary& s) {
+                                       lines.push_back(FormatSummary(s));
+                                     });
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("no [memory] events: record it with "
+                          "torch.profiler.profile(profile_memory=True)"),
+            std::string::npos)
+      << lines[0];
+}
+
 TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
   std::string good = TempPath("good_rank0.json");
   std::string bad = TempPath("bad_rank1.json");
