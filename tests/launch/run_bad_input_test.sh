@@ -71,6 +71,9 @@ wait "$run"
 expect_eq "exit code after the collector died" "$?" "3"
 expect_grep "$WORK/c5.err" "WARNING: the local collector (pid $cpid) killed by signal 9 (Killed) during the job"
 expect_grep "$WORK/c5.err" "before the job ended"
+# The log the warning names is still there to read.
+log=$(sed -n 's/.*Its log (\(.*collector\.log\), kept).*/\1/p' "$WORK/c5.err" | head -1)
+[ -n "$log" ] && [ -f "$log" ] || fail "the dead collector's log ($log) was removed"
 echo "ok: local collector killed mid-job reported, exit code kept"
 
 # 6. A remote collector that dies mid-job: noticed by the health checks and reported at the end.

@@ -288,7 +288,7 @@ void Runner::ReportCollectorAtEnd() {
     if (local_died_status_.has_value()) {
       Warn(absl::StrCat("the local collector ", DescribeWaitStatus(*local_died_status_),
                         " before the job ended; events recorded after that were lost. Its log (",
-                        local_->log_path(), ") ends: ", local_->LogTail(400)));
+                        local_->log_path(), ", kept) ends: ", local_->LogTail(400)));
     }
     return;
   }
@@ -475,7 +475,8 @@ int Runner::Run() {
     }
     local_.reset();
   }
-  RemoveTree(work_dir_);
+  // A collector that died is explained by its log, which the warning above names: keep it.
+  if (!local_died_status_.has_value()) RemoveTree(work_dir_);
   if (WIFSIGNALED(status)) {
     Say(absl::StrCat("the job was ", DescribeWaitStatus(status), "; exit code ", code));
   }
