@@ -109,7 +109,8 @@ cli::Command RayEnvCommand() {
                     &request.agent_lib);
     flags.AddString("nvtx_lib", "PATH", "NVTX_INJECTION64_PATH (default: the agent library)",
                     &request.nvtx_lib);
-    flags.AddRepeatable("env", "NAME=VALUE", "one more variable for the workers (repeatable)",
+    flags.AddRepeatable("env", "NAME=VALUE",
+                        "one more variable for the workers (repeatable; not a per-worker rank)",
                         [&request](absl::string_view value) {
                           absl::StatusOr<std::pair<std::string, std::string>> parsed =
                               ParseAssignment(std::string(value));
@@ -129,6 +130,14 @@ cli::Command RayEnvCommand() {
       if (flag != nullptr) {
         return cli::ReportError(
             io, absl::InvalidArgumentError(absl::StrCat("--env ", name, ": set by ", flag)),
+            kName);
+      }
+      if (IsPerWorkerVariable(name)) {
+        return cli::ReportError(
+            io,
+            absl::InvalidArgumentError(absl::StrCat(
+                "--env ", name, ": Ray sets it per worker; one value for every worker would give "
+                                "them all the same identity, and the collector keeps only one")),
             kName);
       }
     }

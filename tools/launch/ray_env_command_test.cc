@@ -141,6 +141,12 @@ TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
             2);
   EXPECT_NE(err3.str().find("set by --job"), std::string::npos) << err3.str();
   EXPECT_NE(err.str().find("--env"), std::string::npos) << err.str();
+  // A variable the launcher sets per worker would give every worker the same rank.
+  std::ostringstream out4, err4;
+  cli::CommandIo io4{out4, err4};
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "RANK=3"}, io4), 2);
+  EXPECT_NE(err4.str().find("--env RANK: Ray sets it per worker"), std::string::npos)
+      << err4.str();
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 namespace memtrace::launch {
 namespace {
 
-
 bool IsVariableName(const std::string& name) {
   if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
   for (char c : name) {
@@ -61,6 +60,21 @@ JobIdChoice ChooseJobId(const std::string& flag_job, const EnvLookup& env, absl:
 bool AgentReadsVariable(const std::string& name) {
   for (const EnvVarDoc& doc : AgentEnvironmentVariables()) {
     if (doc.name == name) return true;
+  }
+  return false;
+}
+
+bool IsPerWorkerVariable(const std::string& name) {
+  static constexpr const char* kPerWorker[] = {"RANK",
+                                               "LOCAL_RANK",
+                                               "GROUP_RANK",
+                                               "OMPI_COMM_WORLD_RANK",
+                                               "OMPI_COMM_WORLD_LOCAL_RANK",
+                                               "SLURM_PROCID",
+                                               "SLURM_LOCALID",
+                                               "SLURM_NODEID"};
+  for (const char* v : kPerWorker) {
+    if (name == v) return true;
   }
   return false;
 }

@@ -65,6 +65,11 @@ struct AgentEnvironment {
 // Whether the agent's own list (AgentEnvironmentVariables) has `name`.
 bool AgentReadsVariable(const std::string& name);
 
+// Whether `name` is a variable a launcher sets to a different value in each worker (RANK,
+// LOCAL_RANK, SLURM_PROCID, ...): one value given to every worker would give them all the same
+// identity.
+bool IsPerWorkerVariable(const std::string& name);
+
 // The variables of `environment`, in this order: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,
 // MEMTRACE_COLLECTOR, MEMTRACE_JOB_ID or the fallback id variable, then `settings`.
 EnvVars ToVariables(const AgentEnvironment& environment);
