@@ -1,6 +1,9 @@
 #include "tools/launch/ray_env_command.h"
 
+#include <unistd.h>
+
 #include <optional>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -61,12 +64,26 @@ absl::StatusOr<EnvVars> RayEnvVariables(const RayEnvRequest& request, const EnvL
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::string> lib = FindAgentLibrary(request.agent_lib, env, exe_path);
+  // An explicit --agent_lib / --nvtx_lib is the path on the Ray nodes, which this machine need
+  // not have (the command warns when it does not); only the default is looked up here.
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--agent_lib",
+                                                                              request.agent_lib},
+                                   {"--nvtx_lib", request.nvtx_lib}}) {
+    if (!path.empty() && path.front() != '/') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " ", path, ": give an absolute path (the workers start in their own directories)"));
+    }
+  }
+  absl::StatusOr<std::string> lib = request.agent_lib.empty()
+                                        ? FindAgentLibrary("", env, exe_path)
+                                        : absl::StatusOr<std::string>(request.agent_lib);
   if (!lib.ok()) {
     return absl::NotFoundError(
         absl::StrCat(lib.status().message(), "; pass --agent_lib with its path on the Ray nodes"));
   }
-  absl::StatusOr<std::string> nvtx = NvtxLibrary(request.nvtx_lib, env, *lib);
+  absl::StatusOr<std::string> nvtx = request.nvtx_lib.empty()
+                                         ? NvtxLibrary("", env, *lib)
+                                         : absl::StatusOr<std::string>(request.nvtx_lib);
   if (!nvtx.ok()) return nvtx.status();
 
   AgentEnvironment agent;
@@ -151,6 +168,12 @@ cli::Command RayEnvCommand() {
       if (absl::StartsWith(name, "MEMTRACE_") && !AgentReadsVariable(name)) {
         io.err << "memtrace ray-env: warning: " << name
                << " is not in the agent's list of variables (a typo?)\n";
+      }
+    }
+    for (const std::string* path : {&request.agent_lib, &request.nvtx_lib}) {
+      if (!path->empty() && ::access(path->c_str(), R_OK) != 0) {
+        io.err << "memtrace ray-env: warning: " << *path
+               << " is not on this machine: it must exist at that path on every Ray node\n";
       }
     }
     if (IsLoopback(request.collector)) {

@@ -70,11 +70,24 @@ TEST(RayEnvVariablesTest, CollectorIsRequiredAndAMissingAgentIsNotFound) {
   request.agent_lib = MakeAgent();
   EXPECT_EQ(RayEnvVariables(request, MapEnvironment({}), "").status().code(),
             absl::StatusCode::kInvalidArgument);
+  // Without --agent_lib, one must be found here.
   request.collector = "head:7431";
-  request.agent_lib = "/no/such/libmemtrace_agent.so";
-  absl::StatusOr<EnvVars> vars = RayEnvVariables(request, MapEnvironment({}), "");
+  request.agent_lib = "";
+  absl::StatusOr<EnvVars> vars = RayEnvVariables(request, MapEnvironment({}), "/nowhere/memtrace");
   EXPECT_EQ(vars.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(vars.status().message().find("--agent_lib"), std::string::npos);
+  // --agent_lib is the path on the Ray nodes: taken as given, but absolute.
+  request.agent_lib = "/opt/memtrace/lib/libmemtrace_agent.so";
+  vars = RayEnvVariables(request, MapEnvironment({}), "");
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  bool found = false;
+  for (const auto& [name, value] : *vars) {
+    if (name == "CUDA_INJECTION64_PATH") found = value == request.agent_lib;
+  }
+  EXPECT_TRUE(found);
+  request.agent_lib = "lib/libmemtrace_agent.so";
+  EXPECT_EQ(RayEnvVariables(request, MapEnvironment({}), "").status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // An address gRPC would dial on another port (99999 wraps) or on port 0 is refused by name.
