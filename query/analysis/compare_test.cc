@@ -55,6 +55,21 @@ TEST(CompareTest, ALeakFixedBetweenTwoJobsShowsAsChanges) {
   }
 }
 
+// A rank already at the capacity is the soonest trouble: the headroom row names it.
+TEST(CompareTest, ARankAtCapacityIsNamedInTheHeadroomRow) {
+  JobTimeline leak = sim::Simulate(sim::LeakJob(3, 20, 200 * kMiB, 8, 150)).timeline;
+  sim::JobSpec healthy = sim::HealthyJob(8, 150);
+  healthy.job_id = "healthy";
+  CompareParams params;
+  params.headroom.capacity_bytes = 45 * kGiB;  // rank 3 of the leak peaks above it
+  CompareReport report = CompareJobs(leak, sim::Simulate(healthy).timeline, params);
+  const CompareItem* h = Find(report, "headroom", "soonest full rank");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->a, "rank 3 at capacity");
+  EXPECT_EQ(h->b, "no forecast");
+  EXPECT_TRUE(h->changed);
+}
+
 TEST(CompareTest, AJobComparedWithItselfHasNoChanges) {
   JobTimeline job = sim::Simulate(sim::GradAccumulationJob()).timeline;
   CompareReport report = CompareJobs(job, job);

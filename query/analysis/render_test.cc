@@ -76,7 +76,14 @@ TEST(RenderTest, TimeBucketJobsAreShownInTime) {
   ToProto(FindLeaks(job), &l);
   v1::HeadroomReport h;
   ToProto(ForecastHeadroom(job), &h);
-  for (const std::string& text : {RenderGrowth(g), RenderLeaks(l), RenderHeadroom(h)}) {
+  PeakParams by_rank;
+  by_rank.by = PeakBy::kRank;
+  v1::PeakReport p;
+  ToProto(FindPeaks(job, by_rank), &p);
+  // By rank the group is the rank itself: no column of dashes.
+  EXPECT_FALSE(Has(RenderPeak(p), "\n-  ")) << RenderPeak(p);
+  for (const std::string& text :
+       {RenderGrowth(g), RenderLeaks(l), RenderHeadroom(h), RenderPeak(p)}) {
     Show(text);
     EXPECT_TRUE(Has(text, "2026-12-03 21:")) << text;
     EXPECT_FALSE(Has(text, "17963")) << text;
