@@ -244,6 +244,21 @@ TEST(TransportTest, ALossReportedWhileTheQueueIsFullKeepsItsCount) {
   EXPECT_EQ(t->stats().events_lost_queue_full, 0u);
 }
 
+// The events that reached `s` (kept), and the sum of its loss markers (lost), each of which
+// must be of `reason`.
+std::pair<uint64_t, uint64_t> KeptAndLost(const Stream& s, uint32_t reason) {
+  uint64_t kept = 0, lost = 0;
+  for (const Event& e : s.events) {
+    if (e.kind == EventKind::kLoss) {
+      EXPECT_EQ(e.memory_kind, reason);
+      lost += e.aux;
+    } else {
+      ++kept;
+    }
+  }
+  return {kept, lost};
+}
+
 TEST(TransportTest, LossCountsAddUpUnderConcurrentOverflow) {
   FakeCollector collector;
   ASSERT_TRUE(collector.Start().ok());
@@ -262,15 +277,7 @@ TEST(TransportTest, LossCountsAddUpUnderConcurrentOverflow) {
   for (std::thread& th : threads) th.join();
   ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
   Stream s = collector.Snapshot();
-  uint64_t kept = 0, lost = 0;
-  for (const Event& e : s.events) {
-    if (e.kind == EventKind::kLoss) {
-      EXPECT_EQ(e.memory_kind, kLossQueueFull);
-      lost += e.aux;
-    } else {
-      ++kept;
-    }
-  }
+  const auto [kept, lost] = KeptAndLost(s, kLossQueueFull);
   EXPECT_EQ(kept + lost, 2 * kPerThread);
   EXPECT_EQ(lost, t->stats().events_lost);
   EXPECT_EQ(s.seq_gaps, 0u);
@@ -402,21 +409,6 @@ TEST(TransportTest, StringsOfADroppedBatchAreResentAfterReconnect) {
   EXPECT_EQ(s.strings.at(a).value, "model.encoder");
   EXPECT_EQ(s.strings.at(b).value, "model.decoder");
   EXPECT_EQ(s.events.size(), 2000u);
-}
-
-// The events that reached `s` (kept), and the sum of its loss markers (lost), each of which
-// must be of `reason`.
-std::pair<uint64_t, uint64_t> KeptAndLost(const Stream& s, uint32_t reason) {
-  uint64_t kept = 0, lost = 0;
-  for (const Event& e : s.events) {
-    if (e.kind == EventKind::kLoss) {
-      EXPECT_EQ(e.memory_kind, reason);
-      lost += e.aux;
-    } else {
-      ++kept;
-    }
-  }
-  return {kept, lost};
 }
 
 TEST(TransportTest, DroppedUnackedBatchesAreReportedAsSpoolFullLossAndKeepTheirStrings) {
