@@ -4,14 +4,17 @@
 
 namespace memtrace::cli {
 
-FakeAnalysisServer::FakeAnalysisServer() {
+std::unique_ptr<grpc::Server> StartLoopbackServer(grpc::Service* service, std::string* address) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(this);
-  server_ = builder.BuildAndStart();
-  address_ = absl::StrCat("127.0.0.1:", port);
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  *address = absl::StrCat("127.0.0.1:", port);
+  return server;
 }
+
+FakeAnalysisServer::FakeAnalysisServer() { server_ = StartLoopbackServer(this, &address_); }
 
 FakeAnalysisServer::~FakeAnalysisServer() {
   if (server_ != nullptr) server_->Shutdown();

@@ -13,6 +13,10 @@
 
 namespace memtrace::cli {
 
+// Builds and starts a server for `service` on 127.0.0.1 with a port the OS picks, and sets
+// *address to it: what every fake service of these tests needs.
+std::unique_ptr<grpc::Server> StartLoopbackServer(grpc::Service* service, std::string* address);
+
 class FakeAnalysisServer final : public v1::Analysis::Service {
  public:
   // Starts serving on 127.0.0.1:0; address() says where.

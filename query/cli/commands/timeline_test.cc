@@ -11,6 +11,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/memtrace/v1/query.grpc.pb.h"
+#include "query/cli/commands/fake_analysis_server.h"
 
 namespace memtrace::cli {
 namespace {
@@ -178,12 +179,7 @@ TEST_F(TimelineCommandTest, ReportsAnUnreachableCollectorWithExitCodeOne) {
 class FakeTimelineServer final : public v1::Query::Service {
  public:
   explicit FakeTimelineServer(bool step_markers) : step_markers_(step_markers) {
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(this);
-    server_ = builder.BuildAndStart();
-    address_ = absl::StrCat("127.0.0.1:", port);
+    server_ = StartLoopbackServer(this, &address_);
   }
   ~FakeTimelineServer() override { server_->Shutdown(); }
 
