@@ -4,6 +4,7 @@
 #include "collector/security/collector_address.h"
 #include "collector/server/analysis_service.h"
 #include "collector/server/ingest_service.h"
+#include "collector/server/listen_probe.h"
 #include "collector/server/parallel_for.h"
 #include "collector/server/query_service.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -30,6 +31,10 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes ", options.max_message_bytes, " is not > 0"));
+  }
+  if (absl::Status s = ProbeListenAddress(options.listen, host_port->first, host_port->second);
+      !s.ok()) {
+    return s;
   }
   std::unique_ptr<CollectorServer> server(new CollectorServer());
   server->host_ = host_port->first;

@@ -1,6 +1,7 @@
 #include "collector/server/collector_server.h"
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,8 @@ TEST(CollectorServerTest, PortInUseIsAnError) {
   absl::StatusOr<std::unique_ptr<CollectorServer>> b = CollectorServer::Start(options);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find(a->address()), absl::string_view::npos) << b.status();
+  // Refused before the store was opened: no directory left behind.
+  EXPECT_FALSE(std::filesystem::exists(options.store.dir)) << options.store.dir;
 }
 
 TEST(CollectorServerTest, BadOptionsAreRejectedWithTheValue) {
