@@ -1,5 +1,6 @@
 #include "query/analysis/leaks.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "gtest/gtest.h"
@@ -37,6 +38,22 @@ TEST(LeakTest, RisingFloorOnRankFiveIsALeakAndTheRestAreNot) {
       EXPECT_NE(c.curve, CurveClass::kLeak) << "rank " << c.rank;
     }
   }
+}
+
+TEST(LeakTest, ALeaksLastStepsAreNotSpikes) {
+  // The floor's running median, cut short at the series' end, lagged a floor rising 256 MiB a
+  // step by ~2.5 steps' worth (640 MiB), which read as spikes in a leak's last steps whenever
+  // its steps were as regular as these.
+  JobTimeline job = Simulate(sim::LeakJob(5, 30, 256 * kMiB)).timeline;
+  for (StepPoint& p : job.ranks[5].steps) {
+    p.floor_bytes =
+        14 * kGiB + 256 * kMiB * static_cast<uint64_t>(std::max<int64_t>(0, p.step - 30));
+    p.peak_bytes = p.floor_bytes + 10 * kGiB + (p.step == 50 ? kGiB : 0);
+  }
+  LeakReport report = FindLeaks(job);
+  const RankCurve& leak = CurveOf(report, 5);
+  EXPECT_EQ(leak.curve, CurveClass::kLeak);
+  EXPECT_EQ(leak.evidence.first_spikes, (std::vector<int64_t>{50}));
 }
 
 TEST(LeakTest, ALeakThatStartsLateIsALeakAtItsOwnRate) {
