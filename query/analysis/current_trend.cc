@@ -10,23 +10,30 @@ namespace {
 // Split points tried on the first pass; each later pass looks closer around the best one.
 constexpr size_t kCandidatesPerPass = 16;
 
-// Whether the series ends above its line by more than its noise: the median of the last `tail`
-// residuals against twice the noise of one point (from the spread of step-to-step differences,
-// which a trend or a bend barely moves, where the residuals' own spread grows with the misfit).
-// A series that kept to one line (flat, or rising all along) rarely does, and then no split can
-// explain it better; this keeps the search off most series, whose cost it would multiply.
-bool EndsAboveTheLine(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit,
-                      size_t tail, std::vector<double>& scratch) {
+// Whether one end of the series sits above its line by more than its noise: the median of the
+// first or the last `tail` residuals against twice the noise of one point (from the spread of
+// step-to-step differences, which a trend or a bend barely moves, where the residuals' own
+// spread grows with the misfit). A leak over the later part of the window ends above the line
+// when it rose for less than half the window (the line's slope is diluted) and starts above it
+// when it rose for more (the line follows the rise down past the flat start). A series that kept
+// to one line (flat, or rising all along) rarely does either, and then no split can explain it
+// better; this keeps the search off most series, whose cost it would multiply.
+bool BendsAwayFromTheLine(absl::Span<const double> x, absl::Span<const double> y,
+                          const TrendFit& fit, size_t tail, std::vector<double>& scratch) {
   scratch.resize(y.size() - 1);
   for (size_t i = 1; i < y.size(); ++i) scratch[i - 1] = y[i] - y[i - 1];
   const double noise = RobustSpread(scratch).scale / std::sqrt(2.0);
-  scratch.resize(tail);
-  for (size_t k = 0; k < tail; ++k) {
-    const size_t i = y.size() - tail + k;
-    scratch[k] = y[i] - (fit.intercept + fit.slope * x[i]);
-  }
-  const double end = MedianInPlace(absl::MakeSpan(scratch));
-  return end > 0 && end > 2 * noise;
+  auto median_residual = [&](size_t begin) {
+    scratch.resize(tail);
+    for (size_t k = 0; k < tail; ++k) {
+      scratch[k] = y[begin + k] - (fit.intercept + fit.slope * x[begin + k]);
+    }
+    return MedianInPlace(absl::MakeSpan(scratch));
+  };
+  const double end = median_residual(y.size() - tail);
+  if (end > 0 && end > 2 * noise) return true;
+  const double start = median_residual(0);
+  return start > 0 && start > 2 * noise;
 }
 
 double LineCost(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit) {
@@ -64,7 +71,7 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
   const size_t min_part = std::max<size_t>(min_points, 3);
   if (n < 2 * min_part) return out;
   std::vector<double> scratch;
-  if (!EndsAboveTheLine(x, y, out.fit, min_part, scratch)) return out;
+  if (!BendsAwayFromTheLine(x, y, out.fit, min_part, scratch)) return out;
 
   // The cost is not smooth in the split, so a coarse pass finds the region and finer passes
   // around the best split so far find the point: ~16 candidates a pass, not n.

@@ -20,9 +20,10 @@ struct CurrentTrend {
 };
 
 // x strictly increasing and as long as y. Each part of a split keeps at least min_points points
-// (and 3), so a series shorter than twice that is fitted as one line, and so is one whose last
-// points do not sit above the line by more than twice the noise of one point (estimated from
-// step-to-step differences: no split would fit it better, the common case, checked in O(n)).
+// (and 3), so a series shorter than twice that is fitted as one line, and so is one whose first
+// and last points do not sit above the line by more than twice the noise of one point
+// (estimated from step-to-step differences: no split would fit it better, the common case,
+// checked in O(n)).
 // Otherwise O(n) per candidate split, 30-50 candidates; `fitter` as in TheilSen (one per thread).
 // Limitation: two or three one-off jumps close together late in the window fit "flat, then
 // rising" too; only later steps tell them from a leak that has just begun (StillRising rules

@@ -36,6 +36,20 @@ TEST(CurrentTrendTest, ALeakThatStartedLateKeepsItsOwnRate) {
   EXPECT_GT(t.fit.trend_z, 3);
 }
 
+TEST(CurrentTrendTest, ALeakOverMostOfTheWindowStartsWhereTheFlatPartEnds) {
+  TheilSen fitter;
+  // Rising over the last 80 of 95 steps, steadily: one line has the leak's slope and ends on it,
+  // but runs below the flat start, so it said nothing of where the rise began.
+  Series s;
+  for (size_t i = 0; i < 95; ++i) {
+    s.x.push_back(static_cast<double>(i));
+    s.y.push_back(10'000 * kMiB + (i >= 15 ? 256 * kMiB * static_cast<double>(i - 14) : 0));
+  }
+  CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+  EXPECT_NEAR(t.fit.slope, 256 * kMiB, 4 * kMiB);
+  EXPECT_NEAR(static_cast<double>(t.onset), 15, 2);
+}
+
 TEST(CurrentTrendTest, ALineOverTheWholeWindowStaysOneLine) {
   TheilSen fitter;
   Series s = FlatThenRising(100, 0, 16 * kMiB);

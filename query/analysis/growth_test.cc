@@ -124,6 +124,20 @@ TEST(GrowthTest, ALeakThatStartsLateIsFoundAtItsOwnRate) {
   EXPECT_LE(g.growth_bytes, 1.05 * static_cast<double>(g.last_bytes - g.first_bytes));
 }
 
+TEST(GrowthTest, ALeakOverMostOfTheWindowIsMeasuredFromWhereItStarted) {
+  // Rising over 70 of the 95 steps after warm-up: one line over all of them has the leak's own
+  // slope, so the fit was kept, and the growth was that slope over the whole window (94 steps
+  // of it where the tag held nothing for the first 25).
+  JobTimeline job = Simulate(sim::LeakJob(5, 30, 256 * kMiB)).timeline;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 1u);
+  ASSERT_EQ(report.groups[0].ranks.size(), 1u);
+  const RankGrowth& g = report.groups[0].ranks[0];
+  EXPECT_NEAR(g.bytes_per_step, 256.0 * kMiB, 0.05 * 256 * kMiB);
+  EXPECT_NEAR(static_cast<double>(g.first_step), 30, 2);
+  EXPECT_NEAR(static_cast<double>(g.growth_bytes), 69.0 * 256 * kMiB, 3.0 * 256 * kMiB);
+}
+
 TEST(GrowthTest, ATagThatJumpedOnceThenStayedIsNotGrowth) {
   sim::JobSpec spec = sim::HealthyJob();
   // Rank 1 keeps 4 GiB of its rollout's memory from step 50 on: one jump, then flat.
