@@ -467,6 +467,7 @@ void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out)
     gb->set_id(p.id);
     gb->set_live_bytes(p.ended ? p.end : live_bytes_);
     gb->set_peak_bytes(p.peak);
+    gb->set_open(!p.ended);
   }
 }
 

@@ -326,14 +326,17 @@ TEST(RankStateTest, PhasesRecordPeakWhileOpenAndLiveAtEnd) {
   ASSERT_NE(rollout, nullptr);
   EXPECT_EQ(rollout->peak_bytes(), 500u);
   EXPECT_EQ(rollout->live_bytes(), 150u);
+  EXPECT_FALSE(rollout->open());
   const v1::GroupBytes* update = FindGroup(closed.steps[0].by_phase(), kUpdate);
   ASSERT_NE(update, nullptr);
   EXPECT_EQ(update->peak_bytes(), 1150u);
-  EXPECT_EQ(update->live_bytes(), 100u);  // open at step end: live then
+  EXPECT_EQ(update->live_bytes(), 100u);  // open at step end: live then, and marked so
+  EXPECT_TRUE(update->open());
   const v1::GroupBytes* update2 = FindGroup(closed.steps[1].by_phase(), kUpdate);
   ASSERT_NE(update2, nullptr);
   EXPECT_EQ(update2->peak_bytes(), 120u);
   EXPECT_EQ(update2->live_bytes(), 120u);
+  EXPECT_FALSE(update2->open());
   EXPECT_EQ(FindGroup(closed.steps[1].by_phase(), kRollout), nullptr);
 
   Script t;

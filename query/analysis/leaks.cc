@@ -181,6 +181,7 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end, const LeakParams
     p.oldest_step = agg.oldest;
     p.at_step = set.at_step;
     p.open_phases = set.open_phases;
+    p.distinct_steps = agg.Distinct();
     report.phase_survivors.push_back(std::move(p));
   }
 }
@@ -198,6 +199,8 @@ void FindResidues(const JobTimeline& job, const RankTimeline& rank, const LeakPa
        ++i) {
     const StepPoint& p = rank.steps[i];
     for (const GroupBytes& ph : p.by_phase()) {
+      // Still running when the step (time bucket) ended: its memory is not yet left behind.
+      if (ph.open) continue;
       auto [it, inserted] = phases.try_emplace(ph.name);
       PerPhase& per = it->second;
       if (inserted) {
@@ -292,8 +295,14 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   }
   std::stable_sort(report.candidates.begin(), report.candidates.end(),
                    [](const LeakCandidate& a, const LeakCandidate& b) { return a.rank < b.rank; });
-  std::sort(report.phase_survivors.begin(), report.phase_survivors.end(),
-            [](const PhaseSurvivor& a, const PhaseSurvivor& b) { return a.bytes > b.bytes; });
+  // Memory each run of a phase adds to is what an RL user hunts; what the first run made once
+  // (optimizer state) is usually meant to stay, however big.
+  std::sort(
+      report.phase_survivors.begin(), report.phase_survivors.end(),
+      [](const PhaseSurvivor& a, const PhaseSurvivor& b) {
+        return std::make_tuple(b.distinct_steps > 1, b.bytes, a.rank, a.phase, a.tag, a.source) <
+               std::make_tuple(a.distinct_steps > 1, a.bytes, b.rank, b.phase, b.tag, b.source);
+      });
   return report;
 }
 

@@ -20,8 +20,9 @@
 //   - from rollups alone: bytes under a tag named like a phase ("rollout", or "rollout:..." /
 //     "rollout/...": the agent tags an allocation with its innermost NVTX range, so memory
 //     allocated directly inside a phase carries its name) still live at the end of steps in
-//     which the phase ran, in at least min_residue_steps of them. Rollups cannot tell a phase
-//     still open at the step boundary from one that closed; live sets can.
+//     which the phase ran and closed, in at least min_residue_steps of them (a phase still open
+//     at a step's or time bucket's end is left out of that step; rows written before rollups
+//     marked open phases count as closed).
 #ifndef MEMTRACE_QUERY_ANALYSIS_LEAKS_H_
 #define MEMTRACE_QUERY_ANALYSIS_LEAKS_H_
 
@@ -115,6 +116,9 @@ struct PhaseSurvivor {
   int64_t oldest_step = 0;
   int64_t at_step = 0;
   std::vector<std::string> open_phases;  // at the moment
+  // Steps whose run of the phase left these allocations: 1 = kept once (an optimizer's state,
+  // made by the first update, is the common healthy case); more = each run leaves more.
+  uint32_t distinct_steps = 0;
 };
 
 // A phase-named tag still live at step ends (from rollups).
@@ -134,7 +138,9 @@ struct LeakReport {
   uint32_t leaking_ranks = 0;
   std::vector<RankCurve> curves;               // by rank
   std::vector<LeakCandidate> candidates;       // by rank, then bytes descending
-  std::vector<PhaseSurvivor> phase_survivors;  // by bytes descending
+  // Those left by the most runs of their phase first (accumulating), then by bytes descending,
+  // then by rank.
+  std::vector<PhaseSurvivor> phase_survivors;
   std::vector<PhaseResidue> phase_residues;    // by rank, then phase
   // > 0 for a job without step markers: the curves' steps are time-bucket indexes of this width.
   int64_t bucket_ns = 0;

@@ -194,6 +194,28 @@ TEST(LeakTest, RolloutThatFreesItsMemoryHasNoSurvivors) {
   EXPECT_EQ(report.leaking_ranks, 0u);
 }
 
+TEST(LeakTest, APhaseStillOpenAtAStepsEndLeavesNoResidue) {
+  // A time bucket that ends mid-rollout holds the rollout's memory because the rollout is still
+  // running, not because it left it behind.
+  sim::JobSpec spec = sim::RlJob(false);
+  JobTimeline job = Simulate(spec).timeline;
+  const NameId rollout = job.names.Intern("rollout");
+  for (RankTimeline& rank : job.ranks) {
+    for (StepPoint& p : rank.steps) {
+      std::vector<GroupBytes> tags(p.by_tag().begin(), p.by_tag().end());
+      std::vector<GroupBytes> phases(p.by_phase().begin(), p.by_phase().end());
+      for (GroupBytes& ph : phases) {
+        if (ph.name != rollout) continue;
+        ph.open = true;
+        tags.push_back({rollout, false, 6 * kGiB, 6 * kGiB});
+      }
+      p.groups = StepGroups(tags, p.by_source(), phases);
+    }
+  }
+  LeakReport report = FindLeaks(job);
+  EXPECT_TRUE(report.phase_residues.empty()) << report.phase_residues[0].phase;
+}
+
 TEST(LeakTest, AccumulatingRolloutOutputsAreBothALeakAndASurvivor) {
   sim::JobSpec spec = sim::RlJob(false);
   spec.phases[0].retained_bytes = 256 * kMiB;
@@ -215,6 +237,32 @@ TEST(LeakTest, AccumulatingRolloutOutputsAreBothALeakAndASurvivor) {
   EXPECT_EQ(report.phase_survivors[1].open_phases, std::vector<std::string>{"rollout"});
   ASSERT_EQ(report.phase_residues.size(), 1u);
   EXPECT_EQ(report.phase_residues[0].rank, 2u);
+}
+
+TEST(LeakTest, SurvivorsThatEachRunOfAPhaseAddsToComeBeforeOnesKeptOnce) {
+  // actor_update keeps 7 GiB made by its first run (optimizer state: healthy, and bigger);
+  // each rollout from step 10 on leaves 256 MiB more behind (the leak to find).
+  sim::JobSpec spec = sim::RlJob(false);
+  spec.phases[0].retained_bytes = 256 * kMiB;
+  spec.phases[0].retained_accumulates = true;
+  spec.phases[0].retained_rank = 2;
+  spec.phases[0].retained_from_step = 10;
+  spec.phases[1].retained_bytes = 7 * kGiB;
+  JobTimeline job = Simulate(spec).timeline;
+  std::vector<RankLiveSet> live;
+  for (uint32_t r = 0; r < spec.ranks; ++r)
+    live.push_back(sim::LiveInPhase(spec, r, 20, "rollout"));
+  LeakReport report = FindLeaks(job, live);
+  ASSERT_EQ(report.phase_survivors.size(), 9u);
+  EXPECT_EQ(report.phase_survivors[0].rank, 2u);
+  EXPECT_EQ(report.phase_survivors[0].phase, "rollout");
+  EXPECT_EQ(report.phase_survivors[0].distinct_steps, 10u);
+  for (size_t i = 1; i < report.phase_survivors.size(); ++i) {
+    const PhaseSurvivor& s = report.phase_survivors[i];
+    EXPECT_EQ(s.phase, "actor_update");
+    EXPECT_EQ(s.distinct_steps, 1u);
+    EXPECT_EQ(s.rank, i - 1) << "equal survivors in rank order";
+  }
 }
 
 TEST(LeakTest, ARankWithTooFewStepsSaysSo) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "query/analysis/robust_stats.h"
 
@@ -14,14 +15,16 @@ struct Acc {
   std::vector<double> ends;
 };
 
-void Add(Acc& acc, const StepPoint& p, uint64_t peak, uint64_t end) {
+// `end` is nullopt for a phase still open at the row's end: what was live then is not what the
+// phase left behind (on the time axis a phase often spans buckets).
+void Add(Acc& acc, const StepPoint& p, uint64_t peak, std::optional<uint64_t> end) {
   if (acc.peaks.empty() || peak > acc.entry.peak_bytes) {
     acc.entry.peak_bytes = peak;
     acc.entry.peak_step = p.step;
     acc.entry.peak_ns = p.start_ns;
   }
   acc.peaks.push_back(static_cast<double>(peak));
-  acc.ends.push_back(static_cast<double>(end));
+  if (end.has_value()) acc.ends.push_back(static_cast<double>(*end));
 }
 
 }  // namespace
@@ -63,14 +66,18 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
       const absl::Span<const GroupBytes> list = params.by == PeakBy::kPhase ? p.by_phase()
                                                 : params.by == PeakBy::kTag ? p.by_tag()
                                                                             : p.by_source();
-      for (const GroupBytes& g : list) Add(mine[g.name], p, g.peak_bytes, g.live_bytes);
+      for (const GroupBytes& g : list) {
+        Add(mine[g.name], p, g.peak_bytes,
+            g.open ? std::nullopt : std::optional<uint64_t>(g.live_bytes));
+      }
     }
     for (auto& [name, acc] : mine) {
       acc.entry.group = job.names.Name(name);
       acc.entry.rank = r->rank;
       acc.entry.steps = static_cast<uint32_t>(acc.peaks.size());
       acc.entry.median_peak_bytes = static_cast<uint64_t>(Median(acc.peaks));
-      acc.entry.median_end_bytes = static_cast<uint64_t>(Median(acc.ends));
+      acc.entry.open_at_end = static_cast<uint32_t>(acc.peaks.size() - acc.ends.size());
+      if (!acc.ends.empty()) acc.entry.median_end_bytes = static_cast<uint64_t>(Median(acc.ends));
       groups[name].push_back(std::move(acc));
     }
   }

@@ -33,6 +33,9 @@ struct PeakEntry {
   uint64_t median_peak_bytes = 0;
   uint64_t median_end_bytes = 0;  // at phase close / step end
   uint32_t steps = 0;             // steps in which the group appeared
+  // Phases: steps in which it was still open at the step's end, left out of median_end_bytes
+  // (== steps: it never closed in the window, and median_end_bytes is 0).
+  uint32_t open_at_end = 0;
 };
 
 struct PeakSummary {

@@ -34,6 +34,40 @@ TEST(PeakTest, ReportsEachPhasesPeakPerRank) {
   EXPECT_EQ(report.entries[0].steps, 60u);
 }
 
+TEST(PeakTest, APhaseStillOpenAtAStepsEndLeavesThatStepOutOfItsEnd) {
+  // On the time axis a rollout spans buckets: a bucket it was still open at the end of says
+  // what was live mid-rollout, not what the rollout left behind.
+  JobTimeline job = sim::Simulate(sim::RlJob(false)).timeline;
+  uint32_t open_rows = 0;
+  uint64_t closed_end = 0;
+  for (StepPoint& p : job.ranks[0].steps) {
+    for (GroupBytes& g : p.groups.mutable_phases()) {
+      if (job.names.Name(g.name) != "rollout") continue;
+      closed_end = g.live_bytes;
+      if (p.step % 2 == 0) {
+        g.open = true;
+        g.live_bytes = g.peak_bytes;  // mid-rollout
+        ++open_rows;
+      }
+    }
+  }
+  ASSERT_GT(open_rows, 0u);
+  PeakReport report = FindPeaks(job);
+  const PeakEntry& rollout = report.entries[0];
+  ASSERT_EQ(rollout.group, "rollout");
+  ASSERT_EQ(rollout.rank, 0u);
+  EXPECT_EQ(rollout.open_at_end, open_rows);
+  EXPECT_NEAR(double(rollout.median_end_bytes), double(closed_end), 0.05 * double(closed_end));
+
+  // Open at the end of every step: no end to tell.
+  for (StepPoint& p : job.ranks[0].steps) {
+    for (GroupBytes& g : p.groups.mutable_phases()) g.open = true;
+  }
+  report = FindPeaks(job);
+  EXPECT_EQ(report.entries[0].open_at_end, report.entries[0].steps);
+  EXPECT_EQ(report.entries[0].median_end_bytes, 0u);
+}
+
 TEST(PeakTest, AJobWithoutPhasesHasNoPhasePeaks) {
   PeakReport report = FindPeaks(sim::Simulate(sim::HealthyJob()).timeline);
   EXPECT_TRUE(report.summaries.empty());

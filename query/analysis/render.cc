@@ -233,12 +233,12 @@ std::string RenderLeaks(const v1::LeakReport& r) {
   }
   if (r.phase_survivors_size() > 0) {
     out += "\nmemory still live after its phase ended:\n";
-    TextTable s({">rank", "phase", "tag", "source", ">allocations", ">bytes", ">since step",
-                 ">at step", "open now"});
+    TextTable s({">rank", "phase", "tag", "source", ">allocations", ">bytes", ">steps",
+                 ">since step", ">at step", "open now"});
     for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
       s.Add({absl::StrCat(p.rank()), p.phase(), OrDash(p.tag()), OrDash(p.source()),
-             absl::StrCat(p.count()), Bytes(p.bytes()), absl::StrCat(p.oldest_step()),
-             absl::StrCat(p.at_step()),
+             absl::StrCat(p.count()), Bytes(p.bytes()), absl::StrCat(p.distinct_steps()),
+             absl::StrCat(p.oldest_step()), absl::StrCat(p.at_step()),
              p.open_phases_size() > 0 ? absl::StrJoin(p.open_phases(), ",") : "-"});
     }
     out += s.Render();
@@ -336,9 +336,11 @@ std::string RenderPeak(const v1::PeakReport& r) {
   if (!by_rank) entry_header.insert(entry_header.begin(), by);
   TextTable e(entry_header);
   for (const v1::PeakEntry& p : r.entries()) {
-    std::vector<std::string> row = {absl::StrCat(p.rank()), Bytes(p.peak_bytes()),
+    std::vector<std::string> row = {absl::StrCat(p.rank()),
+                                    Bytes(p.peak_bytes()),
                                     FormatKeyValue(p.peak_step(), bucket_ns),
-                                    Bytes(p.median_peak_bytes()), Bytes(p.median_end_bytes()),
+                                    Bytes(p.median_peak_bytes()),
+                                    p.open_at_end() < p.steps() ? Bytes(p.median_end_bytes()) : "-",
                                     absl::StrCat(p.steps())};
     if (!by_rank) row.insert(row.begin(), OrDash(p.group()));
     e.Add(row);

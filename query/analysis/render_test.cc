@@ -144,6 +144,13 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
   Show(peak);
   EXPECT_TRUE(Has(peak, "rollout"));
   EXPECT_TRUE(Has(peak, "actor_update"));
+  // A phase that never closed within a step has no "at close" to show.
+  v1::PeakEntry& entry = *p.mutable_entries(0);
+  entry.set_open_at_end(entry.steps());
+  const std::string open = RenderPeak(p);
+  EXPECT_TRUE(Has(open, " - ")) << open;
+  entry.set_open_at_end(entry.steps() - 1);
+  EXPECT_FALSE(Has(RenderPeak(p), " - ")) << RenderPeak(p);
 
   v1::HeadroomReport h;
   ToProto(ForecastHeadroom(sim::Simulate(sim::LeakJob(3, 20, 200 * kMiB, 8, 150)).timeline), &h);

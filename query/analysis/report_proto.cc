@@ -449,6 +449,7 @@ void ToProto(const LeakReport& r, v1::LeakReport* out) {
     w->set_oldest_step(s.oldest_step);
     w->set_at_step(s.at_step);
     for (const std::string& p : s.open_phases) w->add_open_phases(p);
+    w->set_distinct_steps(s.distinct_steps);
   }
   for (const PhaseResidue& p : r.phase_residues) {
     v1::PhaseResidue* w = out->add_phase_residues();
@@ -526,6 +527,7 @@ void ToProto(const PeakReport& r, v1::PeakReport* out) {
     w->set_peak_ns(e.peak_ns);
     w->set_median_peak_bytes(e.median_peak_bytes);
     w->set_median_end_bytes(e.median_end_bytes);
+    w->set_open_at_end(e.open_at_end);
     w->set_steps(e.steps);
   }
   ToProto(r.params, out->mutable_params());

@@ -53,7 +53,7 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
                           absl::string_view kind, std::vector<GroupBytes>* out) {
     out->clear();
     for (const v1::GroupBytes& g : wire) {
-      out->push_back({resolve(g.id(), kind), g.live_bytes(), g.peak_bytes()});
+      out->push_back({resolve(g.id(), kind), g.open(), g.live_bytes(), g.peak_bytes()});
     }
   };
   StepPoint& p = rank_.steps.emplace_back();
