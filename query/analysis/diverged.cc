@@ -67,6 +67,9 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   // step 5) is measured from where it started; their median put its baseline mid-rise, which
   // hid the first steps of the leak and reported the rest as an offset it never had.
   std::vector<double> baseline(R, 0);
+  // How much each rank's baseline line moved over its baseline steps: a rank that already rose
+  // by a divergence's worth there was leaking before the comparison began, which is no offset.
+  std::vector<double> baseline_change(R, 0);
   if (params.relative_to_baseline) {
     std::vector<double> xs, window;
     TheilSen fitter;
@@ -84,11 +87,13 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
       }
       const TrendFit line = fitter.Fit(xs, window);
       baseline[r] = line.intercept + line.slope * xs.front();
+      baseline_change[r] = line.slope * (xs.back() - xs.front());
     }
     Spread b = RobustSpread(baseline);
     double threshold = Threshold(params, b.median);
     for (size_t r = 0; r < R; ++r) {
       double offset = baseline[r] - b.median;
+      if (std::fabs(baseline_change[r]) >= threshold) continue;
       if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {
         report.offsets.push_back({ranks[r]->rank, ToBytes(baseline[r]), ToBytes(b.median),
                                   static_cast<int64_t>(std::llround(offset))});

@@ -61,6 +61,16 @@ TEST(DivergenceTest, ALeakFromTheFirstComparedStepIsADivergenceNotAnOffset) {
   EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
 }
 
+// A leak from step 1 is already 1 GiB up when the comparison starts after warm-up: it is a
+// divergence, not also "a rank that always held a different amount".
+TEST(DivergenceTest, ALeakFromBeforeTheComparedStepsIsNotAlsoAnOffset) {
+  DivergenceReport report = FindDivergence(Simulate(sim::LeakJob(4, 1, 256 * kMiB)).timeline);
+  ASSERT_EQ(report.status, DivergenceStatus::kDiverged) << report.message;
+  ASSERT_EQ(report.diverged.size(), 1u);
+  EXPECT_EQ(report.diverged[0].rank, 4u);
+  EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
+}
+
 TEST(DivergenceTest, ListsFollowersInOnsetOrder) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   spec.growths.push_back({2, "leak:other", "libfoo.so", 60, 256 * kMiB});
