@@ -66,10 +66,12 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
   bool still_rising = StillRising(all, recent);
   bool leak = rising && still_rising;
   if (leak) {
-    double tolerance = static_cast<double>(e.floor_start_bytes) + min_growth / 2;
-    size_t i = n;
-    while (i > 0 && floor[i - 1] > tolerance) --i;
-    e.rising_since_step = static_cast<int64_t>(x[std::min(i, n - 1)]);
+    // Where the fit says the rise began: the last point of the flat stretch before it (the step
+    // whose run first kept memory), or the first point examined when one line fits them all.
+    // Counting back from the end while the floor stays above its start plus half of
+    // min_growth_bytes put it steps late for a slow leak, and mid-rise for one that had begun
+    // before the window (its "start" was the median of the first tenth of the floors).
+    e.rising_since_step = static_cast<int64_t>(x[trend.onset > 0 ? trend.onset - 1 : 0]);
   }
 
   // Peaks measured against the floor's running median (11 steps), so memory held for a whole

@@ -56,6 +56,16 @@ TEST(LeakTest, ALeaksLastStepsAreNotSpikes) {
   EXPECT_EQ(leak.evidence.first_spikes, (std::vector<int64_t>{50}));
 }
 
+TEST(LeakTest, ALeakFromBeforeTheWindowRisesSinceItsFirstStep) {
+  // From step 1, under warm-up: the floor rises from the first step examined (5). The median
+  // of the first tenth of the floors put the start mid-rise, "rising since 10".
+  JobTimeline job = Simulate(sim::LeakJob(4, 1, 256 * kMiB)).timeline;
+  const RankCurve& leak = CurveOf(FindLeaks(job), 4);
+  EXPECT_EQ(leak.curve, CurveClass::kLeak);
+  EXPECT_EQ(leak.evidence.rising_since_step, leak.evidence.first_step);
+  EXPECT_EQ(leak.evidence.first_step, 5);
+}
+
 TEST(LeakTest, ALeakThatStartsLateIsALeakAtItsOwnRate) {
   // 64 MiB a step over the last 20 of the 95 steps after warm-up: one line over the window
   // measured a quarter of it and called the rank a plateau.
