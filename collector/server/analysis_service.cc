@@ -183,6 +183,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   }
   an::ToProto(an::FindLeaks(*job, *live, params, steps.get()), response);
   response->set_job_id(request.job_id());
+  response->set_no_step_markers(steps != nullptr && steps->time_axis);
   return absl::OkStatus();
 }
 
@@ -271,6 +272,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   an::ToProto(
       an::DescribeLive(request.job_id(), mine->set, *others, an::FromProto(request.params()), oom),
       response);
+  response->set_no_step_markers(job->time_axis);
   return absl::OkStatus();
 }
 

@@ -46,6 +46,8 @@ class AnalysisServiceTest : public ::testing::Test {
     leak.leak_rank = 5;
     leak.leak_from_step = 30;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "leak", leak).ok());
+    leak.step_markers = false;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "leak-no-steps", leak).ok());
     sim::WorkloadOptions oom = Base();
     oom.oom_rank = 2;
     oom.oom_step = 50;
@@ -423,6 +425,28 @@ TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
   ASSERT_EQ(by_time.candidates_size(), by_step.candidates_size()) << by_time.DebugString();
   for (int i = 0; i < by_step.candidates_size(); ++i) {
     EXPECT_EQ(by_time.candidates(i).DebugString(), by_step.candidates(i).DebugString());
+  }
+}
+
+TEST_F(AnalysisServiceTest, LiveAndLeaksSayWhenTheJobHasNoStepMarkers) {
+  // Their steps are then all 0: the reports say so, so that nothing shows "since step 0".
+  AnalysisService service(&server_->store(), 2);
+  for (const char* job : {"leak", "leak-no-steps"}) {
+    const bool markers = std::string(job) == "leak";
+    v1::LiveRequest live;
+    live.set_job_id(job);
+    live.set_rank(5);
+    v1::LiveReport live_report;
+    ASSERT_TRUE(service.Live(nullptr, &live, &live_report).ok()) << job;
+    EXPECT_EQ(live_report.no_step_markers(), !markers) << job;
+    for (v1::TimelineAxis axis : {v1::TIMELINE_AXIS_STEP, v1::TIMELINE_AXIS_TIME}) {
+      v1::LeaksRequest leaks;
+      leaks.set_job_id(job);
+      leaks.set_axis(axis);
+      v1::LeakReport leak_report;
+      ASSERT_TRUE(service.Leaks(nullptr, &leaks, &leak_report).ok()) << job;
+      EXPECT_EQ(leak_report.no_step_markers(), !markers) << job << " axis " << axis;
+    }
   }
 }
 

@@ -196,6 +196,10 @@ std::string RenderLeaks(const v1::LeakReport& r) {
       r.leaking_ranks() == 0 ? std::string("no rank leaks")
                              : absl::StrCat(r.leaking_ranks(), " of ", r.ranks(),
                                             r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak"),
+      // As diverged and growth say it; candidates need steps to count warm-up and boundaries.
+      r.no_step_markers() ? absl::StrCat(" (no step markers: compared ", r.bucket_ns() / 1'000'000,
+                                         " ms time buckets; no leak candidates)")
+                          : "",
       "\n\n");
   TextTable t({">rank", "curve", "allocator", ">floor start", ">floor end", ">floor slope",
                ">recent slope", ">rising since", ">typical peak", "spikes"});
@@ -233,13 +237,22 @@ std::string RenderLeaks(const v1::LeakReport& r) {
   }
   if (r.phase_survivors_size() > 0) {
     out += "\nmemory still live after its phase ended:\n";
-    TextTable s({">rank", "phase", "tag", "source", ">allocations", ">bytes", ">steps",
-                 ">since step", ">at step", "open now"});
+    // Without step markers every step is 0: the step columns would say nothing.
+    const bool steps = !r.no_step_markers();
+    std::vector<std::string> header = {">rank", "phase", "tag", "source", ">allocations", ">bytes"};
+    if (steps) header.insert(header.end(), {">steps", ">since step", ">at step"});
+    header.push_back("open now");
+    TextTable s(header);
     for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
-      s.Add({absl::StrCat(p.rank()), p.phase(), OrDash(p.tag()), OrDash(p.source()),
-             absl::StrCat(p.count()), Bytes(p.bytes()), absl::StrCat(p.distinct_steps()),
-             absl::StrCat(p.oldest_step()), absl::StrCat(p.at_step()),
-             p.open_phases_size() > 0 ? absl::StrJoin(p.open_phases(), ",") : "-"});
+      std::vector<std::string> row = {absl::StrCat(p.rank()),  p.phase(),
+                                      OrDash(p.tag()),         OrDash(p.source()),
+                                      absl::StrCat(p.count()), Bytes(p.bytes())};
+      if (steps) {
+        row.insert(row.end(), {absl::StrCat(p.distinct_steps()), absl::StrCat(p.oldest_step()),
+                               absl::StrCat(p.at_step())});
+      }
+      row.push_back(p.open_phases_size() > 0 ? absl::StrJoin(p.open_phases(), ",") : "-");
+      s.Add(row);
     }
     out += s.Render();
   }
@@ -258,8 +271,11 @@ std::string RenderLeaks(const v1::LeakReport& r) {
 }
 
 std::string RenderLive(const v1::LiveReport& r) {
-  std::string out = absl::StrCat("job ", r.job_id(), ": rank ", r.rank(), " at step ", r.at_step(),
-                                 " (", Time(r.at_ns()), ")");
+  // Without step markers every step is 0: the moment is its time alone.
+  const bool steps = !r.no_step_markers();
+  std::string out = absl::StrCat(
+      "job ", r.job_id(), ": rank ", r.rank(), " at ",
+      steps ? absl::StrCat("step ", r.at_step(), " (", Time(r.at_ns()), ")") : Time(r.at_ns()));
   if (r.has_oom()) {
     absl::StrAppend(&out, ", its OOM: a ", Bytes(r.oom().requested_bytes()), " allocation failed");
   }
@@ -275,7 +291,8 @@ std::string RenderLive(const v1::LiveReport& r) {
   std::vector<std::string> headers;
   if (tag) headers.push_back("tag");
   if (source) headers.push_back("source");
-  for (const char* h : {">bytes", ">allocations", ">since step"}) headers.push_back(h);
+  for (const char* h : {">bytes", ">allocations"}) headers.push_back(h);
+  if (steps) headers.push_back(">since step");
   if (r.other_ranks() > 0) {
     for (const char* h : {">others median", ">others max", ">excess"}) headers.push_back(h);
   }
@@ -286,7 +303,7 @@ std::string RenderLive(const v1::LiveReport& r) {
     if (source) row.push_back(OrDash(g.source()));
     row.push_back(Bytes(g.bytes()));
     row.push_back(absl::StrCat(g.count()));
-    row.push_back(absl::StrCat(g.oldest_step()));
+    if (steps) row.push_back(absl::StrCat(g.oldest_step()));
     if (r.other_ranks() > 0) {
       row.push_back(Bytes(g.others_median_bytes()));
       row.push_back(absl::StrCat(Bytes(g.others_max_bytes()), " (rank ", g.others_max_rank(), ")"));

@@ -115,6 +115,16 @@ TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
   EXPECT_TRUE(Has(phases, "memory still live after its phase ended"));
   EXPECT_TRUE(Has(phases, "rollout"));
   EXPECT_TRUE(Has(phases, "6.00 GiB"));
+  EXPECT_TRUE(Has(phases, "since step"));
+
+  // Without step markers the survivors' steps are all 0: no step columns, and a note.
+  r.set_no_step_markers(true);
+  r.set_bucket_ns(1'000'000'000);
+  const std::string no_steps = RenderLeaks(r);
+  EXPECT_TRUE(Has(no_steps, "(no step markers: compared 1000 ms time buckets; no leak candidates)"))
+      << no_steps;
+  EXPECT_FALSE(Has(no_steps, "since step")) << no_steps;
+  EXPECT_TRUE(Has(no_steps, "6.00 GiB")) << no_steps;
 }
 
 TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
@@ -135,6 +145,14 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   size_t header = text.find("tag");
   size_t first_row = text.find('\n', header) + 1;
   EXPECT_EQ(text.compare(first_row, std::string(sim::kLeakTag).size(), sim::kLeakTag), 0) << text;
+  EXPECT_TRUE(Has(text, " at step ")) << text;
+  EXPECT_TRUE(Has(text, "since step")) << text;
+
+  // Without step markers every step is 0: the moment is its time, and no "since step".
+  w.set_no_step_markers(true);
+  const std::string no_steps = RenderLive(w);
+  EXPECT_FALSE(Has(no_steps, "step")) << no_steps;
+  EXPECT_TRUE(Has(no_steps, sim::kLeakTag)) << no_steps;
 }
 
 TEST(RenderTest, PeakAndHeadroomAndCompare) {
