@@ -72,6 +72,16 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   h.headroom_bytes =
       usable > double(h.last_peak_bytes) ? uint64_t(usable - double(h.last_peak_bytes)) : 0;
 
+  // The trend since the floor began to rise (a leak that started late in the window has its own
+  // rate, and the forecast follows it), also shown for a rank already out of memory or at its
+  // capacity: how fast it got there.
+  CurrentTrend trend;
+  const bool fitted = x.size() >= params.min_points;
+  if (fitted) {
+    trend = FitCurrentTrend(x, floor, params.min_points, fitter);
+    h.floor_bytes_per_step = trend.fit.slope;
+    h.trend_z = trend.fit.trend_z;
+  }
   for (const StepPoint& p : rank.steps) {
     if (p.ooms > 0) {
       h.status = HeadroomStatus::kOutOfMemory;
@@ -88,16 +98,11 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     h.status = HeadroomStatus::kAtCapacity;
     return h;
   }
-  if (x.size() < params.min_points) {
+  if (!fitted) {
     h.status = HeadroomStatus::kTooShort;
     return h;
   }
-  // The trend since the floor began to rise: a leak that started late in the window has its own
-  // rate, and the forecast follows it.
-  const CurrentTrend trend = FitCurrentTrend(x, floor, params.min_points, fitter);
   const TrendFit& fit = trend.fit;
-  h.floor_bytes_per_step = fit.slope;
-  h.trend_z = fit.trend_z;
   double growth = fit.slope * (x.back() - x[trend.onset]);
   if (fit.slope <= 0 || growth < static_cast<double>(params.min_growth_bytes) ||
       fit.trend_z < params.min_trend_z ||

@@ -155,6 +155,8 @@ TEST(HeadroomTest, ARankThatAlreadyRanOutSaysSo) {
   EXPECT_EQ(report.entries[0].rank, 3u);
   EXPECT_EQ(report.entries[0].status, HeadroomStatus::kOutOfMemory);
   EXPECT_EQ(report.entries[0].forecast_step, job.oom->step);
+  // How fast it got there (512 MiB a step from step 10), not 0.
+  EXPECT_NEAR(report.entries[0].floor_bytes_per_step, 512.0 * kMiB, 0.05 * 512 * kMiB);
 }
 
 }  // namespace
