@@ -9,9 +9,11 @@
 namespace memtrace::analysis {
 namespace {
 
+// Three significant digits. The thresholds are where rounding crosses into the next width, so
+// that 9.996 prints "10.0", not "10.00".
 std::string ThreeDigits(double v) {
-  if (v >= 100) return absl::StrFormat("%.0f", v);
-  if (v >= 10) return absl::StrFormat("%.1f", v);
+  if (v >= 99.95) return absl::StrFormat("%.0f", v);
+  if (v >= 9.995) return absl::StrFormat("%.1f", v);
   return absl::StrFormat("%.2f", v);
 }
 

@@ -13,6 +13,9 @@ TEST(UnitsTest, BytesUseBinaryPrefixesAndThreeDigits) {
   EXPECT_EQ(FormatBytes(12.3 * (1 << 30)), "12.3 GiB");
   EXPECT_EQ(FormatBytes(80.0 * (1 << 30)), "80.0 GiB");
   EXPECT_EQ(FormatBytes(1023.9 * 1024), "1.00 MiB");
+  // Rounding into the next width: three digits, not four.
+  EXPECT_EQ(FormatBytes(10239), "10.0 KiB");
+  EXPECT_EQ(FormatBytes(100.0 * (1 << 20) - 1), "100 MiB");
   EXPECT_EQ(FormatBytes(3.0 * (uint64_t{1} << 40)), "3.00 TiB");
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "query/analysis/units.h"
 
 namespace memtrace::cli {
 namespace {
@@ -115,19 +116,10 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(absl::string_view text) {
       absl::StrCat("unknown --format '", text, "': expected table, json or csv"));
 }
 
+// One formatter for every table, the CLI's and the analyses' (query/analysis/units): the two
+// disagreed ("1024 KiB" against "1.00 MiB" for the same bytes).
 std::string FormatBytes(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024) return absl::StrCat(bytes, " B");
-  double value = static_cast<double>(bytes);
-  int unit = -1;
-  while (value >= 1024.0 && unit < 5) {
-    value /= 1024.0;
-    ++unit;
-  }
-  // Round first so that 1023.99 KiB does not print as "1024 KiB" with two decimals.
-  if (value < 9.995) return absl::StrFormat("%.2f %s", value, kUnits[unit]);
-  if (value < 99.95) return absl::StrFormat("%.1f %s", value, kUnits[unit]);
-  return absl::StrFormat("%.0f %s", value, kUnits[unit]);
+  return analysis::FormatBytes(static_cast<double>(bytes));
 }
 
 std::string FormatSignedBytes(int64_t bytes) {

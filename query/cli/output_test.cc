@@ -19,6 +19,8 @@ TEST(FormatBytesTest, UsesBinaryUnitsWithThreeSignificantDigits) {
   EXPECT_EQ(FormatBytes(3ull << 30), "3.00 GiB");
   EXPECT_EQ(FormatBytes(80ull << 30), "80.0 GiB");
   EXPECT_EQ(FormatBytes(~0ull), "16.0 EiB");
+  // As the analyses' tables print it (it said "1024 KiB").
+  EXPECT_EQ(FormatBytes((1ull << 20) - 1), "1.00 MiB");
 }
 
 TEST(FormatBytesTest, RoundsUpIntoTheNextPrecisionInsteadOfPrintingTooManyDigits) {
