@@ -997,8 +997,15 @@ absl::Status EventStore::VisitRollups(
       ShiftRowTimes(shift, &row);
       on_row(row);
     }
+    // After each stream: the next Seek clears an error, and a checksum failure only ends the
+    // loop early, so checking once at the end passed a rank cut short, or missing, as whole.
+    if (absl::Status st =
+            FromRocks(it->status(), absl::StrCat("reading the rollups of ", Describe(key, job_id)));
+        !st.ok()) {
+      return st;
+    }
   }
-  return FromRocks(it->status(), absl::StrCat("reading the rollups of job \"", job_id, "\""));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StoredEvents> EventStore::ReadEvents(absl::string_view job_id, uint32_t rank,
