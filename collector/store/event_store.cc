@@ -255,8 +255,11 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, families, &handles, &raw);
   if (!s.ok()) {
+    // Only a held LOCK file means another process has the store; a corrupt store or a full disk
+    // would send the reader looking for a collector that is not there.
+    const bool locked = s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK: ");
     return FromRocks(s, absl::StrCat("cannot open store in ", options.dir,
-                                     " (is another collector using it?)"));
+                                     locked ? " (is another collector using it?)" : ""));
   }
   std::unique_ptr<EventStore> store(
       new EventStore(options, std::unique_ptr<rocksdb::DB>(raw), std::move(handles)));

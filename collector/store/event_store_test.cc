@@ -919,6 +919,9 @@ TEST(EventStoreTest, OpenFailsClearlyForAnUnusableDirectory) {
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find(dir + "/file/db"), absl::string_view::npos)
       << store.status();
+  // Not a lock held by someone else: no hint sending the reader after another collector.
+  EXPECT_EQ(store.status().message().find("another collector"), absl::string_view::npos)
+      << store.status();
   EXPECT_FALSE(EventStore::Open(Options("")).ok());
 }
 
@@ -929,6 +932,9 @@ TEST(EventStoreTest, SecondStoreOnTheSameDirectoryIsRefused) {
   absl::StatusOr<std::unique_ptr<EventStore>> second = EventStore::Open(Options(dir));
   ASSERT_FALSE(second.ok());
   EXPECT_NE(second.status().message().find(dir), absl::string_view::npos) << second.status();
+  EXPECT_NE(second.status().message().find("(is another collector using it?)"),
+            absl::string_view::npos)
+      << second.status();
 }
 
 TEST(EventStoreTest, SyncDurabilityWritesToo) {
