@@ -13,12 +13,21 @@ constexpr char kUsage[] =
     "rank was identified (env: RANK from the launcher; host+device+pid otherwise), events\n"
     "stored, the highest durable sequence number, whether the agent closed its stream\n"
     "cleanly (complete), the agent's counters as it last sent them (events lost; unacked:\n"
-    "bytes of batches waiting behind its last one, in memory or spooled), the time of the last\n"
-    "acknowledged batch, live bytes, the current step, anomalies the collector\n"
+    "bytes of batches waiting behind its last one, in memory or spooled), the events up to the\n"
+    "durable sequence number that the collector never stored (missing: batches the agent's\n"
+    "full spool dropped, or acknowledged events a collector lost to a machine crash under\n"
+    "--durability async or a damaged write-ahead log, which no agent can resend), the time\n"
+    "of the last acknowledged batch, live bytes, the current step, anomalies the collector\n"
     "counted (frees of unknown addresses, double frees, time going back) and OOM events.\n"
     "With --format json or csv also: world size, pid, device, launcher, first and last\n"
     "event time, and the agent's clock estimate (collector clock minus the rank's, and the\n"
     "round trip it was measured over, in ns; empty when the agent sent none).";
+
+// Sequence numbers start at 1 and every stored event has its own, so those up to the durable
+// one that were never stored are the difference.
+uint64_t MissingEvents(const v1::RankSummary& rank) {
+  return rank.durable_seq() > rank.events_stored() ? rank.durable_seq() - rank.events_stored() : 0;
+}
 
 int RunRanks(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -64,6 +73,7 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                                  {"complete", ColumnType::kBool},
                                  {"lost", ColumnType::kInt},
                                  {"unacked", ColumnType::kBytes},
+                                 {"missing", ColumnType::kInt},
                                  {"last_ack", ColumnType::kTimeNs},
                                  {"live", ColumnType::kBytes},
                                  {"step", ColumnType::kInt},
@@ -88,9 +98,9 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
     row.insert(row.end(),
                {rank.identified_by(), uint64_t{rank.events_stored()}, uint64_t{rank.durable_seq()},
                 rank.complete(), uint64_t{rank.counters().events_lost()},
-                uint64_t{rank.counters().spool_bytes()}, int64_t{rank.last_ack_unix_ns()},
-                uint64_t{rank.live_bytes()}, int64_t{rank.current_step()},
-                uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
+                uint64_t{rank.counters().spool_bytes()}, MissingEvents(rank),
+                int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
+                int64_t{rank.current_step()}, uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
     table.AddRow(std::move(row));
   }
   return table;

@@ -22,7 +22,7 @@ v1::ListRanksResponse OneRank() {
   id->set_device_index(5);
   id->set_launcher("simulator");
   rank->set_identified_by("env");
-  rank->set_events_stored(1000);
+  rank->set_events_stored(900);
   rank->set_durable_seq(1000);
   rank->set_complete(true);
   rank->mutable_counters()->set_events_lost(3);
@@ -40,21 +40,21 @@ TEST(RanksTableTest, TextTableShowsIdentityStorageAndHealthInHumanUnits) {
   WriteText(RanksTable(OneRank(), /*detailed=*/false), out);
   EXPECT_EQ(out.str(),
             "rank  host        local  attempt  identified_by  events  durable_seq  complete  lost"
-            "   unacked  last_ack                     live  step  anomalies  ooms\n"
-            "   5  sim-node-0      5        0  env              1000         1000  yes          3"
-            "  4.00 KiB  2023-11-14 22:13:20.000  3.00 GiB    99          2     1\n");
+            "   unacked  missing  last_ack                     live  step  anomalies  ooms\n"
+            "   5  sim-node-0      5        0  env               900         1000  yes          3"
+            "  4.00 KiB      100  2023-11-14 22:13:20.000  3.00 GiB    99          2     1\n");
 }
 
 TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
   std::ostringstream out;
   WriteCsv(RanksTable(OneRank(), /*detailed=*/true), out);
-  EXPECT_EQ(
-      out.str(),
-      "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
-      "clock_offset_ns,clock_round_trip_ns,"
-      "identified_by,events,durable_seq,complete,lost,unacked,last_ack,live,step,anomalies,ooms\n"
-      "5,sim-node-0,5,0,8,4242,5,simulator,0,0,,,env,1000,1000,true,3,4096,"
-      "1700000000000000000,3221225472,99,2,1\n");
+  EXPECT_EQ(out.str(),
+            "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
+            "clock_offset_ns,clock_round_trip_ns,"
+            "identified_by,events,durable_seq,complete,lost,unacked,missing,last_ack,live,step,"
+            "anomalies,ooms\n"
+            "5,sim-node-0,5,0,8,4242,5,simulator,0,0,,,env,900,1000,true,3,4096,100,"
+            "1700000000000000000,3221225472,99,2,1\n");
 }
 
 TEST(RanksTableTest, DetailedFormHasTheAgentsClockEstimateWhenThereIsOne) {
