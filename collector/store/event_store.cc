@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "collector/rollup/saturating.h"
 #include "collector/store/block_value.h"
+#include "collector/store/info_log.h"
 #include "collector/store/records.pb.h"
 #include "collector/store/rollup_series.h"
 #include "proto/codec/batch_wire.h"
@@ -209,6 +211,7 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   }
 
   rocksdb::DBOptions db_options;
+  db_options.info_log = OpenInfoLog(options.dir, rocksdb::InfoLogLevel::INFO_LEVEL);
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_background_jobs = 2;
@@ -290,9 +293,27 @@ absl::Status EventStore::LoadJobs() {
 }
 
 absl::Status EventStore::Write(rocksdb::WriteBatch* batch) const {
+  if (write_failed_.load(std::memory_order_acquire)) {
+    absl::MutexLock lock(&write_error_mu_);
+    return write_error_;
+  }
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kSync;
-  return FromRocks(db_->Write(wo, batch), absl::StrCat("writing to the store in ", options_.dir));
+  const rocksdb::Status s = db_->Write(wo, batch);
+  if (s.ok()) return absl::OkStatus();
+  const absl::Status error = FromRocks(s, absl::StrCat("writing to the store in ", options_.dir));
+  if (!s.IsIOError()) return error;
+  absl::MutexLock lock(&write_error_mu_);
+  if (write_error_.ok()) {
+    write_error_ = absl::UnavailableError(absl::StrCat(
+        error.message(),
+        "; the store takes no more writes until the collector restarts (free space or fix the "
+        "disk first: agents keep what was not acknowledged and send it again)"));
+    // Said once, where an operator looks: every agent's stream ends with it too.
+    std::fprintf(stderr, "memtrace-collector: %s\n", write_error_.ToString().c_str());
+    write_failed_.store(true, std::memory_order_release);
+  }
+  return write_error_;
 }
 
 absl::StatusOr<uint32_t> EventStore::ResolveRank(const JobRecord& job,

@@ -13,6 +13,7 @@
 #ifndef MEMTRACE_COLLECTOR_STORE_EVENT_STORE_H_
 #define MEMTRACE_COLLECTOR_STORE_EVENT_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -244,8 +245,17 @@ class EventStore {
 
   const EventStoreOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
-  // meta, blocks, rollups, checkpoints (owned; released before db_ closes).
+  // One per family of kFamilyNames (default, meta, blocks, rollups, checkpoints, series; owned,
+  // released before db_ closes).
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+
+  // The first write that failed with an I/O error (a full or failing disk): every later write
+  // is refused with it instead of reaching RocksDB, whose write-ahead log writer is unusable
+  // after an error (Debian's librocksdb, built with assertions, aborted the collector on the
+  // next write). Reads go on; a restart, once the disk is fixed, takes writes again.
+  mutable std::atomic<bool> write_failed_{false};
+  mutable absl::Mutex write_error_mu_;
+  mutable absl::Status write_error_ ABSL_GUARDED_BY(write_error_mu_);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<JobRecord>> jobs_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,22 @@
+// RocksDB's info log (LOG in the store's directory), written through stdio instead of RocksDB's
+// own file writer. On a full disk that writer, once one of its writes failed, asserts on the next
+// one in Debian's librocksdb (built with assertions): RocksDB's recovery thread logging "cannot
+// clear error" then aborted the collector, queries and all. Lines that cannot be written are
+// dropped; the store's data goes through the write-ahead log as before.
+#ifndef MEMTRACE_COLLECTOR_STORE_INFO_LOG_H_
+#define MEMTRACE_COLLECTOR_STORE_INFO_LOG_H_
+
+#include <memory>
+#include <string>
+
+#include "rocksdb/env.h"
+
+namespace memtrace::collector {
+
+// A logger appending to `dir`/LOG (created if missing) at `level` and above; nullptr when the
+// file cannot be opened (RocksDB then logs nothing). Thread-safe, as RocksDB requires.
+std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level);
+
+}  // namespace memtrace::collector
+
+#endif  // MEMTRACE_COLLECTOR_STORE_INFO_LOG_H_
