@@ -450,7 +450,7 @@ absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_
     return st;
   }
   const uint64_t durable = stream->record.summary().durable_seq();
-  absl::StatusOr<RankState> state = Replay(nullptr, stream->key, stream->bucket_ns,
+  absl::StatusOr<RankState> state = Replay(nullptr, stream->key, stream->job_id, stream->bucket_ns,
                                            stream->record.checkpoint_seq(), DecodeCutoff{});
   if (!state.ok()) return state.status();
   if (state->last_seq() != durable) {
@@ -463,13 +463,13 @@ absl::Status EventStore::LoadStream(Stream* stream) const ABSL_NO_THREAD_SAFETY_
 }
 
 absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
-                                             const StreamKey& key, int64_t bucket_ns,
-                                             uint64_t checkpoint_seq,
+                                             const StreamKey& key, absl::string_view job_id,
+                                             int64_t bucket_ns, uint64_t checkpoint_seq,
                                              const DecodeCutoff& target) const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot;
-  const std::string where = absl::StrCat("job #", key.job_no, " rank ", key.rank, " attempt ",
-                                         key.attempt);
+  // The job's id, not its internal number ("job #3"), which no command shows.
+  const std::string where = Describe(key, job_id);
   RankState state(bucket_ns);
   if (checkpoint_seq > 0) {
     std::string value;
@@ -1147,7 +1147,7 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
     if (!s.ok()) return s;
   }
   absl::StatusOr<RankState> state =
-      Replay(snapshot.get(), key, job->bucket_ns(), checkpoint_seq, target);
+      Replay(snapshot.get(), key, job_id, job->bucket_ns(), checkpoint_seq, target);
   if (!state.ok()) return state.status();
 
   LiveSnapshot out;

@@ -217,10 +217,10 @@ class EventStore {
   // disk on next use: after a failed write the disk is the truth. Requires the stream's lock.
   static void ForgetState(Stream* stream);
   // The stream's state from its checkpoint at `checkpoint_seq` (none: 0) through its events up
-  // to `target`: those before the first event past it.
+  // to `target`: those before the first event past it. Errors name the stream by `job_id`.
   absl::StatusOr<RankState> Replay(const rocksdb::Snapshot* snapshot, const StreamKey& key,
-                                   int64_t bucket_ns, uint64_t checkpoint_seq,
-                                   const DecodeCutoff& target) const;
+                                   absl::string_view job_id, int64_t bucket_ns,
+                                   uint64_t checkpoint_seq, const DecodeCutoff& target) const;
   absl::StatusOr<std::vector<StringDef>> ReadStrings(const rocksdb::Snapshot* snapshot,
                                                      const StreamKey& key) const;
   absl::StatusOr<std::vector<StreamRecord>> ReadStreamRecords(const rocksdb::Snapshot* snapshot,
