@@ -109,6 +109,18 @@ TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
   return fitter.Fit(x.subspan(half, n - half), y.subspan(half, n - half));
 }
 
+double TrendGrowth(absl::Span<const double> x, const CurrentTrend& trend) {
+  return x.empty() ? 0 : trend.fit.slope * (x.back() - x[trend.onset]);
+}
+
+bool RisesEnough(absl::Span<const double> x, absl::Span<const double> y, const CurrentTrend& trend,
+                 double min_growth, double min_trend_z) {
+  if (y.empty() || trend.fit.slope <= 0 || trend.fit.trend_z < min_trend_z) return false;
+  if (TrendGrowth(x, trend) < min_growth) return false;
+  auto [lo, hi] = std::minmax_element(y.begin(), y.end());
+  return *hi - *lo >= min_growth;
+}
+
 bool StillRising(const TrendFit& whole, const TrendFit& later_half) {
   return later_half.slope >= 0.25 * whole.slope && later_half.trend_z >= 2.0;
 }

@@ -35,6 +35,16 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
 TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
                       const CurrentTrend& trend, TheilSen& fitter);
 
+// Whether `trend`, fitted to (x, y), rose enough to count as growth for growth, leaks and
+// headroom alike: a positive slope that added at least min_growth over the trending part, a
+// series whose own range spans that much (a fit over noise can extrapolate growth the data never
+// showed), and trend z >= min_trend_z. A sustained rise is this and StillRising.
+bool RisesEnough(absl::Span<const double> x, absl::Span<const double> y, const CurrentTrend& trend,
+                 double min_growth, double min_trend_z);
+
+// The growth the trend's fit gives over its trending part: slope x its span of x.
+double TrendGrowth(absl::Span<const double> x, const CurrentTrend& trend);
+
 // Whether a rising trend is still rising in the later half of its fit: a slope at least a
 // quarter of the whole fit's, with trend z >= 2. A series that jumped once and then stayed
 // fits a rising line too (the pairs across the jump rise), but is flat after it; this is what

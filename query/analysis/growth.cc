@@ -79,10 +79,10 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
     // The growth since it started: a leak that began late in the window has its own rate.
     const CurrentTrend trend = FitCurrentTrend(x, y, params.min_points, fitter);
     const TrendFit& f = trend.fit;
-    double growth = f.slope * (x.back() - x[trend.onset]);
-    if (f.slope <= 0 || growth < min_growth || f.trend_z < params.min_trend_z) return;
+    if (!RisesEnough(x, y, trend, min_growth, params.min_trend_z)) return;
     // One jump, then flat, fits a rising line too; a growth keeps rising.
     if (!StillRising(f, FitLaterHalf(x, y, trend, fitter))) return;
+    const double growth = TrendGrowth(x, trend);
     RankGrowth g;
     g.rank = rank;
     g.bytes_per_step = f.slope;

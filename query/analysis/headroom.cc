@@ -103,9 +103,8 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     return h;
   }
   const TrendFit& fit = trend.fit;
-  double growth = fit.slope * (x.back() - x[trend.onset]);
-  if (fit.slope <= 0 || growth < static_cast<double>(params.min_growth_bytes) ||
-      fit.trend_z < params.min_trend_z ||
+  if (!RisesEnough(x, floor, trend, static_cast<double>(params.min_growth_bytes),
+                   params.min_trend_z) ||
       !StillRising(fit, FitLaterHalf(x, floor, trend, fitter))) {
     h.status = HeadroomStatus::kFlat;
     return h;

@@ -54,17 +54,14 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
   const CurrentTrend trend = FitCurrentTrend(x, floor, params.min_points, fitter);
   const TrendFit& all = trend.fit;
   e.floor_bytes_per_step = all.slope;
-  e.floor_growth_bytes = all.slope * (x.back() - x[trend.onset]);
+  e.floor_growth_bytes = TrendGrowth(x, trend);
   e.floor_trend_z = all.trend_z;
   TrendFit recent = FitLaterHalf(x, floor, trend, fitter);
   e.recent_bytes_per_step = recent.slope;
   e.recent_trend_z = recent.trend_z;
-  auto [lo, hi] = std::minmax_element(floor.begin(), floor.end());
-  const double min_growth = static_cast<double>(params.min_growth_bytes);
-  bool rising = all.slope > 0 && e.floor_growth_bytes >= min_growth && *hi - *lo >= min_growth &&
-                all.trend_z >= params.min_trend_z;
-  bool still_rising = StillRising(all, recent);
-  bool leak = rising && still_rising;
+  const bool leak = RisesEnough(x, floor, trend, static_cast<double>(params.min_growth_bytes),
+                                params.min_trend_z) &&
+                    StillRising(all, recent);
   if (leak) {
     // Where the fit says the rise began: the last point of the flat stretch before it (the step
     // whose run first kept memory), or the first point examined when one line fits them all.
