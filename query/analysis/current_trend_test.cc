@@ -77,5 +77,22 @@ TEST(CurrentTrendTest, TheTrendingPartKeepsAtLeastMinPoints) {
   EXPECT_EQ(FitCurrentTrend(short_series.x, short_series.y, 8, fitter).onset, 0u);
 }
 
+TEST(CurrentTrendTest, RisesEnoughNeedsTheGrowthTheSignificanceAndTheRange) {
+  TheilSen fitter;
+  Series leak = FlatThenRising(100, 50, 64 * kMiB);
+  CurrentTrend t = FitCurrentTrend(leak.x, leak.y, 8, fitter);
+  EXPECT_TRUE(RisesEnough(leak.x, leak.y, t, 1024 * kMiB, 3));
+  EXPECT_NEAR(TrendGrowth(leak.x, t), 50 * 64 * kMiB, 3 * 64 * kMiB);
+  // More than it grew, or more significance than it has: no.
+  EXPECT_FALSE(RisesEnough(leak.x, leak.y, t, 8192 * kMiB, 3));
+  EXPECT_FALSE(RisesEnough(leak.x, leak.y, t, 1024 * kMiB, t.fit.trend_z + 1));
+  // The fit's growth alone is not enough when the data's own range is smaller.
+  CurrentTrend stretched = t;
+  stretched.fit.slope *= 10;
+  EXPECT_FALSE(RisesEnough(leak.x, leak.y, stretched, 8192 * kMiB, 3));
+  Series flat = FlatThenRising(100, 1000, 0);
+  EXPECT_FALSE(RisesEnough(flat.x, flat.y, FitCurrentTrend(flat.x, flat.y, 8, fitter), kMiB, 3));
+}
+
 }  // namespace
 }  // namespace memtrace::analysis
