@@ -30,7 +30,7 @@ struct SealedBatch {
   uint64_t events = 0;
   // Sum of the loss markers' aux it holds, by LossReasonValue: if the batch itself is dropped,
   // those losses must be reported again.
-  std::array<uint64_t, 4> marker_losses = {};
+  std::array<uint64_t, kLossCollectorLost + 1> marker_losses = {};
   bool has_strings = false;
   std::shared_ptr<const std::string> bytes;
 };

@@ -75,7 +75,7 @@ class EventQueue {
   Counters counters() const;
 
  private:
-  static constexpr size_t kReasons = 4;  // LossReasonValue values
+  static constexpr size_t kReasons = kLossCollectorLost + 1;  // LossReasonValue values
   static constexpr size_t kPopChunk = 256;
 
   bool HasPendingLossLocked() const;

@@ -275,6 +275,7 @@ class Transport::Impl final : public IngestStream::Listener {
   uint64_t reconnects_ = 0;
   uint64_t stream_errors_ = 0;
   uint64_t lost_spool_full_ = 0;
+  uint64_t lost_collector_ = 0;       // TransportStats::events_lost_collector
   uint64_t reported_unreadable_ = 0;  // of store_->unreadable_events()
   std::string last_stream_error_;
   bool last_stream_refused_ = false;
@@ -338,7 +339,7 @@ AgentCounterValues Transport::Impl::Counters(uint64_t batch_last_seq) {
   c.events_recorded = q.pushed;
   c.cupti_records_dropped = cupti_dropped_.load(std::memory_order_relaxed);
   std::unique_lock<std::mutex> lock(mu_);
-  c.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
+  c.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_ + lost_collector_;
   c.spool_bytes = store_->BytesAfter(batch_last_seq);
   c.reconnects = reconnects_;
   return c;
@@ -381,7 +382,8 @@ void Transport::Impl::SealBatch(size_t covered) {
   for (size_t i = 0; i < covered; ++i) {
     const Event& e = carry_[i];
     if (e.kind == EventKind::kLoss) {
-      sealed.marker_losses[e.memory_kind < 4 ? e.memory_kind : 0] += e.aux;
+      sealed.marker_losses[e.memory_kind < sealed.marker_losses.size() ? e.memory_kind : 0] +=
+          e.aux;
     } else {
       ++sealed.events;
     }
@@ -691,9 +693,13 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
   if (!hello_acked_) {
     hello_acked_ = true;
     if (seq < durable_seq_) {
-      // A collector that lost its data (new data directory): what it had acknowledged is gone
-      // and cannot be resent, but the string table can.
+      // A collector that lost its data (new data directory, a machine crash under async
+      // durability): what it had acknowledged is gone and cannot be resent, but the string
+      // table can. The events are counted lost, and a loss marker tells the collector how many
+      // its gap holds (the queue's own lock only: nothing that holds it takes mu_).
       strings_.ResendAll();
+      lost_collector_ += durable_seq_ - seq;
+      queue_.AddLoss(kLossCollectorLost, durable_seq_ - seq);
       failures_.Report(Failure::kCollectorRegressed,
                        absl::StrCat("collector ", options_.collector_address, " reports durable ",
                                     "seq ", seq, " after acknowledging ", durable_seq_,
@@ -816,7 +822,8 @@ TransportStats Transport::Impl::stats() const {
   s.strings_refused = strings_.refused();
   std::unique_lock<std::mutex> lock(mu_);
   s.events_lost_spool_full = lost_spool_full_;
-  s.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_;
+  s.events_lost_collector = lost_collector_;
+  s.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_ + lost_collector_;
   s.events_sent = events_sent_;
   s.durable_seq = durable_seq_;
   s.reconnects = reconnects_;

@@ -37,7 +37,8 @@ namespace memtrace {
 struct TransportStats {
   // Events handed to Record(), kept or not (loss markers are not counted).
   uint64_t events_recorded = 0;
-  // Events dropped, for any reason (queue_full + spool_full + recorded after shutdown).
+  // Events dropped, for any reason (queue_full + spool_full + collector_lost + recorded after
+  // shutdown).
   uint64_t events_lost = 0;
   // Events written to a stream; resends count again.
   uint64_t events_sent = 0;
@@ -48,6 +49,10 @@ struct TransportStats {
 
   uint64_t events_lost_queue_full = 0;
   uint64_t events_lost_spool_full = 0;
+  // Acknowledged events a collector no longer had when the stream reopened (its data directory
+  // replaced, or a machine crash under --durability async): dropped here once acknowledged, they
+  // cannot be resent.
+  uint64_t events_lost_collector = 0;
   uint64_t last_seq = 0;          // highest sequence number assigned
   uint64_t batches_sent = 0;      // batch writes, resends included
   uint64_t batches_resent = 0;    // writes of a batch already written on an earlier stream

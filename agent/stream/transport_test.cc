@@ -1,6 +1,7 @@
 // The transport against an in-process Ingest service on a real loopback port.
 #include "agent/stream/transport.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -159,6 +160,42 @@ TEST(TransportTest, RecoversWhenTheCollectorRestartsOnTheSamePort) {
   ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
   ExpectExactly(collector.Snapshot(), 1, 2000);
   EXPECT_GE(t->stats().reconnects, 1u);
+}
+
+TEST(TransportTest, EventsACollectorLostAfterAcknowledgingThemAreCountedLost) {
+  // A collector whose data is gone (a new data directory, a machine crash under async
+  // durability) answers the Hello with less than it acknowledged: a fresh fake on the same port.
+  auto first = std::make_unique<FakeCollector>();
+  ASSERT_TRUE(first->Start().ok());
+  const int port = first->port();
+  auto t = StartOrDie(Options(first->address()));
+  RecordAllocs(*t, 0, 1000, Handover::kOneByOne);
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  first->Stop();
+  first.reset();
+  FakeCollector second;
+  ASSERT_TRUE(second.Start(port).ok());
+  RecordAllocs(*t, 1000, 10, Handover::kOneByOne);
+  ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
+  EXPECT_EQ(t->stats().events_lost_collector, 1000u);
+  EXPECT_EQ(t->stats().events_lost, 1000u);
+  // The marker is placed when the Hello is answered, which may be after the new events: it
+  // then follows them.
+  const auto has_marker = [](const Stream& s) {
+    return std::any_of(s.events.begin(), s.events.end(),
+                       [](const Event& e) { return e.kind == EventKind::kLoss; });
+  };
+  ASSERT_TRUE(second.WaitFor(has_marker, absl::Seconds(5)));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  const Stream s = second.Snapshot();
+  EXPECT_EQ(s.last_counters.events_lost, 1000u);
+  // After the gap of what was lost.
+  const auto marker = std::find_if(s.events.begin(), s.events.end(),
+                                   [](const Event& e) { return e.kind == EventKind::kLoss; });
+  ASSERT_NE(marker, s.events.end());
+  EXPECT_EQ(marker->aux, 1000u);
+  EXPECT_EQ(marker->memory_kind, kLossCollectorLost);
+  EXPECT_EQ(s.events.front().seq, 1001u);
 }
 
 TEST(TransportTest, HelloAckDurableSeqMakesTheTransportSkipWhatTheCollectorHas) {

@@ -49,6 +49,7 @@ enum LossReasonValue : uint32_t {
   kLossQueueFull = 1,
   kLossSpoolFull = 2,
   kLossCuptiDropped = 3,
+  kLossCollectorLost = 4,
 };
 
 // Values of memtrace.v1.StringKind.
