@@ -68,7 +68,8 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   // hid the first steps of the leak and reported the rest as an offset it never had.
   std::vector<double> baseline(R, 0);
   // How much each rank's baseline line moved over its baseline steps: a rank that already rose
-  // by a divergence's worth there was leaking before the comparison began, which is no offset.
+  // by a divergence's worth more than the cohort did there was leaking before the comparison
+  // began, which is no offset (growth all ranks share moves none of them apart).
   std::vector<double> baseline_change(R, 0);
   if (params.relative_to_baseline) {
     std::vector<double> xs, window;
@@ -91,9 +92,10 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
     }
     Spread b = RobustSpread(baseline);
     double threshold = Threshold(params, b.median);
+    const double cohort_change = Median(baseline_change);
     for (size_t r = 0; r < R; ++r) {
       double offset = baseline[r] - b.median;
-      if (std::fabs(baseline_change[r]) >= threshold) continue;
+      if (std::fabs(baseline_change[r] - cohort_change) >= threshold) continue;
       if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {
         report.offsets.push_back({ranks[r]->rank, ToBytes(baseline[r]), ToBytes(b.median),
                                   static_cast<int64_t>(std::llround(offset))});

@@ -113,6 +113,19 @@ TEST(DivergenceTest, AFloorSpikeShorterThanThePersistenceWindowDoesNotCount) {
   EXPECT_EQ(report.diverged[0].run_steps, 4u);
 }
 
+TEST(DivergenceTest, AnOffsetStaysAnOffsetWhileEveryRankStillGrows) {
+  // Every rank grows 128 MiB a step through the baseline steps (gradients kept on all ranks):
+  // each rank's baseline moves by a divergence's worth, but not apart from the others', so rank
+  // 0's extra 1 GiB is still an offset.
+  sim::JobSpec spec = sim::HealthyJob();
+  spec.offsets.push_back({0, "rank0:extra", 1 * kGiB});
+  spec.growths.push_back({-1, "fsdp:grads", "libtorch_cuda.so", 0, 128 * kMiB});
+  DivergenceReport report = FindDivergence(Simulate(spec).timeline);
+  EXPECT_TRUE(report.diverged.empty());
+  ASSERT_EQ(report.offsets.size(), 1u);
+  EXPECT_EQ(report.offsets[0].rank, 0u);
+}
+
 TEST(DivergenceTest, ConstantOffsetIsAnOffsetNotADivergence) {
   sim::JobSpec spec = sim::HealthyJob();
   spec.offsets.push_back({0, "rank0:extra", 1 * kGiB});
