@@ -73,15 +73,19 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
 
   // Peaks measured against the floor's running median (11 steps), so memory held for a whole
   // step (a checkpoint) and memory only at the peak (an eval pass) both count, while a leak's
-  // rising peaks, which the running median follows, do not. The window stays centred near the
-  // series' ends (it narrows on both sides): cut short on one side only, its median lagged a
-  // rising floor by ~2.5 steps of growth, which read as spikes in a fast leak's last steps.
+  // rising peaks, which the running median follows, do not. The window's floors are moved along
+  // the floor's fit to step i first: near the series' ends the window is cut short on one side,
+  // and its plain median lagged a rising floor by ~2.5 steps of growth, which read as spikes in
+  // a fast leak's last steps. (Narrowing it instead missed a whole-step spike at either end.)
+  const auto fitted = [&](size_t k) {
+    return all.intercept + all.slope * x[std::max(k, trend.onset)];  // flat before the onset
+  };
   std::vector<double> over(n), window;
   for (size_t i = 0; i < n; ++i) {
-    const size_t half = std::min<size_t>({5, i, n - 1 - i});
-    size_t lo_i = i - half;
-    size_t hi_i = i + half + 1;
-    window.assign(floor.begin() + lo_i, floor.begin() + hi_i);
+    size_t lo_i = i >= 5 ? i - 5 : 0;
+    size_t hi_i = std::min(n, i + 6);
+    window.clear();
+    for (size_t j = lo_i; j < hi_i; ++j) window.push_back(floor[j] - fitted(j) + fitted(i));
     over[i] = peak[i] - MedianInPlace(absl::MakeSpan(window));
   }
   Spread s = RobustSpread(over);

@@ -60,10 +60,36 @@ TEST(LeakTest, ALeakFromBeforeTheWindowRisesSinceItsFirstStep) {
   // From step 1, under warm-up: the floor rises from the first step examined (5). The median
   // of the first tenth of the floors put the start mid-rise, "rising since 10".
   JobTimeline job = Simulate(sim::LeakJob(4, 1, 256 * kMiB)).timeline;
-  const RankCurve& leak = CurveOf(FindLeaks(job), 4);
+  const LeakReport report = FindLeaks(job);
+  const RankCurve& leak = CurveOf(report, 4);
   EXPECT_EQ(leak.curve, CurveClass::kLeak);
   EXPECT_EQ(leak.evidence.rising_since_step, leak.evidence.first_step);
   EXPECT_EQ(leak.evidence.first_step, 5);
+}
+
+TEST(LeakTest, AWholeStepSpikeInTheFirstOrLastStepIsASpike) {
+  // A checkpoint at the end of training (or in the step open now) holds 4 GiB for the whole
+  // step: floor and peak both rise, and only the steps around it tell it from the floor.
+  for (bool last : {false, true}) {
+    SCOPED_TRACE(last ? "last step" : "first step");
+    sim::JobSpec spec;
+    spec.ranks = 4;
+    JobTimeline job = Simulate(spec).timeline;
+    std::vector<StepPoint>& steps = job.ranks[2].steps;
+    for (StepPoint& p : steps) {
+      p.floor_bytes = 14 * kGiB;
+      p.peak_bytes = 24 * kGiB;
+    }
+    LeakParams params;
+    params.warmup_steps = 0;
+    StepPoint& p = last ? steps.back() : steps.front();
+    p.floor_bytes += 4 * kGiB;
+    p.peak_bytes += 4 * kGiB;
+    const LeakReport report = FindLeaks(job, {}, params);
+    const RankCurve& c = CurveOf(report, 2);
+    ASSERT_EQ(c.evidence.first_spikes.size(), 1u);
+    EXPECT_EQ(c.evidence.first_spikes[0], p.step);
+  }
 }
 
 TEST(LeakTest, ALeakThatStartsLateIsALeakAtItsOwnRate) {
