@@ -38,6 +38,8 @@ absl::Status ProbeListenAddress(const std::string& listen, const std::string& ho
   absl::string_view name = host;
   // "[::]" and "[::1]": getaddrinfo wants the address without brackets.
   if (absl::ConsumePrefix(&name, "[")) absl::ConsumeSuffix(&name, "]");
+  // gRPC serves the IPv6 wildcard on IPv4 alone where IPv6 is disabled (ipv6.disable=1).
+  if (name == "::" && ProbeListenAddress(listen, "0.0.0.0", port).ok()) return absl::OkStatus();
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -12,7 +12,8 @@
 namespace memtrace::collector {
 
 // Binds (without listening) a TCP socket to each address `host` resolves to, on `port`, and closes
-// it. OK when port is 0 (the OS picks a free one) or at least one address binds, as gRPC needs;
+// it. OK when port is 0 (the OS picks a free one) or at least one address binds, as gRPC needs
+// (for "[::]" also when 0.0.0.0 does, as gRPC falls back to it without IPv6);
 // UNAVAILABLE "cannot listen on <listen>: <why>" when none does (address in use, not an address of
 // this machine, host unknown). A port taken between this probe and gRPC's own bind is still
 // reported by the server's start; this only makes the common case fast and side-effect free.

@@ -53,6 +53,8 @@ TEST(ListenProbeTest, AFreePortAndPortZeroAreFine) {
   ASSERT_GT(port, 0);
   EXPECT_TRUE(ProbeListenAddress("x", "127.0.0.1", port).ok());
   EXPECT_TRUE(ProbeListenAddress("x", "localhost", port).ok());
+  EXPECT_TRUE(ProbeListenAddress("x", "[::]", port).ok());
+  EXPECT_TRUE(ProbeListenAddress("x", "0.0.0.0", port).ok());
   HeldPort held;
   EXPECT_TRUE(ProbeListenAddress("x", "127.0.0.1", 0).ok());
 }

@@ -260,7 +260,10 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   if (!s.ok()) {
     // Only a held LOCK file means another process has the store; a corrupt store or a full disk
     // would send the reader looking for a collector that is not there.
-    const bool locked = s.IsIOError() && absl::StrContains(s.ToString(), "/LOCK: ");
+    const std::string why = s.ToString();
+    const bool locked =
+        s.IsIOError() && (absl::StrContains(why, "Resource temporarily unavailable") ||
+                          absl::StrContains(why, "lock hold by current process"));
     return FromRocks(s, absl::StrCat("cannot open store in ", options.dir,
                                      locked ? " (is another collector using it?)" : ""));
   }

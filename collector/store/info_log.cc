@@ -11,11 +11,15 @@ namespace {
 
 class StdioInfoLog : public rocksdb::Logger {
  public:
+  // `file` may be nullptr: every line is dropped.
   StdioInfoLog(std::FILE* file, rocksdb::InfoLogLevel level) : Logger(level), file_(file) {}
-  ~StdioInfoLog() override { std::fclose(file_); }
+  ~StdioInfoLog() override {
+    if (file_ != nullptr) std::fclose(file_);
+  }
 
   using rocksdb::Logger::Logv;
   void Logv(const char* format, va_list ap) override {
+    if (file_ == nullptr) return;
     // One fwrite per line (stdio locks the stream for it), as RocksDB's EnvLogger dates them.
     char line[4096];
     timeval now;
@@ -44,9 +48,7 @@ class StdioInfoLog : public rocksdb::Logger {
 }  // namespace
 
 std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level) {
-  std::FILE* file = std::fopen((dir + "/LOG").c_str(), "ae");
-  if (file == nullptr) return nullptr;
-  return std::make_shared<StdioInfoLog>(file, level);
+  return std::make_shared<StdioInfoLog>(std::fopen((dir + "/LOG").c_str(), "ae"), level);
 }
 
 }  // namespace memtrace::collector

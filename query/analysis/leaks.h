@@ -73,8 +73,8 @@ struct CurveEvidence {
   double recent_bytes_per_step = 0;  // second half of that fit
 
   double recent_trend_z = 0;
-  // For a leak: the step after the last one whose floor was within min_growth_bytes / 2 of the
-  // window's starting floor; -1 otherwise.
+  // For a leak: where the floor's fit says the rise began (the last flat point before its
+  // trending part, or the first step examined when one line fits them all); -1 otherwise.
   int64_t rising_since_step = -1;
   uint64_t median_peak_bytes = 0;
   uint32_t spike_steps = 0;
@@ -138,8 +138,8 @@ struct LeakReport {
   uint32_t leaking_ranks = 0;
   std::vector<RankCurve> curves;               // by rank
   std::vector<LeakCandidate> candidates;       // by rank, then bytes descending
-  // Those left by the most runs of their phase first (accumulating), then by bytes descending,
-  // then by rank.
+  // Those left by more than one run of their phase first (accumulating), then by bytes
+  // descending, then by rank.
   std::vector<PhaseSurvivor> phase_survivors;
   std::vector<PhaseResidue> phase_residues;    // by rank, then phase
   // > 0 for a job without step markers: the curves' steps are time-bucket indexes of this width.
