@@ -248,14 +248,28 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
   }
 
+  // With no moment asked, a subject that stopped before another rank's last step began (it
+  // crashed, or ran out of memory) is compared with the others at its own last moment: their
+  // latest state is a later point of the job, which made everything it held look like excess.
+  bool stopped_early = false;
+  if (request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET) {
+    for (const an::RankStepMetrics* rank : an::SelectRanks(*job, attempt)) {
+      if (rank->rank != subject->rank && rank->size() > 0 &&
+          rank->start_ns.back() > mine->set.at_ns) {
+        stopped_early = true;
+      }
+    }
+  }
+
   // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),
   // each rank's latest otherwise.
   std::vector<LiveSetAsk> asks;
   for (const an::RankStepMetrics* rank : an::SelectRanks(*job, attempt)) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
-    if (point.kind == LivePoint::Kind::kFirstOom) {
-      // The OOM's time in the collector's clock (LoadLiveSet), read on each rank in its own.
+    if (point.kind == LivePoint::Kind::kFirstOom || stopped_early) {
+      // The subject's moment (its OOM, or its last event) in the collector's clock
+      // (LoadLiveSet), read on each rank in its own.
       at.kind = LivePoint::Kind::kAtCollectorTime;
       at.at_ns = mine->set.at_ns;
     } else if (request.moment_case() == v1::LiveRequest::kAtStep) {

@@ -48,6 +48,11 @@ class AnalysisServiceTest : public ::testing::Test {
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "leak", leak).ok());
     leak.step_markers = false;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "leak-no-steps", leak).ok());
+    // Rank 2 leaks 8 GiB a step from step 30 and runs out of memory mid-run; the others go on.
+    sim::WorkloadOptions unplanned = Base();
+    unplanned.leak_rank = 2;
+    unplanned.leak_bytes_per_step = uint64_t{8} << 30;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "rank-died", unplanned).ok());
     sim::WorkloadOptions oom = Base();
     oom.oom_rank = 2;
     oom.oom_step = 50;
@@ -426,6 +431,35 @@ TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
   for (int i = 0; i < by_step.candidates_size(); ++i) {
     EXPECT_EQ(by_time.candidates(i).DebugString(), by_step.candidates(i).DebugString());
   }
+}
+
+TEST_F(AnalysisServiceTest, LiveOfARankThatStoppedEarlyComparesTheOthersAtItsLastMoment) {
+  // Rank 2 of "rank-died" stops at its OOM; the others run to step 59. Their latest state is
+  // another point of the job: the comparison takes them at rank 2's last event.
+  AnalysisService service(&server_->store(), 2);
+  v1::LiveRequest request;
+  request.set_job_id("rank-died");
+  request.set_rank(2);
+  v1::LiveReport latest;
+  ASSERT_TRUE(service.Live(nullptr, &request, &latest).ok());
+  ASSERT_LT(latest.at_step(), 50) << "rank 2 ran on";
+  request.set_at_ns(latest.at_ns());
+  v1::LiveReport at_its_moment;
+  ASSERT_TRUE(service.Live(nullptr, &request, &at_its_moment).ok());
+  ASSERT_EQ(latest.other_ranks(), 7u);
+  EXPECT_EQ(latest.others_median_total_bytes(), at_its_moment.others_median_total_bytes());
+  ASSERT_EQ(latest.groups_size(), at_its_moment.groups_size());
+  for (int i = 0; i < latest.groups_size(); ++i) {
+    EXPECT_EQ(latest.groups(i).others_median_bytes(), at_its_moment.groups(i).others_median_bytes())
+        << latest.groups(i).tag();
+  }
+  // A rank that ran to the end is still compared with the others' latest.
+  v1::LiveRequest healthy;
+  healthy.set_job_id("rank-died");
+  healthy.set_rank(3);
+  v1::LiveReport healthy_latest;
+  ASSERT_TRUE(service.Live(nullptr, &healthy, &healthy_latest).ok());
+  EXPECT_EQ(healthy_latest.other_ranks(), 7u);
 }
 
 TEST_F(AnalysisServiceTest, LiveAndLeaksSayWhenTheJobHasNoStepMarkers) {
