@@ -27,6 +27,11 @@ class PacedSink : public EventSink {
         max_wait_(max_wait) {}
 
   void Record(const Event& event) override {
+    if (event.kind == EventKind::kStep) {
+      step_ = static_cast<int64_t>(event.aux);
+    } else if (event.kind == EventKind::kOom && !oom_step_.has_value()) {
+      oom_step_ = step_;
+    }
     if (speed_ > 0) Pace(event.ts_ns);
     if (++since_check_ >= 1024) {
       since_check_ = 0;
@@ -38,6 +43,9 @@ class PacedSink : public EventSink {
   uint32_t Intern(StringKind kind, std::string_view value) override {
     return transport_.Intern(kind, value);
   }
+
+  // The step (its latest STEP marker) in which the rank recorded its first OOM event, if any.
+  std::optional<int64_t> oom_step() const { return oom_step_; }
 
  private:
   void Pace(int64_t ts_ns) {
@@ -64,6 +72,8 @@ class PacedSink : public EventSink {
   const double speed_;
   const absl::Duration max_wait_;
   size_t since_check_ = 0;
+  int64_t step_ = 0;
+  std::optional<int64_t> oom_step_;
   int64_t first_ts_ns_ = 0;
   absl::Time wall_start_;
 };
@@ -159,6 +169,7 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
       RankOutcome& outcome = outcomes[rank];
       outcome.rank = rank;
       outcome.status = PlayRank(options.workload, rank, sink);
+      outcome.oom_step = sink.oom_step();
       absl::Status shutdown = transport.Shutdown(options.drain_timeout);
       outcome.stats = transport.stats();
       if (outcome.status.ok()) outcome.status = shutdown;

@@ -4,6 +4,7 @@
 #define MEMTRACE_TOOLS_SIM_RUNNER_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ struct RankOutcome {
   TransportStats stats;
   // OK when every event recorded was acknowledged as durable and the stream closed cleanly.
   absl::Status status;
+  // The step in which the rank ran out of simulated device memory (planted or not), if it did.
+  std::optional<int64_t> oom_step;
 };
 
 // Runs the simulation; `log` receives progress lines (without the simulator prefix). Returns

@@ -100,5 +100,28 @@ TEST(RunSimulationTest, ReportsTheCollectorsRefusalRatherThanUnreachable) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(4));
 }
 
+TEST(RunSimulationTest, SaysInWhichStepARankRanOutOfMemory) {
+  // One rank holds the whole model's shards: 84 GiB resident on an 80 GiB device, out of memory
+  // in step 0 with nothing planted. On a bigger device it is not.
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  SimulationOptions options;
+  options.job_id = "sim-oom";
+  options.workload.ranks = 1;
+  options.workload.steps = 3;
+  options.workload.events_per_rank = 2000;
+  options.collector_address = collector.address();
+  absl::StatusOr<std::vector<RankOutcome>> run = RunSimulation(options, [](const std::string&) {});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->size(), 1u);
+  EXPECT_EQ((*run)[0].oom_step, std::optional<int64_t>(0));
+
+  options.job_id = "sim-fits";
+  options.workload.device_total_bytes = uint64_t{256} << 30;
+  run = RunSimulation(options, [](const std::string&) {});
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ((*run)[0].oom_step, std::nullopt);
+}
+
 }  // namespace
 }  // namespace memtrace::sim

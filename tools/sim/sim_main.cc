@@ -249,6 +249,14 @@ int Main(int argc, char** argv) {
       ++failed;
       absl::StrAppend(&line, " -- FAILED: ", o.status.message());
     }
+    if (o.oom_step.has_value()) {
+      // A job too big for the simulated device runs out of memory where nothing was planted;
+      // "planted: none" above would otherwise be all it said.
+      const bool planted = w.oom_rank.has_value() && *w.oom_rank == o.rank;
+      absl::StrAppend(
+          &line, " -- ran out of memory in step ", *o.oom_step,
+          planted ? " (planted)" : " (NOT planted: this rank's memory outgrew --device_bytes)");
+    }
     Log(line);
   }
   const absl::Duration took = absl::Now() - began;
