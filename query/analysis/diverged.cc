@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -28,202 +30,205 @@ double RobustZ(double deviation, double scale) {
 
 uint64_t ToBytes(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(std::llround(v)); }
 
-}  // namespace
+// Per rank and grid step, rank-major, as few bytes as the test needs: at 1024 ranks x 200 steps
+// these arrays are most of the memory a cold query touches first.
+struct Grid {
+  const std::vector<const RankStepMetrics*>& ranks;
+  StepGrid steps;
+  size_t R = 0;
+  size_t S = 0;
+  // Absolute metric; NaN where the rank has no point.
+  std::vector<double> value;
+};
 
-DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& params) {
-  return FindDivergence(StepMetricsOf(job), params);
+// Each rank's own baseline: its level at the start of its first baseline_steps points after
+// warm-up, read off their Theil-Sen line. A rank that was already rising then (a leak from step
+// 5) is measured from where it started; their median put its baseline mid-rise, which hid the
+// first steps of the leak and reported the rest as an offset it never had. `change`: how much
+// that line moved over those points.
+std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
+                                  std::vector<double>* change) {
+  std::vector<double> baseline(g.R, 0);
+  change->assign(g.R, 0);
+  std::vector<double> xs, window;
+  TheilSen fitter;
+  for (size_t r = 0; r < g.R; ++r) {
+    xs.clear();
+    window.clear();
+    for (size_t s = params.warmup_steps; s < g.S && window.size() < params.baseline_steps; ++s) {
+      if (std::isnan(g.value[r * g.S + s])) continue;
+      xs.push_back(static_cast<double>(s));
+      window.push_back(g.value[r * g.S + s]);
+    }
+    if (window.size() < 3) {
+      baseline[r] = window.empty() ? 0 : MedianInPlace(absl::MakeSpan(window));
+      continue;
+    }
+    const TrendFit line = fitter.Fit(xs, window);
+    baseline[r] = line.intercept + line.slope * xs.front();
+    (*change)[r] = line.slope * (xs.back() - xs.front());
+  }
+  return baseline;
 }
 
-DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParams& params) {
-  DivergenceReport report;
-  report.job_id = job.job_id;
-  report.params = params;
-  report.bucket_ns = job.time_axis ? job.bucket_ns : 0;
-  std::vector<const RankStepMetrics*> ranks = SelectRanks(job, params.attempt);
-  report.ranks = static_cast<uint32_t>(ranks.size());
-  if (ranks.size() < 3) {
-    report.status = DivergenceStatus::kTooFewRanks;
-    report.message =
-        absl::StrCat("a cohort needs at least 3 ranks; job '", job.job_id, "' has ", ranks.size());
-    return report;
-  }
-  const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
-  StepGrid grid = BuildStepGrid(ranks);
-  const size_t R = ranks.size();
-  const size_t S = grid.steps.size();
-
-  // Per rank and grid step, rank-major, as few bytes as the test needs: at 1024 ranks x 200
-  // steps these arrays are most of the memory a cold query touches first.
-  // Absolute metric; NaN where the rank has no point.
-  std::vector<double> value(R * S, kMissing);
-  for (size_t r = 0; r < R; ++r) {
-    for (size_t i = 0; i < ranks[r]->size(); ++i) {
-      value[r * S + grid.index[r][i]] = static_cast<double>(ranks[r]->Value(i, params.metric));
+// Ranks whose baseline sits away from the cohort's: they always held a different amount. A rank
+// whose baseline steps already rose by a divergence's worth more than the cohort's did was
+// leaking before the comparison began, which is no offset (growth all ranks share moves none of
+// them apart).
+void FindOffsets(const Grid& g, const std::vector<double>& baseline,
+                 const std::vector<double>& change, const DivergenceParams& params,
+                 DivergenceReport& report) {
+  Spread b = RobustSpread(baseline);
+  const double threshold = Threshold(params, b.median);
+  const double cohort_change = Median(change);
+  for (size_t r = 0; r < g.R; ++r) {
+    const double offset = baseline[r] - b.median;
+    if (std::fabs(change[r] - cohort_change) >= threshold) continue;
+    if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {
+      report.offsets.push_back({g.ranks[r]->rank, ToBytes(baseline[r]), ToBytes(b.median),
+                                static_cast<int64_t>(std::llround(offset))});
     }
   }
+}
 
-  // Each rank's own baseline: its level at the start of its first baseline_steps points after
-  // warm-up, read off their Theil-Sen line. A rank that was already rising then (a leak from
-  // step 5) is measured from where it started; their median put its baseline mid-rise, which
-  // hid the first steps of the leak and reported the rest as an offset it never had.
-  std::vector<double> baseline(R, 0);
-  // How much each rank's baseline line moved over its baseline steps: a rank that already rose
-  // by a divergence's worth more than the cohort did there was leaking before the comparison
-  // began, which is no offset (growth all ranks share moves none of them apart).
-  std::vector<double> baseline_change(R, 0);
-  if (params.relative_to_baseline) {
-    std::vector<double> xs, window;
-    TheilSen fitter;
-    for (size_t r = 0; r < R; ++r) {
-      xs.clear();
-      window.clear();
-      for (size_t s = params.warmup_steps; s < S && window.size() < params.baseline_steps; ++s) {
-        if (std::isnan(value[r * S + s])) continue;
-        xs.push_back(static_cast<double>(s));
-        window.push_back(value[r * S + s]);
-      }
-      if (window.size() < 3) {
-        baseline[r] = window.empty() ? 0 : MedianInPlace(absl::MakeSpan(window));
-        continue;
-      }
-      const TrendFit line = fitter.Fit(xs, window);
-      baseline[r] = line.intercept + line.slope * xs.front();
-      baseline_change[r] = line.slope * (xs.back() - xs.front());
-    }
-    Spread b = RobustSpread(baseline);
-    double threshold = Threshold(params, b.median);
-    const double cohort_change = Median(baseline_change);
-    for (size_t r = 0; r < R; ++r) {
-      double offset = baseline[r] - b.median;
-      if (std::fabs(baseline_change[r] - cohort_change) >= threshold) continue;
-      if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {
-        report.offsets.push_back({ranks[r]->rank, ToBytes(baseline[r]), ToBytes(b.median),
-                                  static_cast<int64_t>(std::llround(offset))});
-      }
-    }
-  }
+// Each cell's deviation from the cohort (NaN: the rank has no value or the step is not
+// compared), and +1 / -1 when outside the cohort on that side, 0 inside. Per step: the byte
+// threshold, the cohort's spread (from which a cell's robust z follows) and median.
+struct CohortDeviation {
+  std::vector<double> deviation;
+  std::vector<int8_t> flag;
+  std::vector<double> threshold, scale, cohort_median;
+};
 
-  // Deviation from the cohort (NaN: the rank has no value or the step is not compared), and
-  // +1 / -1 when outside the cohort on that side, 0 inside. Per step: the byte threshold and
-  // the cohort's spread, from which a cell's robust z follows.
-  std::vector<double> deviation(R * S, kMissing);
-  std::vector<int8_t> flag(R * S, 0);
-  std::vector<double> threshold(S, 0), scale(S, 0);
-  std::vector<double> cohort_median(S, kMissing);
+// Compares every rank with the cohort in each step after warm-up that has 3 ranks; sets the
+// report's first/last compared step and their count.
+CohortDeviation CompareWithCohort(const Grid& g, const std::vector<double>& baseline,
+                                  const DivergenceParams& params, DivergenceReport& report) {
+  CohortDeviation c;
+  c.deviation.assign(g.R * g.S, kMissing);
+  c.flag.assign(g.R * g.S, 0);
+  c.threshold.assign(g.S, 0);
+  c.scale.assign(g.S, 0);
+  c.cohort_median.assign(g.S, kMissing);
   std::vector<double> rel, work;
   std::vector<size_t> members;
   bool first = true;
-  for (size_t s = params.warmup_steps; s < S; ++s) {
+  for (size_t s = params.warmup_steps; s < g.S; ++s) {
     rel.clear();
     work.clear();
     members.clear();
-    for (size_t r = 0; r < R; ++r) {
-      double v = value[r * S + s];
+    for (size_t r = 0; r < g.R; ++r) {
+      double v = g.value[r * g.S + s];
       if (std::isnan(v)) continue;
       members.push_back(r);
       rel.push_back(v - baseline[r]);
       work.push_back(v);
     }
     if (members.size() < 3) continue;
-    cohort_median[s] = MedianInPlace(absl::MakeSpan(work));
+    c.cohort_median[s] = MedianInPlace(absl::MakeSpan(work));
     Spread spread = RobustSpread(rel);
-    threshold[s] = Threshold(params, cohort_median[s]);
-    scale[s] = spread.scale;
+    c.threshold[s] = Threshold(params, c.cohort_median[s]);
+    c.scale[s] = spread.scale;
     for (size_t m = 0; m < members.size(); ++m) {
-      const size_t at = members[m] * S + s;
+      const size_t at = members[m] * g.S + s;
       const double d = rel[m] - spread.median;
-      deviation[at] = d;
-      if (std::fabs(d) >= threshold[s] && std::fabs(RobustZ(d, scale[s])) >= params.min_z) {
-        flag[at] = d > 0 ? 1 : -1;
+      c.deviation[at] = d;
+      if (std::fabs(d) >= c.threshold[s] && std::fabs(RobustZ(d, c.scale[s])) >= params.min_z) {
+        c.flag[at] = d > 0 ? 1 : -1;
       }
     }
-    if (first) report.first_step = grid.steps[s];
+    if (first) report.first_step = g.steps.steps[s];
     first = false;
-    report.last_step = grid.steps[s];
+    report.last_step = g.steps.steps[s];
     ++report.steps_compared;
   }
-  if (report.steps_compared == 0) {
-    report.status = DivergenceStatus::kTooFewSteps;
-    report.message = absl::StrCat("no step after the ", params.warmup_steps,
-                                  " warm-up steps had 3 ranks to compare (job has ", S, " steps)");
-    return report;
+  return c;
+}
+
+// Rank r's divergence: the first run of k flagged compared steps on one side, if any.
+std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c, size_t r,
+                                        uint32_t k) {
+  const size_t S = g.S;
+  // Compared steps of this rank, in order; a step the rank (or the cohort) lacks is skipped:
+  // it neither extends nor breaks a run.
+  const double* dev = &c.deviation[r * S];
+  const int8_t* flagged = &c.flag[r * S];
+  const std::vector<double>& threshold = c.threshold;
+  std::vector<size_t> seq;
+  for (size_t s = 0; s < S; ++s) {
+    if (!std::isnan(dev[s])) seq.push_back(s);
+  }
+  // A run counts flagged steps on one side. A step that is not flagged but where the rank is
+  // still more than a quarter of the threshold out on that side (e.g. the cohort's spread
+  // widened because other ranks spiked in that step) neither counts nor breaks it; being back
+  // near the cohort, or flagged on the other side, breaks it.
+  size_t run_start = 0, run_len = 0;
+  int8_t run_flag = 0;
+  std::optional<size_t> onset_pos;
+  for (size_t i = 0; i < seq.size() && !onset_pos.has_value(); ++i) {
+    const size_t s = seq[i];
+    if (flagged[s] != 0 && flagged[s] == run_flag) {
+      ++run_len;
+    } else if (flagged[s] == 0 && run_flag != 0 && dev[s] * run_flag > threshold[s] / 4) {
+      continue;
+    } else {
+      run_flag = flagged[s];
+      run_start = i;
+      run_len = flagged[s] != 0 ? 1 : 0;
+    }
+    if (run_len >= k) onset_pos = run_start;
+  }
+  if (!onset_pos.has_value()) return std::nullopt;
+  // The run from the onset: how long it lasted (with the same tolerance).
+  size_t run_end = *onset_pos;
+  const int8_t side = flagged[seq[*onset_pos]];
+  for (size_t i = *onset_pos + 1; i < seq.size(); ++i) {
+    const size_t s = seq[i];
+    if (flagged[s] == side) {
+      run_end = i;
+    } else if (flagged[s] != 0 || dev[s] * side <= threshold[s] / 4) {
+      break;
+    }
   }
 
-  for (size_t r = 0; r < R; ++r) {
-    // Compared steps of this rank, in order; a step the rank (or the cohort) lacks is skipped:
-    // it neither extends nor breaks a run.
-    const double* dev = &deviation[r * S];
-    const int8_t* flagged = &flag[r * S];
-    std::vector<size_t> seq;
-    for (size_t s = 0; s < S; ++s) {
-      if (!std::isnan(dev[s])) seq.push_back(s);
+  const RankStepMetrics& rank = *g.ranks[r];
+  const std::vector<int64_t>& steps = g.steps.steps;
+  RankDivergence d;
+  d.rank = rank.rank;
+  d.attempt = rank.attempt;
+  d.host = rank.host;
+  const size_t s = seq[*onset_pos];
+  d.onset_step = steps[s];
+  // The rank's point at the onset: its steps ascend, the grid's position of each is indexed.
+  const std::vector<uint32_t>& positions = g.steps.index[r];
+  const size_t i = std::lower_bound(positions.begin(), positions.end(), s) - positions.begin();
+  d.onset_ns = rank.start_ns[i];
+  d.value_bytes = ToBytes(g.value[r * S + s]);
+  d.cohort_median_bytes = ToBytes(c.cohort_median[s]);
+  d.excess_bytes = static_cast<int64_t>(std::llround(dev[s]));
+  d.robust_z = RobustZ(dev[s], c.scale[s]);
+  d.direction = side;
+  d.run_steps = static_cast<uint32_t>(steps[seq[run_end]] - steps[s] + 1);
+  size_t dep = *onset_pos;
+  while (dep > 0) {
+    const size_t prev = seq[dep - 1];
+    if (dev[prev] * side > threshold[prev] / 4) {
+      --dep;
+    } else {
+      break;
     }
-    // A run counts flagged steps on one side. A step that is not flagged but where the rank is
-    // still more than a quarter of the threshold out on that side (e.g. the cohort's spread
-    // widened because other ranks spiked in that step) neither counts nor breaks it; being back
-    // near the cohort, or flagged on the other side, breaks it.
-    size_t run_start = 0, run_len = 0;
-    int8_t run_flag = 0;
-    std::optional<size_t> onset_pos;
-    for (size_t i = 0; i < seq.size() && !onset_pos.has_value(); ++i) {
-      const size_t s = seq[i];
-      if (flagged[s] != 0 && flagged[s] == run_flag) {
-        ++run_len;
-      } else if (flagged[s] == 0 && run_flag != 0 && dev[s] * run_flag > threshold[s] / 4) {
-        continue;
-      } else {
-        run_flag = flagged[s];
-        run_start = i;
-        run_len = flagged[s] != 0 ? 1 : 0;
-      }
-      if (run_len >= k) onset_pos = run_start;
-    }
-    if (!onset_pos.has_value()) continue;
-    // The run from the onset: how long it lasted (with the same tolerance).
-    size_t run_end = *onset_pos;
-    const int8_t side = flagged[seq[*onset_pos]];
-    for (size_t i = *onset_pos + 1; i < seq.size(); ++i) {
-      const size_t s = seq[i];
-      if (flagged[s] == side) {
-        run_end = i;
-      } else if (flagged[s] != 0 || dev[s] * side <= threshold[s] / 4) {
-        break;
-      }
-    }
-
-    RankDivergence d;
-    d.rank = ranks[r]->rank;
-    d.attempt = ranks[r]->attempt;
-    d.host = ranks[r]->host;
-    const size_t s = seq[*onset_pos];
-    d.onset_step = grid.steps[s];
-    // The rank's point at the onset: its steps ascend, the grid's position of each is indexed.
-    const std::vector<uint32_t>& positions = grid.index[r];
-    const size_t i = std::lower_bound(positions.begin(), positions.end(), s) - positions.begin();
-    d.onset_ns = ranks[r]->start_ns[i];
-    d.value_bytes = ToBytes(value[r * S + s]);
-    d.cohort_median_bytes = ToBytes(cohort_median[s]);
-    d.excess_bytes = static_cast<int64_t>(std::llround(dev[s]));
-    d.robust_z = RobustZ(dev[s], scale[s]);
-    d.direction = side;
-    d.run_steps = static_cast<uint32_t>(grid.steps[seq[run_end]] - grid.steps[s] + 1);
-    size_t dep = *onset_pos;
-    while (dep > 0) {
-      const size_t prev = seq[dep - 1];
-      if (dev[prev] * side > threshold[prev] / 4) {
-        --dep;
-      } else {
-        break;
-      }
-    }
-    d.departure_step = grid.steps[seq[dep]];
-    size_t last = seq.back();
-    d.last_step = grid.steps[last];
-    d.last_value_bytes = ToBytes(value[r * S + last]);
-    d.last_cohort_median_bytes = ToBytes(cohort_median[last]);
-    d.last_excess_bytes = static_cast<int64_t>(std::llround(dev[last]));
-    report.diverged.push_back(std::move(d));
   }
+  d.departure_step = steps[seq[dep]];
+  size_t last = seq.back();
+  d.last_step = steps[last];
+  d.last_value_bytes = ToBytes(g.value[r * S + last]);
+  d.last_cohort_median_bytes = ToBytes(c.cohort_median[last]);
+  d.last_excess_bytes = static_cast<int64_t>(std::llround(dev[last]));
+  return d;
+}
+
+// Orders the diverged ranks by onset and says what was found.
+void Summarize(DivergenceReport& report) {
   std::sort(report.diverged.begin(), report.diverged.end(),
             [](const RankDivergence& a, const RankDivergence& b) {
               if (a.onset_step != b.onset_step) return a.onset_step < b.onset_step;
@@ -245,6 +250,59 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
         FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below", d.run_steps,
         report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - 1);
   }
+}
+
+}  // namespace
+
+DivergenceReport FindDivergence(const JobTimeline& job, const DivergenceParams& params) {
+  return FindDivergence(StepMetricsOf(job), params);
+}
+
+DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParams& params) {
+  DivergenceReport report;
+  report.job_id = job.job_id;
+  report.params = params;
+  report.bucket_ns = job.time_axis ? job.bucket_ns : 0;
+  std::vector<const RankStepMetrics*> ranks = SelectRanks(job, params.attempt);
+  report.ranks = static_cast<uint32_t>(ranks.size());
+  if (ranks.size() < 3) {
+    report.status = DivergenceStatus::kTooFewRanks;
+    report.message =
+        absl::StrCat("a cohort needs at least 3 ranks; job '", job.job_id, "' has ", ranks.size());
+    return report;
+  }
+  Grid g{ranks, BuildStepGrid(ranks)};
+  g.R = ranks.size();
+  g.S = g.steps.steps.size();
+  g.value.assign(g.R * g.S, kMissing);
+  for (size_t r = 0; r < g.R; ++r) {
+    for (size_t i = 0; i < ranks[r]->size(); ++i) {
+      g.value[r * g.S + g.steps.index[r][i]] =
+          static_cast<double>(ranks[r]->Value(i, params.metric));
+    }
+  }
+
+  std::vector<double> baseline(g.R, 0);
+  if (params.relative_to_baseline) {
+    std::vector<double> change;
+    baseline = RankBaselines(g, params, &change);
+    FindOffsets(g, baseline, change, params, report);
+  }
+  const CohortDeviation cohort = CompareWithCohort(g, baseline, params, report);
+  if (report.steps_compared == 0) {
+    report.status = DivergenceStatus::kTooFewSteps;
+    report.message =
+        absl::StrCat("no step after the ", params.warmup_steps,
+                     " warm-up steps had 3 ranks to compare (job has ", g.S, " steps)");
+    return report;
+  }
+  const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
+  for (size_t r = 0; r < g.R; ++r) {
+    if (std::optional<RankDivergence> d = FindOnset(g, cohort, r, k)) {
+      report.diverged.push_back(*std::move(d));
+    }
+  }
+  Summarize(report);
   return report;
 }
 
