@@ -126,6 +126,18 @@ void RankAnomalies::ToProto(v1::AnomalyCounts* out) const {
   out->set_phase_too_deep(phase_too_deep);
 }
 
+RankAnomalies RankAnomalies::FromProto(const v1::AnomalyCounts& counts) {
+  RankAnomalies a;
+  a.free_unknown = counts.free_unknown();
+  a.alloc_over_live = counts.alloc_over_live();
+  a.unmap_unknown = counts.unmap_unknown();
+  a.time_backwards = counts.time_backwards();
+  a.step_backwards = counts.step_backwards();
+  a.phase_unmatched = counts.phase_unmatched();
+  a.phase_too_deep = counts.phase_too_deep();
+  return a;
+}
+
 RankState::RankState(int64_t bucket_ns) : bucket_ns_(bucket_ns > 0 ? bucket_ns : kDefaultBucketNs) {}
 
 uint64_t RankState::pool_reserved_bytes() const {
@@ -634,14 +646,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.first_ts_ns_ = rec.first_ts_ns();
   s.last_ts_ns_ = rec.last_ts_ns();
   s.max_ts_ns_ = rec.has_max_ts_ns() ? rec.max_ts_ns() : rec.last_ts_ns();
-  const v1::AnomalyCounts& an = rec.anomalies();
-  s.anomalies_.free_unknown = an.free_unknown();
-  s.anomalies_.alloc_over_live = an.alloc_over_live();
-  s.anomalies_.unmap_unknown = an.unmap_unknown();
-  s.anomalies_.time_backwards = an.time_backwards();
-  s.anomalies_.step_backwards = an.step_backwards();
-  s.anomalies_.phase_unmatched = an.phase_unmatched();
-  s.anomalies_.phase_too_deep = an.phase_too_deep();
+  s.anomalies_ = RankAnomalies::FromProto(rec.anomalies());
   s.ooms_ = rec.ooms();
   s.first_oom_seq_ = rec.first_oom_seq();
   s.first_oom_ts_ns_ = rec.first_oom_ts_ns();

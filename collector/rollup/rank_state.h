@@ -56,6 +56,7 @@ struct RankAnomalies {
            phase_unmatched + phase_too_deep;
   }
   void ToProto(v1::AnomalyCounts* out) const;
+  static RankAnomalies FromProto(const v1::AnomalyCounts& counts);
 };
 
 // The rollups that events closed: a step ends at the next STEP marker, a time bucket when an

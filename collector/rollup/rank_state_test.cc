@@ -706,5 +706,27 @@ TEST(RankStateTest, DeserializeRejectsGarbage) {
   EXPECT_EQ(RankState::Deserialize("").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(RankAnomaliesTest, EveryCountSurvivesTheRoundTripThroughItsMessage) {
+  // Checkpoints carry the counts as AnomalyCounts: each field must come back as itself.
+  RankAnomalies a;
+  a.free_unknown = 1;
+  a.alloc_over_live = 2;
+  a.unmap_unknown = 3;
+  a.time_backwards = 4;
+  a.step_backwards = 5;
+  a.phase_unmatched = 6;
+  a.phase_too_deep = 7;
+  v1::AnomalyCounts message;
+  a.ToProto(&message);
+  const RankAnomalies b = RankAnomalies::FromProto(message);
+  EXPECT_EQ(b.free_unknown, 1u);
+  EXPECT_EQ(b.alloc_over_live, 2u);
+  EXPECT_EQ(b.unmap_unknown, 3u);
+  EXPECT_EQ(b.time_backwards, 4u);
+  EXPECT_EQ(b.step_backwards, 5u);
+  EXPECT_EQ(b.phase_unmatched, 6u);
+  EXPECT_EQ(b.phase_too_deep, 7u);
+}
+
 }  // namespace
 }  // namespace memtrace::collector
