@@ -33,10 +33,23 @@ uint64_t ToBytes(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(std::llro
 // Per rank and grid step, rank-major, as few bytes as the test needs: at 1024 ranks x 200 steps
 // these arrays are most of the memory a cold query touches first.
 struct Grid {
+  Grid(const std::vector<const RankStepMetrics*>& selected, Metric metric)
+      : ranks(selected),
+        steps(BuildStepGrid(selected)),
+        R(selected.size()),
+        S(steps.steps.size()),
+        value(R * S, kMissing) {
+    for (size_t r = 0; r < R; ++r) {
+      for (size_t i = 0; i < ranks[r]->size(); ++i) {
+        value[r * S + steps.index[r][i]] = static_cast<double>(ranks[r]->Value(i, metric));
+      }
+    }
+  }
+
   const std::vector<const RankStepMetrics*>& ranks;
-  StepGrid steps;
-  size_t R = 0;
-  size_t S = 0;
+  const StepGrid steps;
+  const size_t R;  // ranks
+  const size_t S;  // grid steps
   // Absolute metric; NaN where the rank has no point.
   std::vector<double> value;
 };
@@ -271,16 +284,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
         absl::StrCat("a cohort needs at least 3 ranks; job '", job.job_id, "' has ", ranks.size());
     return report;
   }
-  Grid g{ranks, BuildStepGrid(ranks)};
-  g.R = ranks.size();
-  g.S = g.steps.steps.size();
-  g.value.assign(g.R * g.S, kMissing);
-  for (size_t r = 0; r < g.R; ++r) {
-    for (size_t i = 0; i < ranks[r]->size(); ++i) {
-      g.value[r * g.S + g.steps.index[r][i]] =
-          static_cast<double>(ranks[r]->Value(i, params.metric));
-    }
-  }
+  const Grid g(ranks, params.metric);
 
   std::vector<double> baseline(g.R, 0);
   if (params.relative_to_baseline) {
