@@ -252,12 +252,18 @@ TEST(LeakTest, APhaseStillOpenAtAStepsEndLeavesNoResidue) {
   EXPECT_TRUE(report.phase_residues.empty()) << report.phase_residues[0].phase;
 }
 
-TEST(LeakTest, AccumulatingRolloutOutputsAreBothALeakAndASurvivor) {
+// An RL job whose rollouts on rank 2 each leave 256 MiB behind from step 10 on.
+sim::JobSpec AccumulatingRolloutJob() {
   sim::JobSpec spec = sim::RlJob(false);
   spec.phases[0].retained_bytes = 256 * kMiB;
   spec.phases[0].retained_accumulates = true;
   spec.phases[0].retained_rank = 2;
   spec.phases[0].retained_from_step = 10;
+  return spec;
+}
+
+TEST(LeakTest, AccumulatingRolloutOutputsAreBothALeakAndASurvivor) {
+  const sim::JobSpec spec = AccumulatingRolloutJob();
   JobTimeline job = Simulate(spec).timeline;
   std::vector<RankLiveSet> live = {sim::LiveInPhase(spec, 2, 50, "actor_update"),
                                    sim::LiveInPhase(spec, 2, 50, "rollout")};
@@ -278,11 +284,7 @@ TEST(LeakTest, AccumulatingRolloutOutputsAreBothALeakAndASurvivor) {
 TEST(LeakTest, SurvivorsThatEachRunOfAPhaseAddsToComeBeforeOnesKeptOnce) {
   // actor_update keeps 7 GiB made by its first run (optimizer state: healthy, and bigger);
   // each rollout from step 10 on leaves 256 MiB more behind (the leak to find).
-  sim::JobSpec spec = sim::RlJob(false);
-  spec.phases[0].retained_bytes = 256 * kMiB;
-  spec.phases[0].retained_accumulates = true;
-  spec.phases[0].retained_rank = 2;
-  spec.phases[0].retained_from_step = 10;
+  sim::JobSpec spec = AccumulatingRolloutJob();
   spec.phases[1].retained_bytes = 7 * kGiB;
   JobTimeline job = Simulate(spec).timeline;
   std::vector<RankLiveSet> live;
