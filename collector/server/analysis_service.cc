@@ -1,5 +1,6 @@
 #include "collector/server/analysis_service.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -251,20 +252,18 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // With no moment asked, a subject that stopped before another rank's last step began (it
   // crashed, or ran out of memory) is compared with the others at its own last moment: their
   // latest state is a later point of the job, which made everything it held look like excess.
-  bool stopped_early = false;
-  if (request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET) {
-    for (const an::RankStepMetrics* rank : an::SelectRanks(*job, attempt)) {
-      if (rank->rank != subject->rank && rank->size() > 0 &&
-          rank->start_ns.back() > mine->set.at_ns) {
-        stopped_early = true;
-      }
-    }
-  }
+  const std::vector<const an::RankStepMetrics*> cohort = an::SelectRanks(*job, attempt);
+  const bool stopped_early =
+      request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET &&
+      std::any_of(cohort.begin(), cohort.end(), [&](const an::RankStepMetrics* rank) {
+        return rank->rank != subject->rank && rank->size() > 0 &&
+               rank->start_ns.back() > mine->set.at_ns;
+      });
 
   // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),
   // each rank's latest otherwise.
   std::vector<LiveSetAsk> asks;
-  for (const an::RankStepMetrics* rank : an::SelectRanks(*job, attempt)) {
+  for (const an::RankStepMetrics* rank : cohort) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
     if (point.kind == LivePoint::Kind::kFirstOom || stopped_early) {
