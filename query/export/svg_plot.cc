@@ -33,11 +33,21 @@ std::string Escape(absl::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
       default:
         // Control characters are not allowed in XML 1.0.
         if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
@@ -61,21 +71,348 @@ struct Series {
   uint64_t max_bytes = 0;
 };
 
+// The ranks drawn: each one's latest attempt, those --rank left out dropped.
+std::vector<Series> CollectSeries(const analysis::JobTimeline& job, const PlotOptions& options) {
+  std::vector<Series> series;
+  for (const analysis::RankTimeline* rank : analysis::SelectRanks(job)) {
+    if (!options.ranks.empty() && !options.ranks.count(rank->rank)) continue;
+    Series s{rank, {}, 0};
+    for (const analysis::StepPoint& p : rank->steps) {
+      uint64_t v = analysis::MetricValue(p, options.metric);
+      s.points.push_back({p.step, v});
+      s.max_bytes = std::max(s.max_bytes, v);
+    }
+    series.push_back(std::move(s));
+  }
+  return series;
+}
+
+// Where things go on the canvas: the plot area inside the margins, the ticks, and the scales
+// from steps and bytes to pixels.
+class PlotFrame {
+ public:
+  PlotFrame(const PlotOptions& options, const std::vector<Series>& series)
+      : width_(std::max(options.width, kLeft + kRight + 100)),
+        height_(std::max(options.height, kTop + kBottom + 100)),
+        plot_w_(width_ - kLeft - kRight),
+        plot_h_(height_ - kTop - kBottom) {
+    uint64_t max_bytes = 0;
+    for (const Series& s : series) {
+      for (const auto& [step, bytes] : s.points) {
+        min_step_ = std::min(min_step_, step);
+        max_step_ = std::max(max_step_, step);
+      }
+      max_bytes = std::max(max_bytes, s.max_bytes);
+    }
+    if (min_step_ == INT64_MAX) min_step_ = 0, max_step_ = 1;
+    if (max_step_ == min_step_) max_step_ = min_step_ + 1;
+    y_ticks_ = NiceTicks(0, std::max(max_bytes * 1.05, 0.1 * kGiB) / kGiB);
+    x_ticks_ = NiceTicks(static_cast<double>(min_step_), static_cast<double>(max_step_));
+    // Step ticks are whole steps inside the range.
+    x_ticks_.erase(std::remove_if(x_ticks_.begin(), x_ticks_.end(),
+                                  [&](double v) {
+                                    return std::floor(v) != v || v < min_step_ || v > max_step_;
+                                  }),
+                   x_ticks_.end());
+  }
+
+  double X(double step) const {
+    return kLeft + (step - min_step_) / static_cast<double>(max_step_ - min_step_) * plot_w_;
+  }
+  double Y(double bytes) const { return kTop + plot_h_ - bytes / kGiB / y_ticks_.back() * plot_h_; }
+  bool Spans(int64_t step) const { return step >= min_step_ && step <= max_step_; }
+
+  int width() const { return width_; }
+  int height() const { return height_; }
+  int plot_w() const { return plot_w_; }
+  int plot_h() const { return plot_h_; }
+  const std::vector<double>& x_ticks() const { return x_ticks_; }
+  const std::vector<double>& y_ticks() const { return y_ticks_; }  // GiB; the last is the top
+
+ private:
+  int width_, height_, plot_w_, plot_h_;
+  int64_t min_step_ = INT64_MAX, max_step_ = INT64_MIN;
+  std::vector<double> x_ticks_, y_ticks_;
+};
+
+// How each rank is drawn: the diverged rank on top in red, the ranks that followed it in
+// orange, the rest muted beside them (or in palette colours when no rank is highlighted).
+class RankStyles {
+ public:
+  RankStyles(const PlotMarks& marks, const std::vector<Series>& series) : marks_(marks) {
+    highlight_drawn_ = marks.highlighted_rank.has_value() &&
+                       std::any_of(series.begin(), series.end(), [&](const Series& s) {
+                         return s.rank->rank == *marks.highlighted_rank;
+                       });
+  }
+
+  // Whether the diverged rank is among those drawn.
+  bool highlight_drawn() const { return highlight_drawn_; }
+  bool Highlighted(uint32_t rank) const {
+    return highlight_drawn_ && rank == *marks_.highlighted_rank;
+  }
+  bool Follower(uint32_t rank) const {
+    return std::find(marks_.followers.begin(), marks_.followers.end(), rank) !=
+           marks_.followers.end();
+  }
+  // Drawing order: ordinary ranks (0), then followers (1), the highlighted rank (2) on top.
+  int Layer(uint32_t rank) const {
+    if (Highlighted(rank)) return 2;
+    return Follower(rank) ? 1 : 0;
+  }
+  // (colour, stroke width) of the rank drawn at `index` among the series.
+  std::pair<std::string, double> Of(uint32_t rank, size_t index) const {
+    if (Highlighted(rank)) return {kHighlight, 3.0};
+    if (Follower(rank)) return {kFollower, 2.0};
+    if (highlight_drawn_) return {kMuted, 1.2};
+    return {kPalette[index % (sizeof(kPalette) / sizeof(kPalette[0]))], 1.6};
+  }
+
+ private:
+  const PlotMarks& marks_;
+  bool highlight_drawn_ = false;
+};
+
+// Indices of `series` ordered by layer, stably: ascending to draw, descending for the legend.
+std::vector<size_t> ByLayer(const std::vector<Series>& series, const RankStyles& styles,
+                            bool top_first) {
+  std::vector<size_t> order(series.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int la = styles.Layer(series[a].rank->rank);
+    const int lb = styles.Layer(series[b].rank->rank);
+    return top_first ? la > lb : la < lb;
+  });
+  return order;
+}
+
+void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
+                  const PlotOptions& options, const PlotFrame& frame, size_t ranks,
+                  const std::string& axis_name, std::string* svg) {
+  const std::string metric = std::string(PlotMetricName(options.metric));
+  std::optional<int64_t> onset;
+  if (marks.highlighted_rank.has_value()) {
+    onset = marks.onset_step;
+  } else if (!marks.leaks.empty()) {
+    onset = marks.leaks.front().since_step;
+  }
+  absl::StrAppendFormat(
+      svg,
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+      "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\" "
+      "data-job=\"%s\" data-metric=\"%s\" data-ranks=\"%d\" data-status=\"%s\" "
+      "data-highlighted-rank=\"%s\" data-onset-step=\"%s\">\n",
+      frame.width(), frame.height(), frame.width(), frame.height(), Escape(job.job_id), metric,
+      ranks, Escape(marks.status),
+      marks.highlighted_rank ? absl::StrCat(*marks.highlighted_rank) : "",
+      onset ? absl::StrCat(*onset) : "");
+  absl::StrAppend(svg, "<title>", Escape(job.job_id), ": ", metric, " bytes by ", axis_name,
+                  "</title>\n");
+  absl::StrAppendFormat(svg, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", frame.width(),
+                        frame.height());
+  absl::StrAppendFormat(
+      svg,
+      "<text class=\"title\" x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">"
+      "job %s: %s bytes per %s, %d ranks</text>\n",
+      kLeft, Escape(job.job_id), options.metric == analysis::Metric::kEnd ? "live" : metric,
+      axis_name, ranks);
+  if (!marks.message.empty()) {
+    absl::StrAppendFormat(svg,
+                          "<text class=\"subtitle\" x=\"%d\" y=\"50\" fill=\"#444\">%s</text>\n",
+                          kLeft, Escape(marks.message));
+  }
+}
+
+// The GiB and step axes with their grid lines, and the frame around the plot.
+void AppendAxes(const PlotFrame& frame, absl::string_view metric, absl::string_view axis_name,
+                std::string* svg) {
+  const int plot_w = frame.plot_w(), plot_h = frame.plot_h();
+  absl::StrAppend(svg, "<g class=\"axis\" data-axis=\"y\">\n");
+  for (double gib : frame.y_ticks()) {
+    double y = frame.Y(gib * kGiB);
+    absl::StrAppendFormat(svg,
+                          "<line x1=\"%d\" y1=\"%s\" x2=\"%d\" y2=\"%s\" stroke=\"#e3e7eb\"/>"
+                          "<text class=\"tick\" data-gib=\"%s\" x=\"%d\" y=\"%s\" "
+                          "text-anchor=\"end\">%s</text>\n",
+                          kLeft, Number(y), kLeft + plot_w, Number(y), Number(gib), kLeft - 8,
+                          Number(y + 4), GibLabel(gib));
+  }
+  absl::StrAppendFormat(svg,
+                        "<text x=\"18\" y=\"%d\" transform=\"rotate(-90 18 %d)\" "
+                        "text-anchor=\"middle\">%s bytes (GiB)</text>\n</g>\n",
+                        kTop + plot_h / 2, kTop + plot_h / 2, metric);
+  absl::StrAppend(svg, "<g class=\"axis\" data-axis=\"x\">\n");
+  for (double step : frame.x_ticks()) {
+    double x = frame.X(step);
+    absl::StrAppendFormat(svg,
+                          "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#555\"/>"
+                          "<text class=\"tick\" data-step=\"%s\" x=\"%s\" y=\"%d\" "
+                          "text-anchor=\"middle\">%s</text>\n",
+                          Number(x), kTop + plot_h, Number(x), kTop + plot_h + 5, Number(step),
+                          Number(x), kTop + plot_h + 19, Number(step));
+  }
+  absl::StrAppendFormat(svg, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n</g>\n",
+                        kLeft + plot_w / 2, frame.height() - 14, axis_name);
+  absl::StrAppendFormat(svg,
+                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                        "stroke=\"#555\"/>\n",
+                        kLeft, kTop, plot_w, plot_h);
+}
+
+void AppendLines(const std::vector<Series>& series, const PlotFrame& frame,
+                 const RankStyles& styles, std::string* svg) {
+  absl::StrAppend(svg, "<g class=\"lines\" fill=\"none\" stroke-linejoin=\"round\">\n");
+  for (size_t i : ByLayer(series, styles, /*top_first=*/false)) {
+    const Series& s = series[i];
+    const uint32_t rank = s.rank->rank;
+    auto [color, stroke] = styles.Of(rank, i);
+    std::vector<std::string> pts;
+    pts.reserve(s.points.size());
+    for (const auto& [step, bytes] : s.points) {
+      pts.push_back(absl::StrCat(Number(frame.X(step)), ",", Number(frame.Y(bytes))));
+    }
+    const bool highlighted = styles.Highlighted(rank);
+    absl::StrAppendFormat(
+        svg,
+        "<polyline class=\"rank-line\" data-rank=\"%d\" data-attempt=\"%d\" "
+        "data-highlighted=\"%s\" data-diverged=\"%s\" data-points=\"%d\" data-max-bytes=\"%d\" "
+        "stroke=\"%s\" stroke-width=\"%s\" points=\"%s\"/>\n",
+        rank, s.rank->attempt, highlighted ? "true" : "false",
+        highlighted || styles.Follower(rank) ? "true" : "false", s.points.size(), s.max_bytes,
+        color, Number(stroke), absl::StrJoin(pts, " "));
+  }
+  absl::StrAppend(svg, "</g>\n");
+}
+
+// A dashed vertical line where something begins, with its label.
+struct Onset {
+  std::string kind;  // data-kind: "divergence", "leak" or "divergence leak"
+  uint32_t rank;
+  int64_t step;
+  std::string label;
+  const char* color;
+};
+
+// The divergence and each leak inside the plotted steps; a leak on the diverged rank from the
+// same step is merged into the divergence's line rather than drawn over it.
+std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& options,
+                                 const PlotFrame& frame, const RankStyles& styles,
+                                 const std::string& axis_name) {
+  std::vector<Onset> onsets;
+  auto add = [&](const std::string& kind, uint32_t rank, int64_t step, const std::string& label,
+                 const char* color) {
+    if (frame.Spans(step)) onsets.push_back({kind, rank, step, label, color});
+  };
+  std::vector<PlotMarks::Leak> leaks = marks.leaks;
+  if (styles.highlight_drawn()) {
+    std::string label = absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ", axis_name,
+                                     " ", marks.onset_step);
+    if (marks.excess_bytes != 0) {
+      absl::StrAppend(&label, " (", analysis::FormatSignedBytes(marks.excess_bytes), " vs cohort)");
+    }
+    std::string kind = "divergence";
+    auto same = std::find_if(leaks.begin(), leaks.end(), [&](const PlotMarks::Leak& l) {
+      return l.rank == *marks.highlighted_rank && l.since_step == marks.onset_step;
+    });
+    if (same != leaks.end()) {
+      kind = "divergence leak";
+      absl::StrAppend(&label, ", leaking ", analysis::FormatRate(same->bytes_per_step));
+      leaks.erase(same);
+    }
+    add(kind, *marks.highlighted_rank, marks.onset_step, label, kHighlight);
+  }
+  size_t leak_labels = 0;
+  for (const PlotMarks::Leak& leak : leaks) {
+    if (!options.ranks.empty() && !options.ranks.count(leak.rank)) continue;
+    if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
+    add("leak", leak.rank, leak.since_step,
+        absl::StrCat("leak on rank ", leak.rank, " from ", axis_name, " ", leak.since_step, " (",
+                     analysis::FormatRate(leak.bytes_per_step), ")"),
+        kLeakColor);
+  }
+  return onsets;
+}
+
+void AppendOnsets(const std::vector<Onset>& onsets, const PlotFrame& frame, std::string* svg) {
+  absl::StrAppend(svg, "<g class=\"onsets\">\n");
+  // Labels start beside the outermost of the lines near them, so no label crosses a line.
+  for (size_t i = 0; i < onsets.size(); ++i) {
+    const Onset& o = onsets[i];
+    double x = frame.X(static_cast<double>(o.step));
+    bool flip = x > kLeft + frame.plot_w() * 0.7;  // keep labels inside the plot
+    double anchor = x;
+    for (const Onset& other : onsets) {
+      double ox = frame.X(static_cast<double>(other.step));
+      if (std::fabs(ox - x) < 60) anchor = flip ? std::min(anchor, ox) : std::max(anchor, ox);
+    }
+    double label_y = kTop + 16 + 16 * (i % 6);
+    absl::StrAppendFormat(
+        svg,
+        "<line class=\"onset\" data-kind=\"%s\" data-rank=\"%d\" data-onset-step=\"%d\" "
+        "x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
+        "stroke-dasharray=\"6 4\"/>"
+        "<text class=\"onset-label\" data-rank=\"%d\" x=\"%s\" y=\"%s\" fill=\"%s\" "
+        "text-anchor=\"%s\">%s</text>\n",
+        o.kind, o.rank, o.step, Number(x), kTop, Number(x), kTop + frame.plot_h(), o.color, o.rank,
+        Number(flip ? anchor - 5 : anchor + 5), Number(label_y), o.color, flip ? "end" : "start",
+        Escape(o.label));
+  }
+  absl::StrAppend(svg, "</g>\n");
+}
+
+// The highlighted rank and followers first, then the others, up to max_legend_entries.
+void AppendLegend(const std::vector<Series>& series, const RankStyles& styles,
+                  const PlotOptions& options, const PlotFrame& frame, std::string* svg) {
+  absl::StrAppendFormat(svg, "<g class=\"legend\" transform=\"translate(%d %d)\">\n",
+                        kLeft + frame.plot_w() + 20, kTop + 4);
+  size_t shown = 0;
+  for (size_t i : ByLayer(series, styles, /*top_first=*/true)) {
+    if (shown == options.max_legend_entries) break;
+    const Series& s = series[i];
+    const uint32_t rank = s.rank->rank;
+    auto [color, stroke] = styles.Of(rank, i);
+    const bool highlighted = styles.Highlighted(rank);
+    std::string name = absl::StrCat("rank ", rank);
+    if (s.rank->attempt > 0) absl::StrAppend(&name, " attempt ", s.rank->attempt);
+    if (highlighted) {
+      absl::StrAppend(&name, " (diverged)");
+    } else if (styles.Follower(rank)) {
+      absl::StrAppend(&name, " (followed)");
+    }
+    int y = static_cast<int>(shown) * 20;
+    absl::StrAppendFormat(svg,
+                          "<g class=\"legend-entry\" data-rank=\"%d\" data-highlighted=\"%s\">"
+                          "<line x1=\"0\" y1=\"%d\" x2=\"24\" y2=\"%d\" stroke=\"%s\" "
+                          "stroke-width=\"%s\"/><text x=\"30\" y=\"%d\">%s</text></g>\n",
+                          rank, highlighted ? "true" : "false", y, y, color, Number(stroke), y + 4,
+                          Escape(name));
+    ++shown;
+  }
+  if (shown < series.size()) {
+    absl::StrAppendFormat(svg,
+                          "<text class=\"legend-more\" x=\"0\" y=\"%d\">+ %d more ranks</text>\n",
+                          static_cast<int>(shown) * 20 + 4, series.size() - shown);
+  }
+  absl::StrAppend(svg, "</g>\n");
+}
+
 }  // namespace
 
 absl::StatusOr<analysis::Metric> ParsePlotMetric(absl::string_view text) {
   if (text == "live") return analysis::Metric::kEnd;
   if (text == "floor") return analysis::Metric::kFloor;
   if (text == "peak") return analysis::Metric::kPeak;
-  return absl::InvalidArgumentError(
-      absl::StrCat("'", text, "' is not one of live, floor, peak"));
+  return absl::InvalidArgumentError(absl::StrCat("'", text, "' is not one of live, floor, peak"));
 }
 
 absl::string_view PlotMetricName(analysis::Metric metric) {
   switch (metric) {
-    case analysis::Metric::kEnd: return "live";
-    case analysis::Metric::kFloor: return "floor";
-    case analysis::Metric::kPeak: return "peak";
+    case analysis::Metric::kEnd:
+      return "live";
+    case analysis::Metric::kFloor:
+      return "floor";
+    case analysis::Metric::kPeak:
+      return "peak";
   }
   return "live";
 }
@@ -103,10 +440,18 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
   analysis::DivergenceReport divergence = analysis::FindDivergence(job);
   marks.message = divergence.message;
   switch (divergence.status) {
-    case analysis::DivergenceStatus::kDiverged: marks.status = "diverged"; break;
-    case analysis::DivergenceStatus::kNoneDiverged: marks.status = "none"; break;
-    case analysis::DivergenceStatus::kTooFewRanks: marks.status = "too-few-ranks"; break;
-    case analysis::DivergenceStatus::kTooFewSteps: marks.status = "too-few-steps"; break;
+    case analysis::DivergenceStatus::kDiverged:
+      marks.status = "diverged";
+      break;
+    case analysis::DivergenceStatus::kNoneDiverged:
+      marks.status = "none";
+      break;
+    case analysis::DivergenceStatus::kTooFewRanks:
+      marks.status = "too-few-ranks";
+      break;
+    case analysis::DivergenceStatus::kTooFewSteps:
+      marks.status = "too-few-steps";
+      break;
   }
   if (!divergence.diverged.empty()) {
     const analysis::RankDivergence& first = divergence.diverged.front();
@@ -129,261 +474,17 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
 
 std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& marks,
                              const PlotOptions& options) {
-  const int width = std::max(options.width, kLeft + kRight + 100);
-  const int height = std::max(options.height, kTop + kBottom + 100);
-  const int plot_w = width - kLeft - kRight;
-  const int plot_h = height - kTop - kBottom;
-
-  std::vector<Series> series;
-  for (const analysis::RankTimeline* rank : analysis::SelectRanks(job)) {
-    if (!options.ranks.empty() && !options.ranks.count(rank->rank)) continue;
-    Series s{rank, {}, 0};
-    for (const analysis::StepPoint& p : rank->steps) {
-      uint64_t v = analysis::MetricValue(p, options.metric);
-      s.points.push_back({p.step, v});
-      s.max_bytes = std::max(s.max_bytes, v);
-    }
-    series.push_back(std::move(s));
-  }
-  const bool highlight_drawn =
-      marks.highlighted_rank.has_value() &&
-      std::any_of(series.begin(), series.end(),
-                  [&](const Series& s) { return s.rank->rank == *marks.highlighted_rank; });
-  auto is_follower = [&](uint32_t rank) {
-    return std::find(marks.followers.begin(), marks.followers.end(), rank) !=
-           marks.followers.end();
-  };
-
-  int64_t min_step = INT64_MAX, max_step = INT64_MIN;
-  uint64_t max_bytes = 0;
-  for (const Series& s : series) {
-    for (const auto& [step, bytes] : s.points) {
-      min_step = std::min(min_step, step);
-      max_step = std::max(max_step, step);
-    }
-    max_bytes = std::max(max_bytes, s.max_bytes);
-  }
-  if (min_step == INT64_MAX) min_step = 0, max_step = 1;
-  if (max_step == min_step) max_step = min_step + 1;
-  std::vector<double> y_ticks = NiceTicks(0, std::max(max_bytes * 1.05, 0.1 * kGiB) / kGiB);
-  const double y_max_gib = y_ticks.back();
-  std::vector<double> x_ticks = NiceTicks(static_cast<double>(min_step),
-                                          static_cast<double>(max_step));
-  // Step ticks are whole steps inside the range.
-  x_ticks.erase(std::remove_if(x_ticks.begin(), x_ticks.end(),
-                               [&](double v) {
-                                 return std::floor(v) != v || v < min_step || v > max_step;
-                               }),
-                x_ticks.end());
-
-  auto X = [&](double step) {
-    return kLeft + (step - min_step) / static_cast<double>(max_step - min_step) * plot_w;
-  };
-  auto Y = [&](double bytes) { return kTop + plot_h - bytes / kGiB / y_max_gib * plot_h; };
-
-  const std::string metric = std::string(PlotMetricName(options.metric));
+  const std::vector<Series> series = CollectSeries(job, options);
+  const PlotFrame frame(options, series);
+  const RankStyles styles(marks, series);
   const std::string axis_name = job.time_axis ? "time bucket" : "step";
-  std::optional<int64_t> onset;
-  if (marks.highlighted_rank.has_value()) {
-    onset = marks.onset_step;
-  } else if (!marks.leaks.empty()) {
-    onset = marks.leaks.front().since_step;
-  }
-
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-      "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\" "
-      "data-job=\"%s\" data-metric=\"%s\" data-ranks=\"%d\" data-status=\"%s\" "
-      "data-highlighted-rank=\"%s\" data-onset-step=\"%s\">\n",
-      width, height, width, height, Escape(job.job_id), metric, series.size(),
-      Escape(marks.status),
-      marks.highlighted_rank ? absl::StrCat(*marks.highlighted_rank) : "",
-      onset ? absl::StrCat(*onset) : "");
-  absl::StrAppend(&svg, "<title>", Escape(job.job_id), ": ", metric, " bytes by ", axis_name,
-                  "</title>\n");
-  absl::StrAppendFormat(&svg, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width,
-                        height);
-  absl::StrAppendFormat(
-      &svg,
-      "<text class=\"title\" x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">"
-      "job %s: %s bytes per %s, %d ranks</text>\n",
-      kLeft, Escape(job.job_id),
-      options.metric == analysis::Metric::kEnd ? "live" : metric, axis_name, series.size());
-  if (!marks.message.empty()) {
-    absl::StrAppendFormat(&svg,
-                          "<text class=\"subtitle\" x=\"%d\" y=\"50\" fill=\"#444\">%s</text>\n",
-                          kLeft, Escape(marks.message));
-  }
-
-  // Axes and grid.
-  absl::StrAppend(&svg, "<g class=\"axis\" data-axis=\"y\">\n");
-  for (double gib : y_ticks) {
-    double y = Y(gib * kGiB);
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%d\" y1=\"%s\" x2=\"%d\" y2=\"%s\" stroke=\"#e3e7eb\"/>"
-                          "<text class=\"tick\" data-gib=\"%s\" x=\"%d\" y=\"%s\" "
-                          "text-anchor=\"end\">%s</text>\n",
-                          kLeft, Number(y), kLeft + plot_w, Number(y), Number(gib), kLeft - 8,
-                          Number(y + 4), GibLabel(gib));
-  }
-  absl::StrAppendFormat(&svg,
-                        "<text x=\"18\" y=\"%d\" transform=\"rotate(-90 18 %d)\" "
-                        "text-anchor=\"middle\">%s bytes (GiB)</text>\n</g>\n",
-                        kTop + plot_h / 2, kTop + plot_h / 2, metric);
-  absl::StrAppend(&svg, "<g class=\"axis\" data-axis=\"x\">\n");
-  for (double step : x_ticks) {
-    double x = X(step);
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#555\"/>"
-                          "<text class=\"tick\" data-step=\"%s\" x=\"%s\" y=\"%d\" "
-                          "text-anchor=\"middle\">%s</text>\n",
-                          Number(x), kTop + plot_h, Number(x), kTop + plot_h + 5, Number(step),
-                          Number(x), kTop + plot_h + 19, Number(step));
-  }
-  absl::StrAppendFormat(&svg,
-                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n</g>\n",
-                        kLeft + plot_w / 2, height - 14, axis_name);
-  absl::StrAppendFormat(&svg,
-                        "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-                        "stroke=\"#555\"/>\n",
-                        kLeft, kTop, plot_w, plot_h);
-
-  // Lines: ordinary ranks first, then followers, the highlighted rank on top.
-  auto style = [&](const Series& s, size_t index) -> std::pair<std::string, double> {
-    uint32_t r = s.rank->rank;
-    if (highlight_drawn && r == *marks.highlighted_rank) return {kHighlight, 3.0};
-    if (is_follower(r)) return {kFollower, 2.0};
-    if (highlight_drawn) return {kMuted, 1.2};
-    return {kPalette[index % (sizeof(kPalette) / sizeof(kPalette[0]))], 1.6};
-  };
-  auto layer = [&](const Series& s) {
-    uint32_t r = s.rank->rank;
-    if (highlight_drawn && r == *marks.highlighted_rank) return 2;
-    return is_follower(r) ? 1 : 0;
-  };
-  std::vector<size_t> order(series.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return layer(series[a]) < layer(series[b]); });
-  absl::StrAppend(&svg, "<g class=\"lines\" fill=\"none\" stroke-linejoin=\"round\">\n");
-  for (size_t i : order) {
-    const Series& s = series[i];
-    auto [color, stroke] = style(s, i);
-    std::vector<std::string> pts;
-    pts.reserve(s.points.size());
-    for (const auto& [step, bytes] : s.points) {
-      pts.push_back(absl::StrCat(Number(X(step)), ",", Number(Y(bytes))));
-    }
-    bool highlighted = highlight_drawn && s.rank->rank == *marks.highlighted_rank;
-    absl::StrAppendFormat(
-        &svg,
-        "<polyline class=\"rank-line\" data-rank=\"%d\" data-attempt=\"%d\" "
-        "data-highlighted=\"%s\" data-diverged=\"%s\" data-points=\"%d\" data-max-bytes=\"%d\" "
-        "stroke=\"%s\" stroke-width=\"%s\" points=\"%s\"/>\n",
-        s.rank->rank, s.rank->attempt, highlighted ? "true" : "false",
-        highlighted || is_follower(s.rank->rank) ? "true" : "false", s.points.size(),
-        s.max_bytes, color, Number(stroke), absl::StrJoin(pts, " "));
-  }
-  absl::StrAppend(&svg, "</g>\n");
-
-  // Onset lines: the divergence, and each leak (merged when they are the same rank and step).
-  absl::StrAppend(&svg, "<g class=\"onsets\">\n");
-  struct Onset {
-    std::string kind;
-    uint32_t rank;
-    int64_t step;
-    std::string label;
-    const char* color;
-  };
-  std::vector<Onset> onsets;
-  auto onset_line = [&](const std::string& kind, uint32_t rank, int64_t step,
-                        const std::string& label, const char* color) {
-    if (step >= min_step && step <= max_step) onsets.push_back({kind, rank, step, label, color});
-  };
-  std::vector<PlotMarks::Leak> leaks = marks.leaks;
-  if (highlight_drawn) {
-    std::string label = absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ",
-                                     axis_name, " ", marks.onset_step);
-    if (marks.excess_bytes != 0) {
-      absl::StrAppend(&label, " (", analysis::FormatSignedBytes(marks.excess_bytes),
-                      " vs cohort)");
-    }
-    std::string kind = "divergence";
-    auto same = std::find_if(leaks.begin(), leaks.end(), [&](const PlotMarks::Leak& l) {
-      return l.rank == *marks.highlighted_rank && l.since_step == marks.onset_step;
-    });
-    if (same != leaks.end()) {
-      kind = "divergence leak";
-      absl::StrAppend(&label, ", leaking ", analysis::FormatRate(same->bytes_per_step));
-      leaks.erase(same);
-    }
-    onset_line(kind, *marks.highlighted_rank, marks.onset_step, label, kHighlight);
-  }
-  size_t leak_labels = 0;
-  for (const PlotMarks::Leak& leak : leaks) {
-    if (!options.ranks.empty() && !options.ranks.count(leak.rank)) continue;
-    if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
-    onset_line("leak", leak.rank, leak.since_step,
-               absl::StrCat("leak on rank ", leak.rank, " from ", axis_name, " ",
-                            leak.since_step, " (", analysis::FormatRate(leak.bytes_per_step),
-                            ")"),
-               kLeakColor);
-  }
-  // Labels start beside the outermost of the lines near them, so no label crosses a line.
-  for (size_t i = 0; i < onsets.size(); ++i) {
-    const Onset& o = onsets[i];
-    double x = X(static_cast<double>(o.step));
-    bool flip = x > kLeft + plot_w * 0.7;  // keep labels inside the plot
-    double anchor = x;
-    for (const Onset& other : onsets) {
-      double ox = X(static_cast<double>(other.step));
-      if (std::fabs(ox - x) < 60) anchor = flip ? std::min(anchor, ox) : std::max(anchor, ox);
-    }
-    double label_y = kTop + 16 + 16 * (i % 6);
-    absl::StrAppendFormat(
-        &svg,
-        "<line class=\"onset\" data-kind=\"%s\" data-rank=\"%d\" data-onset-step=\"%d\" "
-        "x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
-        "stroke-dasharray=\"6 4\"/>"
-        "<text class=\"onset-label\" data-rank=\"%d\" x=\"%s\" y=\"%s\" fill=\"%s\" "
-        "text-anchor=\"%s\">%s</text>\n",
-        o.kind, o.rank, o.step, Number(x), kTop, Number(x), kTop + plot_h, o.color, o.rank,
-        Number(flip ? anchor - 5 : anchor + 5), Number(label_y), o.color, flip ? "end" : "start",
-        Escape(o.label));
-  }
-  absl::StrAppend(&svg, "</g>\n");
-
-  // Legend: the highlighted rank and followers first, then others up to the limit.
-  std::vector<size_t> legend(series.size());
-  for (size_t i = 0; i < legend.size(); ++i) legend[i] = i;
-  std::stable_sort(legend.begin(), legend.end(),
-                   [&](size_t a, size_t b) { return layer(series[a]) > layer(series[b]); });
-  absl::StrAppendFormat(&svg, "<g class=\"legend\" transform=\"translate(%d %d)\">\n",
-                        kLeft + plot_w + 20, kTop + 4);
-  size_t shown = 0;
-  for (size_t i : legend) {
-    if (shown == options.max_legend_entries) break;
-    const Series& s = series[i];
-    auto [color, stroke] = style(s, i);
-    bool highlighted = highlight_drawn && s.rank->rank == *marks.highlighted_rank;
-    std::string name = absl::StrCat("rank ", s.rank->rank);
-    if (s.rank->attempt > 0) absl::StrAppend(&name, " attempt ", s.rank->attempt);
-    if (highlighted) absl::StrAppend(&name, " (diverged)");
-    else if (is_follower(s.rank->rank)) absl::StrAppend(&name, " (followed)");
-    int y = static_cast<int>(shown) * 20;
-    absl::StrAppendFormat(&svg,
-                          "<g class=\"legend-entry\" data-rank=\"%d\" data-highlighted=\"%s\">"
-                          "<line x1=\"0\" y1=\"%d\" x2=\"24\" y2=\"%d\" stroke=\"%s\" "
-                          "stroke-width=\"%s\"/><text x=\"30\" y=\"%d\">%s</text></g>\n",
-                          s.rank->rank, highlighted ? "true" : "false", y, y, color,
-                          Number(stroke), y + 4, Escape(name));
-    ++shown;
-  }
-  if (shown < series.size()) {
-    absl::StrAppendFormat(&svg, "<text class=\"legend-more\" x=\"0\" y=\"%d\">+ %d more ranks</text>\n",
-                          static_cast<int>(shown) * 20 + 4, series.size() - shown);
-  }
-  absl::StrAppend(&svg, "</g>\n</svg>\n");
+  std::string svg;
+  AppendHeader(job, marks, options, frame, series.size(), axis_name, &svg);
+  AppendAxes(frame, PlotMetricName(options.metric), axis_name, &svg);
+  AppendLines(series, frame, styles, &svg);
+  AppendOnsets(CollectOnsets(marks, options, frame, styles, axis_name), frame, &svg);
+  AppendLegend(series, styles, options, frame, &svg);
+  absl::StrAppend(&svg, "</svg>\n");
   return svg;
 }
 
