@@ -148,13 +148,12 @@ absl::StatusOr<DecodedBatch> DecodeBlock(absl::string_view value, absl::string_v
     return absl::DataLossError(absl::StrCat("block of ", where, ": ", bytes.status().message()));
   }
   DecodedBatch decoded;
-  const absl::Status s =
-      cutoff != nullptr
-          ? DecodeBatchWirePrefix(*bytes, StoredBlockLimits(), *cutoff, &decoded, stopped)
-          : DecodeBatchWire(*bytes, StoredBlockLimits(), &decoded);
+  const absl::Status s = cutoff != nullptr ? DecodeBatchWirePrefix(*bytes, StoredBlockLimits(),
+                                                                   *cutoff, &decoded, stopped)
+                                           : DecodeBatchWire(*bytes, StoredBlockLimits(), &decoded);
   if (!s.ok()) {
-    return absl::DataLossError(absl::StrCat("block of ", where, " (", value.size(),
-                                            " bytes) is invalid: ", s.message()));
+    return absl::DataLossError(
+        absl::StrCat("block of ", where, " (", value.size(), " bytes) is invalid: ", s.message()));
   }
   return decoded;
 }
@@ -324,9 +323,8 @@ absl::StatusOr<uint32_t> EventStore::ResolveRank(const JobRecord& job,
                                                  bool* synthetic) {
   *synthetic = identity.rank() < 0;
   if (!*synthetic) return static_cast<uint32_t>(identity.rank());
-  const std::string key =
-      SyntheticRankKey(job.job_no(), identity.host(), identity.device_index(), identity.pid(),
-                       identity.process_start_ns());
+  const std::string key = SyntheticRankKey(job.job_no(), identity.host(), identity.device_index(),
+                                           identity.pid(), identity.process_start_ns());
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), handles_[kMeta], key, &value);
   if (s.ok()) return DecodeU32(value);
@@ -409,8 +407,8 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
       rocksdb::WriteBatch wb;
       wb.Put(handles_[kMeta], StreamMetaKey(stream->key), stream->record.SerializeAsString());
       status = Write(&wb);
-      opened = OpenedStream{stream->key, summary->durable_seq(), summary->identified_by(),
-                            connection};
+      opened =
+          OpenedStream{stream->key, summary->durable_seq(), summary->identified_by(), connection};
     }
   }
   if (!status.ok()) {
@@ -479,8 +477,8 @@ absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
     rocksdb::Status s =
         db_->Get(ro, handles_[kCheckpoints], CheckpointKey(key, checkpoint_seq), &value);
     if (!s.ok()) {
-      return FromRocks(s, absl::StrCat("reading the checkpoint at seq ", checkpoint_seq, " of ",
-                                       where));
+      return FromRocks(
+          s, absl::StrCat("reading the checkpoint at seq ", checkpoint_seq, " of ", where));
     }
     absl::StatusOr<RankState> loaded = RankState::Deserialize(value);
     if (!loaded.ok()) {
@@ -515,8 +513,8 @@ absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
   return state;
 }
 
-void EventStore::AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+void EventStore::AddCheckpoint(Stream* stream,
+                               rocksdb::WriteBatch* batch) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
   const RankState& state = *stream->state;
   batch->Put(handles_[kCheckpoints], CheckpointKey(stream->key, state.last_seq()),
              state.Serialize());
@@ -530,10 +528,9 @@ void EventStore::AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const
   stream->record.set_checkpoint_events(stream->record.summary().events_stored());
 }
 
-absl::Status EventStore::AddToSeries(Stream* stream, RollupAxis axis,
-                                     const google::protobuf::RepeatedPtrField<v1::StepRollup>& rows,
-                                     rocksdb::WriteBatch* batch) const
-    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+absl::Status EventStore::AddToSeries(
+    Stream* stream, RollupAxis axis, const google::protobuf::RepeatedPtrField<v1::StepRollup>& rows,
+    rocksdb::WriteBatch* batch) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (rows.empty()) return absl::OkStatus();
   std::optional<std::pair<int64_t, SeriesSegment>>& current =
       stream->series[static_cast<size_t>(axis)];
@@ -583,19 +580,159 @@ absl::Status EventStore::AddToSeries(Stream* stream, RollupAxis axis,
   return absl::OkStatus();
 }
 
-absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const DecodedBatch& batch,
-                                                absl::string_view batch_bytes) {
-  std::shared_ptr<Stream> stream;
+absl::Status EventStore::NotOpenError(const StreamKey& key) const {
+  std::string job = absl::StrCat("#", key.job_no);
   {
     absl::MutexLock lock(&mu_);
-    auto it = streams_.find(key);
-    if (it != streams_.end()) stream = it->second;
+    for (const auto& [id, record] : jobs_) {
+      if (record->job_no() == key.job_no) job = id;
+    }
   }
-  if (stream == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("stream job #", key.job_no, " rank ",
-                                                      key.rank, " attempt ", key.attempt,
-                                                      " is not open"));
+  return absl::FailedPreconditionError(absl::StrCat("stream of job ", job, " rank ", key.rank,
+                                                    " attempt ", key.attempt, " is not open"));
+}
+
+std::shared_ptr<EventStore::Stream> EventStore::FindOpenStream(const StreamKey& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(key);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+void EventStore::PutStrings(const StreamKey& key, const std::vector<StringDef>& strings,
+                            rocksdb::WriteBatch* batch) const {
+  for (const StringDef& s : strings) {
+    v1::StringEntry entry;
+    entry.set_id(s.id);
+    entry.set_kind(static_cast<v1::StringKind>(s.kind));
+    entry.set_value(s.value);
+    batch->Put(handles_[kMeta], StringMetaKey(key, s.id), entry.SerializeAsString());
   }
+}
+
+absl::Status EventStore::PutEvents(
+    Stream* stream, absl::Span<const Event> events, absl::string_view whole_batch_bytes,
+    rocksdb::WriteBatch* batch) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  RankState& state = *stream->state;
+  const v1::RankSummary& summary = stream->record.summary();
+  // Time buckets follow the agent's latest clock estimate; the block records the one it was
+  // applied with, so that a replay buckets its events exactly as this append did.
+  std::optional<ClockEstimate> clock;
+  if (summary.has_clock()) {
+    clock = ClockEstimate{summary.clock().offset_ns(), summary.clock().round_trip_ns()};
+    state.SetClockOffset(clock->offset_ns);
+  }
+  // Per-thread and cleared, not fresh: its rows' messages are reused batch after batch. But
+  // not without bound: each stream has a handler thread, and a batch that closed thousands of
+  // rows (a step marker every few events) must not leave them behind on every one of them.
+  thread_local ClosedRollups closed;
+  struct ReleaseRows {
+    ~ReleaseRows() {
+      if (closed.steps.size() + closed.buckets.size() > kReusedRows) {
+        closed = ClosedRollups();
+      } else {
+        closed.Clear();
+      }
+    }
+  } release_rows;
+  state.Apply(events, &closed);
+  PutBlock(stream, events, whole_batch_bytes, clock.has_value() ? &*clock : nullptr, batch);
+  return PutRollups(stream, closed, batch);
+}
+
+void EventStore::PutBlock(Stream* stream, absl::Span<const Event> events,
+                          absl::string_view whole_batch_bytes, const ClockEstimate* clock,
+                          rocksdb::WriteBatch* batch) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  // Per-thread scratch: a stream's blocks are alike in size, and fresh buffers of a few
+  // hundred KiB per batch cost page faults.
+  thread_local std::string block;
+  block.clear();
+  if (whole_batch_bytes.empty() || !AppendEventsOnly(whole_batch_bytes, clock, &block)) {
+    AppendBatchWire(events, {}, nullptr, clock, &block);
+  }
+  thread_local std::string compressed;
+  const absl::string_view value = CompressBlock(block, &compressed);
+  StreamRecord& record = stream->record;
+  record.set_blocks(record.blocks() + 1);
+  record.set_block_bytes(record.block_bytes() + value.size());
+  batch->Put(handles_[kBlocks], BlockKey(stream->key, events.front().seq),
+             rocksdb::Slice(value.data(), value.size()));
+}
+
+absl::Status EventStore::PutRollups(Stream* stream, const ClosedRollups& closed,
+                                    rocksdb::WriteBatch* batch) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  const StreamKey& key = stream->key;
+  StreamRecord& record = stream->record;
+  thread_local std::string row_bytes;
+  for (const v1::StepRollup& r : closed.steps) {
+    r.SerializeToString(&row_bytes);
+    batch->Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, r.step()), row_bytes);
+  }
+  for (const v1::StepRollup& r : closed.buckets) {
+    r.SerializeToString(&row_bytes);
+    batch->Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, r.step()), row_bytes);
+  }
+  if (record.has_series()) {
+    for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
+      const auto& rows = axis == RollupAxis::kStep ? closed.steps : closed.buckets;
+      if (absl::Status st = AddToSeries(stream, axis, rows, batch); !st.ok()) return st;
+    }
+  }
+  // The open rollups are rewritten with every batch, so readers always see the current step.
+  const RankState& state = *stream->state;
+  const v1::StepRollup open_step = state.OpenStepRollup();
+  const v1::StepRollup open_bucket = state.OpenBucketRollup();
+  batch->Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, state.current_step()),
+             open_step.SerializeAsString());
+  batch->Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, state.current_bucket()),
+             open_bucket.SerializeAsString());
+  if (record.has_series()) {
+    CopyScalarPart(open_step, record.mutable_open_step());
+    CopyScalarPart(open_bucket, record.mutable_open_bucket());
+  }
+  return absl::OkStatus();
+}
+
+void EventStore::UpdateSummary(Stream* stream, absl::Span<const Event> events,
+                               const AgentCounterValues& counters) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  const RankState& state = *stream->state;
+  v1::RankSummary& summary = *stream->record.mutable_summary();
+  if (summary.events_stored() == 0) summary.set_first_ts_ns(state.first_ts_ns());
+  summary.set_events_stored(summary.events_stored() + events.size());
+  summary.set_durable_seq(events.back().seq);
+  summary.set_last_ts_ns(state.last_ts_ns());
+  v1::AgentCounters* c = summary.mutable_counters();
+  c->set_events_recorded(counters.events_recorded);
+  c->set_events_lost(counters.events_lost);
+  c->set_spool_bytes(counters.spool_bytes);
+  c->set_reconnects(counters.reconnects);
+  c->set_cupti_records_dropped(counters.cupti_records_dropped);
+  summary.set_live_bytes(state.live_bytes());
+  summary.set_current_step(state.current_step());
+  summary.set_anomalies(state.anomalies().total());
+  state.anomalies().ToProto(summary.mutable_anomaly_counts());
+  summary.set_ooms(state.ooms());
+  summary.set_first_oom_seq(state.first_oom_seq());
+  summary.set_first_oom_ts_ns(state.first_oom_ts_ns());
+  stream->record.set_first_oom_bytes(state.first_oom_bytes());
+}
+
+bool EventStore::CheckpointDue(const Stream& stream) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  const StreamRecord& record = stream.record;
+  const bool steps_due =
+      options_.checkpoint_every_steps > 0 &&
+      stream.state->steps_closed() - record.checkpoint_steps() >= options_.checkpoint_every_steps;
+  const bool events_due = options_.checkpoint_every_events > 0 &&
+                          record.summary().events_stored() - record.checkpoint_events() >=
+                              options_.checkpoint_every_events;
+  return steps_due || events_due;
+}
+
+absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const DecodedBatch& batch,
+                                                absl::string_view batch_bytes) {
+  std::shared_ptr<Stream> stream = FindOpenStream(key);
+  if (stream == nullptr) return NotOpenError(key);
   absl::MutexLock lock(&stream->mu);
   if (!stream->loaded) {
     if (absl::Status s = LoadStream(stream.get()); !s.ok()) return s;
@@ -605,9 +742,8 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
   const uint64_t durable = summary.durable_seq();
   // Sequence numbers strictly increase within a batch (DecodeBatch checked), so everything
   // already stored is one prefix of it.
-  const auto first_new =
-      std::upper_bound(batch.events.begin(), batch.events.end(), durable,
-                       [](uint64_t seq, const Event& e) { return seq < e.seq; });
+  const auto first_new = std::upper_bound(batch.events.begin(), batch.events.end(), durable,
+                                          [](uint64_t seq, const Event& e) { return seq < e.seq; });
   const absl::Span<const Event> kept =
       absl::MakeConstSpan(batch.events).subspan(first_new - batch.events.begin());
   AppendResult result;
@@ -617,111 +753,17 @@ absl::StatusOr<AppendResult> EventStore::Append(const StreamKey& key, const Deco
   if (kept.empty() && batch.strings.empty()) return result;
 
   rocksdb::WriteBatch wb;
-  for (const StringDef& s : batch.strings) {
-    v1::StringEntry entry;
-    entry.set_id(s.id);
-    entry.set_kind(static_cast<v1::StringKind>(s.kind));
-    entry.set_value(s.value);
-    wb.Put(handles_[kMeta], StringMetaKey(key, s.id), entry.SerializeAsString());
-  }
+  PutStrings(key, batch.strings, &wb);
   if (batch.clock.has_value()) *summary.mutable_clock() = ToProto(*batch.clock);
   if (!kept.empty()) {
-    RankState& state = *stream->state;
-    // Time buckets follow the agent's latest clock estimate; the block records the one it was
-    // applied with, so that a replay buckets its events exactly as this append did.
-    std::optional<ClockEstimate> clock;
-    if (summary.has_clock()) {
-      clock = ClockEstimate{summary.clock().offset_ns(), summary.clock().round_trip_ns()};
-      state.SetClockOffset(clock->offset_ns);
+    // A batch stored whole keeps its own bytes; a resent one that overlaps is encoded again.
+    const bool whole = kept.size() == batch.events.size();
+    if (absl::Status s = PutEvents(stream.get(), kept, whole ? batch_bytes : "", &wb); !s.ok()) {
+      ForgetState(stream.get());
+      return s;
     }
-    // Per-thread and cleared, not fresh: its rows' messages are reused batch after batch. But
-    // not without bound: each stream has a handler thread, and a batch that closed thousands of
-    // rows (a step marker every few events) must not leave them behind on every one of them.
-    thread_local ClosedRollups closed;
-    struct ReleaseRows {
-      ~ReleaseRows() {
-        if (closed.steps.size() + closed.buckets.size() > kReusedRows) {
-          closed = ClosedRollups();
-        } else {
-          closed.Clear();
-        }
-      }
-    } release_rows;
-    state.Apply(kept, &closed);
-
-    // Per-thread scratch: a stream's blocks are alike in size, and fresh buffers of a few
-    // hundred KiB per batch cost page faults.
-    thread_local std::string block;
-    block.clear();
-    const ClockEstimate* block_clock = clock.has_value() ? &*clock : nullptr;
-    const bool whole = kept.size() == batch.events.size() && !batch_bytes.empty();
-    if (!whole || !AppendEventsOnly(batch_bytes, block_clock, &block)) {
-      AppendBatchWire(kept, {}, nullptr, block_clock, &block);
-    }
-    thread_local std::string compressed;
-    const absl::string_view value = CompressBlock(block, &compressed);
-    record.set_blocks(record.blocks() + 1);
-    record.set_block_bytes(record.block_bytes() + value.size());
-    wb.Put(handles_[kBlocks], BlockKey(key, kept.front().seq),
-           rocksdb::Slice(value.data(), value.size()));
-
-    thread_local std::string row_bytes;
-    for (const v1::StepRollup& r : closed.steps) {
-      r.SerializeToString(&row_bytes);
-      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, r.step()), row_bytes);
-    }
-    for (const v1::StepRollup& r : closed.buckets) {
-      r.SerializeToString(&row_bytes);
-      wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, r.step()), row_bytes);
-    }
-    if (record.has_series()) {
-      for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
-        const auto& rows = axis == RollupAxis::kStep ? closed.steps : closed.buckets;
-        if (absl::Status st = AddToSeries(stream.get(), axis, rows, &wb); !st.ok()) {
-          ForgetState(stream.get());
-          return st;
-        }
-      }
-    }
-
-    // The open rollups are rewritten with every batch, so readers always see the current step.
-    const v1::StepRollup open_step = state.OpenStepRollup();
-    const v1::StepRollup open_bucket = state.OpenBucketRollup();
-    wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, state.current_step()),
-           open_step.SerializeAsString());
-    wb.Put(handles_[kRollups], RollupKey(key, RollupAxis::kTime, state.current_bucket()),
-           open_bucket.SerializeAsString());
-    if (record.has_series()) {
-      CopyScalarPart(open_step, record.mutable_open_step());
-      CopyScalarPart(open_bucket, record.mutable_open_bucket());
-    }
-
-    if (summary.events_stored() == 0) summary.set_first_ts_ns(state.first_ts_ns());
-    summary.set_events_stored(summary.events_stored() + kept.size());
-    summary.set_durable_seq(kept.back().seq);
-    summary.set_last_ts_ns(state.last_ts_ns());
-    v1::AgentCounters* c = summary.mutable_counters();
-    c->set_events_recorded(batch.counters.events_recorded);
-    c->set_events_lost(batch.counters.events_lost);
-    c->set_spool_bytes(batch.counters.spool_bytes);
-    c->set_reconnects(batch.counters.reconnects);
-    c->set_cupti_records_dropped(batch.counters.cupti_records_dropped);
-    summary.set_live_bytes(state.live_bytes());
-    summary.set_current_step(state.current_step());
-    summary.set_anomalies(state.anomalies().total());
-    state.anomalies().ToProto(summary.mutable_anomaly_counts());
-    summary.set_ooms(state.ooms());
-    summary.set_first_oom_seq(state.first_oom_seq());
-    summary.set_first_oom_ts_ns(state.first_oom_ts_ns());
-    record.set_first_oom_bytes(state.first_oom_bytes());
-
-    const bool step_due = options_.checkpoint_every_steps > 0 &&
-                          state.steps_closed() - record.checkpoint_steps() >=
-                              options_.checkpoint_every_steps;
-    const bool events_due = options_.checkpoint_every_events > 0 &&
-                            summary.events_stored() - record.checkpoint_events() >=
-                                options_.checkpoint_every_events;
-    if (step_due || events_due) AddCheckpoint(stream.get(), &wb);
+    UpdateSummary(stream.get(), kept, batch.counters);
+    if (CheckpointDue(*stream)) AddCheckpoint(stream.get(), &wb);
   }
   summary.set_last_ack_unix_ns(absl::GetCurrentTimeNanos());
   summary.set_complete(false);
@@ -746,11 +788,7 @@ absl::Status EventStore::CloseStream(const StreamKey& key, bool complete, uint64
     hook.swap(close_hook_);
   }
   if (hook) hook();
-  if (stream == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("stream job #", key.job_no, " rank ",
-                                                      key.rank, " attempt ", key.attempt,
-                                                      " is not open"));
-  }
+  if (stream == nullptr) return NotOpenError(key);
   absl::Status status;
   {
     absl::MutexLock lock(&stream->mu);
@@ -794,12 +832,11 @@ absl::StatusOr<std::vector<StreamRecord>> EventStore::ReadStreamRecords(
 absl::StatusOr<std::vector<StreamRecord>> EventStore::ReadStreamRecords(
     const rocksdb::Snapshot* snapshot, absl::string_view prefix) const {
   std::vector<StreamRecord> out;
-  absl::Status s = ForEachWithPrefix(
-      db_.get(), handles_[kMeta], snapshot, prefix,
-      [&](absl::string_view key, absl::string_view value) {
-        out.emplace_back();
-        return ParseValue(value, "stream record", &out.back());
-      });
+  absl::Status s = ForEachWithPrefix(db_.get(), handles_[kMeta], snapshot, prefix,
+                                     [&](absl::string_view key, absl::string_view value) {
+                                       out.emplace_back();
+                                       return ParseValue(value, "stream record", &out.back());
+                                     });
   if (!s.ok()) return s;
   return out;
 }
@@ -869,14 +906,14 @@ absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
       any_events = true;
     }
     std::sort(ranks.begin(), ranks.end());
-    summary.set_ranks(static_cast<uint32_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin()));
+    summary.set_ranks(
+        static_cast<uint32_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin()));
     out.push_back(std::move(summary));
   }
   return out;
 }
 
-absl::StatusOr<std::vector<v1::RankSummary>> EventStore::ListRanks(
-    absl::string_view job_id) const {
+absl::StatusOr<std::vector<v1::RankSummary>> EventStore::ListRanks(absl::string_view job_id) const {
   absl::StatusOr<JobRecord> job = FindJob(job_id);
   if (!job.ok()) return job.status();
   absl::StatusOr<std::vector<StreamRecord>> records = ReadStreamRecords(nullptr, job->job_no());
@@ -887,10 +924,9 @@ absl::StatusOr<std::vector<v1::RankSummary>> EventStore::ListRanks(
   return out;
 }
 
-absl::Status EventStore::VisitSeries(rocksdb::Iterator* series, const StreamRecord& record,
-                                     const StreamKey& key, RollupAxis axis, v1::StepRollup* row,
-                                     const std::function<void(const v1::StepRollup&)>& on_row)
-    const {
+absl::Status EventStore::VisitSeries(
+    rocksdb::Iterator* series, const StreamRecord& record, const StreamKey& key, RollupAxis axis,
+    v1::StepRollup* row, const std::function<void(const v1::StepRollup&)>& on_row) const {
   // The series holds closed rows; the open one (rewritten with every batch) is in the record.
   std::optional<v1::StepRollup> open;
   if (record.summary().events_stored() > 0) {
@@ -903,16 +939,16 @@ absl::Status EventStore::VisitSeries(rocksdb::Iterator* series, const StreamReco
     const rocksdb::Slice k = series->key();
     if (!absl::StartsWith(absl::string_view(k.data(), k.size()), prefix)) break;
     const rocksdb::Slice v = series->value();
-    absl::Status s = ForEachSeriesRow(
-        absl::string_view(v.data(), v.size()), row, [&](const v1::StepRollup& closed) {
-          if (open.has_value() && open->step() <= closed.step()) {
-            on_row(*open);
-            const bool replaced = open->step() == closed.step();
-            open.reset();
-            if (replaced) return;
-          }
-          on_row(closed);
-        });
+    absl::Status s = ForEachSeriesRow(absl::string_view(v.data(), v.size()), row,
+                                      [&](const v1::StepRollup& closed) {
+                                        if (open.has_value() && open->step() <= closed.step()) {
+                                          on_row(*open);
+                                          const bool replaced = open->step() == closed.step();
+                                          open.reset();
+                                          if (replaced) return;
+                                        }
+                                        on_row(closed);
+                                      });
     if (!s.ok()) return s;
   }
   if (absl::Status s = FromRocks(series->status(), "reading a rollup series"); !s.ok()) return s;
@@ -1058,8 +1094,8 @@ absl::StatusOr<StoredEvents> EventStore::ReadEvents(absl::string_view job_id, ui
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, handles_[kBlocks]));
   // The block holding from_seq starts at or before it.
   it->SeekForPrev(BlockKey(key, from_seq));
-  if (!it->Valid() || !absl::StartsWith(absl::string_view(it->key().data(), it->key().size()),
-                                        prefix)) {
+  if (!it->Valid() ||
+      !absl::StartsWith(absl::string_view(it->key().data(), it->key().size()), prefix)) {
     it->Seek(BlockKey(key, 0));
   }
   bool full = false;
@@ -1124,8 +1160,7 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
   if (point.kind != LivePoint::Kind::kNow) {
     if (point.kind == LivePoint::Kind::kFirstOom) {
       if (summary.first_oom_seq() == 0) {
-        return absl::NotFoundError(
-            absl::StrCat(Describe(key, job_id), " has no OOM event"));
+        return absl::NotFoundError(absl::StrCat(Describe(key, job_id), " has no OOM event"));
       }
       target.last_seq = summary.first_oom_seq();
     } else if (point.kind == LivePoint::Kind::kAtCollectorTime) {
@@ -1135,18 +1170,18 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
     }
     // The newest checkpoint that does not pass the target.
     checkpoint_seq = 0;
-    absl::Status s = ForEachWithPrefix(
-        db_.get(), handles_[kMeta], snapshot.get(), CheckpointTsPrefix(key),
-        [&](absl::string_view k, absl::string_view value) {
-          absl::StatusOr<CheckpointKeyParts> parts = DecodeCheckpointTsKey(k);
-          if (!parts.ok()) return parts.status();
-          absl::StatusOr<int64_t> ts = DecodeOrderedI64(value);
-          if (!ts.ok()) return ts.status();
-          if (parts->seq <= target.last_seq && *ts <= target.max_ts_ns) {
-            checkpoint_seq = parts->seq;
-          }
-          return absl::OkStatus();
-        });
+    absl::Status s =
+        ForEachWithPrefix(db_.get(), handles_[kMeta], snapshot.get(), CheckpointTsPrefix(key),
+                          [&](absl::string_view k, absl::string_view value) {
+                            absl::StatusOr<CheckpointKeyParts> parts = DecodeCheckpointTsKey(k);
+                            if (!parts.ok()) return parts.status();
+                            absl::StatusOr<int64_t> ts = DecodeOrderedI64(value);
+                            if (!ts.ok()) return ts.status();
+                            if (parts->seq <= target.last_seq && *ts <= target.max_ts_ns) {
+                              checkpoint_seq = parts->seq;
+                            }
+                            return absl::OkStatus();
+                          });
     if (!s.ok()) return s;
   }
   absl::StatusOr<RankState> state =

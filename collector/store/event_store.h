@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "collector/rollup/rank_state.h"
 #include "collector/store/key_codec.h"
 #include "proto/codec/batch_codec.h"
@@ -193,9 +194,8 @@ class EventStore {
                             const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
                             const std::function<void(const v1::StepRollup&)>& on_row) const;
   // Up to `limit` stored events of one stream with seq >= from_seq, in order.
-  absl::StatusOr<StoredEvents> ReadEvents(absl::string_view job_id, uint32_t rank,
-                                          uint32_t attempt, uint64_t from_seq,
-                                          uint32_t limit) const;
+  absl::StatusOr<StoredEvents> ReadEvents(absl::string_view job_id, uint32_t rank, uint32_t attempt,
+                                          uint64_t from_seq, uint32_t limit) const;
   // The live set of (job, rank, attempt) at `point`; attempt unset = the rank's latest attempt.
   absl::StatusOr<LiveSnapshot> LiveAllocations(absl::string_view job_id, uint32_t rank,
                                                std::optional<uint32_t> attempt,
@@ -228,6 +228,28 @@ class EventStore {
   // The records whose meta key starts with `prefix` (StreamMetaPrefix).
   absl::StatusOr<std::vector<StreamRecord>> ReadStreamRecords(const rocksdb::Snapshot* snapshot,
                                                               absl::string_view prefix) const;
+  // The stream `key` names if a connection has it open, else nullptr.
+  std::shared_ptr<Stream> FindOpenStream(const StreamKey& key) const;
+  // FAILED_PRECONDITION naming the stream by its job's id.
+  absl::Status NotOpenError(const StreamKey& key) const;
+
+  // The parts of one Append's write batch. Each requires the stream's lock.
+  void PutStrings(const StreamKey& key, const std::vector<StringDef>& strings,
+                  rocksdb::WriteBatch* batch) const;
+  // Applies `events` to the stream's state and puts what they change: their block, the rollup
+  // rows they closed (and series segments), the open rows. `whole_batch_bytes`: the EventBatch
+  // bytes when `events` are all of it, else empty. On an error the caller must ForgetState.
+  absl::Status PutEvents(Stream* stream, absl::Span<const Event> events,
+                         absl::string_view whole_batch_bytes, rocksdb::WriteBatch* batch) const;
+  void PutBlock(Stream* stream, absl::Span<const Event> events, absl::string_view whole_batch_bytes,
+                const ClockEstimate* clock, rocksdb::WriteBatch* batch) const;
+  absl::Status PutRollups(Stream* stream, const ClosedRollups& closed,
+                          rocksdb::WriteBatch* batch) const;
+  // The stream's summary after `events` (just applied) and the agent's latest counters.
+  void UpdateSummary(Stream* stream, absl::Span<const Event> events,
+                     const AgentCounterValues& counters) const;
+  // Whether enough steps or events passed since the last checkpoint (EventStoreOptions).
+  bool CheckpointDue(const Stream& stream) const;
   void AddCheckpoint(Stream* stream, rocksdb::WriteBatch* batch) const;
   // The scalar rows of one stream that has a series: its closed rows from the series family
   // and its open row from the rollups family, in key order.

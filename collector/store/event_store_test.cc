@@ -247,6 +247,19 @@ TEST(EventStoreTest, ResendOfStoredBatchLeavesEverythingUnchanged) {
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
 }
 
+TEST(EventStoreTest, AppendAndCloseAfterTheLastCloseNameTheStreamByItsJobId) {
+  auto store = OpenOrDie(Options(TestDir("not-open")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("train-7b", 4));
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  absl::StatusOr<AppendResult> late = store->Append(s->key, Batch(MakeEvents(1, 2)));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(late.status().message(), "stream of job train-7b rank 4 attempt 0 is not open");
+  absl::Status closed_again = store->CloseStream(s->key, true);
+  EXPECT_EQ(closed_again.message(), "stream of job train-7b rank 4 attempt 0 is not open");
+}
+
 TEST(EventStoreTest, PartialOverlapIsTrimmed) {
   auto store = OpenOrDie(Options(TestDir("overlap")));
   ASSERT_NE(store, nullptr);
@@ -555,7 +568,9 @@ TEST(EventStoreTest, ACheckpointPastAnEarlierLaterEventIsNotWhereAReplayToATimeS
   ASSERT_TRUE(store->Append(s->key, Batch(events)).ok());
   const LivePoint at{LivePoint::Kind::kAtTime, kT0 + 2 * kMs + kMs / 2};
   for (bool checkpointed : {false, true}) {
-    if (checkpointed) ASSERT_TRUE(store->CloseStream(s->key, true).ok());  // writes one
+    if (checkpointed) {
+      ASSERT_TRUE(store->CloseStream(s->key, true).ok());  // writes one
+    }
     absl::StatusOr<LiveSnapshot> live = store->LiveAllocations("job", 0, std::nullopt, at);
     ASSERT_TRUE(live.ok()) << live.status();
     EXPECT_EQ(live->seq, 1u) << "checkpointed " << checkpointed;
