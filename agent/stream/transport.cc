@@ -1,5 +1,6 @@
 #include "agent/stream/transport.h"
 
+#include <grpcpp/grpcpp.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/memory/memory.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -22,10 +21,10 @@
 #include "agent/stream/backoff.h"
 #include "agent/stream/batch_store.h"
 #include "agent/stream/clock_sync.h"
-#include "agent/stream/spool.h"
 #include "agent/stream/event_queue.h"
 #include "agent/stream/failure_log.h"
 #include "agent/stream/ingest_stream.h"
+#include "agent/stream/spool.h"
 #include "agent/stream/string_table.h"
 #include "proto/codec/batch_codec.h"
 #include "proto/codec/batch_wire.h"
@@ -71,11 +70,10 @@ grpc::ByteBuffer FrameRequest(uint32_t field, std::shared_ptr<const std::string>
   AppendVarint(body->size() + tail.size(), &head);
   void* const data = const_cast<char*>(body->data());
   const size_t size = body->size();
-  grpc::Slice slices[3] = {
-      grpc::Slice(head),
-      grpc::Slice(data, size, &ReleaseBatchBytes,
-                  new std::shared_ptr<const std::string>(std::move(body))),
-      grpc::Slice(tail)};
+  grpc::Slice slices[3] = {grpc::Slice(head),
+                           grpc::Slice(data, size, &ReleaseBatchBytes,
+                                       new std::shared_ptr<const std::string>(std::move(body))),
+                           grpc::Slice(tail)};
   return grpc::ByteBuffer(slices, tail.empty() ? 2 : 3);
 }
 
@@ -104,9 +102,8 @@ absl::Status ValidateOptions(const TransportOptions& o) {
     return absl::InvalidArgumentError("transport: queue_capacity is 0");
   }
   if (o.max_batch_events == 0 || o.max_batch_events > kMaxBatchEvents) {
-    return absl::InvalidArgumentError(absl::StrCat("transport: max_batch_events ",
-                                                   o.max_batch_events, " is not in 1..",
-                                                   kMaxBatchEvents));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transport: max_batch_events ", o.max_batch_events, " is not in 1..", kMaxBatchEvents));
   }
   if (o.max_batch_delay <= absl::ZeroDuration() || o.initial_backoff <= absl::ZeroDuration() ||
       o.max_backoff < o.initial_backoff || o.hello_timeout <= absl::ZeroDuration() ||
@@ -198,8 +195,40 @@ class Transport::Impl final : public IngestStream::Listener {
 
   void Wake();
   void Run();
+  // One connection's progress toward its end, kept by ServeStream from turn to turn.
+  struct StreamProgress {
+    bool ending = false;   // Close() or Abort() issued
+    bool closing = false;  // ... and it was Close()
+    bool cancelled = false;
+    absl::Time close_deadline = absl::InfiniteFuture();
+    bool hello_was_acked = false;
+  };
+  // One turn of ServeStream: decided under mu_, carried out outside it.
+  struct Turn {
+    Action action = Action::kNone;
+    std::optional<SealedBatch> batch;  // kWrite: the batch to send
+    std::optional<ClockEstimate> clock;
+    uint64_t resume_after = 0;  // events up to this seq were written before it
+  };
+
   // One stream from Hello to its end; true when the sender should stop.
   bool ServeStream();
+  // Resets the per-stream state and opens a stream with the Hello.
+  void OpenStream();
+  // Decides the turn and notes its effects (a write sent, the stream ending); with nothing to
+  // do, waits until a wake-up or the next deadline. mu_ held, through `lock`.
+  Turn NextTurnLocked(StreamProgress* progress, std::unique_lock<std::mutex>& lock);
+  // What to do now: timeouts and failures end the stream, an acked Hello with no write in
+  // flight sends the next batch (`next`), a stop with nothing left closes. mu_ held.
+  Action DecideLocked(const StreamProgress& progress, absl::Time now, bool outstanding,
+                      std::optional<SealedBatch>* next);
+  // Waits for a wake-up, until the earliest deadline the stream has. mu_ held, through `lock`.
+  void WaitForWorkLocked(const StreamProgress& progress, bool outstanding,
+                         std::unique_lock<std::mutex>& lock);
+  void Perform(const Turn& turn);
+  // After the stream is done: records how it ended and reports it; true when the sender
+  // should stop.
+  bool EndStream(const StreamProgress& progress);
   // Forms batches until `until`; true when the sender should stop.
   bool WaitDisconnected(absl::Time until);
   void FormBatches(bool force);
@@ -457,10 +486,9 @@ void Transport::Impl::Run() {
     undelivered = q.last_seq > durable_seq_ ? q.last_seq - durable_seq_ : 0;
   }
   if (undelivered > 0) {
-    failures_.Report(Failure::kUndelivered,
-                     absl::StrCat("shutting down with ", undelivered,
-                                  " events not acknowledged by collector ",
-                                  options_.collector_address));
+    failures_.Report(Failure::kUndelivered, absl::StrCat("shutting down with ", undelivered,
+                                                         " events not acknowledged by collector ",
+                                                         options_.collector_address));
   }
   std::unique_lock<std::mutex> lock(mu_);
   sender_exited_ = true;
@@ -480,6 +508,22 @@ bool Transport::Impl::WaitDisconnected(absl::Time until) {
 }
 
 bool Transport::Impl::ServeStream() {
+  OpenStream();
+  StreamProgress progress;
+  while (true) {
+    FormBatches(ForceBatches());
+    Turn turn;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stream_done_) break;
+      turn = NextTurnLocked(&progress, lock);
+    }
+    Perform(turn);
+  }
+  return EndStream(progress);
+}
+
+void Transport::Impl::OpenStream() {
   v1::Hello hello;
   *hello.mutable_identity() = options_.identity;
   {
@@ -496,148 +540,168 @@ bool Transport::Impl::ServeStream() {
   }
   stream_ = std::make_unique<IngestStream>(this);
   NoteSend();
-  stream_->Open(channel_.get(),
-                FrameRequest(1, std::make_shared<const std::string>(hello.SerializeAsString()), ""));
+  stream_->Open(
+      channel_.get(),
+      FrameRequest(1, std::make_shared<const std::string>(hello.SerializeAsString()), ""));
+}
 
-  bool ending = false;         // Close() or Abort() issued
-  bool closing = false;        // ... and it was Close()
-  bool cancelled = false;
-  absl::Time close_deadline = absl::InfiniteFuture();
-  bool hello_was_acked = false;
-  while (true) {
-    FormBatches(ForceBatches());
-    Action action = Action::kNone;
-    std::optional<SealedBatch> next;
-    std::optional<ClockEstimate> clock;
-    uint64_t resume_after = 0;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stream_done_) break;
-      const absl::Time now = absl::Now();
-      hello_was_acked |= hello_acked_;
-      const bool outstanding = written_through_ > durable_seq_;
-      if (ending) {
-        if (closing && !cancelled && now >= close_deadline) action = Action::kCancel;
-      } else if (reads_done_ || write_failed_) {
-        action = Action::kAbort;
-      } else if (!hello_acked_ && now - opened_at_ >= options_.hello_timeout) {
-        failures_.Report(Failure::kHelloTimeout,
-                         absl::StrCat("collector ", options_.collector_address,
-                                      " did not answer the Hello within ",
-                                      absl::FormatDuration(options_.hello_timeout)));
-        action = Action::kAbort;
-      } else if (hello_acked_ && outstanding && now - last_progress_ >= options_.ack_timeout) {
-        failures_.Report(Failure::kAckTimeout,
-                         absl::StrCat("collector ", options_.collector_address,
-                                      " sent no ack within ",
-                                      absl::FormatDuration(options_.ack_timeout),
-                                      "; reopening the stream"));
-        action = Action::kAbort;
-      } else if (stopping_ && (!clean_close_ || (!hello_acked_ && now >= stop_deadline_))) {
-        action = Action::kAbort;
-      } else if (hello_acked_ && !write_in_flight_) {
-        next = store_->NextAfter(written_through_);
-        ReportUnreadableLocked();
-        if (next.has_value()) {
-          action = Action::kWrite;
-        } else if (stopping_) {
-          action = Action::kClose;
-        }
-      }
-      if (action == Action::kWrite) {
-        resume_after = written_through_;
-        clock = clock_sync_.Current();
-        if (!outstanding) last_progress_ = now;  // the ack clock starts with the first write
-        write_in_flight_ = true;
-        written_through_ = next->last_seq;
-        events_sent_ += next->last_seq - std::max(next->first_seq - 1, resume_after);
-        ++batches_sent_;
-        if (next->first_seq <= max_written_seq_) ++batches_resent_;
-        max_written_seq_ = std::max(max_written_seq_, next->last_seq);
-      } else if (action == Action::kClose || action == Action::kAbort) {
-        ending = true;
-        closing = action == Action::kClose;
-        close_deadline = std::max(now, stop_deadline_) + kCloseGrace;
-      } else if (action == Action::kCancel) {
-        cancelled = true;
-      } else if (!wake_) {
-        absl::Time deadline = partial_due_;
-        if (!hello_acked_) deadline = std::min(deadline, opened_at_ + options_.hello_timeout);
-        if (outstanding) deadline = std::min(deadline, last_progress_ + options_.ack_timeout);
-        if (ending && closing && !cancelled) deadline = std::min(deadline, close_deadline);
-        if (stopping_ && !hello_acked_) deadline = std::min(deadline, stop_deadline_);
-        WaitUntil(sender_cv_, lock, deadline);
-      }
-      if (action == Action::kNone) wake_ = false;
+Transport::Impl::Turn Transport::Impl::NextTurnLocked(StreamProgress* progress,
+                                                      std::unique_lock<std::mutex>& lock) {
+  const absl::Time now = absl::Now();
+  progress->hello_was_acked |= hello_acked_;
+  const bool outstanding = written_through_ > durable_seq_;
+  Turn turn;
+  turn.action = DecideLocked(*progress, now, outstanding, &turn.batch);
+  switch (turn.action) {
+    case Action::kWrite: {
+      const SealedBatch& next = *turn.batch;
+      turn.resume_after = written_through_;
+      turn.clock = clock_sync_.Current();
+      if (!outstanding) last_progress_ = now;  // the ack clock starts with the first write
+      write_in_flight_ = true;
+      written_through_ = next.last_seq;
+      events_sent_ += next.last_seq - std::max(next.first_seq - 1, turn.resume_after);
+      ++batches_sent_;
+      if (next.first_seq <= max_written_seq_) ++batches_resent_;
+      max_written_seq_ = std::max(max_written_seq_, next.last_seq);
+      break;
     }
-    switch (action) {
-      case Action::kWrite: {
-        grpc::ByteBuffer request = PrepareWrite(*next, resume_after, clock);
-        NoteSend();
-        stream_->Write(std::move(request));
-        break;
-      }
-      case Action::kClose:
-        stream_->Close();
-        break;
-      case Action::kAbort:
-        stream_->Abort();
-        break;
-      case Action::kCancel:
-        stream_->Cancel();
-        break;
-      case Action::kNone:
-        break;
-    }
+    case Action::kClose:
+    case Action::kAbort:
+      progress->ending = true;
+      progress->closing = turn.action == Action::kClose;
+      progress->close_deadline = std::max(now, stop_deadline_) + kCloseGrace;
+      break;
+    case Action::kCancel:
+      progress->cancelled = true;
+      break;
+    case Action::kNone:
+      if (!wake_) WaitForWorkLocked(*progress, outstanding, lock);
+      wake_ = false;
+      break;
   }
+  return turn;
+}
 
+Transport::Impl::Action Transport::Impl::DecideLocked(const StreamProgress& progress,
+                                                      absl::Time now, bool outstanding,
+                                                      std::optional<SealedBatch>* next) {
+  if (progress.ending) {
+    const bool close_overdue =
+        progress.closing && !progress.cancelled && now >= progress.close_deadline;
+    return close_overdue ? Action::kCancel : Action::kNone;
+  }
+  if (reads_done_ || write_failed_) return Action::kAbort;
+  if (!hello_acked_ && now - opened_at_ >= options_.hello_timeout) {
+    failures_.Report(
+        Failure::kHelloTimeout,
+        absl::StrCat("collector ", options_.collector_address, " did not answer the Hello within ",
+                     absl::FormatDuration(options_.hello_timeout)));
+    return Action::kAbort;
+  }
+  if (hello_acked_ && outstanding && now - last_progress_ >= options_.ack_timeout) {
+    failures_.Report(
+        Failure::kAckTimeout,
+        absl::StrCat("collector ", options_.collector_address, " sent no ack within ",
+                     absl::FormatDuration(options_.ack_timeout), "; reopening the stream"));
+    return Action::kAbort;
+  }
+  if (stopping_ && (!clean_close_ || (!hello_acked_ && now >= stop_deadline_))) {
+    return Action::kAbort;
+  }
+  if (hello_acked_ && !write_in_flight_) {
+    *next = store_->NextAfter(written_through_);
+    ReportUnreadableLocked();
+    if (next->has_value()) return Action::kWrite;
+    if (stopping_) return Action::kClose;
+  }
+  return Action::kNone;
+}
+
+void Transport::Impl::WaitForWorkLocked(const StreamProgress& progress, bool outstanding,
+                                        std::unique_lock<std::mutex>& lock) {
+  absl::Time deadline = partial_due_;
+  if (!hello_acked_) deadline = std::min(deadline, opened_at_ + options_.hello_timeout);
+  if (outstanding) deadline = std::min(deadline, last_progress_ + options_.ack_timeout);
+  if (progress.ending && progress.closing && !progress.cancelled) {
+    deadline = std::min(deadline, progress.close_deadline);
+  }
+  if (stopping_ && !hello_acked_) deadline = std::min(deadline, stop_deadline_);
+  WaitUntil(sender_cv_, lock, deadline);
+}
+
+void Transport::Impl::Perform(const Turn& turn) {
+  switch (turn.action) {
+    case Action::kWrite: {
+      grpc::ByteBuffer request = PrepareWrite(*turn.batch, turn.resume_after, turn.clock);
+      NoteSend();
+      stream_->Write(std::move(request));
+      break;
+    }
+    case Action::kClose:
+      stream_->Close();
+      break;
+    case Action::kAbort:
+      stream_->Abort();
+      break;
+    case Action::kCancel:
+      stream_->Cancel();
+      break;
+    case Action::kNone:
+      break;
+  }
+}
+
+bool Transport::Impl::EndStream(const StreamProgress& progress) {
   grpc::Status status;
   bool stop = false;
+  bool hello_was_acked = progress.hello_was_acked;
   {
     std::unique_lock<std::mutex> lock(mu_);
     status = done_status_;
     hello_was_acked |= hello_acked_;
     hello_acked_ = false;
     stop = stopping_;
-    if (closing && status.ok()) closed_cleanly_ = true;
-    if (!(closing && status.ok()) && !stop) {
+    const bool closed_cleanly = progress.closing && status.ok();
+    if (closed_cleanly) closed_cleanly_ = true;
+    if (!closed_cleanly && !stop) {
       ++stream_errors_;
       last_stream_refused_ = !hello_was_acked && IsRefusal(status.error_code());
       last_stream_error_ =
-          status.ok() ? std::string("the collector ended the stream")
-                      : absl::StrCat(absl::StatusCodeToString(
-                                         static_cast<absl::StatusCode>(status.error_code())),
-                                     ": ", status.error_message());
+          status.ok()
+              ? std::string("the collector ended the stream")
+              : absl::StrCat(
+                    absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                    ": ", status.error_message());
     }
   }
   stream_.reset();  // OnStreamDone was the call's last use of it
   if (hello_was_acked) backoff_.Reset();
-  if (!stop) ReportEndOfStream(status, hello_was_acked, closing);
+  if (!stop) ReportEndOfStream(status, hello_was_acked, progress.closing);
   return stop;
 }
 
 void Transport::Impl::ReportEndOfStream(const grpc::Status& status, bool hello_acked,
                                         bool closing) {
-  const std::string what =
-      status.ok() ? std::string("the collector ended the stream")
-                  : absl::StrCat("status ", static_cast<int>(status.error_code()), ": ",
-                                 status.error_message());
+  const std::string what = status.ok()
+                               ? std::string("the collector ended the stream")
+                               : absl::StrCat("status ", static_cast<int>(status.error_code()),
+                                              ": ", status.error_message());
   if (!hello_acked && IsRefusal(status.error_code())) {
     failures_.Report(Failure::kRefused,
-                     absl::StrCat("collector ", options_.collector_address,
-                                  " refused the stream (", what, "); retrying with backoff"));
+                     absl::StrCat("collector ", options_.collector_address, " refused the stream (",
+                                  what, "); retrying with backoff"));
   } else if (!hello_acked) {
     failures_.Report(Failure::kConnect,
-                     absl::StrCat("cannot reach collector ", options_.collector_address, " (",
-                                  what, "); recording continues, retrying with backoff"));
+                     absl::StrCat("cannot reach collector ", options_.collector_address, " (", what,
+                                  "); recording continues, retrying with backoff"));
   } else if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-    failures_.Report(Failure::kRejected,
-                     absl::StrCat("collector ", options_.collector_address,
-                                  " rejected a batch (", what, "); retrying"));
+    failures_.Report(Failure::kRejected, absl::StrCat("collector ", options_.collector_address,
+                                                      " rejected a batch (", what, "); retrying"));
   } else if (!closing) {
     failures_.Report(Failure::kStreamBroken,
-                     absl::StrCat("stream to collector ", options_.collector_address,
-                                  " broke (", what, "); reconnecting and resending"));
+                     absl::StrCat("stream to collector ", options_.collector_address, " broke (",
+                                  what, "); reconnecting and resending"));
   }
 }
 
@@ -700,10 +764,10 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
       strings_.ResendAll();
       lost_collector_ += durable_seq_ - seq;
       queue_.AddLoss(kLossCollectorLost, durable_seq_ - seq);
-      failures_.Report(Failure::kCollectorRegressed,
-                       absl::StrCat("collector ", options_.collector_address, " reports durable ",
-                                    "seq ", seq, " after acknowledging ", durable_seq_,
-                                    "; events in between are lost"));
+      failures_.Report(
+          Failure::kCollectorRegressed,
+          absl::StrCat("collector ", options_.collector_address, " reports durable ", "seq ", seq,
+                       " after acknowledging ", durable_seq_, "; events in between are lost"));
     }
     written_through_ = seq;
     if (ever_connected_) ++reconnects_;
@@ -770,11 +834,11 @@ absl::Status Transport::Impl::Flush(absl::Duration timeout) {
   }
   --flush_waiters_;
   if (durable_seq_ >= target && !sealed.loss_pending) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat(
-      "flush: ", target - durable_seq_, " events not acknowledged by collector ",
-      options_.collector_address, " within ", absl::FormatDuration(timeout), " (durable seq ",
-      durable_seq_, ", last seq ", target, ", ",
-      hello_acked_ ? "connected" : "not connected", ")"));
+  return absl::DeadlineExceededError(
+      absl::StrCat("flush: ", target - durable_seq_, " events not acknowledged by collector ",
+                   options_.collector_address, " within ", absl::FormatDuration(timeout),
+                   " (durable seq ", durable_seq_, ", last seq ", target, ", ",
+                   hello_acked_ ? "connected" : "not connected", ")"));
 }
 
 absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
@@ -800,12 +864,11 @@ absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!closed_cleanly_) {
       result = ever_connected_
-                   ? absl::DeadlineExceededError(absl::StrCat(
-                         "shutdown: collector ", options_.collector_address,
-                         " did not confirm the stream's close"))
-                   : absl::UnavailableError(absl::StrCat("shutdown: collector ",
-                                                         options_.collector_address,
-                                                         " was never reached"));
+                   ? absl::DeadlineExceededError(
+                         absl::StrCat("shutdown: collector ", options_.collector_address,
+                                      " did not confirm the stream's close"))
+                   : absl::UnavailableError(absl::StrCat(
+                         "shutdown: collector ", options_.collector_address, " was never reached"));
     }
   }
   shutdown_result_ = result;
@@ -851,10 +914,9 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Start(TransportOptions opt
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, ToMillis(options.initial_backoff));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, ToMillis(options.max_backoff));
   std::shared_ptr<grpc::Channel> channel =
-      options.channel_factory
-          ? options.channel_factory(options.collector_address, args)
-          : grpc::CreateCustomChannel(options.collector_address,
-                                      grpc::InsecureChannelCredentials(), args);
+      options.channel_factory ? options.channel_factory(options.collector_address, args)
+                              : grpc::CreateCustomChannel(options.collector_address,
+                                                          grpc::InsecureChannelCredentials(), args);
   if (channel == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "transport: the channel factory made no channel for ", options.collector_address));
