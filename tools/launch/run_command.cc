@@ -187,7 +187,19 @@ class Runner {
     io_.err << "memtrace run: " << status.message() << "\n" << std::flush;
     return cli::kExitError;
   }
+  // The agent and NVTX libraries (none with --no_agent) and the job id for the workers.
+  absl::StatusOr<AgentEnvironment> PrepareAgent();
+  // Starts the local collector when no address was given, else looks at the given one (an
+  // unreachable collector is a warning: the job runs anyway). Sets o_.collector.
+  absl::Status ConnectCollector(const sigset_t& child_mask);
   absl::Status StartLocalCollector(const sigset_t& child_mask);
+  void AnnounceJob(const JobIdChoice& job);
+  // The jobs the collector holds before the run, to tell afterwards what the run added; nullopt
+  // (with a warning saying why) when it does not answer.
+  std::optional<JobCounts> CountJobsBefore();
+  // After the job: the collector's health, what was recorded, the local collector stopped.
+  void FinishRun(const std::optional<JobCounts>& before, const std::string& own_job);
+  void StopLocalCollector();
   void Tick();
   void ReportCollectorAtEnd();
   // What the run added to `job` (or, without an id of its own, to any job) since `before`.
@@ -330,6 +342,109 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
   }
 }
 
+absl::StatusOr<AgentEnvironment> Runner::PrepareAgent() {
+  AgentEnvironment agent;
+  if (!o_.no_agent) {
+    absl::StatusOr<std::string> lib = FindAgentLibrary(o_.agent_lib, env_, CurrentExecutablePath());
+    if (!lib.ok()) {
+      return absl::NotFoundError(absl::StrCat(
+          lib.status().message(),
+          ". Without it nothing is recorded: set MEMTRACE_AGENT_LIB or --agent_lib, or pass "
+          "--no_agent to run the job untraced"));
+    }
+    agent.agent_library = *lib;
+    absl::StatusOr<std::string> nvtx = NvtxLibrary(o_.nvtx_lib, env_, *lib);
+    if (!nvtx.ok()) return nvtx.status();
+    agent.nvtx_library = *nvtx;
+  }
+  absl::BitGen random;
+  agent.job = ChooseJobId(o_.job, env_, absl::Now(), absl::Uniform<uint32_t>(random));
+  return agent;
+}
+
+absl::Status Runner::ConnectCollector(const sigset_t& child_mask) {
+  if (o_.collector.empty()) {
+    if (absl::Status s = StartLocalCollector(child_mask); !s.ok()) {
+      RemoveTree(work_dir_);
+      return absl::Status(s.code(), absl::StrCat("cannot start a local collector: ", s.message()));
+    }
+    return absl::OkStatus();
+  }
+  watch_.address = o_.collector;
+  absl::Status health = CheckCollector(o_.collector, o_.timeout);
+  if (!health.ok()) {
+    watch_.reachable_at_start = false;
+    watch_.down = true;
+    watch_.down_since = absl::Now();
+    watch_.last_error = std::string(health.message());
+    Warn(absl::StrCat(health.message(),
+                      ". Running the job anyway: its agents keep retrying and resend once the "
+                      "collector is up, but may drop events if it stays away"));
+  }
+  return absl::OkStatus();
+}
+
+void Runner::AnnounceJob(const JobIdChoice& job) {
+  if (!job.explicit_id.empty()) {
+    Say(absl::StrCat("job ", job.explicit_id, " (from ", job.source, ")"));
+    return;
+  }
+  // The fallback: the user's $MEMTRACE_DEFAULT_JOB_ID, or generated here.
+  const std::string origin = job.source == kDefaultJobIdVar
+                                 ? absl::StrCat("from ", kDefaultJobIdVar)
+                                 : std::string("generated");
+  if (!AgentReadsVariable(kDefaultJobIdVar)) {
+    Say(absl::StrCat("job ", job.fallback_id, " (", origin, "; pass --job to name it)"));
+  } else {
+    Say(absl::StrCat("job ", job.fallback_id, " (", origin,
+                     "; workers whose launcher names the job, e.g. torchrun's "
+                     "TORCHELASTIC_RUN_ID, use that id instead)"));
+  }
+}
+
+std::optional<JobCounts> Runner::CountJobsBefore() {
+  if (watch_.down) return std::nullopt;
+  absl::StatusOr<JobCounts> counted = CountJobs(o_.collector);
+  if (counted.ok()) return *std::move(counted);
+  if (absl::IsUnauthenticated(counted.status()) || absl::IsPermissionDenied(counted.status())) {
+    Warn(absl::StrCat("the collector at ", o_.collector, " refuses this token (",
+                      counted.status().message(),
+                      "); its agents will be refused too and nothing will be recorded: set "
+                      "MEMTRACE_TOKEN or MEMTRACE_TOKEN_FILE to the collector's token"));
+  } else {
+    Warn(absl::StrCat("the collector at ", o_.collector, " does not answer queries (",
+                      counted.status().message(),
+                      "); what the run records will not be reported at its end"));
+  }
+  return std::nullopt;
+}
+
+void Runner::FinishRun(const std::optional<JobCounts>& before, const std::string& own_job) {
+  if (local_ == nullptr) Tick();  // one last look, so an outage at the very end is seen
+  ReportCollectorAtEnd();
+  const bool collector_up = local_ != nullptr ? !local_died_status_.has_value() : !watch_.down;
+  if (collector_up && before.has_value()) ReportRecorded(*before, own_job);
+  if (local_ != nullptr) StopLocalCollector();
+  // A collector that died is explained by its log, which the warning above names: keep it.
+  if (!local_died_status_.has_value()) RemoveTree(work_dir_);
+}
+
+void Runner::StopLocalCollector() {
+  if (!local_died_status_.has_value()) {
+    int stopped = local_->Stop(absl::Seconds(10));
+    if (!(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) &&
+        !(WIFSIGNALED(stopped) && WTERMSIG(stopped) == SIGTERM)) {
+      Warn(absl::StrCat("the local collector did not stop cleanly: ", DescribeWaitStatus(stopped),
+                        "; its log ends: ", local_->LogTail(400)));
+    } else {
+      Say(absl::StrCat("local collector stopped; data kept in ", data_dir_,
+                       " (query it with: memtrace-collector --data ", data_dir_,
+                       " and memtrace jobs)"));
+    }
+  }
+  local_.reset();
+}
+
 int Runner::Run() {
   // Before anything else: a missing command is the user's typo, report it like a shell does.
   std::string path = EnvNonEmpty(env_, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
@@ -341,23 +456,8 @@ int Runner::Run() {
   // Blocked before any gRPC thread exists, so that every thread inherits the mask.
   ScopedSignalBlock signals;
 
-  AgentEnvironment agent;
-  if (!o_.no_agent) {
-    absl::StatusOr<std::string> lib = FindAgentLibrary(o_.agent_lib, env_, CurrentExecutablePath());
-    if (!lib.ok()) {
-      return Fail(absl::NotFoundError(absl::StrCat(
-          lib.status().message(),
-          ". Without it nothing is recorded: set MEMTRACE_AGENT_LIB or --agent_lib, or pass "
-          "--no_agent to run the job untraced")));
-    }
-    agent.agent_library = *lib;
-    absl::StatusOr<std::string> nvtx = NvtxLibrary(o_.nvtx_lib, env_, *lib);
-    if (!nvtx.ok()) return Fail(nvtx.status());
-    agent.nvtx_library = *nvtx;
-  }
-  absl::BitGen random;
-  agent.job = ChooseJobId(o_.job, env_, absl::Now(), absl::Uniform<uint32_t>(random));
-
+  absl::StatusOr<AgentEnvironment> agent = PrepareAgent();
+  if (!agent.ok()) return Fail(agent.status());
   const bool collector_from_env = o_.collector.empty();
   if (o_.collector.empty()) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
   if (!o_.collector.empty()) {
@@ -370,70 +470,22 @@ int Runner::Run() {
     }
   }
   if (o_.dry_run) {
-    agent.collector =
+    agent->collector =
         o_.collector.empty() ? "<local collector started by memtrace run>" : o_.collector;
-    for (const auto& [name, value] : ToVariables(agent)) io_.out << name << "=" << value << "\n";
+    for (const auto& [name, value] : ToVariables(*agent)) io_.out << name << "=" << value << "\n";
     io_.out << absl::StrJoin(command_, " ") << "\n";
     return cli::kExitOk;
   }
 
-  std::optional<JobCounts> before;  // set when the collector answered a query
-  if (o_.collector.empty()) {
-    if (absl::Status s = StartLocalCollector(signals.original_mask()); !s.ok()) {
-      RemoveTree(work_dir_);
-      return Fail(
-          absl::Status(s.code(), absl::StrCat("cannot start a local collector: ", s.message())));
-    }
-  } else {
-    watch_.address = o_.collector;
-    absl::Status health = CheckCollector(o_.collector, o_.timeout);
-    if (!health.ok()) {
-      watch_.reachable_at_start = false;
-      watch_.down = true;
-      watch_.down_since = absl::Now();
-      watch_.last_error = std::string(health.message());
-      Warn(absl::StrCat(health.message(),
-                        ". Running the job anyway: its agents keep retrying and resend once the "
-                        "collector is up, but may drop events if it stays away"));
-    }
-  }
-  agent.collector = o_.collector;
-  if (!agent.job.explicit_id.empty()) {
-    Say(absl::StrCat("job ", agent.job.explicit_id, " (from ", agent.job.source, ")"));
-  } else {
-    // The fallback: the user's $MEMTRACE_DEFAULT_JOB_ID, or generated here.
-    const std::string origin = agent.job.source == kDefaultJobIdVar
-                                   ? absl::StrCat("from ", kDefaultJobIdVar)
-                                   : std::string("generated");
-    if (!AgentReadsVariable(kDefaultJobIdVar)) {
-      Say(absl::StrCat("job ", agent.job.fallback_id, " (", origin, "; pass --job to name it)"));
-    } else {
-      Say(absl::StrCat("job ", agent.job.fallback_id, " (", origin,
-                       "; workers whose launcher names the job, e.g. torchrun's "
-                       "TORCHELASTIC_RUN_ID, use that id instead)"));
-    }
-  }
-  if (agent.agent_library.empty()) Warn("--no_agent: the job runs untraced");
-  if (!watch_.down) {
-    absl::StatusOr<JobCounts> counted = CountJobs(o_.collector);
-    if (counted.ok()) {
-      before = *std::move(counted);
-    } else if (absl::IsUnauthenticated(counted.status()) ||
-               absl::IsPermissionDenied(counted.status())) {
-      Warn(absl::StrCat("the collector at ", o_.collector, " refuses this token (",
-                        counted.status().message(),
-                        "); its agents will be refused too and nothing will be recorded: set "
-                        "MEMTRACE_TOKEN or MEMTRACE_TOKEN_FILE to the collector's token"));
-    } else {
-      Warn(absl::StrCat("the collector at ", o_.collector, " does not answer queries (",
-                        counted.status().message(), "); what the run records will not be "
-                        "reported at its end"));
-    }
-  }
+  if (absl::Status s = ConnectCollector(signals.original_mask()); !s.ok()) return Fail(s);
+  agent->collector = o_.collector;
+  AnnounceJob(agent->job);
+  if (agent->agent_library.empty()) Warn("--no_agent: the job runs untraced");
+  const std::optional<JobCounts> before = CountJobsBefore();
 
   SpawnOptions spawn;
   spawn.argv = command_;
-  spawn.env = ToVariables(agent);
+  spawn.env = ToVariables(*agent);
   spawn.signal_mask = signals.original_mask();
   io_.err.flush();
   job_started_ = absl::Now();
@@ -454,29 +506,8 @@ int Runner::Run() {
                      " on to the job"));
   };
   const int status = SuperviseJob(*job, signals, supervise);
+  FinishRun(before, agent->job.explicit_id);
   const int code = ExitCodeOf(status);
-
-  if (local_ == nullptr) Tick();  // one last look, so an outage at the very end is seen
-  ReportCollectorAtEnd();
-  const bool collector_up = local_ != nullptr ? !local_died_status_.has_value() : !watch_.down;
-  if (collector_up && before.has_value()) ReportRecorded(*before, agent.job.explicit_id);
-  if (local_ != nullptr) {
-    if (!local_died_status_.has_value()) {
-      int stopped = local_->Stop(absl::Seconds(10));
-      if (!(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) &&
-          !(WIFSIGNALED(stopped) && WTERMSIG(stopped) == SIGTERM)) {
-        Warn(absl::StrCat("the local collector did not stop cleanly: ", DescribeWaitStatus(stopped),
-                          "; its log ends: ", local_->LogTail(400)));
-      } else {
-        Say(absl::StrCat("local collector stopped; data kept in ", data_dir_,
-                         " (query it with: memtrace-collector --data ", data_dir_,
-                         " and memtrace jobs)"));
-      }
-    }
-    local_.reset();
-  }
-  // A collector that died is explained by its log, which the warning above names: keep it.
-  if (!local_died_status_.has_value()) RemoveTree(work_dir_);
   if (WIFSIGNALED(status)) {
     Say(absl::StrCat("the job was ", DescribeWaitStatus(status), "; exit code ", code));
   }
