@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -13,6 +14,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/memtrace/v1/query.grpc.pb.h"
+#include "query/cli/service_caller.h"
 
 namespace memtrace::cli {
 
@@ -28,18 +30,12 @@ class QueryClient {
   absl::StatusOr<v1::TimelineResponse> Timeline(const v1::TimelineRequest& request) const;
   absl::StatusOr<v1::GetRollupsResponse> GetRollups(const v1::GetRollupsRequest& request) const;
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return caller_.address(); }
 
  private:
-  QueryClient(std::string address, absl::Duration timeout, std::shared_ptr<grpc::Channel> channel);
+  explicit QueryClient(ServiceCaller<v1::Query> caller) : caller_(std::move(caller)) {}
 
-  template <typename Request, typename Response, typename Method>
-  absl::StatusOr<Response> Call(absl::string_view rpc, const Request& request, Method method) const;
-
-  std::string address_;
-  absl::Duration timeout_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::shared_ptr<v1::Query::Stub> stub_;
+  ServiceCaller<v1::Query> caller_;
 };
 
 // Maps the gRPC status of a failed call `rpc` to `address` into an absl::Status with the same

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -15,6 +16,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/memtrace/v1/analysis.grpc.pb.h"
+#include "query/cli/service_caller.h"
 
 namespace memtrace::cli {
 
@@ -35,19 +37,12 @@ class AnalysisClient {
   absl::StatusOr<v1::HeadroomReport> Headroom(const v1::HeadroomRequest& request) const;
   absl::StatusOr<v1::CompareReport> Compare(const v1::CompareRequest& request) const;
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return caller_.address(); }
 
  private:
-  AnalysisClient(std::string address, absl::Duration timeout,
-                 std::shared_ptr<grpc::Channel> channel);
+  explicit AnalysisClient(ServiceCaller<v1::Analysis> caller) : caller_(std::move(caller)) {}
 
-  template <typename Request, typename Response, typename Method>
-  absl::StatusOr<Response> Call(absl::string_view rpc, const Request& request, Method method) const;
-
-  std::string address_;
-  absl::Duration timeout_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::shared_ptr<v1::Analysis::Stub> stub_;
+  ServiceCaller<v1::Analysis> caller_;
 };
 
 // The gRPC failure of Analysis/`rpc` at `address` as an absl::Status (see FromGrpcStatus in
