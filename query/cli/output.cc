@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "query/analysis/units.h"
+#include "query/cli/text_escape.h"
 
 namespace memtrace::cli {
 namespace {
@@ -58,51 +59,9 @@ std::string HumanText(const Cell& cell, ColumnType type) {
   return RawText(cell);
 }
 
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  quoted += '"';
-  return quoted;
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
-
 std::string JsonValue(const Cell& cell) {
   if (std::holds_alternative<std::monostate>(cell)) return "null";
-  if (const std::string* s = std::get_if<std::string>(&cell)) return JsonString(*s);
+  if (const std::string* s = std::get_if<std::string>(&cell)) return JsonQuoted(*s);
   return RawText(cell);
 }
 
@@ -191,7 +150,7 @@ void WriteJson(const Table& table, std::ostream& out) {
     out << (first_row ? "\n  {" : ",\n  {");
     first_row = false;
     for (size_t c = 0; c < columns.size(); ++c) {
-      out << (c ? ", " : "") << JsonString(columns[c].name) << ": " << JsonValue(row[c]);
+      out << (c ? ", " : "") << JsonQuoted(columns[c].name) << ": " << JsonValue(row[c]);
     }
     out << "}";
   }

@@ -10,6 +10,7 @@
 #include "query/analysis/diverged.h"
 #include "query/analysis/leaks.h"
 #include "query/analysis/units.h"
+#include "query/cli/text_escape.h"
 
 namespace memtrace::exporter {
 namespace {
@@ -27,34 +28,6 @@ constexpr char kHighlight[] = "#d62728";
 constexpr char kFollower[] = "#ff7f0e";
 constexpr char kMuted[] = "#a8b3bf";
 constexpr char kLeakColor[] = "#6a3d9a";
-
-std::string Escape(absl::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // Control characters are not allowed in XML 1.0.
-        if (static_cast<unsigned char>(c) >= 0x20 || c == '\t' || c == '\n') out += c;
-    }
-  }
-  return out;
-}
 
 std::string Number(double v) {
   std::string s = absl::StrFormat("%.2f", v);
@@ -202,24 +175,24 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
       "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\" "
       "data-job=\"%s\" data-metric=\"%s\" data-ranks=\"%d\" data-status=\"%s\" "
       "data-highlighted-rank=\"%s\" data-onset-step=\"%s\">\n",
-      frame.width(), frame.height(), frame.width(), frame.height(), Escape(job.job_id), metric,
-      ranks, Escape(marks.status),
+      frame.width(), frame.height(), frame.width(), frame.height(), cli::XmlEscaped(job.job_id),
+      metric, ranks, cli::XmlEscaped(marks.status),
       marks.highlighted_rank ? absl::StrCat(*marks.highlighted_rank) : "",
       onset ? absl::StrCat(*onset) : "");
-  absl::StrAppend(svg, "<title>", Escape(job.job_id), ": ", metric, " bytes by ", axis_name,
-                  "</title>\n");
+  absl::StrAppend(svg, "<title>", cli::XmlEscaped(job.job_id), ": ", metric, " bytes by ",
+                  axis_name, "</title>\n");
   absl::StrAppendFormat(svg, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", frame.width(),
                         frame.height());
   absl::StrAppendFormat(
       svg,
       "<text class=\"title\" x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">"
       "job %s: %s bytes per %s, %d ranks</text>\n",
-      kLeft, Escape(job.job_id), options.metric == analysis::Metric::kEnd ? "live" : metric,
-      axis_name, ranks);
+      kLeft, cli::XmlEscaped(job.job_id),
+      options.metric == analysis::Metric::kEnd ? "live" : metric, axis_name, ranks);
   if (!marks.message.empty()) {
     absl::StrAppendFormat(svg,
                           "<text class=\"subtitle\" x=\"%d\" y=\"50\" fill=\"#444\">%s</text>\n",
-                          kLeft, Escape(marks.message));
+                          kLeft, cli::XmlEscaped(marks.message));
   }
 }
 
@@ -355,7 +328,7 @@ void AppendOnsets(const std::vector<Onset>& onsets, const PlotFrame& frame, std:
         "text-anchor=\"%s\">%s</text>\n",
         o.kind, o.rank, o.step, Number(x), kTop, Number(x), kTop + frame.plot_h(), o.color, o.rank,
         Number(flip ? anchor - 5 : anchor + 5), Number(label_y), o.color, flip ? "end" : "start",
-        Escape(o.label));
+        cli::XmlEscaped(o.label));
   }
   absl::StrAppend(svg, "</g>\n");
 }
@@ -385,7 +358,7 @@ void AppendLegend(const std::vector<Series>& series, const RankStyles& styles,
                           "<line x1=\"0\" y1=\"%d\" x2=\"24\" y2=\"%d\" stroke=\"%s\" "
                           "stroke-width=\"%s\"/><text x=\"30\" y=\"%d\">%s</text></g>\n",
                           rank, highlighted ? "true" : "false", y, y, color, Number(stroke), y + 4,
-                          Escape(name));
+                          cli::XmlEscaped(name));
     ++shown;
   }
   if (shown < series.size()) {

@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "collector/store/event_store.h"
+#include "query/cli/text_escape.h"
 #include "tools/bench/proc_stats.h"
 
 namespace memtrace::bench {
@@ -58,27 +59,10 @@ class CsvFile {
   bool failed_ = false;
 };
 
+// Always quoted, unlike cli::CsvField: DuckDB reads an unquoted empty field as NULL, and an
+// empty string in the string table must stay one.
 std::string CsvQuote(const std::string& s) {
   return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, " ");
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::string RankList(const SqlParams& p) {
@@ -166,22 +150,28 @@ std::vector<SqlQuestion> DuckDbQuestions(const SqlParams& p) {
            "WITH ", common, ",\n",
            "cohort AS (SELECT step, median(floor) AS med FROM floors GROUP BY step),\n"
            "rel AS (SELECT f.rank, f.step, c.med, f.floor - c.med AS dev\n"
-           "        FROM floors f JOIN cohort c USING (step) WHERE f.step >= ", w, "),\n"
-           "base AS (SELECT rank, median(dev) AS b FROM rel WHERE step < ", w + p.baseline_steps,
+           "        FROM floors f JOIN cohort c USING (step) WHERE f.step >= ",
+           w,
+           "),\n"
+           "base AS (SELECT rank, median(dev) AS b FROM rel WHERE step < ",
+           w + p.baseline_steps,
            " GROUP BY rank),\n"
            "chg AS (SELECT r.rank, r.step, r.med, r.dev - b.b AS x FROM rel r JOIN base b USING "
            "(rank)),\n"
            "cmed AS (SELECT step, median(x) AS mx FROM chg GROUP BY step),\n"
            "flagged AS (SELECT c.rank, c.step, c.x - m.mx AS excess FROM chg c JOIN cmed m USING "
            "(step)\n"
-           "            WHERE abs(c.x - m.mx) >= greatest(", p.min_excess_bytes, ", ",
-           p.min_excess_fraction, " * c.med)),\n"
+           "            WHERE abs(c.x - m.mx) >= greatest(",
+           p.min_excess_bytes, ", ", p.min_excess_fraction,
+           " * c.med)),\n"
            "runs AS (SELECT rank, step, sign(excess) AS side,\n"
            "         step - row_number() OVER (PARTITION BY rank, sign(excess) ORDER BY step) AS "
            "grp\n"
            "         FROM flagged),\n"
            "onsets AS (SELECT rank, min(step) AS onset FROM runs GROUP BY rank, side, grp\n"
-           "           HAVING count(*) >= ", p.persistence_steps, ")\n"
+           "           HAVING count(*) >= ",
+           p.persistence_steps,
+           ")\n"
            "SELECT rank, min(onset) AS onset_step FROM onsets GROUP BY rank\n"
            "ORDER BY onset_step, rank LIMIT 5")});
   out.push_back(
@@ -202,11 +192,15 @@ std::vector<SqlQuestion> DuckDbQuestions(const SqlParams& p) {
            "      FROM d),\n"
            "fit AS (SELECT rank, tag, regr_slope(live, step) AS slope, max(step) - min(step) AS "
            "span,\n"
-           "          count(*) AS n FROM l WHERE step >= ", w, " GROUP BY rank, tag)\n"
+           "          count(*) AS n FROM l WHERE step >= ",
+           w,
+           " GROUP BY rank, tag)\n"
            "SELECT coalesce(s.value, 'tag#' || fit.tag) AS tag, count(*) AS ranks_growing,\n"
            "       sum(slope) AS bytes_per_step\n"
            "FROM fit LEFT JOIN strings s ON s.rank = fit.rank AND s.id = fit.tag AND s.kind = 1\n"
-           "WHERE n >= 8 AND slope * span >= ", p.min_growth_bytes, "\n"
+           "WHERE n >= 8 AND slope * span >= ",
+           p.min_growth_bytes,
+           "\n"
            "GROUP BY 1 ORDER BY bytes_per_step DESC LIMIT 5")});
   out.push_back(
       {"leaks",
@@ -216,24 +210,28 @@ std::vector<SqlQuestion> DuckDbQuestions(const SqlParams& p) {
                     "          max(step) - min(step) AS span FROM floors WHERE step >= ",
                     w, " GROUP BY rank)\n",
                     "SELECT rank, slope AS bytes_per_step, r2 FROM fit\n"
-                    "WHERE slope * span >= ", p.min_growth_bytes,
-                    " AND r2 >= 0.5 ORDER BY rank LIMIT 20")});
+                    "WHERE slope * span >= ",
+                    p.min_growth_bytes, " AND r2 >= 0.5 ORDER BY rank LIMIT 20")});
   out.push_back(
       {"live",
        absl::StrCat(
            "WITH r AS (\n"
            "  SELECT rank, kind, tag, bytes,\n"
            "    lead(kind) OVER (PARTITION BY rank, address ORDER BY seq) AS next_kind\n"
-           "  FROM events WHERE rank IN (", RankList(p), ") AND kind IN (1, 2) AND ts <= ",
-           p.live_at_ns, "),\n"
+           "  FROM events WHERE rank IN (",
+           RankList(p), ") AND kind IN (1, 2) AND ts <= ", p.live_at_ns,
+           "),\n"
            "live AS (SELECT r.rank, coalesce(s.value, '') AS tag, sum(r.bytes) AS bytes, count(*) "
            "AS n\n"
            "  FROM r LEFT JOIN strings s ON s.rank = r.rank AND s.id = r.tag AND s.kind = 1\n"
            "  WHERE r.kind = 1 AND r.next_kind IS NULL GROUP BY r.rank, 2),\n"
            "others AS (SELECT tag, median(bytes) AS others_median FROM live WHERE rank <> ",
-           p.live_rank, " GROUP BY tag)\n"
+           p.live_rank,
+           " GROUP BY tag)\n"
            "SELECT me.tag, me.bytes, me.n, coalesce(o.others_median, 0) AS others_median\n"
-           "FROM live me LEFT JOIN others o USING (tag) WHERE me.rank = ", p.live_rank, "\n"
+           "FROM live me LEFT JOIN others o USING (tag) WHERE me.rank = ",
+           p.live_rank,
+           "\n"
            "ORDER BY me.bytes DESC LIMIT 10")});
   return out;
 }
@@ -253,8 +251,11 @@ std::vector<SqlQuestion> SqliteQuestions(const SqlParams& p) {
            "cohort AS (SELECT step, avg(floor) AS med FROM ranked\n"
            "           WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY step),\n"
            "rel AS (SELECT f.rank, f.step, c.med, f.floor - c.med AS dev\n"
-           "        FROM floors f JOIN cohort c USING (step) WHERE f.step >= ", w, "),\n"
-           "base AS (SELECT rank, avg(dev) AS b FROM rel WHERE step < ", w + p.baseline_steps,
+           "        FROM floors f JOIN cohort c USING (step) WHERE f.step >= ",
+           w,
+           "),\n"
+           "base AS (SELECT rank, avg(dev) AS b FROM rel WHERE step < ",
+           w + p.baseline_steps,
            " GROUP BY rank),\n"
            "chg AS (SELECT r.rank, r.step, r.med, r.dev - b.b AS x FROM rel r JOIN base b USING "
            "(rank)),\n"
@@ -265,14 +266,17 @@ std::vector<SqlQuestion> SqliteQuestions(const SqlParams& p) {
            "         GROUP BY step),\n"
            "flagged AS (SELECT c.rank, c.step, c.x - m.mx AS excess FROM chg c JOIN cmed m USING "
            "(step)\n"
-           "            WHERE abs(c.x - m.mx) >= max(", p.min_excess_bytes, ", ",
-           p.min_excess_fraction, " * c.med)),\n"
+           "            WHERE abs(c.x - m.mx) >= max(",
+           p.min_excess_bytes, ", ", p.min_excess_fraction,
+           " * c.med)),\n"
            "runs AS (SELECT rank, step, sign(excess) AS side,\n"
            "         step - row_number() OVER (PARTITION BY rank, sign(excess) ORDER BY step) AS "
            "grp\n"
            "         FROM flagged),\n"
            "onsets AS (SELECT rank, min(step) AS onset FROM runs GROUP BY rank, side, grp\n"
-           "           HAVING count(*) >= ", p.persistence_steps, ")\n"
+           "           HAVING count(*) >= ",
+           p.persistence_steps,
+           ")\n"
            "SELECT rank, min(onset) AS onset_step FROM onsets GROUP BY rank\n"
            "ORDER BY onset_step, rank LIMIT 5")});
   out.push_back(
@@ -281,8 +285,9 @@ std::vector<SqlQuestion> SqliteQuestions(const SqlParams& p) {
            "WITH r AS (\n"
            "  SELECT rank, kind, tag, bytes,\n"
            "    lead(kind) OVER (PARTITION BY rank, address ORDER BY seq) AS next_kind\n"
-           "  FROM events WHERE rank = ", p.live_rank, " AND kind IN (1, 2) AND ts <= ",
-           p.live_at_ns, ")\n"
+           "  FROM events WHERE rank = ",
+           p.live_rank, " AND kind IN (1, 2) AND ts <= ", p.live_at_ns,
+           ")\n"
            "SELECT coalesce(s.value, '') AS tag, sum(r.bytes) AS bytes, count(*) AS n\n"
            "FROM r LEFT JOIN strings s ON s.rank = r.rank AND s.id = r.tag AND s.kind = 1\n"
            "WHERE r.kind = 1 AND r.next_kind IS NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 10")});
@@ -301,8 +306,8 @@ absl::StatusOr<std::string> EnsureDuckDb(const std::string& cache_dir, absl::Dur
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || !std::filesystem::exists(marker, ec)) {
     return absl::UnavailableError(absl::StrCat("npm install @duckdb/node-api in ", cache_dir,
-                                               " failed (exit ", r->exit_code, "): ",
-                                               r->output.substr(0, 2000)));
+                                               " failed (exit ", r->exit_code,
+                                               "): ", r->output.substr(0, 2000)));
   }
   return cache_dir;
 }
@@ -373,8 +378,8 @@ absl::StatusOr<SqlRun> ParseRun(const std::string& output, size_t expected) {
   }
   if (run.questions.size() != expected) {
     return absl::InternalError(absl::StrCat("expected ", expected, " timed questions, got ",
-                                            run.questions.size(), "; output: ",
-                                            output.substr(0, 3000)));
+                                            run.questions.size(),
+                                            "; output: ", output.substr(0, 3000)));
   }
   return run;
 }
@@ -388,15 +393,15 @@ absl::StatusOr<SqlRun> RunDuckDb(const std::string& module_dir, const CsvExport&
   const std::string config = csv.events_csv + ".duckdb.json";
   std::vector<std::string> qs;
   for (const SqlQuestion& q : questions) {
-    qs.push_back(absl::StrCat("{\"name\":", JsonString(q.name), ",\"sql\":", JsonString(q.sql),
-                              "}"));
+    qs.push_back(absl::StrCat("{\"name\":", cli::JsonQuoted(q.name),
+                              ",\"sql\":", cli::JsonQuoted(q.sql), "}"));
   }
   const std::string json = absl::StrCat(
-      "{\"events_csv\":", JsonString(csv.events_csv), ",\"strings_csv\":",
-      JsonString(csv.strings_csv), ",\"events_columns\":", JsonString(kEventColumns),
-      ",\"strings_columns\":", JsonString(kStringColumns), ",\"threads\":", threads,
-      ",\"repeats\":", std::max(1, warm_repeats), ",\"questions\":[", absl::StrJoin(qs, ","),
-      "]}");
+      "{\"events_csv\":", cli::JsonQuoted(csv.events_csv),
+      ",\"strings_csv\":", cli::JsonQuoted(csv.strings_csv),
+      ",\"events_columns\":", cli::JsonQuoted(kEventColumns),
+      ",\"strings_columns\":", cli::JsonQuoted(kStringColumns), ",\"threads\":", threads,
+      ",\"repeats\":", std::max(1, warm_repeats), ",\"questions\":[", absl::StrJoin(qs, ","), "]}");
   if (absl::Status s = WriteFile(script, kNodeScript); !s.ok()) return s;
   if (absl::Status s = WriteFile(config, json); !s.ok()) return s;
   absl::StatusOr<CommandResult> r =
@@ -406,8 +411,8 @@ absl::StatusOr<SqlRun> RunDuckDb(const std::string& module_dir, const CsvExport&
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->timed_out) {
     return absl::InternalError(absl::StrCat("DuckDB run failed (exit ", r->exit_code,
-                                            r->timed_out ? ", timed out" : "", "): ",
-                                            r->output.substr(0, 3000)));
+                                            r->timed_out ? ", timed out" : "",
+                                            "): ", r->output.substr(0, 3000)));
   }
   return ParseRun(r->output, questions.size());
 }
@@ -424,8 +429,7 @@ absl::StatusOr<SqlRun> RunSqlite(const CsvExport& csv, const std::vector<SqlQues
       "SELECT 'CLOCK', (julianday('now') - 2440587.5) * 86400000.0;\n";
   absl::StrAppend(&script, ".import --csv --skip 1 ", csv.events_csv, " events\n",
                   ".import --csv --skip 1 ", csv.strings_csv, " strings\n",
-                  "SELECT 'CLOCK', (julianday('now') - 2440587.5) * 86400000.0;\n",
-                  ".mode csv\n");
+                  "SELECT 'CLOCK', (julianday('now') - 2440587.5) * 86400000.0;\n", ".mode csv\n");
   const int repeats = 1 + std::max(1, warm_repeats);
   for (const SqlQuestion& q : questions) {
     for (int i = 0; i < repeats; ++i) {
@@ -440,15 +444,15 @@ absl::StatusOr<SqlRun> RunSqlite(const CsvExport& csv, const std::vector<SqlQues
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->timed_out) {
     return absl::InternalError(absl::StrCat("sqlite3 run failed (exit ", r->exit_code,
-                                            r->timed_out ? ", timed out" : "", "): ",
-                                            r->output.substr(0, 3000)));
+                                            r->timed_out ? ", timed out" : "",
+                                            "): ", r->output.substr(0, 3000)));
   }
   SqlRun run;
   absl::StatusOr<CommandResult> version = RunCommand("sqlite3 -version", absl::Seconds(10));
-  run.engine = absl::StrCat(
-      "sqlite ", version.ok() ? std::string(absl::StripAsciiWhitespace(version->output)).substr(
-                                    0, version->output.find(' '))
-                              : "?");
+  run.engine = absl::StrCat("sqlite ",
+                            version.ok() ? std::string(absl::StripAsciiWhitespace(version->output))
+                                               .substr(0, version->output.find(' '))
+                                         : "?");
   // "Run Time: real 0.123 user ..." follows each timed statement.
   std::string current;
   int index = -1;

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "query/cli/text_escape.h"
 #include "tools/bench/figure_table.h"
 
 namespace memtrace::bench {
@@ -14,20 +15,6 @@ namespace {
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                    "#9467bd", "#8c564b", "#e377c2", "#17becf"};
 constexpr int kLeft = 70, kRight = 16, kTop = 40, kBottom = 50;
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // Maps data values to [0, 1] along one axis.
 struct Axis {
@@ -115,7 +102,7 @@ std::string RenderPanel(const Panel& p, int x0, int w, int h) {
   absl::StrAppendFormat(&out,
                         "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"14\" "
                         "font-weight=\"bold\">%s</text>\n",
-                        x0 + kLeft + pw / 2, Escape(p.title));
+                        x0 + kLeft + pw / 2, cli::XmlEscaped(p.title));
   absl::StrAppendFormat(&out,
                         "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
                         "stroke=\"#444\"/>\n",
@@ -126,7 +113,7 @@ std::string RenderPanel(const Panel& p, int x0, int w, int h) {
                           "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
                           "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\">%s"
                           "</text>\n",
-                          x, kTop, x, kTop + ph, x, kTop + ph + 14, Escape(TickLabel(t)));
+                          x, kTop, x, kTop + ph, x, kTop + ph + 14, cli::XmlEscaped(TickLabel(t)));
   }
   for (double t : ay.Ticks()) {
     const double y = Y(t);
@@ -135,15 +122,15 @@ std::string RenderPanel(const Panel& p, int x0, int w, int h) {
                           "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">%s"
                           "</text>\n",
                           x0 + kLeft, y, x0 + kLeft + pw, y, x0 + kLeft - 4, y + 4,
-                          Escape(TickLabel(t)));
+                          cli::XmlEscaped(TickLabel(t)));
   }
-  absl::StrAppendFormat(&out,
-                        "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">%s</text>\n",
-                        x0 + kLeft + pw / 2, h - 12, Escape(p.x_label));
+  absl::StrAppendFormat(
+      &out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">%s</text>\n",
+      x0 + kLeft + pw / 2, h - 12, cli::XmlEscaped(p.x_label));
   absl::StrAppendFormat(&out,
                         "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\" "
                         "transform=\"rotate(-90 %d %d)\">%s</text>\n",
-                        x0 + 16, kTop + ph / 2, x0 + 16, kTop + ph / 2, Escape(p.y_label));
+                        x0 + 16, kTop + ph / 2, x0 + 16, kTop + ph / 2, cli::XmlEscaped(p.y_label));
   if (empty) {
     absl::StrAppendFormat(&out,
                           "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">"
@@ -177,7 +164,8 @@ std::string RenderPanel(const Panel& p, int x0, int w, int h) {
     absl::StrAppendFormat(&out,
                           "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
                           "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s</text>\n",
-                          x0 + kLeft + 8, ly - 9, color, x0 + kLeft + 22, ly, Escape(s.name));
+                          x0 + kLeft + 8, ly - 9, color, x0 + kLeft + 22, ly,
+                          cli::XmlEscaped(s.name));
   }
   return out;
 }
@@ -194,10 +182,10 @@ std::string RenderSvg(const std::string& title, const std::vector<Panel>& panels
       "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
       "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\" fill=\"#555\">%s</text>\n"
       "<g transform=\"translate(0,0)\">\n",
-      width, height, width, height, width / 2, height - 8, Escape(title));
+      width, height, width, height, width / 2, height - 8, cli::XmlEscaped(title));
   for (size_t i = 0; i < panels.size(); ++i) {
-    absl::StrAppend(&out, RenderPanel(panels[i], static_cast<int>(i) * panel_width, panel_width,
-                                      panel_height));
+    absl::StrAppend(
+        &out, RenderPanel(panels[i], static_cast<int>(i) * panel_width, panel_width, panel_height));
   }
   absl::StrAppend(&out, "</g>\n</svg>\n");
   return out;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/identity/env_vars.h"
+#include "query/cli/text_escape.h"
 
 namespace memtrace::launch {
 namespace {
@@ -131,42 +132,11 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseAssignment(const std::s
   return std::make_pair(name, text.substr(eq + 1));
 }
 
-std::string JsonQuote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += "\"";
-  return out;
-}
-
 std::string RuntimeEnvJson(const EnvVars& vars) {
   std::string out = "{\"env_vars\": {";
   for (size_t i = 0; i < vars.size(); ++i) {
-    absl::StrAppend(&out, i == 0 ? "" : ", ", JsonQuote(vars[i].first), ": ",
-                    JsonQuote(vars[i].second));
+    absl::StrAppend(&out, i == 0 ? "" : ", ", cli::JsonQuoted(vars[i].first), ": ",
+                    cli::JsonQuoted(vars[i].second));
   }
   out += "}}";
   return out;

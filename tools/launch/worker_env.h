@@ -91,10 +91,6 @@ absl::StatusOr<std::pair<std::string, std::string>> ParseAssignment(const std::s
 // `{"env_vars": {"NAME": "VALUE", ...}}`: a Ray runtime_env, on one line, keys in order.
 std::string RuntimeEnvJson(const EnvVars& vars);
 
-// `text` as a JSON string literal: quotes included, '"', '\\' and control characters escaped,
-// other bytes (UTF-8) kept as they are.
-std::string JsonQuote(const std::string& text);
-
 }  // namespace memtrace::launch
 
 #endif  // MEMTRACE_TOOLS_LAUNCH_WORKER_ENV_H_
