@@ -12,15 +12,10 @@
 
 #include "gtest/gtest.h"
 #include "proto/codec/batch_codec.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace {
 namespace {
-
-std::string TestDir(const std::string& name) {
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
-  std::system(("rm -rf '" + dir + "'").c_str());
-  return dir;
-}
 
 v1::RankIdentity Identity() {
   v1::RankIdentity id;
@@ -74,7 +69,7 @@ std::unique_ptr<SpoolBatchStore> Create(const std::string& root, uint64_t memory
 
 TEST(SpoolTest, SpillsBeyondTheMemoryBoundAndReadsBackInOrder) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
-  auto store = Create(TestDir("spill"), 2 * one, 1 << 30);
+  auto store = Create(test_util::ClearedPath("spill"), 2 * one, 1 << 30);
   std::vector<SealedBatch> dropped;
   std::vector<std::string> sent;
   for (int i = 0; i < 10; ++i) {
@@ -113,7 +108,7 @@ TEST(SpoolTest, SpillsBeyondTheMemoryBoundAndReadsBackInOrder) {
 
 TEST(SpoolTest, AcknowledgeRemovesSpilledFiles) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
-  auto store = Create(TestDir("ack"), one, 1 << 30);
+  auto store = Create(test_util::ClearedPath("ack"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 6; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
   ASSERT_EQ(FilesIn(store->dir()), 5);
@@ -129,7 +124,7 @@ TEST(SpoolTest, AcknowledgeRemovesSpilledFiles) {
 TEST(SpoolTest, BeyondTheDiskBoundTheOldestAreDroppedWithTheirExactEventCounts) {
   // The largest of the batches below (later seqs and addresses encode a little longer).
   const uint64_t one = MakeBatch(901, 100).bytes->size();
-  auto store = Create(TestDir("full"), one, 3 * one);
+  auto store = Create(test_util::ClearedPath("full"), one, 3 * one);
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 10; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
   uint64_t lost = 0;
@@ -146,7 +141,7 @@ TEST(SpoolTest, BeyondTheDiskBoundTheOldestAreDroppedWithTheirExactEventCounts) 
 
 TEST(SpoolTest, ADroppedBatchWithStringsComesBackWithItsBytes) {
   const uint64_t one = MakeBatch(1, 100, true).bytes->size();
-  auto store = Create(TestDir("strings"), one, one);
+  auto store = Create(test_util::ClearedPath("strings"), one, one);
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 4; ++i) store->Append(MakeBatch(1 + 100 * i, 100, i == 0), &dropped);
   ASSERT_FALSE(dropped.empty());
@@ -159,7 +154,7 @@ TEST(SpoolTest, ADroppedBatchWithStringsComesBackWithItsBytes) {
 
 TEST(SpoolTest, StringsAddedToASpilledOldestBatchAreInItsFile) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
-  auto store = Create(TestDir("add"), one, 1 << 30);
+  auto store = Create(test_util::ClearedPath("add"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
   ASSERT_GE(store->disk_batches(), 1u);
@@ -179,7 +174,7 @@ TEST(SpoolTest, StringsAddedToASpilledOldestBatchAreInItsFile) {
 // the oldest batch is still there as it was.
 [[noreturn]] void RewriteTheOldestWithoutRoom() {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
-  auto store = Create(TestDir("rewrite-full"), one, 1 << 30);
+  auto store = Create(test_util::ClearedPath("rewrite-full"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
   if (store->disk_batches() != 2) _exit(2);
@@ -202,7 +197,7 @@ TEST(SpoolTest, AFailedRewriteOfTheOldestSpilledBatchKeepsItsEvents) {
 
 TEST(SpoolTest, AnUnwritableSpoolDropsLikeTheMemoryStore) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
-  auto store = Create(TestDir("unwritable"), one, 1 << 30);
+  auto store = Create(test_util::ClearedPath("unwritable"), one, 1 << 30);
   ASSERT_EQ(rmdir(store->dir().c_str()), 0);  // the disk "goes away"
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 4; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
@@ -213,7 +208,7 @@ TEST(SpoolTest, AnUnwritableSpoolDropsLikeTheMemoryStore) {
 
 TEST(SpoolTest, AnUnreadableSpilledBatchIsSkippedAndCounted) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
-  auto store = Create(TestDir("unreadable"), one, 1 << 30);
+  auto store = Create(test_util::ClearedPath("unreadable"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
   ASSERT_EQ(store->disk_batches(), 2u);
@@ -226,7 +221,7 @@ TEST(SpoolTest, AnUnreadableSpilledBatchIsSkippedAndCounted) {
 }
 
 TEST(SpoolTest, DirectoriesOfDeadProcessesAreRemovedAndLiveOnesKept) {
-  const std::string root = TestDir("stale");
+  const std::string root = test_util::ClearedPath("stale");
   const pid_t child = fork();
   if (child == 0) _exit(0);
   ASSERT_GT(child, 0);
@@ -244,7 +239,7 @@ TEST(SpoolTest, DirectoriesOfDeadProcessesAreRemovedAndLiveOnesKept) {
 
 TEST(SpoolTest, TheStoreRemovesItsDirectoryWhenDestroyed) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
-  auto store = Create(TestDir("destroy"), one, 1 << 30);
+  auto store = Create(test_util::ClearedPath("destroy"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
   const std::string dir = store->dir();
@@ -259,9 +254,9 @@ TEST(MakeBatchStoreTest, SpoolOnlyWhenADirectoryIsConfiguredAndUsable) {
   options.identity = Identity();
   options.log_failures = false;
   EXPECT_NE(dynamic_cast<MemoryBatchStore*>(MakeBatchStore(options).get()), nullptr);
-  options.spool_dir = TestDir("make");
+  options.spool_dir = test_util::ClearedPath("make");
   EXPECT_NE(dynamic_cast<SpoolBatchStore*>(MakeBatchStore(options).get()), nullptr);
-  const std::string file = TestDir("a-file");
+  const std::string file = test_util::ClearedPath("a-file");
   std::ofstream(file) << "x";
   options.spool_dir = file + "/spool";
   EXPECT_NE(dynamic_cast<MemoryBatchStore*>(MakeBatchStore(options).get()), nullptr);

@@ -16,6 +16,7 @@
 #include "collector/security/client_channel.h"
 #include "gtest/gtest.h"
 #include "proto/codec/event.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace {
 namespace {
@@ -488,12 +489,11 @@ TEST(TransportTest, SpilledBatchesThatCannotBeReadBackAreReportedAsALoss) {
   ASSERT_TRUE(collector.Start().ok());
   const int port = collector.port();
   collector.Stop();  // the collector is away from the start
-  const char* tmp = std::getenv("TEST_TMPDIR");
   TransportOptions o = Options(collector.address());
   o.max_batch_events = 64;
   o.max_batch_delay = absl::Milliseconds(1);
   o.max_unacked_bytes = 8 << 10;  // the rest spills
-  o.spool_dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/unreadable-spool";
+  o.spool_dir = test_util::TmpPath("unreadable-spool");
   auto t = StartOrDie(o);
   for (uint64_t i = 0; i < 5000; ++i) {
     t->Record(Alloc(i));

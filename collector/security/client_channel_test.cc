@@ -6,6 +6,7 @@
 
 #include "collector/security/test_certs.h"
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::security {
 namespace {
@@ -28,7 +29,7 @@ class FakeEnv {
 };
 
 std::string TmpFile(const std::string& name, const std::string& contents) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  const std::string path = test_util::TmpPath(name);
   std::ofstream(path, std::ios::trunc) << contents;
   return path;
 }
@@ -60,7 +61,7 @@ TEST(ClientSecurityFromEnvTest, UnreadableTokenFileNamesTheVariable) {
 
 TEST(ClientSecurityFromEnvTest, TlsFilesAreRead) {
   absl::StatusOr<testing::TestCerts> certs =
-      testing::GenerateTestCerts(std::string(std::getenv("TEST_TMPDIR")) + "/certs");
+      testing::GenerateTestCerts(test_util::TmpPath("certs"));
   ASSERT_TRUE(certs.ok()) << certs.status();
   FakeEnv env;
   env.Set("MEMTRACE_TLS_CA", certs->ca_path)

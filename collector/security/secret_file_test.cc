@@ -4,12 +4,13 @@
 #include <fstream>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::security {
 namespace {
 
 std::string WriteFile(const std::string& name, const std::string& contents) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  const std::string path = test_util::TmpPath(name);
   std::ofstream(path, std::ios::trunc) << contents;
   return path;
 }
@@ -46,7 +47,8 @@ TEST(SecretFileTest, PemFileMustLookLikePem) {
 }
 
 TEST(SecretFileTest, HugeFileIsRefusedAsAWrongPath) {
-  absl::StatusOr<std::string> big = ReadSmallFile("cert", WriteFile("big", std::string(2 << 20, 'x')));
+  absl::StatusOr<std::string> big =
+      ReadSmallFile("cert", WriteFile("big", std::string(2 << 20, 'x')));
   EXPECT_TRUE(absl::IsInvalidArgument(big.status())) << big.status();
 }
 

@@ -11,6 +11,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
 #include "proto/memtrace/v1/query.grpc.pb.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::security {
 namespace {
@@ -37,8 +38,7 @@ class Server {
  public:
   explicit Server(const ServerSecurityOptions& options) {
     grpc::EnableDefaultHealthCheckService(true);
-    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds =
-        MakeServerCredentials(options);
+    absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> creds = MakeServerCredentials(options);
     EXPECT_TRUE(creds.ok()) << creds.status();
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", *creds, &port_);
@@ -96,8 +96,7 @@ grpc::Status HealthCheck(const std::string& address, const ClientSecurity& secur
 
 const testing::TestCerts& Certs() {
   static const testing::TestCerts* certs = [] {
-    absl::StatusOr<testing::TestCerts> c =
-        testing::GenerateTestCerts(std::string(std::getenv("TEST_TMPDIR")) + "/certs");
+    absl::StatusOr<testing::TestCerts> c = testing::GenerateTestCerts(test_util::TmpPath("certs"));
     EXPECT_TRUE(c.ok()) << c.status();
     return new testing::TestCerts(c.ok() ? *c : testing::TestCerts());
   }();

@@ -10,6 +10,7 @@
 #include "collector/server/simulated_job_store.h"
 #include "gtest/gtest.h"
 #include "proto/codec/batch_codec.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::collector {
 namespace {
@@ -17,11 +18,6 @@ namespace {
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kStart = 1'700'000'000'000'000'000;
-
-std::string TmpDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 // Builds one stream's events with increasing seq and time.
 class StreamBuilder {
@@ -57,7 +53,8 @@ class AnalysisLoaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     EventStoreOptions options;
-    options.dir = TmpDir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    options.dir =
+        test_util::TmpPath(::testing::UnitTest::GetInstance()->current_test_info()->name());
     options.durability = Durability::kAsync;
     options.bucket_ns = kSecond;
     absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options);
@@ -145,8 +142,7 @@ TEST_F(AnalysisLoaderTest, UnknownJobIsNotFoundNamingIt) {
 
 // The step metrics come from the series (and the open rows), the timeline from the rows: both
 // must say the same, on either axis and with the fall-back to time buckets.
-void ExpectSameColumns(const EventStore& store, const std::string& job_id,
-                       v1::TimelineAxis axis) {
+void ExpectSameColumns(const EventStore& store, const std::string& job_id, v1::TimelineAxis axis) {
   absl::StatusOr<analysis::JobTimeline> timeline = LoadJobTimeline(store, job_id, axis);
   ASSERT_TRUE(timeline.ok()) << timeline.status();
   absl::StatusOr<analysis::JobStepMetrics> got = LoadJobStepMetrics(store, job_id, axis);

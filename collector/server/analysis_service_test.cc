@@ -1,5 +1,7 @@
 // The Analysis service over real gRPC on loopback, on simulated jobs stored in a real RocksDB
 // directory: what each RPC answers for a planted problem, and its errors.
+#include "collector/server/analysis_service.h"
+
 #include <cstdlib>
 #include <memory>
 #include <set>
@@ -7,21 +9,16 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "collector/server/analysis_service.h"
 #include "collector/server/collector_server.h"
 #include "collector/server/simulated_job_store.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/memtrace/v1/analysis.grpc.pb.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::collector {
 namespace {
-
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
 
 sim::WorkloadOptions Base() {
   sim::WorkloadOptions w;
@@ -36,11 +33,11 @@ class AnalysisServiceTest : public ::testing::Test {
   static void SetUpTestSuite() {
     CollectorServerOptions options;
     options.listen = "127.0.0.1:0";
-    options.store.dir = TmpDir() + "/analysis_service_db";
+    options.store.dir = test_util::TmpDir() + "/analysis_service_db";
     options.store.durability = Durability::kAsync;
     absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
+    server_ = *std::move(server);
 
     sim::WorkloadOptions leak = Base();
     leak.leak_rank = 5;
@@ -79,10 +76,7 @@ class AnalysisServiceTest : public ::testing::Test {
     rerun.start_ns += 3'600'000'000'000;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "restarted", rerun, 16384, 1).ok());
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
+  static void TearDownTestSuite() { server_.reset(); }
 
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
@@ -90,12 +84,12 @@ class AnalysisServiceTest : public ::testing::Test {
     stub_ = v1::Analysis::NewStub(channel_);
   }
 
-  static CollectorServer* server_;
+  static std::unique_ptr<CollectorServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Analysis::Stub> stub_;
 };
 
-CollectorServer* AnalysisServiceTest::server_ = nullptr;
+std::unique_ptr<CollectorServer> AnalysisServiceTest::server_;
 
 TEST_F(AnalysisServiceTest, DivergedNamesTheLeakingRankAtItsOnset) {
   grpc::ClientContext context;
@@ -523,7 +517,8 @@ TEST_F(AnalysisServiceTest, AnAttemptNoRankRanIsNotFoundNotAnEmptyAnswer) {
   v1::CompareReport compare_report;
   const grpc::Status s = service.Compare(nullptr, &compare, &compare_report);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_TRUE(absl::StrContains(s.error_message(), "job \"oom\" has no attempt 1 (its attempts: 0)"))
+  EXPECT_TRUE(
+      absl::StrContains(s.error_message(), "job \"oom\" has no attempt 1 (its attempts: 0)"))
       << s.error_message();
 
   // An attempt that ran answers as before.

@@ -11,6 +11,7 @@
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
 #include "proto/codec/batch_codec.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::collector {
 namespace {
@@ -234,8 +235,7 @@ TEST_F(IngestServiceTest, FirstMessageMustBeAHelloWithAJob) {
 TEST(IngestAdmissionTest, AHelloTheStoreRefusesDoesNotUseUpTheJobsRanks) {
   CollectorServerOptions options;
   options.listen = "127.0.0.1:0";
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  options.store.dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/refused-hello";
+  options.store.dir = test_util::TmpPath("refused-hello");
   options.ingest_limits.max_ranks_per_job = 1;
   absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
   ASSERT_TRUE(server.ok()) << server.status();

@@ -7,15 +7,11 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "proto/codec/batch_codec.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::collector::testing {
 
-std::string FreshDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/collector/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+std::string FreshDir(const std::string& name) { return test_util::ClearedPath("collector/" + name); }
 
 std::unique_ptr<CollectorServer> StartCollector(const std::string& name, int max_message_bytes) {
   CollectorServerOptions options;

@@ -14,7 +14,7 @@
 
 namespace memtrace::collector::testing {
 
-// A fresh (emptied) directory under $TEST_TMPDIR.
+// $TEST_TMPDIR/collector/`name` with nothing there (not created: the collector makes it).
 std::string FreshDir(const std::string& name);
 
 // Starts a collector on 127.0.0.1:0 over a fresh store `name`; fails the test on error.

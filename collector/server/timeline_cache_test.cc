@@ -7,6 +7,7 @@
 #include "collector/server/simulated_job_store.h"
 #include "gtest/gtest.h"
 #include "proto/codec/batch_codec.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::collector {
 namespace {
@@ -14,10 +15,9 @@ namespace {
 class TimelineCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = std::getenv("TEST_TMPDIR");
     EventStoreOptions options;
-    options.dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/" +
-                  ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    options.dir =
+        test_util::TmpPath(::testing::UnitTest::GetInstance()->current_test_info()->name());
     options.durability = Durability::kAsync;
     absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status();

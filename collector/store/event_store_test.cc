@@ -17,6 +17,7 @@
 #include "rocksdb/options.h"
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/utilities/options_util.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::collector {
 namespace {
@@ -25,10 +26,7 @@ constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kT0 = 1'700'000'000'000'000'000;  // ns since the epoch
 
 std::string TestDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/event_store_test/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
+  return test_util::ClearedPath("event_store_test/" + name);
 }
 
 v1::RankIdentity Identity(const std::string& job, int32_t rank, uint32_t attempt = 0) {
@@ -462,8 +460,9 @@ TEST(EventStoreTest, ScalarRowsFromTheSeriesEqualTheFullRowsWithoutTheirLists) {
     ASSERT_TRUE(s.ok());
     for (size_t first = 0; first < 1000; first += 77) {
       const size_t n = std::min<size_t>(77, 1000 - first);
-      ASSERT_TRUE(store->Append(s->key, Batch(std::vector<Event>(events.begin() + first,
-                                                                 events.begin() + first + n)))
+      ASSERT_TRUE(store
+                      ->Append(s->key, Batch(std::vector<Event>(events.begin() + first,
+                                                                events.begin() + first + n)))
                       .ok());
     }
   }  // dies with the stream open: the series segment in memory is gone
@@ -474,8 +473,9 @@ TEST(EventStoreTest, ScalarRowsFromTheSeriesEqualTheFullRowsWithoutTheirLists) {
   // marker is event 1500, the next one 1510).
   for (size_t first = 1000; first < events.size(); first += 101) {
     const size_t n = std::min<size_t>(101, events.size() - first);
-    ASSERT_TRUE(store->Append(s->key, Batch(std::vector<Event>(events.begin() + first,
-                                                               events.begin() + first + n)))
+    ASSERT_TRUE(store
+                    ->Append(s->key, Batch(std::vector<Event>(events.begin() + first,
+                                                              events.begin() + first + n)))
                     .ok());
     for (RollupAxis axis : {RollupAxis::kStep, RollupAxis::kTime}) {
       const std::vector<std::string> full = ScalarRows(*store, "job", axis, RollupDetail::kFull);
@@ -543,8 +543,8 @@ TEST(EventStoreTest, LiveAllocationsAtATimeReplaysFromTheNearestCheckpoint) {
     EXPECT_EQ(sum, live->live_bytes);
   }
   // Before the first event: nothing is live.
-  absl::StatusOr<LiveSnapshot> early = store->LiveAllocations(
-      "job", 5, 0, LivePoint{LivePoint::Kind::kAtTime, kT0});
+  absl::StatusOr<LiveSnapshot> early =
+      store->LiveAllocations("job", 5, 0, LivePoint{LivePoint::Kind::kAtTime, kT0});
   ASSERT_TRUE(early.ok());
   EXPECT_EQ(early->seq, 0u);
   EXPECT_TRUE(early->allocations.empty());
@@ -593,8 +593,7 @@ TEST(EventStoreTest, LiveAllocationsAtACollectorTimeShiftsItByTheRanksClockOffse
     absl::StatusOr<LiveSnapshot> own = store->LiveAllocations(
         "job", 0, std::nullopt, LivePoint{LivePoint::Kind::kAtTime, rank_time});
     absl::StatusOr<LiveSnapshot> collector = store->LiveAllocations(
-        "job", 0, std::nullopt,
-        LivePoint{LivePoint::Kind::kAtCollectorTime, rank_time + kOffset});
+        "job", 0, std::nullopt, LivePoint{LivePoint::Kind::kAtCollectorTime, rank_time + kOffset});
     ASSERT_TRUE(own.ok() && collector.ok());
     EXPECT_EQ(collector->seq, at);
     EXPECT_EQ(collector->seq, own->seq);
@@ -852,8 +851,7 @@ TEST(EventStoreTest, AttemptsAreSeparateStreams) {
 TEST(EventStoreTest, EmptyJobIdIsRejected) {
   auto store = OpenOrDie(Options(TestDir("empty-job")));
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->OpenStream(Identity("", 0)).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->OpenStream(Identity("", 0)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EventStoreTest, AppendToAStreamThatIsNotOpenFails) {

@@ -9,17 +9,12 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::collector {
 namespace {
 
-std::string FreshDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp != nullptr ? tmp : "/tmp") + "/info_log/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::string FreshDir(const std::string& name) { return test_util::FreshDir("info_log/" + name); }
 
 std::string Read(const std::string& path) {
   std::ifstream in(path);

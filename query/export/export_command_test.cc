@@ -14,6 +14,7 @@
 #include "query/export/simulated_job.h"
 #include "rapidjson/document.h"
 #include "rapidjson/istreamwrapper.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::exporter {
 namespace {
@@ -29,10 +30,6 @@ CommandRun Export(const std::vector<std::string>& args) {
   cli::CommandIo io{out, err};
   int code = ExportCommand().run(args, io);
   return {code, out.str(), err.str()};
-}
-
-std::string TempPath(const std::string& name) {
-  return std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
 }
 
 rapidjson::Document ParseFile(const std::string& path) {
@@ -71,9 +68,9 @@ class ExportCommandTest : public ::testing::Test {
 std::unique_ptr<collector::CollectorServer> ExportCommandTest::server_;
 
 TEST_F(ExportCommandTest, SimulatedJobRoundTripsToOneLiveBytesTrackPerRank) {
-  std::string path = TempPath("sim.perfetto.json");
-  CommandRun run = Export({"--job", "sim-export", "--format", "perfetto", "-o", path,
-                           "--collector", server_->address()});
+  std::string path = test_util::TmpPath("sim.perfetto.json");
+  CommandRun run = Export({"--job", "sim-export", "--format", "perfetto", "-o", path, "--collector",
+                           server_->address()});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.err.find("wrote " + path + ": 4 ranks"), std::string::npos) << run.err;
   rapidjson::Document doc = ParseFile(path);
@@ -106,8 +103,8 @@ TEST_F(ExportCommandTest, SimulatedJobRoundTripsToOneLiveBytesTrackPerRank) {
 }
 
 TEST_F(ExportCommandTest, RawLiveBytesAgreeWithTheRollups) {
-  std::string raw = TempPath("raw.json");
-  std::string rollup = TempPath("rollup.json");
+  std::string raw = test_util::TmpPath("raw.json");
+  std::string rollup = test_util::TmpPath("rollup.json");
   ASSERT_EQ(Export({"--job", "sim-export", "--format", "perfetto", "-o", raw, "--collector",
                     server_->address()})
                 .code,
@@ -132,7 +129,7 @@ TEST_F(ExportCommandTest, RawLiveBytesAgreeWithTheRollups) {
 }
 
 TEST_F(ExportCommandTest, MaxPointsBoundsTheLiveSeries) {
-  std::string path = TempPath("bounded.json");
+  std::string path = test_util::TmpPath("bounded.json");
   ASSERT_EQ(Export({"--job", "sim-export", "--format", "perfetto", "-o", path, "--max-points",
                     "300", "--collector", server_->address()})
                 .code,
@@ -161,7 +158,7 @@ TEST(ExportSkewTest, RanksWhoseClocksDisagreeLineUpInTheTrace) {
   job.workload.clock_skew_per_node_ns = 60'000'000'000;
   std::unique_ptr<collector::CollectorServer> server = testing::SimulateJob("export_skew", job);
   ASSERT_NE(server, nullptr);
-  const std::string path = TempPath("skew.json");
+  const std::string path = test_util::TmpPath("skew.json");
   ASSERT_EQ(Export({"--job", "sim-skew", "--format", "perfetto", "-o", path, "--collector",
                     server->address()})
                 .code,
@@ -194,7 +191,7 @@ TEST(ExportSkewTest, RanksWhoseClocksDisagreeLineUpInTheTrace) {
 
 TEST_F(ExportCommandTest, UnknownJobAndBadFlagsAreReported) {
   CommandRun unknown = Export({"--job", "nope", "--format", "perfetto", "-o",
-                               TempPath("x.json"), "--collector", server_->address()});
+                               test_util::TmpPath("x.json"), "--collector", server_->address()});
   EXPECT_EQ(unknown.code, cli::kExitError);
   EXPECT_NE(unknown.err.find("memtrace export:"), std::string::npos);
   EXPECT_EQ(Export({"--job", "j", "--format", "svg", "-o", "x"}).code, cli::kExitUsage);

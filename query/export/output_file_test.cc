@@ -9,11 +9,10 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::exporter {
 namespace {
-
-std::string TempPath(const std::string& name) { return std::string(std::getenv("TEST_TMPDIR")) + "/" + name; }
 
 bool Exists(const std::string& path) {
   struct stat st;
@@ -21,7 +20,7 @@ bool Exists(const std::string& path) {
 }
 
 TEST(OutputFileTest, WritesAndCommitsTheFile) {
-  std::string path = TempPath("out.json");
+  std::string path = test_util::TmpPath("out.json");
   std::ostringstream unused;
   ASSERT_TRUE(WriteOutputFile(path, unused, [](std::ostream& out) {
                 out << "{}";
@@ -34,7 +33,7 @@ TEST(OutputFileTest, WritesAndCommitsTheFile) {
 }
 
 TEST(OutputFileTest, AFailedWriteLeavesTheOldFileAlone) {
-  std::string path = TempPath("keep.json");
+  std::string path = test_util::TmpPath("keep.json");
   std::ofstream(path) << "old";
   std::ostringstream unused;
   absl::Status s = WriteOutputFile(path, unused, [](std::ostream& out) {
@@ -80,8 +79,8 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
 
 // A symlink stays a symlink; its target gets the content.
 TEST(OutputFileTest, ASymlinkIsFollowedNotReplaced) {
-  const std::string target = TempPath("target.json");
-  const std::string link = TempPath("link.json");
+  const std::string target = test_util::TmpPath("target.json");
+  const std::string link = test_util::TmpPath("link.json");
   std::ofstream(target) << "old";
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   ASSERT_TRUE(WriteText(link, "new").ok());
@@ -93,7 +92,7 @@ TEST(OutputFileTest, ASymlinkIsFollowedNotReplaced) {
 
 // A FIFO is written in place: its reader gets the content and it stays a FIFO.
 TEST(OutputFileTest, AFifoIsWrittenInPlace) {
-  const std::string fifo = TempPath("out.fifo");
+  const std::string fifo = test_util::TmpPath("out.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::string received;
   std::thread reader([&] { received = Read(fifo); });
@@ -107,7 +106,7 @@ TEST(OutputFileTest, AFifoIsWrittenInPlace) {
 
 // The file keeps its mode, and the user's own PATH.tmp is left alone.
 TEST(OutputFileTest, KeepsTheModeAndLeavesOtherFilesAlone) {
-  const std::string path = TempPath("moded.json");
+  const std::string path = test_util::TmpPath("moded.json");
   std::ofstream(path) << "old";
   ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
   std::ofstream(path + ".tmp") << "mine";

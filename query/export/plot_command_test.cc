@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "query/export/simulated_job.h"
 #include "query/export/svg_test_util.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::exporter {
 namespace {
@@ -62,7 +63,7 @@ class PlotCommandTest : public ::testing::Test {
   void SetUp() override { ASSERT_NE(server_, nullptr); }
 
   std::string Svg(const std::string& job, std::vector<std::string> extra = {}) {
-    std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/" + job + ".svg";
+    std::string path = test_util::TmpPath(job) + ".svg";
     std::vector<std::string> args = {"--job", job, "-o", path, "--collector", server_->address()};
     args.insert(args.end(), extra.begin(), extra.end());
     CommandRun run = Plot(args);
@@ -120,7 +121,7 @@ TEST_F(PlotCommandTest, AHealthySimulatedJobHighlightsNobody) {
 // (while `memtrace diverged` compares the time buckets and finds the leak).
 TEST_F(PlotCommandTest, AJobWithoutStepMarkersIsDrawnByTimeBucketAndSaysSo) {
   ASSERT_TRUE(unmarked_ok_);
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/no-markers.svg";
+  const std::string path = test_util::TmpPath("no-markers.svg");
   CommandRun run = Plot({"--job", "sim-no-markers", "-o", path, "--collector", server_->address()});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_EQ(run.err.rfind("memtrace plot: job 'sim-no-markers' has no step markers: plotting 1s "
@@ -160,8 +161,8 @@ TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {
 }
 
 TEST_F(PlotCommandTest, ErrorsNameWhatIsWrong) {
-  CommandRun missing = Plot({"--job", "sim-leak", "-o", "-", "--ranks", "42", "--collector",
-                             server_->address()});
+  CommandRun missing =
+      Plot({"--job", "sim-leak", "-o", "-", "--ranks", "42", "--collector", server_->address()});
   EXPECT_EQ(missing.code, cli::kExitError);
   EXPECT_NE(missing.err.find("has no rank 42"), std::string::npos) << missing.err;
   EXPECT_EQ(Plot({"--job", "j", "-o", "x.svg", "--metric", "max"}).code, cli::kExitUsage);

@@ -19,6 +19,7 @@
 #include "query/export/png_reader.h"
 #include "query/export/simulated_job.h"
 #include "query/export/svg_test_util.h"
+#include "tests/util/test_dirs.h"
 
 extern char** environ;
 
@@ -61,13 +62,12 @@ TEST(SvgScreenshotTest, ChromiumRendersTheLeakPlotWithTheHighlightedLine) {
   auto server = testing::SimulateJob("screenshot_sim", leak);
   ASSERT_NE(server, nullptr);
 
-  const std::string dir = std::getenv("TEST_TMPDIR");
+  const std::string dir = test_util::TmpDir();
   const std::string svg_path = dir + "/leak.svg";
   std::ostringstream out, err;
   cli::CommandIo io{out, err};
-  ASSERT_EQ(PlotCommand().run({"--job", "sim-leak-shot", "-o", svg_path, "--collector",
-                               server->address()},
-                              io),
+  ASSERT_EQ(PlotCommand().run(
+                {"--job", "sim-leak-shot", "-o", svg_path, "--collector", server->address()}, io),
             0)
       << err.str();
   std::ifstream svg_in(svg_path);
@@ -81,10 +81,10 @@ TEST(SvgScreenshotTest, ChromiumRendersTheLeakPlotWithTheHighlightedLine) {
   setenv("HOME", dir.c_str(), 1);
   auto start = std::chrono::steady_clock::now();
   int code = RunWithTimeout(
-      {kChromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-       "--no-first-run", "--disable-background-networking", "--disable-component-update",
-       "--disable-sync", "--disable-dev-shm-usage", "--user-data-dir=" + profile,
-       "--screenshot=" + png_path, "--window-size=1200,800", "file://" + svg_path},
+      {kChromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+       "--disable-background-networking", "--disable-component-update", "--disable-sync",
+       "--disable-dev-shm-usage", "--user-data-dir=" + profile, "--screenshot=" + png_path,
+       "--window-size=1200,800", "file://" + svg_path},
       std::chrono::seconds(25));
   auto seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(code, 0) << "chromium exit " << code << " after " << seconds << " s";

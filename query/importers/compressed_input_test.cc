@@ -8,14 +8,10 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::importers {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary);
@@ -23,7 +19,7 @@ void WriteFile(const std::string& path, const std::string& data) {
 }
 
 std::string Gzip(const std::string& data) {
-  std::string path = TempPath("gzip_scratch.gz");
+  std::string path = test_util::TmpPath("gzip_scratch.gz");
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, data.data(), data.size());
   gzclose(f);
@@ -44,7 +40,7 @@ std::string Sample() {
 }
 
 TEST(CompressedInputTest, ReadsPlainFilesThroughAcrossChunkBoundaries) {
-  std::string path = TempPath("plain.json");
+  std::string path = test_util::TmpPath("plain.json");
   WriteFile(path, Sample());
   auto input = CompressedInput::Open(path, /*chunk_bytes=*/100);
   ASSERT_TRUE(input.ok()) << input.status();
@@ -55,7 +51,7 @@ TEST(CompressedInputTest, ReadsPlainFilesThroughAcrossChunkBoundaries) {
 }
 
 TEST(CompressedInputTest, DecompressesGzipRegardlessOfName) {
-  std::string path = TempPath("compressed.json");  // no .gz suffix on purpose
+  std::string path = test_util::TmpPath("compressed.json");  // no .gz suffix on purpose
   WriteFile(path, Gzip(Sample()));
   auto input = CompressedInput::Open(path, 4096);
   ASSERT_TRUE(input.ok()) << input.status();
@@ -65,7 +61,7 @@ TEST(CompressedInputTest, DecompressesGzipRegardlessOfName) {
 }
 
 TEST(CompressedInputTest, ReportsProgressInCompressedBytes) {
-  std::string path = TempPath("progress.json.gz");
+  std::string path = test_util::TmpPath("progress.json.gz");
   std::string gz = Gzip(Sample());
   WriteFile(path, gz);
   auto input = CompressedInput::Open(path, 1024);
@@ -85,7 +81,7 @@ TEST(CompressedInputTest, ReportsProgressInCompressedBytes) {
 }
 
 TEST(CompressedInputTest, TruncatedGzipIsDataLossNamingTheFile) {
-  std::string path = TempPath("truncated.json.gz");
+  std::string path = test_util::TmpPath("truncated.json.gz");
   std::string gz = Gzip(Sample());
   WriteFile(path, gz.substr(0, gz.size() / 2));
   auto input = CompressedInput::Open(path, 4096);
@@ -99,7 +95,7 @@ TEST(CompressedInputTest, TruncatedGzipIsDataLossNamingTheFile) {
 }
 
 TEST(CompressedInputTest, MissingFileIsNotFoundNamingIt) {
-  auto input = CompressedInput::Open(TempPath("does_not_exist.json"));
+  auto input = CompressedInput::Open(test_util::TmpPath("does_not_exist.json"));
   ASSERT_FALSE(input.ok());
   EXPECT_EQ(input.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(input.status().message().find("does_not_exist.json"), std::string::npos);
@@ -107,14 +103,14 @@ TEST(CompressedInputTest, MissingFileIsNotFoundNamingIt) {
 }
 
 TEST(CompressedInputTest, DirectoryIsRefused) {
-  auto input = CompressedInput::Open(std::getenv("TEST_TMPDIR"));
+  auto input = CompressedInput::Open(test_util::TmpDir());
   ASSERT_FALSE(input.ok());
   EXPECT_EQ(input.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(input.status().message().find("directory"), std::string::npos);
 }
 
 TEST(CompressedInputTest, EmptyFileEndsAtOnce) {
-  std::string path = TempPath("empty.json");
+  std::string path = test_util::TmpPath("empty.json");
   WriteFile(path, "");
   auto input = CompressedInput::Open(path);
   ASSERT_TRUE(input.ok());

@@ -8,14 +8,10 @@
 
 #include "gtest/gtest.h"
 #include "query/importers/recording_sink.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::importers {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
 
 // Records into a RecordingSink owned by the test, so events outlive the import.
 class TestRankSink : public RankImportSink {
@@ -59,27 +55,27 @@ std::string Trace(int allocs, const std::string& tail) {
               ", \"Bytes\": 64, \"Total Allocated\": " + std::to_string(64 * (i + 1)) +
               ", \"Total Reserved\": 2097152, \"Device Type\": 1, \"Device Id\": 2}},";
   }
-  events += "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", "
-            "\"pid\": 42, \"tid\": 1, \"ts\": 5, \"dur\": 100}";
+  events +=
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", "
+      "\"pid\": 42, \"tid\": 1, \"ts\": 5, \"dur\": 100}";
   return "{\"traceEvents\": [" + events + "]" + tail + "}";
 }
 
 void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
-  std::string a = TempPath("job_rank0.json");
-  std::string b = TempPath("job_rank1.json");
-  std::string c = TempPath("late_info.json");
+  std::string a = test_util::TmpPath("job_rank0.json");
+  std::string b = test_util::TmpPath("job_rank1.json");
+  std::string c = test_util::TmpPath("late_info.json");
   Write(a, Trace(3, ""));
   Write(b, Trace(5, ""));
   // distributedInfo after traceEvents still decides the rank.
   Write(c, Trace(2, ", \"distributedInfo\": {\"rank\": 2, \"world_size\": 4}"));
   Recorder recorder;
   std::vector<std::string> lines;
-  auto summaries = ImportKinetoFiles({a, b, c}, {}, recorder.Factory(),
-                                     [&](const KinetoFileSummary& s) {
-                                       lines.push_back(FormatSummary(s));
-                                     });
+  auto summaries =
+      ImportKinetoFiles({a, b, c}, {}, recorder.Factory(),
+                        [&](const KinetoFileSummary& s) { lines.push_back(FormatSummary(s)); });
   ASSERT_TRUE(summaries.ok()) << summaries.status();
   ASSERT_EQ(summaries->size(), 3u);
   EXPECT_EQ(recorder.finishes, 3);
@@ -94,8 +90,9 @@ TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
   for (const Event& e : recorder.by_rank[1]->events()) allocs += e.kind == EventKind::kAlloc;
   EXPECT_EQ(allocs, 5u);
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_NE(lines[1].find("job_rank1.json: 6 events read, 5 memory events imported (5 CUDA, 0 CPU)"),
-            std::string::npos)
+  EXPECT_NE(
+      lines[1].find("job_rank1.json: 6 events read, 5 memory events imported (5 CUDA, 0 CPU)"),
+      std::string::npos)
       << lines[1];
   EXPECT_NE(lines[1].find("1 steps (1 ProfilerStep ranges)"), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find("rank 1 of 3 (file name)"), std::string::npos) << lines[1];
@@ -104,14 +101,13 @@ TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
 // A trace recorded without profile_memory has no [memory] events: the summary says how to get
 // them instead of only "0 memory events imported".
 TEST(KinetoImportTest, ATraceWithoutMemoryEventsSaysHowToRecordThem) {
-  std::string path = TempPath("no_memory_rank0.json");
+  std::string path = test_util::TmpPath("no_memory_rank0.json");
   Write(path, Trace(0, ""));
   Recorder recorder;
   std::vector<std::string> lines;
-  auto summaries = ImportKinetoFiles({path}, {}, recorder.Factory(),
-                                     [&](const KinetoFileSummary& s) {
-                                       lines.push_back(FormatSummary(s));
-                                     });
+  auto summaries =
+      ImportKinetoFiles({path}, {}, recorder.Factory(),
+                        [&](const KinetoFileSummary& s) { lines.push_back(FormatSummary(s)); });
   ASSERT_TRUE(summaries.ok()) << summaries.status();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("no [memory] events: record it with "
@@ -121,8 +117,8 @@ TEST(KinetoImportTest, ATraceWithoutMemoryEventsSaysHowToRecordThem) {
 }
 
 TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
-  std::string good = TempPath("good_rank0.json");
-  std::string bad = TempPath("bad_rank1.json");
+  std::string good = test_util::TmpPath("good_rank0.json");
+  std::string bad = test_util::TmpPath("bad_rank1.json");
   Write(good, Trace(1, ""));
   Write(bad, "{\"traceEvents\": [{\"ph\": \"i\" \"name\": 1}]}");
   Recorder recorder;
@@ -135,8 +131,8 @@ TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
 }
 
 TEST(KinetoImportTest, RefusesTwoFilesOfOneRank) {
-  std::string a = TempPath("x_rank0.json");
-  std::string b = TempPath("y_rank0.json");
+  std::string a = test_util::TmpPath("x_rank0.json");
+  std::string b = test_util::TmpPath("y_rank0.json");
   Write(a, Trace(1, ""));
   Write(b, Trace(1, ""));
   Recorder recorder;
@@ -146,7 +142,7 @@ TEST(KinetoImportTest, RefusesTwoFilesOfOneRank) {
 }
 
 TEST(KinetoImportTest, ASinkThatCannotFinishFailsTheImport) {
-  std::string a = TempPath("finish_rank0.json");
+  std::string a = test_util::TmpPath("finish_rank0.json");
   Write(a, Trace(1, ""));
   class FailingSink : public RankImportSink {
    public:

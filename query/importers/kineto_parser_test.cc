@@ -7,24 +7,20 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::importers {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
 std::string MemoryEvent(const std::string& ts, long long bytes, long long addr, long long total,
                         int device_type = 1, int device_id = 0, int tid = 7) {
   return "{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\", "
-         "\"pid\": 100, \"tid\": " + std::to_string(tid) + ", \"ts\": " + ts +
-         ", \"args\": {\"Total Reserved\": 2097152, \"Total Allocated\": " +
-         std::to_string(total) + ", \"Bytes\": " + std::to_string(bytes) +
-         ", \"Addr\": " + std::to_string(addr) + ", \"Device Id\": " +
-         std::to_string(device_id) + ", \"Device Type\": " + std::to_string(device_type) +
-         ", \"Ev Idx\": 3}}";
+         "\"pid\": 100, \"tid\": " +
+         std::to_string(tid) + ", \"ts\": " + ts +
+         ", \"args\": {\"Total Reserved\": 2097152, \"Total Allocated\": " + std::to_string(total) +
+         ", \"Bytes\": " + std::to_string(bytes) + ", \"Addr\": " + std::to_string(addr) +
+         ", \"Device Id\": " + std::to_string(device_id) +
+         ", \"Device Type\": " + std::to_string(device_type) + ", \"Ev Idx\": 3}}";
 }
 
 // A small trace shaped like PyTorch's: metadata, nested args to skip, distributedInfo after
@@ -45,7 +41,8 @@ std::string SampleTrace() {
     "ts": 1428625740050, "dur": 100, "args": {"Python id": 5}},
    {"ph": "X", "cat": "python_function", "name": "torch/nn/modules/module.py(1743)",
     "pid": 100, "tid": 7, "ts": 1428625740050, "dur": 100},
-   )json" + MemoryEvent("1428625740100.715", 1024, 139926520725504, 4096) + ",\n" +
+   )json" +
+         MemoryEvent("1428625740100.715", 1024, 139926520725504, 4096) + ",\n" +
          MemoryEvent("1428625740200", -1024, 139926520725504, 3072) + ",\n" +
          MemoryEvent("1428625740300.5", 8, 1318913728, 8, 0, -1) + R"(,
    {"ph": "i", "name": "[memory]", "pid": 100, "tid": 7, "ts": 1, "args": {"Bytes": 5}},
@@ -150,9 +147,9 @@ TEST(KinetoParserTest, WellFormedJsonWithoutTraceEventsIsRefused) {
 }
 
 TEST(KinetoParserTest, PlainAndGzipFilesParseAlike) {
-  std::string plain = TempPath("trace.json");
+  std::string plain = test_util::TmpPath("trace.json");
   std::ofstream(plain) << SampleTrace();
-  std::string gz = TempPath("trace.json.gz");
+  std::string gz = test_util::TmpPath("trace.json.gz");
   gzFile f = gzopen(gz.c_str(), "wb");
   gzwrite(f, SampleTrace().data(), SampleTrace().size());
   gzclose(f);
@@ -171,7 +168,7 @@ TEST(KinetoParserTest, PlainAndGzipFilesParseAlike) {
 }
 
 TEST(KinetoParserTest, TruncatedGzipFileReportsTheGzipCause) {
-  std::string gz = TempPath("cut.json.gz");
+  std::string gz = test_util::TmpPath("cut.json.gz");
   std::string big;
   for (int i = 0; i < 2000; ++i) big += MemoryEvent(std::to_string(i), 64, 4096 + i * 64, 64) + ",";
   std::string json = "{\"traceEvents\": [" + big + MemoryEvent("9999", 1, 1, 1) + "]}";
@@ -191,7 +188,7 @@ TEST(KinetoParserTest, TruncatedGzipFileReportsTheGzipCause) {
 }
 
 TEST(KinetoParserTest, MalformedGzipContentCountsDecompressedBytes) {
-  std::string gz = TempPath("bad.json.gz");
+  std::string gz = test_util::TmpPath("bad.json.gz");
   std::string json = "{\"traceEvents\": [{\"ph\": \"i\",, }]}";
   gzFile f = gzopen(gz.c_str(), "wb");
   gzwrite(f, json.data(), json.size());
@@ -207,7 +204,7 @@ TEST(KinetoParserTest, MalformedGzipContentCountsDecompressedBytes) {
 }
 
 TEST(KinetoParserTest, UnreadableFileNamesIt) {
-  auto trace = ParseKinetoFile(TempPath("missing_rank0.json"));
+  auto trace = ParseKinetoFile(test_util::TmpPath("missing_rank0.json"));
   ASSERT_FALSE(trace.ok());
   EXPECT_EQ(trace.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(trace.status().message().find("missing_rank0.json: cannot open"), std::string::npos);

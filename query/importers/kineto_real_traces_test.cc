@@ -15,6 +15,7 @@
 #include "query/importers/kineto_parser.h"
 #include "query/importers/recording_sink.h"
 #include "query/importers/shared_data.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::importers {
 namespace {
@@ -219,7 +220,7 @@ TEST_F(KinetoRealTracesTest, SeveralFilesGetDistinctRanks) {
 TEST_F(KinetoRealTracesTest, TruncatedRealTraceNamesFileAndOffset) {
   // The first 100 KiB of a real .gz: decompression stops early and the error says where.
   std::string src = Path(kTraces[2].file);
-  std::string cut = std::string(std::getenv("TEST_TMPDIR")) + "/truncated.json.gz";
+  std::string cut = test_util::TmpPath("truncated.json.gz");
   std::FILE* in = std::fopen(src.c_str(), "rb");
   ASSERT_NE(in, nullptr);
   std::string head(100 * 1024, '\0');

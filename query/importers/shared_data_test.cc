@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::importers {
 namespace {
@@ -29,7 +30,7 @@ TEST(SharedDataTest, FindsTheDataBesideTheRepositoryThroughTheRunfiles) {
 }
 
 TEST(SharedDataTest, AnExplicitDirectoryWins) {
-  std::string tmp = std::getenv("TEST_TMPDIR");
+  std::string tmp = test_util::TmpDir();
   setenv("MEMTRACE_SHARED_DATA", tmp.c_str(), 1);
   absl::StatusOr<std::string> dir = FindSharedDataDir();
   unsetenv("MEMTRACE_SHARED_DATA");

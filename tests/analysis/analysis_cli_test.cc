@@ -18,11 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "collector/server/collector_server.h"
+#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "tests/util/subprocess.h"
 #include "proto/memtrace/v1/analysis.pb.h"
-#include "google/protobuf/struct.pb.h"
+#include "tests/util/subprocess.h"
 #include "tools/sim/recording_sink.h"
 #include "tools/sim/runner.h"
 #include "tools/sim/workload.h"
@@ -130,14 +130,10 @@ class AnalysisCliTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<collector::CollectorServer>> server =
         collector::CollectorServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
-    server_ = server->release();
+    server_ = *std::move(server);
     const std::vector<std::pair<std::string, sim::WorkloadOptions>> jobs = {
-        {"leak", LeakJob()},
-        {"gradacc", GradAccumJob()},
-        {"healthy", HealthyJob()},
-        {"oom", OomJob()},
-        {"phases", PhasesJob()},
-        {"skewed", SkewedClocksJob()}};
+        {"leak", LeakJob()}, {"gradacc", GradAccumJob()}, {"healthy", HealthyJob()},
+        {"oom", OomJob()},   {"phases", PhasesJob()},     {"skewed", SkewedClocksJob()}};
     for (const auto& [job, workload] : jobs) {
       sim::SimulationOptions sim;
       sim.workload = workload;
@@ -152,10 +148,7 @@ class AnalysisCliTest : public ::testing::Test {
       }
     }
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
+  static void TearDownTestSuite() { server_.reset(); }
 
   void SetUp() override { ASSERT_NE(server_, nullptr); }
 
@@ -180,10 +173,10 @@ class AnalysisCliTest : public ::testing::Test {
     return report;
   }
 
-  static collector::CollectorServer* server_;
+  static std::unique_ptr<collector::CollectorServer> server_;
 };
 
-collector::CollectorServer* AnalysisCliTest::server_ = nullptr;
+std::unique_ptr<collector::CollectorServer> AnalysisCliTest::server_;
 
 TEST_F(AnalysisCliTest, DivergedNamesTheLeakingRankAtThePlantedStep) {
   auto report = Json<v1::DivergenceReport>({"diverged", "--job", "leak"});

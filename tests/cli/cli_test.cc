@@ -21,8 +21,8 @@
 #include "absl/strings/str_split.h"
 #include "collector/server/collector_server.h"
 #include "gtest/gtest.h"
-#include "tests/util/subprocess.h"
 #include "simdjson.h"
+#include "tests/util/subprocess.h"
 #include "tools/sim/recording_sink.h"
 #include "tools/sim/workload.h"
 
@@ -141,20 +141,18 @@ Expected Replay(int rank) {
 class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    data_dir_ = new std::string(TmpDir() + "/rocksdb");
     StartServer();
-    sim_ = new ProcessResult(RunProcess(SimArgs(Address())));
+    sim_ = std::make_unique<ProcessResult>(RunProcess(SimArgs(Address())));
   }
   static void TearDownTestSuite() {
     server_.reset();
-    delete sim_;
-    delete data_dir_;
+    sim_.reset();
   }
 
   static void StartServer() {
     collector::CollectorServerOptions options;
     options.listen = "127.0.0.1:0";
-    options.store.dir = *data_dir_;
+    options.store.dir = TmpDir() + "/rocksdb";
     absl::StatusOr<std::unique_ptr<collector::CollectorServer>> server =
         collector::CollectorServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -171,13 +169,11 @@ class CliTest : public ::testing::Test {
   }
 
   static std::unique_ptr<collector::CollectorServer> server_;
-  static std::string* data_dir_;
-  static ProcessResult* sim_;
+  static std::unique_ptr<ProcessResult> sim_;  // the simulator run every test reads
 };
 
 std::unique_ptr<collector::CollectorServer> CliTest::server_;
-std::string* CliTest::data_dir_ = nullptr;
-ProcessResult* CliTest::sim_ = nullptr;
+std::unique_ptr<ProcessResult> CliTest::sim_;
 
 TEST_F(CliTest, SimulatorSucceedsAndLabelsEveryOutputLine) {
   ASSERT_EQ(sim_->exit_code, 0) << sim_->out << sim_->err;

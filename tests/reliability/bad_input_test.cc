@@ -43,8 +43,8 @@ std::string Batch(const std::vector<Event>& events, const std::vector<StringDef>
   return Batch(b);
 }
 
-Event Ev(uint64_t seq, EventKind kind, uint64_t address = 0, uint64_t bytes = 0,
-         int64_t ts = 0, uint32_t tag = 0) {
+Event Ev(uint64_t seq, EventKind kind, uint64_t address = 0, uint64_t bytes = 0, int64_t ts = 0,
+         uint32_t tag = 0) {
   Event e;
   e.seq = seq;
   e.kind = kind;
@@ -63,34 +63,50 @@ std::vector<std::string> AfterHello(const std::string& job, const std::string& b
 
 const char* CodeName(grpc::StatusCode c) {
   switch (c) {
-    case grpc::OK: return "OK";
-    case grpc::CANCELLED: return "CANCELLED";
-    case grpc::UNKNOWN: return "UNKNOWN";
-    case grpc::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::NOT_FOUND: return "NOT_FOUND";
-    case grpc::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::INTERNAL: return "INTERNAL";
-    case grpc::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::DATA_LOSS: return "DATA_LOSS";
-    case grpc::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "other";
+    case grpc::OK:
+      return "OK";
+    case grpc::CANCELLED:
+      return "CANCELLED";
+    case grpc::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::INTERNAL:
+      return "INTERNAL";
+    case grpc::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "other";
   }
 }
 
 class BadInputTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    collector_ = new CollectorProcess(FreshDir("bad-input-db"),
-                                      {"--max_message_bytes=1048576", "--max_ranks_per_job=20000"});
+    collector_ = std::make_unique<CollectorProcess>(
+        FreshDir("bad-input-db"),
+        std::vector<std::string>{"--max_message_bytes=1048576", "--max_ranks_per_job=20000"});
     ASSERT_TRUE(collector_->Start(0).ok());
   }
   static void TearDownTestSuite() {
     EXPECT_EQ(collector_->Stop(), 0) << collector_->child()->Stderr();
-    delete collector_;
+    collector_.reset();
   }
 
   // Runs one case, prints its row, checks the code (and message part) and that the collector is
@@ -126,21 +142,19 @@ class BadInputTest : public ::testing::Test {
     return v1::RankSummary();
   }
 
-  bool JobStored(const std::string& job) {
-    return ListRanks(collector_->address(), job).ok();
-  }
+  bool JobStored(const std::string& job) { return ListRanks(collector_->address(), job).ok(); }
 
-  static CollectorProcess* collector_;
+  static std::unique_ptr<CollectorProcess> collector_;
 };
 
-CollectorProcess* BadInputTest::collector_ = nullptr;
+std::unique_ptr<CollectorProcess> BadInputTest::collector_;
 
 TEST_F(BadInputTest, GarbageAndTruncatedProtobufsAreRejected) {
   Case("garbage bytes as first message", {std::string("\xff\xfe\xfd\xfc\xfb\xfa", 6)},
        grpc::StatusCode::INVALID_ARGUMENT, "message 1 of the stream is not a valid");
   const std::string hello = Hello("trunc-job", 0);
-  Case("Hello cut in half", {hello.substr(0, hello.size() / 2)},
-       grpc::StatusCode::INVALID_ARGUMENT, "message 1 of the stream is not a valid");
+  Case("Hello cut in half", {hello.substr(0, hello.size() / 2)}, grpc::StatusCode::INVALID_ARGUMENT,
+       "message 1 of the stream is not a valid");
   std::string batch = Batch({Ev(1, EventKind::kAlloc, 0x1000, 4096)});
   Case("batch cut in half after a valid Hello",
        AfterHello("trunc-job", batch.substr(0, batch.size() / 2)),
@@ -260,9 +274,9 @@ TEST_F(BadInputTest, FreeOfUnknownAddressAndDoubleFreeAreCountedAnomalies) {
        AfterHello("free-job", Batch({Ev(1, EventKind::kFree, 0xdead0000)})), grpc::StatusCode::OK);
   EXPECT_EQ(Rank("free-job", 0).anomaly_counts().free_unknown(), 1u);
   Case("double free",
-       {Hello("free-job", 1), Batch({Ev(1, EventKind::kAlloc, 0x2000, 4096),
-                                     Ev(2, EventKind::kFree, 0x2000),
-                                     Ev(3, EventKind::kFree, 0x2000)})},
+       {Hello("free-job", 1),
+        Batch({Ev(1, EventKind::kAlloc, 0x2000, 4096), Ev(2, EventKind::kFree, 0x2000),
+               Ev(3, EventKind::kFree, 0x2000)})},
        grpc::StatusCode::OK);
   const v1::RankSummary r1 = Rank("free-job", 1);
   EXPECT_EQ(r1.anomaly_counts().free_unknown(), 1u);
@@ -282,11 +296,11 @@ TEST_F(BadInputTest, TimestampsGoingBackwardsAreCounted) {
 }
 
 TEST_F(BadInputTest, DuplicateRankFromAnotherHostIsRefusedAndTheFirstKeepsItsData) {
-  Case("rank 0 from node-a", {Hello("dup-job", 0, "node-a", 100),
-                              Batch({Ev(1, EventKind::kAlloc, 0x1000, 4096)})},
+  Case("rank 0 from node-a",
+       {Hello("dup-job", 0, "node-a", 100), Batch({Ev(1, EventKind::kAlloc, 0x1000, 4096)})},
        grpc::StatusCode::OK);
-  Case("same rank 0 from node-b", {Hello("dup-job", 0, "node-b", 200),
-                                   Batch({Ev(1, EventKind::kAlloc, 0x9000, 1)})},
+  Case("same rank 0 from node-b",
+       {Hello("dup-job", 0, "node-b", 200), Batch({Ev(1, EventKind::kAlloc, 0x9000, 1)})},
        grpc::StatusCode::ALREADY_EXISTS, "node-a");
   const v1::RankSummary r = Rank("dup-job", 0);
   EXPECT_EQ(r.identity().host(), "node-a");
@@ -305,8 +319,8 @@ TEST_F(BadInputTest, ProtocolViolationsAreRejected) {
 }
 
 TEST_F(BadInputTest, StringTableAbuseIsRejected) {
-  Case("string id 0", AfterHello("str-job", Batch({Ev(1, EventKind::kStep)},
-                                                  {{0, StringKind::kTag, "x"}})),
+  Case("string id 0",
+       AfterHello("str-job", Batch({Ev(1, EventKind::kStep)}, {{0, StringKind::kTag, "x"}})),
        grpc::StatusCode::INVALID_ARGUMENT, "id 0");
   Case("string id above --max_string_table",
        AfterHello("str-job", Batch({Ev(1, EventKind::kStep)}, {{300000, StringKind::kTag, "x"}})),
@@ -396,9 +410,10 @@ TEST_F(BadInputTest, TenThousandRanksAreStored) {
   uint64_t events = 0;
   for (const v1::RankSummary& r : ranks->ranks()) events += r.events_stored();
   EXPECT_EQ(events, static_cast<uint64_t>(kRanks));
-  std::printf("| 10k ranks (16 concurrent streams) | OK: %d ranks stored in %.1f s, ListRanks "
-              "returns all |\n",
-              ranks->ranks_size(), absl::ToDoubleSeconds(took));
+  std::printf(
+      "| 10k ranks (16 concurrent streams) | OK: %d ranks stored in %.1f s, ListRanks "
+      "returns all |\n",
+      ranks->ranks_size(), absl::ToDoubleSeconds(took));
   ExpectUp("10k ranks");
 }
 

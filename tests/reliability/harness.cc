@@ -25,11 +25,6 @@ namespace memtrace::reliability {
 
 namespace {
 
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
 std::chrono::system_clock::time_point Deadline(absl::Duration d) {
   return absl::ToChronoTime(absl::Now() + d);
 }
@@ -47,12 +42,6 @@ absl::Status FromGrpc(const grpc::Status& s) {
 
 }  // namespace
 
-std::string FreshDir(const std::string& name) {
-  const std::string dir = TmpDir() + "/" + name;
-  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
-  return dir;
-}
-
 std::string ReadFileOr(const std::string& path, const std::string& fallback) {
   std::ifstream in(path);
   if (!in) return fallback;
@@ -64,7 +53,7 @@ std::string ReadFileOr(const std::string& path, const std::string& fallback) {
 absl::StatusOr<std::unique_ptr<Child>> Child::Spawn(const std::vector<std::string>& argv,
                                                     const Env& env, const std::string& name) {
   std::unique_ptr<Child> child(new Child());
-  const std::string base = TmpDir() + "/" + name;
+  const std::string base = test_util::TmpPath(name);
   child->out_ = base + ".out";
   child->err_ = base + ".err";
   const pid_t pid = fork();
@@ -146,8 +135,7 @@ absl::Status CollectorProcess::Start(int port) {
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
   while (absl::Now() < deadline) {
     if (!child_->Running()) {
-      return absl::UnavailableError(
-          absl::StrCat("collector exited: ", child_->Stderr()));
+      return absl::UnavailableError(absl::StrCat("collector exited: ", child_->Stderr()));
     }
     int p = 0;
     if (absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFileOr(port_file)), &p) && p > 0) {
@@ -192,7 +180,8 @@ bool Healthy(const std::string& address, const security::ClientSecurity& securit
   std::vector<grpc::Slice> slices;
   std::string bytes;
   if (!response.Dump(&slices).ok()) return false;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return bytes == std::string("\x08\x01", 2);  // status: SERVING
 }
 
@@ -207,10 +196,10 @@ absl::StatusOr<v1::ListJobsResponse> ListJobs(const std::string& address,
   return response;
 }
 
-absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address,
-                                                const std::string& job,
+absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address, const std::string& job,
                                                 const security::ClientSecurity& security) {
-  auto stub = v1::Query::NewStub(security::CreateCollectorChannel(address, security, BigMessages()));
+  auto stub =
+      v1::Query::NewStub(security::CreateCollectorChannel(address, security, BigMessages()));
   grpc::ClientContext context;
   context.set_deadline(Deadline(absl::Seconds(30)));
   v1::ListRanksRequest request;
@@ -221,11 +210,11 @@ absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address,
   return response;
 }
 
-absl::StatusOr<std::vector<Event>> ReadAllEvents(const std::string& address,
-                                                 const std::string& job, uint32_t rank,
-                                                 uint32_t attempt,
+absl::StatusOr<std::vector<Event>> ReadAllEvents(const std::string& address, const std::string& job,
+                                                 uint32_t rank, uint32_t attempt,
                                                  const security::ClientSecurity& security) {
-  auto stub = v1::Query::NewStub(security::CreateCollectorChannel(address, security, BigMessages()));
+  auto stub =
+      v1::Query::NewStub(security::CreateCollectorChannel(address, security, BigMessages()));
   std::vector<Event> events;
   uint64_t from = 1;
   while (from != 0) {

@@ -19,13 +19,13 @@
 #include "grpcpp/channel.h"
 #include "proto/codec/event.h"
 #include "proto/memtrace/v1/query.pb.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::reliability {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 
-// $TEST_TMPDIR/name, emptied.
-std::string FreshDir(const std::string& name);
+using test_util::FreshDir;  // $TEST_TMPDIR/name, emptied
 std::string ReadFileOr(const std::string& path, const std::string& fallback = "");
 
 // A child process with stdout/stderr in files; killed (SIGKILL) when destroyed while running.
@@ -85,13 +85,11 @@ bool Healthy(const std::string& address, const security::ClientSecurity& securit
 // Query helpers over the shared client channel.
 absl::StatusOr<v1::ListJobsResponse> ListJobs(const std::string& address,
                                               const security::ClientSecurity& security = {});
-absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address,
-                                                const std::string& job,
+absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address, const std::string& job,
                                                 const security::ClientSecurity& security = {});
 // Every stored event of (job, rank, attempt), in order, paging through ReadEvents.
-absl::StatusOr<std::vector<Event>> ReadAllEvents(const std::string& address,
-                                                 const std::string& job, uint32_t rank,
-                                                 uint32_t attempt = 0,
+absl::StatusOr<std::vector<Event>> ReadAllEvents(const std::string& address, const std::string& job,
+                                                 uint32_t rank, uint32_t attempt = 0,
                                                  const security::ClientSecurity& security = {});
 
 // One Ingest/Stream call with raw message bytes (anything, valid or not): writes each message,

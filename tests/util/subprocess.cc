@@ -12,11 +12,6 @@
 
 namespace memtrace::test_util {
 
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/util/test_dirs.h"  // TmpDir, used with these
+
 namespace memtrace::test_util {
 
 struct ProcessResult {
@@ -12,9 +14,6 @@ struct ProcessResult {
   std::string out;
   std::string err;
 };
-
-// The test's scratch directory ($TEST_TMPDIR, else /tmp).
-std::string TmpDir();
 
 // The whole file (empty when unreadable).
 std::string ReadFile(const std::string& path);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::bench {
 namespace {
@@ -28,7 +29,7 @@ TEST(AgentHotPathTest, SmallMeasurementTranslatesEverythingAndLosesNothing) {
   HotPathOptions o;
   o.buffer_bytes = 256 << 10;
   o.buffers = 3;
-  o.data_dir = std::string(getenv("TEST_TMPDIR")) + "/hot";
+  o.data_dir = test_util::TmpPath("hot");
   absl::StatusOr<HotPathResult> r = MeasureHotPath(o);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT(r->translate_events_per_s, 0);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::bench {
 namespace {
@@ -28,9 +29,9 @@ TEST(DbBenchTest, CommandCarriesTheCollectorsShape) {
   o.value_size = 53000;
   o.threads = 8;
   const std::string cmd = DbBenchCommand(o, 1234);
-  for (const char* want : {"--benchmarks=fillseq", "--key_size=20", "--value_size=53000",
-                           "--batch_size=1", "--threads=8", "--sync=1", "--compression_type=lz4",
-                           "'/tmp/x y'", "--num=1234"}) {
+  for (const char* want :
+       {"--benchmarks=fillseq", "--key_size=20", "--value_size=53000", "--batch_size=1",
+        "--threads=8", "--sync=1", "--compression_type=lz4", "'/tmp/x y'", "--num=1234"}) {
     EXPECT_NE(cmd.find(want), std::string::npos) << want << " in " << cmd;
   }
 }
@@ -38,7 +39,7 @@ TEST(DbBenchTest, CommandCarriesTheCollectorsShape) {
 TEST(DbBenchTest, RealRunReportsARate) {
   DbBenchOptions o;
   if (access(o.binary.c_str(), X_OK) != 0) GTEST_SKIP() << "no db_bench (rocksdb-tools)";
-  o.dir = std::string(getenv("TEST_TMPDIR")) + "/dbb";
+  o.dir = test_util::TmpPath("dbb");
   o.sync = false;
   o.seconds = 1;
   o.expected_ops_per_second = 100000;

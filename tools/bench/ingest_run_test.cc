@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::bench {
 namespace {
@@ -17,7 +18,7 @@ TEST(IngestRunTest, EveryRecordedEventIsStoredAndTheRateIsPositive) {
   absl::StatusOr<EventTemplate> t = PlayTemplate(w, 0);
   ASSERT_TRUE(t.ok()) << t.status();
   IngestOptions o;
-  o.data_dir = std::string(getenv("TEST_TMPDIR")) + "/ingest";
+  o.data_dir = test_util::TmpPath("ingest");
   o.streams = 3;
   o.warmup = absl::Milliseconds(200);
   o.measure = absl::Milliseconds(800);
@@ -36,7 +37,7 @@ TEST(IngestRunTest, EveryRecordedEventIsStoredAndTheRateIsPositive) {
 
 TEST(IngestRunTest, NoTemplateIsAnError) {
   IngestOptions o;
-  o.data_dir = std::string(getenv("TEST_TMPDIR")) + "/none";
+  o.data_dir = test_util::TmpPath("none");
   EXPECT_FALSE(RunIngest(o, {}).ok());
 }
 

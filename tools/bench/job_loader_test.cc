@@ -3,13 +3,14 @@
 #include <cstdlib>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::bench {
 namespace {
 
 TEST(JobLoaderTest, EveryRankIsStoredCompleteWithAllItsEvents) {
   collector::EventStoreOptions o;
-  o.dir = std::string(getenv("TEST_TMPDIR")) + "/job";
+  o.dir = test_util::TmpPath("job");
   absl::StatusOr<std::unique_ptr<collector::EventStore>> store = collector::EventStore::Open(o);
   ASSERT_TRUE(store.ok()) << store.status();
   sim::WorkloadOptions w;
@@ -37,7 +38,7 @@ TEST(JobLoaderTest, EveryRankIsStoredCompleteWithAllItsEvents) {
 
 TEST(JobLoaderTest, InvalidWorkloadIsRejectedBeforeAnythingIsStored) {
   collector::EventStoreOptions o;
-  o.dir = std::string(getenv("TEST_TMPDIR")) + "/bad";
+  o.dir = test_util::TmpPath("bad");
   auto store = collector::EventStore::Open(o);
   ASSERT_TRUE(store.ok());
   sim::WorkloadOptions w;

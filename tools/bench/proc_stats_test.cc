@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::bench {
 namespace {
@@ -30,7 +31,7 @@ TEST(ProcStatsTest, CpuTimeAdvancesWithWork) {
 }
 
 TEST(ProcStatsTest, DirectoryBytesSumsFilesRecursively) {
-  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/sizes";
+  const std::string dir = test_util::TmpPath("sizes");
   std::filesystem::create_directories(dir + "/sub");
   std::ofstream(dir + "/a") << std::string(1000, 'a');
   std::ofstream(dir + "/sub/b") << std::string(234, 'b');
@@ -39,7 +40,8 @@ TEST(ProcStatsTest, DirectoryBytesSumsFilesRecursively) {
 }
 
 TEST(ProcStatsTest, CommandOutputAndExitCodeAreCaptured) {
-  absl::StatusOr<CommandResult> r = RunCommand("echo out; echo err 1>&2; exit 3", absl::Seconds(10));
+  absl::StatusOr<CommandResult> r =
+      RunCommand("echo out; echo err 1>&2; exit 3", absl::Seconds(10));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->exit_code, 3);
   EXPECT_NE(r->output.find("out"), std::string::npos);

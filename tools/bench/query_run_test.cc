@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 #include "tools/bench/job_loader.h"
 
 namespace memtrace::bench {
@@ -11,7 +12,7 @@ namespace {
 // A small job with a planted leak on rank 2: each question is answered (the leak found) and
 // timed cold and warm through a real collector.
 TEST(QueryRunTest, EveryQuestionIsAnsweredAndTimedOnAPlantedLeak) {
-  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/q";
+  const std::string dir = test_util::TmpPath("q");
   {
     collector::EventStoreOptions o;
     o.dir = dir;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 #include "tools/bench/job_loader.h"
 
 namespace memtrace::bench {
@@ -13,9 +14,8 @@ namespace {
 class SqlBaselineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new std::string(std::string(getenv("TEST_TMPDIR")) + "/sqljob");
     collector::EventStoreOptions o;
-    o.dir = *dir_;
+    o.dir = JobDir();
     auto store = collector::EventStore::Open(o);
     ASSERT_TRUE(store.ok()) << store.status();
     sim::WorkloadOptions w;
@@ -35,15 +35,13 @@ class SqlBaselineTest : public ::testing::Test {
     p.other_ranks = {0, 1};
     return p;
   }
-  static std::string* dir_;
+  static std::string JobDir() { return test_util::TmpPath("sqljob"); }
   static uint64_t events_;
 };
-std::string* SqlBaselineTest::dir_ = nullptr;
 uint64_t SqlBaselineTest::events_ = 0;
 
 TEST_F(SqlBaselineTest, ExportWritesOneRowPerStoredEventAndTheStringTables) {
-  absl::StatusOr<CsvExport> csv =
-      ExportJobCsv(*dir_, "sqljob", std::string(getenv("TEST_TMPDIR")) + "/csv1");
+  absl::StatusOr<CsvExport> csv = ExportJobCsv(JobDir(), "sqljob", test_util::TmpPath("csv1"));
   ASSERT_TRUE(csv.ok()) << csv.status();
   EXPECT_EQ(csv->rows, events_);
   std::ifstream in(csv->events_csv);
@@ -59,8 +57,7 @@ TEST_F(SqlBaselineTest, ExportWritesOneRowPerStoredEventAndTheStringTables) {
 }
 
 TEST_F(SqlBaselineTest, SqliteFindsThePlantedDivergenceAndTheLiveLeak) {
-  absl::StatusOr<CsvExport> csv =
-      ExportJobCsv(*dir_, "sqljob", std::string(getenv("TEST_TMPDIR")) + "/csv2");
+  absl::StatusOr<CsvExport> csv = ExportJobCsv(JobDir(), "sqljob", test_util::TmpPath("csv2"));
   ASSERT_TRUE(csv.ok());
   absl::StatusOr<SqlRun> run = RunSqlite(*csv, SqliteQuestions(Params()), 1, absl::Seconds(60));
   ASSERT_TRUE(run.ok()) << run.status();
@@ -78,8 +75,7 @@ TEST_F(SqlBaselineTest, SqliteFindsThePlantedDivergenceAndTheLiveLeak) {
 TEST_F(SqlBaselineTest, DuckDbAnswersAllFourQuestionsLikeTheAnalyses) {
   const char* module_dir = getenv("MEMTRACE_BENCH_DUCKDB_DIR");
   if (module_dir == nullptr) GTEST_SKIP() << "MEMTRACE_BENCH_DUCKDB_DIR not set";
-  absl::StatusOr<CsvExport> csv =
-      ExportJobCsv(*dir_, "sqljob", std::string(getenv("TEST_TMPDIR")) + "/csv3");
+  absl::StatusOr<CsvExport> csv = ExportJobCsv(JobDir(), "sqljob", test_util::TmpPath("csv3"));
   ASSERT_TRUE(csv.ok());
   absl::StatusOr<SqlRun> run =
       RunDuckDb(module_dir, *csv, DuckDbQuestions(Params()), 1, 2, absl::Seconds(120));

@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "rocksdb/db.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::bench {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 // compression is `blocks_compression` (the collector's: none).
 std::string MakeStore(const std::string& name,
                       rocksdb::CompressionType blocks_compression = rocksdb::kNoCompression) {
-  const std::string dir = std::string(getenv("TEST_TMPDIR")) + "/" + name;
+  const std::string dir = test_util::TmpPath(name);
   rocksdb::DBOptions o;
   o.create_if_missing = true;
   o.create_missing_column_families = true;
@@ -29,8 +30,8 @@ std::string MakeStore(const std::string& name,
   for (int i = 0; i < 2000; ++i) {
     char key[16];
     snprintf(key, sizeof key, "k%08d", i);
-    EXPECT_TRUE(db->Put(rocksdb::WriteOptions(), handles[1], key, std::string(1000, 'a' + i % 3))
-                    .ok());
+    EXPECT_TRUE(
+        db->Put(rocksdb::WriteOptions(), handles[1], key, std::string(1000, 'a' + i % 3)).ok());
   }
   for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
   std::unique_ptr<rocksdb::DB>(db).reset();  // RocksDB hands out a raw pointer
@@ -56,7 +57,7 @@ TEST(StoreFootprintTest, AsCollectorCompactsWithTheDirectorysOwnOptions) {
   absl::StatusOr<StoreFootprint> plain = MeasureStore(MakeStore("plain"));
   absl::StatusOr<StoreFootprint> lz4 = MeasureStore(MakeStore("lz4", rocksdb::kLZ4Compression));
   ASSERT_TRUE(plain.ok() && lz4.ok());
-  EXPECT_GT(plain->Family("blocks").sst_bytes, 2000u * 1000);  // left uncompressed
+  EXPECT_GT(plain->Family("blocks").sst_bytes, 2000u * 1000);    // left uncompressed
   EXPECT_LT(lz4->Family("blocks").sst_bytes, 2000u * 1000 / 4);  // repetitive values
 }
 
@@ -73,7 +74,7 @@ TEST(StoreFootprintTest, RecompressionOfACopyLeavesTheOriginalAlone) {
 }
 
 TEST(StoreFootprintTest, MissingDirectoryIsAnError) {
-  EXPECT_FALSE(MeasureStore(std::string(getenv("TEST_TMPDIR")) + "/nothing-here").ok());
+  EXPECT_FALSE(MeasureStore(test_util::TmpPath("nothing-here")).ok());
 }
 
 }  // namespace

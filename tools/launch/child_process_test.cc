@@ -11,15 +11,10 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::launch {
 namespace {
-
-std::string TmpDir() {
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/child-XXXXXX";
-  return mkdtemp(pattern.data());
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -56,7 +51,7 @@ TEST(ResolveCommandTest, MissingCommandIsNotFoundAndExits127) {
 }
 
 TEST(ResolveCommandTest, NonExecutableFileIsPermissionDeniedAndExits126) {
-  std::string dir = TmpDir();
+  std::string dir = test_util::UniqueDir("child");
   std::string file = dir + "/plain";
   std::ofstream(file) << "data";
   chmod(file.c_str(), 0644);
@@ -69,7 +64,7 @@ TEST(ResolveCommandTest, NonExecutableFileIsPermissionDeniedAndExits126) {
 }
 
 TEST(SpawnTest, ChildSeesAddedAndReplacedVariablesAndInheritsTheRest) {
-  std::string out = TmpDir() + "/out";
+  std::string out = test_util::UniqueDir("child") + "/out";
   setenv("MEMTRACE_SPAWN_TEST_KEEP", "kept", 1);
   setenv("MEMTRACE_SPAWN_TEST_REPLACE", "old", 1);
   SpawnOptions options;
@@ -113,7 +108,7 @@ TEST(SpawnTest, ChildStartsWithTheGivenSignalMask) {
 }
 
 TEST(SpawnTest, NewProcessGroupIsItsOwn) {
-  std::string out = TmpDir() + "/pgid";
+  std::string out = test_util::UniqueDir("child") + "/pgid";
   SpawnOptions options;
   options.signal_mask = EmptyMask();
   options.new_process_group = true;
@@ -127,7 +122,7 @@ TEST(SpawnTest, NewProcessGroupIsItsOwn) {
 
 TEST(SpawnTest, ExecFailureInTheChildIsReportedToTheParent) {
   // Executable bit set, but neither ELF nor a #! script: execve fails with ENOEXEC after fork.
-  std::string file = TmpDir() + "/garbage";
+  std::string file = test_util::UniqueDir("child") + "/garbage";
   std::ofstream(file) << std::string("\x7f\x01\x02garbage", 10);
   chmod(file.c_str(), 0755);
   SpawnOptions options;

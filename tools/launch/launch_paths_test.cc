@@ -8,6 +8,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::launch {
 namespace {
@@ -15,9 +16,7 @@ namespace {
 class LaunchPathsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/paths-XXXXXX";
-    root_ = mkdtemp(pattern.data());
+    root_ = test_util::UniqueDir("paths");
     ASSERT_FALSE(root_.empty());
   }
   std::string Make(const std::string& relative) {

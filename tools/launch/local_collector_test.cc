@@ -13,6 +13,7 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::launch {
 namespace {
@@ -20,9 +21,7 @@ namespace {
 class LocalCollectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* tmp = getenv("TEST_TMPDIR");
-    std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/local-XXXXXX";
-    dir_ = mkdtemp(pattern.data());
+    dir_ = test_util::UniqueDir("local");
     sigemptyset(&options_.signal_mask);
     options_.work_dir = dir_;
     options_.data_dir = dir_ + "/data/nested";

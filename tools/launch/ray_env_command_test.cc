@@ -9,14 +9,13 @@
 
 #include "gtest/gtest.h"
 #include "simdjson.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::launch {
 namespace {
 
 std::string MakeAgent() {
-  const char* tmp = getenv("TEST_TMPDIR");
-  std::string pattern = std::string(tmp != nullptr ? tmp : "/tmp") + "/ray-XXXXXX";
-  std::string dir = mkdtemp(pattern.data());
+  std::string dir = test_util::UniqueDir("ray");
   std::string path = dir + "/libmemtrace_agent.so";
   std::ofstream(path) << "x";
   return path;
@@ -140,26 +139,23 @@ TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
   // A variable a flag sets would have been dropped without a word.
   std::ostringstream out2, err2;
   cli::CommandIo io2{out2, err2};
-  EXPECT_EQ(
-      RayEnvCommand().run({"--collector", "h:1", "--env", "MEMTRACE_COLLECTOR=x:1"}, io2), 2);
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "MEMTRACE_COLLECTOR=x:1"}, io2), 2);
   EXPECT_NE(err2.str().find("--env MEMTRACE_COLLECTOR: set by --collector"), std::string::npos)
       << err2.str();
   EXPECT_EQ(out2.str(), "");
   // The job id only when --job sets it too; alone, --env carries it to the workers.
   std::ostringstream out3, err3;
   cli::CommandIo io3{out3, err3};
-  EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--job", "a", "--env",
-                                 "MEMTRACE_JOB_ID=b"},
-                                io3),
-            2);
+  EXPECT_EQ(
+      RayEnvCommand().run({"--collector", "h:1", "--job", "a", "--env", "MEMTRACE_JOB_ID=b"}, io3),
+      2);
   EXPECT_NE(err3.str().find("set by --job"), std::string::npos) << err3.str();
   EXPECT_NE(err.str().find("--env"), std::string::npos) << err.str();
   // A variable the launcher sets per worker would give every worker the same rank.
   std::ostringstream out4, err4;
   cli::CommandIo io4{out4, err4};
   EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "RANK=3"}, io4), 2);
-  EXPECT_NE(err4.str().find("--env RANK: Ray sets it per worker"), std::string::npos)
-      << err4.str();
+  EXPECT_NE(err4.str().find("--env RANK: Ray sets it per worker"), std::string::npos) << err4.str();
 }
 
 }  // namespace
