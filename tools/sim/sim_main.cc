@@ -80,10 +80,9 @@ std::string DescribeScenario(const WorkloadOptions& w, const WorkloadPlan& plan)
                                  cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ",
                                  w.leak_tag, ")"));
   } else if (plan.leak_rank) {
-    parts.push_back(absl::StrCat("leak on rank ", *plan.leak_rank, " from step ",
-                                 plan.leak_from_step, ", +",
-                                 cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ",
-                                 w.leak_tag, ")"));
+    parts.push_back(
+        absl::StrCat("leak on rank ", *plan.leak_rank, " from step ", plan.leak_from_step, ", +",
+                     cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ", w.leak_tag, ")"));
   }
   if (w.grad_accum) {
     parts.push_back(absl::StrCat("gradient accumulation on every rank, +",
@@ -91,20 +90,20 @@ std::string DescribeScenario(const WorkloadOptions& w, const WorkloadPlan& plan)
                                  "/step (tag fsdp:grads)"));
   }
   if (w.spikes) {
-    parts.push_back(absl::StrCat("healthy spikes of ", cli::FormatBytes(w.spike_bytes),
-                                 " every ", w.spike_period, " steps"));
+    parts.push_back(absl::StrCat("healthy spikes of ", cli::FormatBytes(w.spike_bytes), " every ",
+                                 w.spike_period, " steps"));
   }
   if (w.phases) {
-    parts.push_back(w.rollout_leak
-                        ? absl::StrCat("RL phases, rollout keeps ",
-                                       cli::FormatBytes(w.rollout_leak_bytes),
-                                       " of KV cache per step (tag rollout:kv_cache)")
-                        : "RL phases rollout / weight_sync / actor_update");
+    parts.push_back(w.rollout_leak ? absl::StrCat("RL phases, rollout keeps ",
+                                                  cli::FormatBytes(w.rollout_leak_bytes),
+                                                  " of KV cache per step (tag rollout:kv_cache)")
+                                   : "RL phases rollout / weight_sync / actor_update");
   }
   if (!w.step_markers) parts.push_back("no step markers");
   if (w.clock_skew_per_node_ns != 0) {
-    parts.push_back(absl::StrCat("node k's clock ahead by k x ",
-                                 absl::FormatDuration(absl::Nanoseconds(w.clock_skew_per_node_ns))));
+    parts.push_back(
+        absl::StrCat("node k's clock ahead by k x ",
+                     absl::FormatDuration(absl::Nanoseconds(w.clock_skew_per_node_ns))));
   }
   if (parts.empty()) return "none (a healthy job)";
   std::string out;
@@ -112,89 +111,151 @@ std::string DescribeScenario(const WorkloadOptions& w, const WorkloadPlan& plan)
   return out;
 }
 
-int Main(int argc, char** argv) {
+// The command line: the simulation's options and the flags given in other units than the
+// options hold them (durations, a start time as text).
+struct SimFlags {
   SimulationOptions options;
-  WorkloadOptions& w = options.workload;
-  options.collector_address = DefaultCollector();
   std::string start;
   absl::Duration step = absl::Seconds(1);
-  cli::FlagSet flags;
-  flags.AddString("collector", "ADDR",
-                  "collector host:port (default $MEMTRACE_COLLECTOR or 127.0.0.1:7431)",
-                  &options.collector_address);
-  flags.AddString("job", "JOB", "job id (default sim-<UTC time>)", &options.job_id);
-  AddIntFlag(flags, "ranks", "ranks to simulate (default 8)", &w.ranks);
-  AddIntFlag(flags, "ranks_per_node", "ranks per simulated host sim-node-<k> (default 8)",
-             &w.ranks_per_node);
-  flags.AddInt("steps", "N", "training steps (default 100)", &w.steps);
-  flags.Add("seed", "N", "seed of the size and time jitter (default 1)", [&w](absl::string_view v) {
-    if (!absl::SimpleAtoi(v, &w.seed)) {
-      return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a non-negative integer"));
-    }
-    return absl::OkStatus();
-  });
-  flags.Add("events_per_rank", "N",
-            "approximate events per rank over the run; scales the layers (default 20000)",
-            [&w](absl::string_view v) {
-              if (!absl::SimpleAtoi(v, &w.events_per_rank) || w.events_per_rank == 0) {
-                return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a positive integer"));
-              }
-              return absl::OkStatus();
-            });
-  AddIntFlag(flags, "layers", "model layers (default 0: derived from --events_per_rank)",
-             &w.layers);
-  flags.AddDuration("step", "DURATION", "simulated time per step (default 1s)", &step);
-  flags.AddString("start", "NS",
-                  "simulated time of step 0 in ns since the epoch (default: now - steps * step, "
-                  "or now with --speed)",
-                  &start);
-  flags.Add("speed", "X",
-            "0: as fast as possible (default); 1: simulated time runs at wall-clock speed",
-            [&options](absl::string_view v) {
-              if (!absl::SimpleAtod(v, &options.speed) || !std::isfinite(options.speed) ||
-                  options.speed < 0) {
-                return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a number >= 0"));
-              }
-              return absl::OkStatus();
-            });
-  AddOptionalIntFlag(flags, "leak_rank", "plant a leak on this rank", &w.leak_rank);
-  flags.AddInt("leak_from_step", "S", "first step of the leak (default 30)", &w.leak_from_step);
-  flags.AddBytes("leak_bytes_per_step", "BYTES",
-                 "leak per step, one allocation rounded as PyTorch's caching allocator would "
-                 "(<= 1MiB: 2MiB, < 10MiB: 20MiB, else up to 2MiB; default 256MiB)",
-                 &w.leak_bytes_per_step);
-  flags.AddString("leak_tag", "TAG", "tag of the leaked allocations (default leak:cache)",
-                  &w.leak_tag);
-  flags.AddBool("grad_accum", "gradients kept across steps: every rank grows (no zero_grad)",
-                &w.grad_accum);
-  flags.AddBytes("grad_accum_bytes_per_step", "BYTES", "growth per step (default 64MiB)",
-                 &w.grad_accum_bytes_per_step);
-  flags.AddBool("spikes", "periodic activation spikes (healthy: the floor stays flat)",
-                &w.spikes);
-  flags.AddInt("spike_period", "N", "a spike every N steps (default 10)", &w.spike_period);
-  flags.AddBytes("spike_bytes", "BYTES", "size of a spike (default 8GiB)", &w.spike_bytes);
-  AddOptionalIntFlag(flags, "oom_rank", "this rank leaks until an allocation fails (OOM event)",
-                     &w.oom_rank);
-  flags.AddInt("oom_step", "S", "the step whose allocation fails (default 80)", &w.oom_step);
-  flags.AddBool("phases", "RL-style steps: rollout / weight_sync / actor_update phases",
-                &w.phases);
-  flags.AddBool("rollout_leak", "with --phases: rollout KV cache stays live into training",
-                &w.rollout_leak);
-  flags.AddBytes("device_bytes", "BYTES", "simulated device memory (default 80GiB)",
-                 &w.device_total_bytes);
-  bool no_step_markers = false;
-  flags.AddBool("no_step_markers",
-                "record no step markers (the collector then compares ranks by time bucket)",
-                &no_step_markers);
   absl::Duration skew = absl::ZeroDuration();
-  flags.AddDuration("clock_skew_per_node", "DURATION",
-                    "node k's clock runs k x this ahead of true time (default 0; at most 1h)",
-                    &skew);
-  absl::Duration drain = options.drain_timeout;
-  flags.AddDuration("drain_timeout", "DURATION",
-                    "how long each rank waits for its events to become durable (default 60s)",
-                    &drain);
+  absl::Duration drain = SimulationOptions().drain_timeout;
+  bool no_step_markers = false;
+};
 
+void RegisterFlags(cli::FlagSet* flags, SimFlags* f) {
+  WorkloadOptions& w = f->options.workload;
+  flags->AddString("collector", "ADDR",
+                   "collector host:port (default $MEMTRACE_COLLECTOR or 127.0.0.1:7431)",
+                   &f->options.collector_address);
+  flags->AddString("job", "JOB", "job id (default sim-<UTC time>)", &f->options.job_id);
+  AddIntFlag(*flags, "ranks", "ranks to simulate (default 8)", &w.ranks);
+  AddIntFlag(*flags, "ranks_per_node", "ranks per simulated host sim-node-<k> (default 8)",
+             &w.ranks_per_node);
+  flags->AddInt("steps", "N", "training steps (default 100)", &w.steps);
+  flags->Add("seed", "N", "seed of the size and time jitter (default 1)",
+             [w = &w](absl::string_view v) {
+               if (!absl::SimpleAtoi(v, &w->seed)) {
+                 return absl::InvalidArgumentError(
+                     absl::StrCat("'", v, "' is not a non-negative integer"));
+               }
+               return absl::OkStatus();
+             });
+  flags->Add(
+      "events_per_rank", "N",
+      "approximate events per rank over the run; scales the layers (default 20000)",
+      [w = &w](absl::string_view v) {
+        if (!absl::SimpleAtoi(v, &w->events_per_rank) || w->events_per_rank == 0) {
+          return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a positive integer"));
+        }
+        return absl::OkStatus();
+      });
+  AddIntFlag(*flags, "layers", "model layers (default 0: derived from --events_per_rank)",
+             &w.layers);
+  flags->AddDuration("step", "DURATION", "simulated time per step (default 1s)", &f->step);
+  flags->AddString("start", "NS",
+                   "simulated time of step 0 in ns since the epoch (default: now - steps * step, "
+                   "or now with --speed)",
+                   &f->start);
+  flags->Add("speed", "X",
+             "0: as fast as possible (default); 1: simulated time runs at wall-clock speed",
+             [f](absl::string_view v) {
+               if (!absl::SimpleAtod(v, &f->options.speed) || !std::isfinite(f->options.speed) ||
+                   f->options.speed < 0) {
+                 return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a number >= 0"));
+               }
+               return absl::OkStatus();
+             });
+  AddOptionalIntFlag(*flags, "leak_rank", "plant a leak on this rank", &w.leak_rank);
+  flags->AddInt("leak_from_step", "S", "first step of the leak (default 30)", &w.leak_from_step);
+  flags->AddBytes("leak_bytes_per_step", "BYTES",
+                  "leak per step, one allocation rounded as PyTorch's caching allocator would "
+                  "(<= 1MiB: 2MiB, < 10MiB: 20MiB, else up to 2MiB; default 256MiB)",
+                  &w.leak_bytes_per_step);
+  flags->AddString("leak_tag", "TAG", "tag of the leaked allocations (default leak:cache)",
+                   &w.leak_tag);
+  flags->AddBool("grad_accum", "gradients kept across steps: every rank grows (no zero_grad)",
+                 &w.grad_accum);
+  flags->AddBytes("grad_accum_bytes_per_step", "BYTES", "growth per step (default 64MiB)",
+                  &w.grad_accum_bytes_per_step);
+  flags->AddBool("spikes", "periodic activation spikes (healthy: the floor stays flat)", &w.spikes);
+  flags->AddInt("spike_period", "N", "a spike every N steps (default 10)", &w.spike_period);
+  flags->AddBytes("spike_bytes", "BYTES", "size of a spike (default 8GiB)", &w.spike_bytes);
+  AddOptionalIntFlag(*flags, "oom_rank", "this rank leaks until an allocation fails (OOM event)",
+                     &w.oom_rank);
+  flags->AddInt("oom_step", "S", "the step whose allocation fails (default 80)", &w.oom_step);
+  flags->AddBool("phases", "RL-style steps: rollout / weight_sync / actor_update phases",
+                 &w.phases);
+  flags->AddBool("rollout_leak", "with --phases: rollout KV cache stays live into training",
+                 &w.rollout_leak);
+  flags->AddBytes("device_bytes", "BYTES", "simulated device memory (default 80GiB)",
+                  &w.device_total_bytes);
+  flags->AddBool("no_step_markers",
+                 "record no step markers (the collector then compares ranks by time bucket)",
+                 &f->no_step_markers);
+  flags->AddDuration("clock_skew_per_node", "DURATION",
+                     "node k's clock runs k x this ahead of true time (default 0; at most 1h)",
+                     &f->skew);
+  flags->AddDuration("drain_timeout", "DURATION",
+                     "how long each rank waits for its events to become durable (default 60s)",
+                     &f->drain);
+}
+
+// Fills in what the flags leave to be derived: the workload's step and clock settings, a job id,
+// and step 0's time. INVALID_ARGUMENT for a bad --start.
+absl::Status ResolveOptions(SimFlags* f, absl::Time now) {
+  SimulationOptions& options = f->options;
+  WorkloadOptions& w = options.workload;
+  options.drain_timeout = f->drain;
+  w.step_ns = absl::ToInt64Nanoseconds(f->step);
+  w.step_markers = !f->no_step_markers;
+  w.clock_skew_per_node_ns = absl::ToInt64Nanoseconds(f->skew);
+  if (options.job_id.empty()) {
+    options.job_id =
+        absl::StrCat("sim-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()));
+  }
+  if (!f->start.empty()) {
+    if (!absl::SimpleAtoi(f->start, &w.start_ns) || w.start_ns <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--start: '", f->start, "' is not a positive integer"));
+    }
+  } else {
+    // As fast as possible: the simulated run ends about now, so times look recent.
+    w.start_ns = absl::ToUnixNanos(options.speed > 0 ? now : now - w.steps * f->step);
+  }
+  return absl::OkStatus();
+}
+
+// One line per rank: events, durable, lost, failure, OOM. The number of ranks that failed.
+int ReportRanks(const WorkloadOptions& w, const std::vector<RankOutcome>& outcomes,
+                uint64_t* durable) {
+  int failed = 0;
+  for (const RankOutcome& o : outcomes) {
+    *durable += o.stats.durable_seq;
+    std::string line =
+        absl::StrCat("rank ", o.rank, ": ", o.stats.last_seq, " events, ", o.stats.durable_seq,
+                     " durable, ", o.stats.events_lost, " lost");
+    if (!o.status.ok()) {
+      ++failed;
+      absl::StrAppend(&line, " -- FAILED: ", o.status.message());
+    }
+    if (o.oom_step.has_value()) {
+      // A job too big for the simulated device runs out of memory where nothing was planted;
+      // "planted: none" above would otherwise be all it said.
+      const bool planted = w.oom_rank.has_value() && *w.oom_rank == o.rank;
+      absl::StrAppend(
+          &line, " -- ran out of memory in step ", *o.oom_step,
+          planted ? " (planted)" : " (NOT planted: this rank's memory outgrew --device_bytes)");
+    }
+    Log(line);
+  }
+  return failed;
+}
+
+int Main(int argc, char** argv) {
+  SimFlags f;
+  f.options.collector_address = DefaultCollector();
+  cli::FlagSet flags;
+  RegisterFlags(&flags, &f);
   absl::StatusOr<cli::FlagSet::Parsed> parsed =
       flags.Parse(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) return Fail(parsed.status());
@@ -210,24 +271,9 @@ int Main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("unexpected argument '", parsed->positional.front(), "' (see --help)")));
   }
-  options.drain_timeout = drain;
-  w.step_ns = absl::ToInt64Nanoseconds(step);
-  w.step_markers = !no_step_markers;
-  w.clock_skew_per_node_ns = absl::ToInt64Nanoseconds(skew);
-  const absl::Time now = absl::Now();
-  if (options.job_id.empty()) {
-    options.job_id =
-        absl::StrCat("sim-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()));
-  }
-  if (!start.empty()) {
-    if (!absl::SimpleAtoi(start, &w.start_ns) || w.start_ns <= 0) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat("--start: '", start,
-                                                          "' is not a positive integer")));
-    }
-  } else {
-    // As fast as possible: the simulated run ends about now, so times look recent.
-    w.start_ns = absl::ToUnixNanos(options.speed > 0 ? now : now - w.steps * step);
-  }
+  if (absl::Status s = ResolveOptions(&f, absl::Now()); !s.ok()) return Fail(s);
+  const SimulationOptions& options = f.options;
+  const WorkloadOptions& w = options.workload;
   absl::StatusOr<WorkloadPlan> plan = PlanWorkload(w);
   if (!plan.ok()) return Fail(plan.status());
 
@@ -239,26 +285,7 @@ int Main(int argc, char** argv) {
   absl::StatusOr<std::vector<RankOutcome>> outcomes = RunSimulation(options, Log);
   if (!outcomes.ok()) return Fail(outcomes.status());
   uint64_t total = 0;
-  int failed = 0;
-  for (const RankOutcome& o : *outcomes) {
-    total += o.stats.durable_seq;
-    std::string line = absl::StrCat("rank ", o.rank, ": ", o.stats.last_seq, " events, ",
-                                    o.stats.durable_seq, " durable, ", o.stats.events_lost,
-                                    " lost");
-    if (!o.status.ok()) {
-      ++failed;
-      absl::StrAppend(&line, " -- FAILED: ", o.status.message());
-    }
-    if (o.oom_step.has_value()) {
-      // A job too big for the simulated device runs out of memory where nothing was planted;
-      // "planted: none" above would otherwise be all it said.
-      const bool planted = w.oom_rank.has_value() && *w.oom_rank == o.rank;
-      absl::StrAppend(
-          &line, " -- ran out of memory in step ", *o.oom_step,
-          planted ? " (planted)" : " (NOT planted: this rank's memory outgrew --device_bytes)");
-    }
-    Log(line);
-  }
+  const int failed = ReportRanks(w, *outcomes, &total);
   const absl::Duration took = absl::Now() - began;
   Log(absl::StrCat(total, " simulated events durable at ", options.collector_address, " in ",
                    absl::FormatDuration(absl::Trunc(took, absl::Milliseconds(1))), " (",
