@@ -12,39 +12,48 @@ namespace {
 // Rows whose highest peak is the "latest peak" (see Forecast).
 constexpr size_t kRecentPeakRows = 3;
 
-RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, TheilSen& fitter) {
-  RankHeadroom h;
-  h.rank = rank.rank;
-  if (rank.steps.empty()) {
-    h.status = HeadroomStatus::kTooShort;
-    return h;
-  }
+// The rank's latest state: its last row's step and floor, the latest peak, and the capacity
+// (given, else the device's total from its samples).
+void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHeadroom* h) {
   const StepPoint& last = rank.steps.back();
-  h.last_step = last.step;
-  h.last_floor_bytes = last.floor_bytes;
+  h->last_step = last.step;
+  h->last_floor_bytes = last.floor_bytes;
   // The last row may be a step or time bucket that has only begun (a running job, or a job's
   // final bucket holding its last milliseconds): the latest peak is the highest of the last few.
   const size_t recent_rows = std::min<size_t>(kRecentPeakRows, rank.steps.size());
   for (size_t i = rank.steps.size() - recent_rows; i < rank.steps.size(); ++i) {
-    h.last_peak_bytes = std::max(h.last_peak_bytes, rank.steps[i].peak_bytes);
+    h->last_peak_bytes = std::max(h->last_peak_bytes, rank.steps[i].peak_bytes);
   }
   if (params.capacity_bytes.has_value()) {
-    h.capacity_bytes = *params.capacity_bytes;
+    h->capacity_bytes = *params.capacity_bytes;
   } else {
-    for (const StepPoint& p : rank.steps)
-      h.capacity_bytes = std::max(h.capacity_bytes, p.device_total);
-    h.capacity_from_samples = h.capacity_bytes > 0;
+    for (const StepPoint& p : rank.steps) {
+      h->capacity_bytes = std::max(h->capacity_bytes, p.device_total);
+    }
+    h->capacity_from_samples = h->capacity_bytes > 0;
   }
+}
 
+// The rows the forecast reads (after warm-up, at most recent_steps): the floors to fit, and the
+// medians of what rides on the floor.
+struct ForecastWindow {
+  std::vector<double> x, floor;  // step, floor bytes
+  uint64_t transient_bytes = 0;  // peak above the floor
+  uint64_t overhead_bytes = 0;   // device memory used outside traced allocations
+  double step_ns = 0;            // the time a step takes
+};
+
+ForecastWindow WindowOf(const RankTimeline& rank, const HeadroomParams& params) {
   size_t begin = std::min<size_t>(params.warmup_steps, rank.steps.size());
   if (params.recent_steps > 0 && rank.steps.size() - begin > params.recent_steps) {
     begin = rank.steps.size() - params.recent_steps;
   }
-  std::vector<double> x, floor, transient, overhead, period;
+  ForecastWindow w;
+  std::vector<double> transient, overhead, period;
   for (size_t i = begin; i < rank.steps.size(); ++i) {
     const StepPoint& p = rank.steps[i];
-    x.push_back(static_cast<double>(p.step));
-    floor.push_back(static_cast<double>(p.floor_bytes));
+    w.x.push_back(static_cast<double>(p.step));
+    w.floor.push_back(static_cast<double>(p.floor_bytes));
     transient.push_back(static_cast<double>(p.peak_bytes) - static_cast<double>(p.floor_bytes));
     // Device memory used outside traced allocations: the step's highest device-used sample
     // minus the live bytes at its moment. Rows from before that moment's live bytes were kept
@@ -64,11 +73,58 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
       period.push_back(double(p.end_ns - p.start_ns));
     }
   }
-  if (!transient.empty())
-    h.transient_bytes = static_cast<uint64_t>(std::max(0.0, Median(transient)));
-  if (!overhead.empty()) h.overhead_bytes = static_cast<uint64_t>(Median(overhead));
-  if (!period.empty()) h.step_ns = Median(period);
-  double usable = static_cast<double>(h.capacity_bytes) - static_cast<double>(h.overhead_bytes);
+  if (!transient.empty()) {
+    w.transient_bytes = static_cast<uint64_t>(std::max(0.0, Median(transient)));
+  }
+  if (!overhead.empty()) w.overhead_bytes = static_cast<uint64_t>(Median(overhead));
+  if (!period.empty()) w.step_ns = Median(period);
+  return w;
+}
+
+// For a rising floor: the first steps at which the peak and the floor alone reach `usable`, and
+// the time to the first; kFlat when that is beyond the horizon.
+void ForecastReach(const TrendFit& fit, const HeadroomParams& params, double usable,
+                   RankHeadroom* h) {
+  const double last_step = static_cast<double>(h->last_step);
+  // First step s with intercept + slope * s + transient >= usable (and the floor alone).
+  auto reach = [&](double target) {
+    double s = std::ceil((target - fit.intercept) / fit.slope);
+    return std::max(s, last_step + 1);
+  };
+  const double peak_step = reach(usable - static_cast<double>(h->transient_bytes));
+  const double floor_step = reach(usable);
+  if (peak_step - last_step > static_cast<double>(params.max_horizon_steps)) {
+    h->status = HeadroomStatus::kFlat;
+    return;
+  }
+  // The horizon is counted in steps, so with long steps the time to it can pass what an int64
+  // of ns holds (~292 years): that far out is flat too.
+  const double eta_ns = (peak_step - last_step) * h->step_ns;
+  if (!(eta_ns < 0x1p63)) {
+    h->status = HeadroomStatus::kFlat;
+    return;
+  }
+  h->status = HeadroomStatus::kForecast;
+  h->forecast_step = static_cast<int64_t>(peak_step);
+  h->floor_forecast_step =
+      static_cast<int64_t>(std::min(floor_step, last_step + 10.0 * params.max_horizon_steps));
+  h->eta_ns = static_cast<int64_t>(std::llround(eta_ns));
+}
+
+RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, TheilSen& fitter) {
+  RankHeadroom h;
+  h.rank = rank.rank;
+  if (rank.steps.empty()) {
+    h.status = HeadroomStatus::kTooShort;
+    return h;
+  }
+  ReadLatest(rank, params, &h);
+  const ForecastWindow window = WindowOf(rank, params);
+  h.transient_bytes = window.transient_bytes;
+  h.overhead_bytes = window.overhead_bytes;
+  h.step_ns = window.step_ns;
+  const double usable =
+      static_cast<double>(h.capacity_bytes) - static_cast<double>(h.overhead_bytes);
   h.headroom_bytes =
       usable > double(h.last_peak_bytes) ? uint64_t(usable - double(h.last_peak_bytes)) : 0;
 
@@ -76,62 +132,31 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   // rate, and the forecast follows it), also shown for a rank already out of memory or at its
   // capacity: how fast it got there.
   CurrentTrend trend;
-  const bool fitted = x.size() >= params.min_points;
+  const bool fitted = window.x.size() >= params.min_points;
   if (fitted) {
-    trend = FitCurrentTrend(x, floor, params.min_points, fitter);
+    trend = FitCurrentTrend(window.x, window.floor, params.min_points, fitter);
     h.floor_bytes_per_step = trend.fit.slope;
     h.trend_z = trend.fit.trend_z;
   }
-  for (const StepPoint& p : rank.steps) {
-    if (p.ooms > 0) {
-      h.status = HeadroomStatus::kOutOfMemory;
-      h.forecast_step = p.step;
-      return h;
-    }
-  }
-  if (h.capacity_bytes == 0) {
+  const auto oom = std::find_if(rank.steps.begin(), rank.steps.end(),
+                                [](const StepPoint& p) { return p.ooms > 0; });
+  if (oom != rank.steps.end()) {
+    h.status = HeadroomStatus::kOutOfMemory;
+    h.forecast_step = oom->step;
+  } else if (h.capacity_bytes == 0) {
     h.status = HeadroomStatus::kNoCapacity;
-    return h;
-  }
-  // A forecast of when it gets there would be a step in the past.
-  if (static_cast<double>(h.last_peak_bytes) >= usable) {
+  } else if (static_cast<double>(h.last_peak_bytes) >= usable) {
+    // A forecast of when it gets there would be a step in the past.
     h.status = HeadroomStatus::kAtCapacity;
-    return h;
-  }
-  if (!fitted) {
+  } else if (!fitted) {
     h.status = HeadroomStatus::kTooShort;
-    return h;
-  }
-  const TrendFit& fit = trend.fit;
-  if (!RisesEnough(x, floor, trend, static_cast<double>(params.min_growth_bytes),
-                   params.min_trend_z) ||
-      !StillRising(fit, FitLaterHalf(x, floor, trend, fitter))) {
+  } else if (!RisesEnough(window.x, window.floor, trend,
+                          static_cast<double>(params.min_growth_bytes), params.min_trend_z) ||
+             !StillRising(trend.fit, FitLaterHalf(window.x, window.floor, trend, fitter))) {
     h.status = HeadroomStatus::kFlat;
-    return h;
+  } else {
+    ForecastReach(trend.fit, params, usable, &h);
   }
-  // First step s with intercept + slope * s + transient >= usable (and the floor alone).
-  auto reach = [&](double target) {
-    double s = std::ceil((target - fit.intercept) / fit.slope);
-    return std::max(s, static_cast<double>(last.step) + 1);
-  };
-  double peak_step = reach(usable - static_cast<double>(h.transient_bytes));
-  double floor_step = reach(usable);
-  if (peak_step - static_cast<double>(last.step) > static_cast<double>(params.max_horizon_steps)) {
-    h.status = HeadroomStatus::kFlat;
-    return h;
-  }
-  // The horizon is counted in steps, so with long steps the time to it can pass what an int64
-  // of ns holds (~292 years): that far out is flat too.
-  const double eta_ns = (peak_step - double(last.step)) * h.step_ns;
-  if (!(eta_ns < 0x1p63)) {
-    h.status = HeadroomStatus::kFlat;
-    return h;
-  }
-  h.status = HeadroomStatus::kForecast;
-  h.forecast_step = static_cast<int64_t>(peak_step);
-  h.floor_forecast_step = static_cast<int64_t>(
-      std::min(floor_step, static_cast<double>(last.step) + 10.0 * params.max_horizon_steps));
-  h.eta_ns = static_cast<int64_t>(std::llround(eta_ns));
   return h;
 }
 
