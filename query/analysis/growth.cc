@@ -25,6 +25,119 @@ struct Aggregate {
   std::vector<RankGrowth> growing;
 };
 
+// Fits the growth of one rank's series `y` over steps `x`. Counted in `agg` whether it grows
+// or not (ranks_with_group); added to its growing ranks when the series rose by at least
+// min_growth_bytes on a trend that still rises in its later half.
+class GrowthFitter {
+ public:
+  explicit GrowthFitter(const GrowthParams& params)
+      : params_(params),
+        min_growth_(static_cast<double>(params.min_growth_bytes)),
+        fitter_(params.max_pairs) {}
+
+  void Fit(uint32_t rank, const std::vector<double>& x, const std::vector<double>& y,
+           Aggregate& agg) {
+    ++examined_;
+    auto [lo, hi] = std::minmax_element(y.begin(), y.end());
+    if (*hi > 0) ++agg.ranks_with_group;
+    if (y.size() < params_.min_points || *hi - *lo < min_growth_) return;
+    // The growth since it started: a leak that began late in the window has its own rate.
+    const CurrentTrend trend = FitCurrentTrend(x, y, params_.min_points, fitter_);
+    const TrendFit& f = trend.fit;
+    if (!RisesEnough(x, y, trend, min_growth_, params_.min_trend_z)) return;
+    // One jump, then flat, fits a rising line too; a growth keeps rising.
+    if (!StillRising(f, FitLaterHalf(x, y, trend, fitter_))) return;
+    RankGrowth g;
+    g.rank = rank;
+    g.bytes_per_step = f.slope;
+    g.growth_bytes = TrendGrowth(x, trend);
+    g.first_bytes = static_cast<uint64_t>(y[trend.onset]);
+    g.last_bytes = static_cast<uint64_t>(y.back());
+    g.trend_z = f.trend_z;
+    g.first_step = static_cast<int64_t>(x[trend.onset]);
+    g.last_step = static_cast<int64_t>(x.back());
+    agg.growing.push_back(g);
+  }
+
+  // Series fitted so far.
+  uint32_t examined() const { return examined_; }
+
+ private:
+  const GrowthParams& params_;
+  const double min_growth_;
+  TheilSen fitter_;
+  uint32_t examined_ = 0;
+};
+
+// Fits one rank's rows from `first_step` on: its metric for --by rank, else each tag's or
+// source's live bytes (0 in steps where the group is absent). `x` and `series` are scratch.
+void FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& params,
+             GrowthFitter& fitter, std::vector<double>& x,
+             absl::flat_hash_map<NameId, std::vector<double>>& series,
+             std::map<NameId, Aggregate>& aggregates) {
+  auto begin = std::lower_bound(r.steps.begin(), r.steps.end(), first_step,
+                                [](const StepPoint& p, int64_t step) { return p.step < step; });
+  size_t n = static_cast<size_t>(r.steps.end() - begin);
+  if (n == 0) return;
+  x.clear();
+  for (auto it = begin; it != r.steps.end(); ++it) x.push_back(static_cast<double>(it->step));
+  if (params.by == GrowthBy::kRank) {
+    std::vector<double> y;
+    y.reserve(n);
+    for (auto it = begin; it != r.steps.end(); ++it) {
+      y.push_back(static_cast<double>(MetricValue(*it, params.rank_metric)));
+    }
+    fitter.Fit(r.rank, x, y, aggregates[0]);
+    return;
+  }
+  // Dense per-group series: a step where the group is absent held 0 bytes of it.
+  for (auto& [name, y] : series) y.assign(n, 0.0);
+  size_t i = 0;
+  for (auto it = begin; it != r.steps.end(); ++it, ++i) {
+    for (const GroupBytes& g : GroupsOf(*it, params.by)) {
+      std::vector<double>& y = series[g.name];
+      if (y.size() != n) y.assign(n, 0.0);
+      y[i] = static_cast<double>(g.live_bytes);
+    }
+  }
+  for (auto& [name, y] : series) {
+    bool any = std::any_of(y.begin(), y.end(), [](double v) { return v != 0; });
+    if (any) fitter.Fit(r.rank, x, y, aggregates[name]);
+  }
+}
+
+// The report's rows for one group's growing ranks (sorted fastest first): one per rank for the
+// per-rank groupings, else one with their total and median.
+void AppendGroups(const std::string& name, Aggregate& agg, uint32_t cohort, GrowthBy by,
+                  std::vector<GroupGrowth>* groups) {
+  std::sort(agg.growing.begin(), agg.growing.end(), [](const RankGrowth& a, const RankGrowth& b) {
+    return a.bytes_per_step > b.bytes_per_step;
+  });
+  GroupGrowth base;
+  base.name = name;
+  base.ranks_growing = static_cast<uint32_t>(agg.growing.size());
+  base.ranks_with_group = agg.ranks_with_group;
+  base.scope = base.ranks_growing == cohort ? GrowthScope::kAllRanks : GrowthScope::kSomeRanks;
+  if (PerRank(by)) {
+    for (const RankGrowth& g : agg.growing) {
+      GroupGrowth one = base;
+      one.rank = g.rank;
+      one.total_bytes_per_step = one.median_bytes_per_step = g.bytes_per_step;
+      one.ranks = {g};
+      groups->push_back(std::move(one));
+    }
+    return;
+  }
+  std::vector<double> slopes;
+  for (const RankGrowth& g : agg.growing) {
+    base.total_bytes_per_step += g.bytes_per_step;
+    slopes.push_back(g.bytes_per_step);
+  }
+  base.median_bytes_per_step = Median(slopes);
+  base.ranks = agg.growing;
+  groups->push_back(std::move(base));
+}
+
 }  // namespace
 
 absl::string_view GrowthByName(GrowthBy by) {
@@ -60,101 +173,23 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   if (params.window_steps > 0 && grid.steps.size() - from > params.window_steps) {
     from = grid.steps.size() - params.window_steps;
   }
-  int64_t first_step = grid.steps[from];
+  const int64_t first_step = grid.steps[from];
   report.first_step = first_step;
   report.last_step = grid.steps.back();
 
-  const double min_growth = static_cast<double>(params.min_growth_bytes);
-  TheilSen fitter(params.max_pairs);
+  GrowthFitter fitter(params);
   // Group name -> aggregate over ranks; for --by rank one aggregate under name 0.
   std::map<NameId, Aggregate> aggregates;
   std::vector<double> x;
   absl::flat_hash_map<NameId, std::vector<double>> series;
-
-  auto fit = [&](uint32_t rank, const std::vector<double>& y, Aggregate& agg) {
-    ++report.groups_examined;
-    auto [lo, hi] = std::minmax_element(y.begin(), y.end());
-    if (*hi > 0) ++agg.ranks_with_group;
-    if (y.size() < params.min_points || *hi - *lo < min_growth) return;
-    // The growth since it started: a leak that began late in the window has its own rate.
-    const CurrentTrend trend = FitCurrentTrend(x, y, params.min_points, fitter);
-    const TrendFit& f = trend.fit;
-    if (!RisesEnough(x, y, trend, min_growth, params.min_trend_z)) return;
-    // One jump, then flat, fits a rising line too; a growth keeps rising.
-    if (!StillRising(f, FitLaterHalf(x, y, trend, fitter))) return;
-    const double growth = TrendGrowth(x, trend);
-    RankGrowth g;
-    g.rank = rank;
-    g.bytes_per_step = f.slope;
-    g.growth_bytes = growth;
-    g.first_bytes = static_cast<uint64_t>(y[trend.onset]);
-    g.last_bytes = static_cast<uint64_t>(y.back());
-    g.trend_z = f.trend_z;
-    g.first_step = static_cast<int64_t>(x[trend.onset]);
-    g.last_step = static_cast<int64_t>(x.back());
-    agg.growing.push_back(g);
-  };
-
   for (const RankTimeline* r : ranks) {
-    auto begin = std::lower_bound(r->steps.begin(), r->steps.end(), first_step,
-                                  [](const StepPoint& p, int64_t step) { return p.step < step; });
-    size_t n = static_cast<size_t>(r->steps.end() - begin);
-    if (n == 0) continue;
-    x.clear();
-    for (auto it = begin; it != r->steps.end(); ++it) x.push_back(static_cast<double>(it->step));
-    if (params.by == GrowthBy::kRank) {
-      std::vector<double> y;
-      y.reserve(n);
-      for (auto it = begin; it != r->steps.end(); ++it) {
-        y.push_back(static_cast<double>(MetricValue(*it, params.rank_metric)));
-      }
-      fit(r->rank, y, aggregates[0]);
-      continue;
-    }
-    // Dense per-group series: a step where the group is absent held 0 bytes of it.
-    for (auto& [name, y] : series) y.assign(n, 0.0);
-    size_t i = 0;
-    for (auto it = begin; it != r->steps.end(); ++it, ++i) {
-      for (const GroupBytes& g : GroupsOf(*it, params.by)) {
-        std::vector<double>& y = series[g.name];
-        if (y.size() != n) y.assign(n, 0.0);
-        y[i] = static_cast<double>(g.live_bytes);
-      }
-    }
-    for (auto& [name, y] : series) {
-      bool any = std::any_of(y.begin(), y.end(), [](double v) { return v != 0; });
-      if (any) fit(r->rank, y, aggregates[name]);
-    }
+    FitRank(*r, first_step, params, fitter, x, series, aggregates);
   }
+  report.groups_examined = fitter.examined();
 
-  const uint32_t cohort = report.ranks;
   for (auto& [name, agg] : aggregates) {
-    if (agg.growing.empty()) continue;
-    std::sort(agg.growing.begin(), agg.growing.end(), [](const RankGrowth& a, const RankGrowth& b) {
-      return a.bytes_per_step > b.bytes_per_step;
-    });
-    GroupGrowth base;
-    base.name = job.names.Name(name);
-    base.ranks_growing = static_cast<uint32_t>(agg.growing.size());
-    base.ranks_with_group = agg.ranks_with_group;
-    base.scope = base.ranks_growing == cohort ? GrowthScope::kAllRanks : GrowthScope::kSomeRanks;
-    if (PerRank(params.by)) {
-      for (const RankGrowth& g : agg.growing) {
-        GroupGrowth one = base;
-        one.rank = g.rank;
-        one.total_bytes_per_step = one.median_bytes_per_step = g.bytes_per_step;
-        one.ranks = {g};
-        report.groups.push_back(std::move(one));
-      }
-    } else {
-      std::vector<double> slopes;
-      for (const RankGrowth& g : agg.growing) {
-        base.total_bytes_per_step += g.bytes_per_step;
-        slopes.push_back(g.bytes_per_step);
-      }
-      base.median_bytes_per_step = Median(slopes);
-      base.ranks = agg.growing;
-      report.groups.push_back(std::move(base));
+    if (!agg.growing.empty()) {
+      AppendGroups(job.names.Name(name), agg, report.ranks, params.by, &report.groups);
     }
   }
   std::stable_sort(report.groups.begin(), report.groups.end(),
