@@ -341,111 +341,128 @@ std::string DriverCallbacks::NvtxName(const nvtxEventAttributes_t* a) {
 void DriverCallbacks::OnNvtx(CUpti_CallbackId cbid, const void* params, const void* return_value) {
   if (params == nullptr) return;
   nvtx_calls_.fetch_add(1, std::memory_order_relaxed);
-  std::string name;
-  uint64_t domain = 0;
-  enum class Op { kPush, kPop, kStart, kEnd, kMark, kRegister, kNone } op = Op::kNone;
+  if (cbid == CUPTI_CBID_NVTX_nvtxDomainRegisterStringA) {
+    RegisterNvtxString(*static_cast<const nvtxDomainRegisterStringA_params*>(params), return_value);
+    return;
+  }
+  ApplyNvtx(DecodeNvtx(cbid, params), return_value);
+}
+
+DriverCallbacks::NvtxCall DriverCallbacks::DecodeNvtx(CUpti_CallbackId cbid, const void* params) {
+  using Op = NvtxCall::Op;
+  NvtxCall call;
   switch (cbid) {
     case CUPTI_CBID_NVTX_nvtxRangePushA:
-      op = Op::kPush;
-      name = Ascii(static_cast<const nvtxRangePushA_params*>(params)->message);
+      call.op = Op::kPush;
+      call.name = Ascii(static_cast<const nvtxRangePushA_params*>(params)->message);
       break;
     case CUPTI_CBID_NVTX_nvtxRangePushW:
-      op = Op::kPush;
-      name = Narrow(static_cast<const nvtxRangePushW_params*>(params)->message);
+      call.op = Op::kPush;
+      call.name = Narrow(static_cast<const nvtxRangePushW_params*>(params)->message);
       break;
     case CUPTI_CBID_NVTX_nvtxRangePushEx:
-      op = Op::kPush;
-      name = NvtxName(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib);
+      call.op = Op::kPush;
+      call.name = NvtxName(static_cast<const nvtxRangePushEx_params*>(params)->eventAttrib);
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
       auto* p = static_cast<const nvtxDomainRangePushEx_params*>(params);
-      op = Op::kPush;
-      domain = reinterpret_cast<uint64_t>(p->domain);
-      name = NvtxName(p->core.eventAttrib);
+      call.op = Op::kPush;
+      call.domain = reinterpret_cast<uint64_t>(p->domain);
+      call.name = NvtxName(p->core.eventAttrib);
       break;
     }
     case CUPTI_CBID_NVTX_nvtxRangePop:
-      op = Op::kPop;
+      call.op = Op::kPop;
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangePop:
-      op = Op::kPop;
-      domain =
+      call.op = Op::kPop;
+      call.domain =
           reinterpret_cast<uint64_t>(static_cast<const nvtxDomainRangePop_params*>(params)->domain);
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartA:
-      op = Op::kStart;
-      name = Ascii(static_cast<const nvtxRangeStartA_params*>(params)->message);
+      call.op = Op::kStart;
+      call.name = Ascii(static_cast<const nvtxRangeStartA_params*>(params)->message);
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartW:
-      op = Op::kStart;
-      name = Narrow(static_cast<const nvtxRangeStartW_params*>(params)->message);
+      call.op = Op::kStart;
+      call.name = Narrow(static_cast<const nvtxRangeStartW_params*>(params)->message);
       break;
     case CUPTI_CBID_NVTX_nvtxRangeStartEx:
-      op = Op::kStart;
-      name = NvtxName(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib);
+      call.op = Op::kStart;
+      call.name = NvtxName(static_cast<const nvtxRangeStartEx_params*>(params)->eventAttrib);
       break;
     case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
-      op = Op::kStart;
-      name = NvtxName(static_cast<const nvtxDomainRangeStartEx_params*>(params)->core.eventAttrib);
+      call.op = Op::kStart;
+      call.name =
+          NvtxName(static_cast<const nvtxDomainRangeStartEx_params*>(params)->core.eventAttrib);
       break;
     case CUPTI_CBID_NVTX_nvtxRangeEnd:
-      nvtx_->End(static_cast<const nvtxRangeEnd_params*>(params)->id);
-      return;
+      call.op = Op::kEnd;
+      call.end_id = static_cast<const nvtxRangeEnd_params*>(params)->id;
+      break;
     case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
-      nvtx_->End(static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id);
-      return;
+      call.op = Op::kEnd;
+      call.end_id = static_cast<const nvtxDomainRangeEnd_params*>(params)->core.id;
+      break;
     case CUPTI_CBID_NVTX_nvtxMarkA:
-      op = Op::kMark;
-      name = Ascii(static_cast<const nvtxMarkA_params*>(params)->message);
+      call.op = Op::kMark;
+      call.name = Ascii(static_cast<const nvtxMarkA_params*>(params)->message);
       break;
     case CUPTI_CBID_NVTX_nvtxMarkW:
-      op = Op::kMark;
-      name = Narrow(static_cast<const nvtxMarkW_params*>(params)->message);
+      call.op = Op::kMark;
+      call.name = Narrow(static_cast<const nvtxMarkW_params*>(params)->message);
       break;
     case CUPTI_CBID_NVTX_nvtxMarkEx:
-      op = Op::kMark;
-      name = NvtxName(static_cast<const nvtxMarkEx_params*>(params)->eventAttrib);
+      call.op = Op::kMark;
+      call.name = NvtxName(static_cast<const nvtxMarkEx_params*>(params)->eventAttrib);
       break;
     case CUPTI_CBID_NVTX_nvtxDomainMarkEx:
-      op = Op::kMark;
-      name = NvtxName(static_cast<const nvtxDomainMarkEx_params*>(params)->core.eventAttrib);
+      call.op = Op::kMark;
+      call.name = NvtxName(static_cast<const nvtxDomainMarkEx_params*>(params)->core.eventAttrib);
       break;
-    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA: {
-      auto* p = static_cast<const nvtxDomainRegisterStringA_params*>(params);
-      if (return_value == nullptr || p->string == nullptr) return;
-      auto handle = *static_cast<const nvtxStringHandle_t*>(return_value);
-      absl::MutexLock lock(&strings_mu_);
-      if (registered_.size() < 65536) {
-        registered_[reinterpret_cast<uint64_t>(handle)] = p->string;
-      }
-      return;
-    }
     default:
-      return;
+      break;
   }
-  switch (op) {
-    case Op::kPush:
+  return call;
+}
+
+void DriverCallbacks::ApplyNvtx(const NvtxCall& call, const void* return_value) {
+  switch (call.op) {
+    case NvtxCall::Op::kPush:
       // An unnamed push still opens a level, so that its pop closes the right one.
-      if (name.empty()) nvtx_unnamed_.fetch_add(1, std::memory_order_relaxed);
-      nvtx_->Push(domain, name);
+      if (call.name.empty()) nvtx_unnamed_.fetch_add(1, std::memory_order_relaxed);
+      nvtx_->Push(call.domain, call.name);
       return;
-    case Op::kPop:
-      nvtx_->Pop(domain);
+    case NvtxCall::Op::kPop:
+      nvtx_->Pop(call.domain);
       return;
-    case Op::kStart:
+    case NvtxCall::Op::kStart:
       if (return_value == nullptr) {
         // Without the id the range could never be ended: only its step meaning is kept.
-        nvtx_->Mark(name);
+        nvtx_->Mark(call.name);
         return;
       }
-      if (name.empty()) nvtx_unnamed_.fetch_add(1, std::memory_order_relaxed);
-      nvtx_->Start(*static_cast<const nvtxRangeId_t*>(return_value), name);
+      if (call.name.empty()) nvtx_unnamed_.fetch_add(1, std::memory_order_relaxed);
+      nvtx_->Start(*static_cast<const nvtxRangeId_t*>(return_value), call.name);
       return;
-    case Op::kMark:
-      nvtx_->Mark(name);
+    case NvtxCall::Op::kEnd:
+      nvtx_->End(call.end_id);
       return;
-    default:
+    case NvtxCall::Op::kMark:
+      nvtx_->Mark(call.name);
       return;
+    case NvtxCall::Op::kNone:
+      return;
+  }
+}
+
+void DriverCallbacks::RegisterNvtxString(const nvtxDomainRegisterStringA_params& params,
+                                         const void* return_value) {
+  if (return_value == nullptr || params.string == nullptr) return;
+  auto handle = *static_cast<const nvtxStringHandle_t*>(return_value);
+  absl::MutexLock lock(&strings_mu_);
+  if (registered_.size() < 65536) {
+    registered_[reinterpret_cast<uint64_t>(handle)] = params.string;
   }
 }
 

@@ -101,6 +101,21 @@ class DriverCallbacks {
   void OnVmmExit(const ApiCall& call);
   std::string NvtxName(const nvtxEventAttributes_t* attributes);
 
+  // One NVTX range or mark call, read from its callback's params.
+  struct NvtxCall {
+    enum class Op { kNone, kPush, kPop, kStart, kEnd, kMark };
+    Op op = Op::kNone;
+    std::string name;          // kPush, kStart, kMark; empty when it could not be read
+    uint64_t domain = 0;       // kPush, kPop: the domain handle (0: the default domain)
+    nvtxRangeId_t end_id = 0;  // kEnd: the range ended
+  };
+  // kNone for a callback id the agent does not act on.
+  NvtxCall DecodeNvtx(CUpti_CallbackId cbid, const void* params);
+  // Passes the call on to the NvtxTracker; `return_value` is kStart's range id.
+  void ApplyNvtx(const NvtxCall& call, const void* return_value);
+  // Keeps the text of an nvtxDomainRegisterStringA handle, for names given by handle.
+  void RegisterNvtxString(const nvtxDomainRegisterStringA_params& params, const void* return_value);
+
   EventSink* sink_;
   NvtxTracker* nvtx_;
   CorrelationTable* correlation_;

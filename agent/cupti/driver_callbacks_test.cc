@@ -271,6 +271,62 @@ TEST_F(DriverCallbacksTest, NvtxExAndDomainVariantsFeedTheTracker) {
   EXPECT_EQ(tracker_.stats().pops_without_push, 0u);
 }
 
+TEST_F(DriverCallbacksTest, NvtxStartEndAndMarkVariantsFeedTheTracker) {
+  nvtxEventAttributes_t attr;
+  std::memset(&attr, 0, sizeof attr);
+  attr.version = NVTX_VERSION;
+  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  auto domain = reinterpret_cast<nvtxDomainHandle_t>(0x77);
+
+  // Phases opened by each start variant and closed by each end variant, ids as return values.
+  wchar_t rollout[] = L"phase:rollout";
+  nvtxRangeStartW_params start_w{rollout};
+  nvtxRangeId_t id_w = 11;
+  Nvtx(CUPTI_CBID_NVTX_nvtxRangeStartW, &start_w, &id_w);
+  attr.message.ascii = "phase:weight_sync";
+  nvtxRangeStartEx_params start_ex{&attr};
+  nvtxRangeId_t id_ex = 12;
+  Nvtx(CUPTI_CBID_NVTX_nvtxRangeStartEx, &start_ex, &id_ex);
+  nvtxEventAttributes_t actor = attr;
+  actor.message.ascii = "phase:actor_update";
+  nvtxDomainRangeStartEx_params start_domain{domain, {&actor}};
+  nvtxRangeId_t id_domain = 13;
+  Nvtx(CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, &start_domain, &id_domain);
+  EXPECT_EQ(sink_.EventsOfKind(EventKind::kPhaseBegin).size(), 3u);
+  nvtxDomainRangeEnd_params end_domain{domain, {13}};
+  Nvtx(CUPTI_CBID_NVTX_nvtxDomainRangeEnd, &end_domain);
+  nvtxRangeEnd_params end_ex{12};
+  Nvtx(CUPTI_CBID_NVTX_nvtxRangeEnd, &end_ex);
+  nvtxRangeEnd_params end_w{11};
+  Nvtx(CUPTI_CBID_NVTX_nvtxRangeEnd, &end_w);
+  EXPECT_EQ(sink_.EventsOfKind(EventKind::kPhaseEnd).size(), 3u);
+
+  // Steps from each mark variant.
+  wchar_t step_w[] = L"step 21";
+  nvtxMarkW_params mark_w{step_w};
+  Nvtx(CUPTI_CBID_NVTX_nvtxMarkW, &mark_w);
+  attr.message.ascii = "step 22";
+  nvtxMarkEx_params mark_ex{&attr};
+  Nvtx(CUPTI_CBID_NVTX_nvtxMarkEx, &mark_ex);
+  nvtxEventAttributes_t step_domain = attr;
+  step_domain.message.ascii = "step 23";
+  nvtxDomainMarkEx_params mark_domain{domain, {&step_domain}};
+  Nvtx(CUPTI_CBID_NVTX_nvtxDomainMarkEx, &mark_domain);
+  // A start whose id did not come back keeps only its step meaning.
+  nvtxRangeStartA_params start_no_id{"step 24"};
+  Nvtx(CUPTI_CBID_NVTX_nvtxRangeStartA, &start_no_id, nullptr);
+
+  std::vector<Event> steps = sink_.EventsOfKind(EventKind::kStep);
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps[0].aux, 21u);
+  EXPECT_EQ(steps[1].aux, 22u);
+  EXPECT_EQ(steps[2].aux, 23u);
+  EXPECT_EQ(steps[3].aux, 24u);
+  EXPECT_EQ(callbacks_.stats().nvtx_calls, 10u);
+  EXPECT_EQ(callbacks_.stats().nvtx_unnamed, 0u);
+}
+
 TEST_F(DriverCallbacksTest, UnreadableNvtxNameStillOpensALevel) {
   nvtxEventAttributes_t attr;
   std::memset(&attr, 0, sizeof attr);
