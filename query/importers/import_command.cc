@@ -27,7 +27,9 @@ constexpr char kUsage[] =
     "(Total Allocated at its first event) is seeded as allocations tagged kineto:before-trace,\n"
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
-    "other flags) there is refused: give it another --job or --attempt.";
+    "other flags) there is refused: give it another --job or --attempt. Every file is opened and\n"
+    "its rank read from what precedes its events before any is stored: a missing file or two\n"
+    "files of one rank import nothing.";
 
 // Forwards to a Transport and waits for durability at checkpoints.
 class TransportSink : public RankImportSink {

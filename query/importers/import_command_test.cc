@@ -98,7 +98,7 @@ TEST_F(ImportCommandTest, RealTracesLandInTheCollectorWithLiveBytesEqualToTotalA
                                           kineto_ + "hta_rank1_of_2.json.gz",
                                           kineto_ + "tracelens_h100_falconsai_nsfw.json.gz"};
   CommandRun run = Import({"--job", "kineto-real", "--format", "kineto", "--collector",
-                    server->address(), files[0], files[1], files[2]});
+                           server->address(), files[0], files[1], files[2]});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("hta_rank1_of_2.json.gz: 216092 events read, 28010 memory events "
                          "imported"),
@@ -169,8 +169,8 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   auto server = collector::testing::StartCollector("import_again");
   ASSERT_NE(server, nullptr);
   std::string file = kineto_ + "tracelens_h100_falconsai_nsfw.json.gz";
-  std::vector<std::string> args = {"--job", "again", "--format", "kineto", "--collector",
-                                   server->address(), file};
+  std::vector<std::string> args = {"--job",       "again",           "--format", "kineto",
+                                   "--collector", server->address(), file};
   ASSERT_EQ(Import(args).code, 0);
   auto client = cli::QueryClient::Create(server->address(), absl::Seconds(10));
   ASSERT_TRUE(client.ok());
@@ -230,7 +230,7 @@ TEST(ImportCommandUsageTest, AnAddressWithoutAValidPortIsAUsageError) {
 
 TEST(ImportCommandUsageTest, UnreadableFileFailsNamingIt) {
   CommandRun run = Import({"--job", "j", "--format", "kineto", "--collector", "127.0.0.1:1",
-                    "/nonexistent/rank0.json"});
+                           "/nonexistent/rank0.json"});
   EXPECT_EQ(run.code, cli::kExitError);
   EXPECT_NE(run.err.find("memtrace import: /nonexistent/rank0.json: cannot open"),
             std::string::npos)

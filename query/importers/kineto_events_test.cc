@@ -102,8 +102,8 @@ TEST(KinetoEventsTest, RecordsAllocAndFreeInTimeThenEventIndexOrder) {
 TEST(KinetoEventsTest, SeedsPreTraceMemorySoLiveBytesEqualTotalAllocated) {
   KinetoTrace trace;
   // 1000 bytes were allocated before the trace; 200 of them at 0x5000 are freed in it.
-  trace.memory = {Mem(10, 64, 0x100, 1064), Mem(20, -200, 0x5000, 864),
-                  Mem(30, 128, 0x200, 992), Mem(40, -64, 0x100, 928)};
+  trace.memory = {Mem(10, 64, 0x100, 1064), Mem(20, -200, 0x5000, 864), Mem(30, 128, 0x200, 992),
+                  Mem(40, -64, 0x100, 928)};
   RecordingSink sink;
   auto stats = RecordKinetoTrace(&trace, {}, sink);
   ASSERT_TRUE(stats.ok()) << stats.status();
@@ -147,9 +147,8 @@ TEST(KinetoEventsTest, TagsAllocationsWithTheInnermostAnnotationOnTheirThread) {
   KinetoTrace trace;
   trace.names = {"forward", "attention"};
   trace.annotations = {{0, 100, kThreadA, 0}, {10, 20, kThreadA, 1}};
-  trace.memory = {Mem(15, 8, 0x1, 8),           Mem(16, 8, 0x2, 16, kThreadB),
-                  Mem(50, 8, 0x3, 24),          Mem(150, 8, 0x4, 32),
-                  Mem(160, -8, 0x1, 24)};
+  trace.memory = {Mem(15, 8, 0x1, 8), Mem(16, 8, 0x2, 16, kThreadB), Mem(50, 8, 0x3, 24),
+                  Mem(150, 8, 0x4, 32), Mem(160, -8, 0x1, 24)};
   RecordingSink sink;
   auto stats = RecordKinetoTrace(&trace, {}, sink);
   ASSERT_TRUE(stats.ok());
@@ -225,8 +224,7 @@ TEST(KinetoEventsTest, UsesGpuTimelineStepsWhenTheTraceHasNoOthers) {
 
 TEST(KinetoEventsTest, CpuMemoryIsPageableOrDropped) {
   KinetoTrace trace;
-  trace.memory = {Mem(10, 8, 0x10, 8, kThreadA, kKinetoDeviceCpu, -1),
-                  Mem(20, 64, 0x100, 64),
+  trace.memory = {Mem(10, 8, 0x10, 8, kThreadA, kKinetoDeviceCpu, -1), Mem(20, 64, 0x100, 64),
                   Mem(30, -8, 0x10, 0, kThreadA, kKinetoDeviceCpu, -1)};
   KinetoTrace copy = trace;
   RecordingSink with_cpu;

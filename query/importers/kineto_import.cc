@@ -71,90 +71,128 @@ std::string Gib(uint64_t bytes) {
 
 std::string FormatSummary(const KinetoFileSummary& s) {
   const KinetoEventStats& e = s.events;
-  std::string line = absl::StrCat(
-      BaseName(s.rank.path), ": ", s.parse.trace_events, " events read, ", e.memory_events,
-      " memory events imported (", e.cuda_memory_events, " CUDA, ", e.cpu_memory_events, " CPU");
+  std::string line = absl::StrCat(BaseName(s.rank.path), ": ", s.parse.trace_events,
+                                  " events read, ", e.memory_events, " memory events imported (",
+                                  e.cuda_memory_events, " CUDA, ", e.cpu_memory_events, " CPU");
   if (e.other_memory_events > 0) absl::StrAppend(&line, ", ", e.other_memory_events, " other");
   absl::StrAppend(&line, ")");
   if (e.cpu_memory_skipped > 0) absl::StrAppend(&line, ", ", e.cpu_memory_skipped, " CPU skipped");
   if (s.parse.memory_skipped > 0) {
     absl::StrAppend(&line, ", ", s.parse.memory_skipped, " without Addr/Bytes skipped");
   }
-  absl::StrAppend(&line, ", ", e.steps, " steps (", s.parse.step_ranges,
-                  " ProfilerStep ranges), ", e.tags, " tags (", e.tagged_allocs,
-                  " allocations tagged), rank ", s.rank.rank, " of ", s.rank.world_size, " (",
-                  s.rank.rank_source, "), baseline ", Gib(e.seeded_bytes), " seeded as ",
-                  e.seeded_allocations, " allocations");
+  absl::StrAppend(&line, ", ", e.steps, " steps (", s.parse.step_ranges, " ProfilerStep ranges), ",
+                  e.tags, " tags (", e.tagged_allocs, " allocations tagged), rank ", s.rank.rank,
+                  " of ", s.rank.world_size, " (", s.rank.rank_source, "), baseline ",
+                  Gib(e.seeded_bytes), " seeded as ", e.seeded_allocations, " allocations");
   if (e.total_allocated_mismatches > 0) {
     absl::StrAppend(&line, ", ", e.total_allocated_mismatches,
                     " events disagree with Total Allocated (events missing from the trace)");
   }
   absl::StrAppend(&line, absl::StrFormat(", %.2fs", s.seconds));
   if (s.parse.memory_events == 0) {
-    absl::StrAppend(&line, "; the trace has no [memory] events: record it with "
-                           "torch.profiler.profile(profile_memory=True)");
+    absl::StrAppend(&line,
+                    "; the trace has no [memory] events: record it with "
+                    "torch.profiler.profile(profile_memory=True)");
   }
   return line;
+}
+
+namespace {
+
+// Parses, assigns a rank to and stores one file: the `index`-th of the import.
+absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size_t index,
+                                                   const KinetoImportOptions& options,
+                                                   const RankSinkFactory& sinks,
+                                                   RankAssigner& assigner) {
+  absl::Time start = absl::Now();
+  KinetoFileSummary summary;
+  absl::StatusOr<KinetoTrace> trace;
+  {
+    bool terminal = options.progress != nullptr && isatty(fileno(options.progress));
+    ProgressBar bar(options.progress, terminal, BaseName(path));
+    KinetoParseOptions parse_options;
+    parse_options.module_tags = options.module_tags;
+    parse_options.progress = [&bar, &summary](uint64_t done, uint64_t total) {
+      summary.file_bytes = total;
+      bar.Update(done, total);
+    };
+    trace = ParseKinetoFile(path, parse_options);
+  }
+  if (!trace.ok()) return trace.status();
+  absl::StatusOr<RankChoice> choice = assigner.Assign(index, path, trace->distributed);
+  if (!choice.ok()) return choice.status();
+
+  summary.parse = trace->counts;
+  summary.rank.rank = choice->rank;
+  summary.rank.world_size = choice->world_size;
+  summary.rank.rank_source = choice->source;
+  summary.rank.path = path;
+  summary.rank.pid = trace->first_pid;
+  summary.rank.fingerprint = Fingerprint(*trace, options);
+  for (const KinetoMemoryRecord& r : trace->memory) {
+    if (r.device_type == kKinetoDeviceCuda && r.device_id >= 0) {
+      summary.rank.device_index = r.device_id;
+      break;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<RankImportSink>> sink = sinks(summary.rank);
+  if (!sink.ok()) return sink.status();
+  KinetoEventOptions event_options;
+  event_options.include_cpu_memory = options.include_cpu_memory;
+  event_options.checkpoint_events = options.checkpoint_events;
+  RankImportSink* target = sink->get();
+  event_options.checkpoint = [target] { return target->Checkpoint(); };
+  absl::StatusOr<KinetoEventStats> stats = RecordKinetoTrace(&*trace, event_options, *target);
+  if (!stats.ok()) {
+    return absl::Status(stats.status().code(), absl::StrCat(path, ": rank ", choice->rank, ": ",
+                                                            stats.status().message()));
+  }
+  if (absl::Status finished = target->Finish(); !finished.ok()) {
+    return absl::Status(finished.code(),
+                        absl::StrCat(path, ": rank ", choice->rank, ": ", finished.message()));
+  }
+  summary.events = *stats;
+  summary.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return summary;
+}
+
+}  // namespace
+
+absl::Status CheckFilesBeforeImport(const std::vector<std::string>& paths) {
+  RankAssigner assigner(paths.size());
+  for (size_t index = 0; index < paths.size(); ++index) {
+    absl::StatusOr<KinetoDistributedInfo> header = ReadKinetoHeader(paths[index]);
+    absl::Status checked = header.status();
+    if (checked.ok()) checked = assigner.Assign(index, paths[index], *header).status();
+    if (!checked.ok()) {
+      return absl::Status(checked.code(),
+                          absl::StrCat(checked.message(), " (nothing was imported)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
     const std::vector<std::string>& paths, const KinetoImportOptions& options,
     const RankSinkFactory& sinks, const std::function<void(const KinetoFileSummary&)>& on_file) {
+  if (absl::Status s = CheckFilesBeforeImport(paths); !s.ok()) return s;
   RankAssigner assigner(paths.size());
   std::vector<KinetoFileSummary> summaries;
   for (size_t index = 0; index < paths.size(); ++index) {
-    const std::string& path = paths[index];
-    absl::Time start = absl::Now();
-    KinetoFileSummary summary;
-    absl::StatusOr<KinetoTrace> trace;
-    {
-      bool terminal = options.progress != nullptr && isatty(fileno(options.progress));
-      ProgressBar bar(options.progress, terminal, BaseName(path));
-      KinetoParseOptions parse_options;
-      parse_options.module_tags = options.module_tags;
-      parse_options.progress = [&bar, &summary](uint64_t done, uint64_t total) {
-        summary.file_bytes = total;
-        bar.Update(done, total);
-      };
-      trace = ParseKinetoFile(path, parse_options);
+    absl::StatusOr<KinetoFileSummary> summary =
+        ImportKinetoFile(paths[index], index, options, sinks, assigner);
+    if (!summary.ok()) {
+      if (summaries.empty()) return summary.status();
+      // What a partial import left behind, and that repeating it is safe.
+      return absl::Status(
+          summary.status().code(),
+          absl::StrCat(
+              summary.status().message(), " (the ", summaries.size(), " file",
+              summaries.size() == 1 ? "" : "s",
+              " before it were imported; importing the same files again stores nothing twice)"));
     }
-    if (!trace.ok()) return trace.status();
-    absl::StatusOr<RankChoice> choice = assigner.Assign(index, path, trace->distributed);
-    if (!choice.ok()) return choice.status();
-
-    summary.parse = trace->counts;
-    summary.rank.rank = choice->rank;
-    summary.rank.world_size = choice->world_size;
-    summary.rank.rank_source = choice->source;
-    summary.rank.path = path;
-    summary.rank.pid = trace->first_pid;
-    summary.rank.fingerprint = Fingerprint(*trace, options);
-    for (const KinetoMemoryRecord& r : trace->memory) {
-      if (r.device_type == kKinetoDeviceCuda && r.device_id >= 0) {
-        summary.rank.device_index = r.device_id;
-        break;
-      }
-    }
-    absl::StatusOr<std::unique_ptr<RankImportSink>> sink = sinks(summary.rank);
-    if (!sink.ok()) return sink.status();
-    KinetoEventOptions event_options;
-    event_options.include_cpu_memory = options.include_cpu_memory;
-    event_options.checkpoint_events = options.checkpoint_events;
-    RankImportSink* target = sink->get();
-    event_options.checkpoint = [target] { return target->Checkpoint(); };
-    absl::StatusOr<KinetoEventStats> stats = RecordKinetoTrace(&*trace, event_options, *target);
-    if (!stats.ok()) {
-      return absl::Status(stats.status().code(),
-                          absl::StrCat(path, ": rank ", choice->rank, ": ", stats.status().message()));
-    }
-    if (absl::Status finished = target->Finish(); !finished.ok()) {
-      return absl::Status(finished.code(),
-                          absl::StrCat(path, ": rank ", choice->rank, ": ", finished.message()));
-    }
-    summary.events = *stats;
-    summary.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    if (on_file) on_file(summary);
-    summaries.push_back(std::move(summary));
+    if (on_file) on_file(*summary);
+    summaries.push_back(*std::move(summary));
   }
   return summaries;
 }

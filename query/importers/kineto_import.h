@@ -69,8 +69,15 @@ struct KinetoFileSummary {
 //  5 steps (5 ProfilerStep ranges), 2 tags, rank 1 of 2 (distributedInfo), ..."
 std::string FormatSummary(const KinetoFileSummary& summary);
 
-// Imports `paths` in order, calling `on_file` after each. Stops at the first error (files
-// before it stay imported), which names the file.
+// Checks what can be checked of `paths` before any is stored: that each opens and reads as a
+// trace up to its events, and that no two get the same rank from what precedes their events
+// (their distributedInfo, where PyTorch writes it; else their names or order). Errors name the
+// file and say that nothing was imported.
+absl::Status CheckFilesBeforeImport(const std::vector<std::string>& paths);
+
+// Imports `paths` in order, calling `on_file` after each, after CheckFilesBeforeImport. Stops
+// at the first error, which names the file and, when files before it were imported (they stay
+// imported), how many.
 absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
     const std::vector<std::string>& paths, const KinetoImportOptions& options,
     const RankSinkFactory& sinks,

@@ -124,7 +124,66 @@ TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
   Recorder recorder;
   auto summaries = ImportKinetoFiles({good, bad}, {}, recorder.Factory());
   ASSERT_FALSE(summaries.ok());
+  // Malformed inside its events: only importing the file finds it, after the good one's.
   EXPECT_NE(summaries.status().message().find(bad + ": malformed JSON at byte 28"),
+            std::string::npos)
+      << summaries.status();
+  EXPECT_NE(summaries.status().message().find(
+                "(the 1 file before it were imported; importing the same files again stores "
+                "nothing twice)"),
+            std::string::npos)
+      << summaries.status();
+  EXPECT_EQ(recorder.finishes, 1);
+}
+
+// A trace whose distributedInfo comes first, where PyTorch writes it.
+std::string TraceOfRank(int rank, int allocs) {
+  return "{\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": " + std::to_string(rank) +
+         ", \"world_size\": 2}, " + Trace(allocs, "").substr(1);
+}
+
+TEST(KinetoImportTest, TwoFilesOfOneRankAreRefusedBeforeAnythingIsStored) {
+  std::string a = test_util::TmpPath("first.json");
+  std::string b = test_util::TmpPath("second.json");
+  Write(a, TraceOfRank(1, 2));
+  Write(b, TraceOfRank(1, 3));
+  Recorder recorder;
+  auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(summaries.status().message(),
+            b + ": rank 1 (from distributedInfo) is already taken by " + a +
+                " (from distributedInfo); import one file per rank, or separate runs of a rank "
+                "as separate jobs (nothing was imported)");
+  EXPECT_TRUE(recorder.by_rank.empty());
+  EXPECT_EQ(recorder.finishes, 0);
+}
+
+TEST(KinetoImportTest, AMissingFileStopsTheImportBeforeAnythingIsStored) {
+  std::string a = test_util::TmpPath("present_rank0.json");
+  std::string missing = test_util::TmpPath("missing_rank1.json");
+  Write(a, Trace(2, ""));
+  Recorder recorder;
+  auto summaries = ImportKinetoFiles({a, missing}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(summaries.status().message().find(missing), std::string::npos) << summaries.status();
+  EXPECT_NE(summaries.status().message().find("(nothing was imported)"), std::string::npos)
+      << summaries.status();
+  EXPECT_TRUE(recorder.by_rank.empty());
+}
+
+TEST(KinetoImportTest, ARankStatedOnlyAfterTheEventsIsCheckedWhenItsFileIsImported) {
+  // File order makes the second file rank 1 until its events are read; then it says rank 0.
+  std::string a = test_util::TmpPath("early_rank0.json");
+  std::string b = test_util::TmpPath("late.json");
+  Write(a, Trace(2, ""));
+  Write(b, Trace(2, ", \"distributedInfo\": {\"rank\": 0, \"world_size\": 2}"));
+  Recorder recorder;
+  auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(summaries.status().message().find("(the 1 file before it were imported"),
             std::string::npos)
       << summaries.status();
   EXPECT_EQ(recorder.finishes, 1);
@@ -139,6 +198,7 @@ TEST(KinetoImportTest, RefusesTwoFilesOfOneRank) {
   auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
   ASSERT_FALSE(summaries.ok());
   EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(recorder.by_rank.empty()) << "the ranks come from the names: checked first";
 }
 
 TEST(KinetoImportTest, ASinkThatCannotFinishFailsTheImport) {

@@ -123,7 +123,10 @@ struct PendingEvent {
 
 class KinetoHandler {
  public:
-  KinetoHandler(KinetoTrace* trace, bool module_tags) : trace_(trace), module_tags_(module_tags) {
+  // `header_only`: stop where the trace events begin (StartArray returns false, which ends
+  // RapidJSON's parse with kParseErrorTermination), keeping what came before them.
+  KinetoHandler(KinetoTrace* trace, bool module_tags, bool header_only = false)
+      : trace_(trace), module_tags_(module_tags), header_only_(header_only) {
     stack_.push_back(Context::kRoot);
   }
 
@@ -190,6 +193,7 @@ class KinetoHandler {
     field_ = Field::kNone;
     if (here == Context::kRoot || (here == Context::kRootObject && field == Field::kTraceEvents)) {
       saw_trace_events_ = true;
+      if (header_only_) return false;
       return Push(Context::kTraceEvents);
     }
     if (here == Context::kRootObject && field == Field::kDeviceProperties) {
@@ -345,8 +349,7 @@ class KinetoHandler {
       return;
     }
     if (e.ph != "X" || !e.has_ts || !e.has_dur) return;
-    KinetoRange range{e.ts_ns, e.ts_ns + (e.dur_ns > 0 ? e.dur_ns : 0), ThreadKey(e.pid, e.tid),
-                      0};
+    KinetoRange range{e.ts_ns, e.ts_ns + (e.dur_ns > 0 ? e.dur_ns : 0), ThreadKey(e.pid, e.tid), 0};
     if (absl::StartsWith(e.name, kStepPrefix)) {
       int64_t step = 0;
       if (absl::SimpleAtoi(absl::string_view(e.name).substr(kStepPrefix.size()), &step)) {
@@ -377,6 +380,7 @@ class KinetoHandler {
   KinetoTrace* trace_;
   bool module_tags_;
   std::vector<Context> stack_;
+  const bool header_only_;
   int skip_depth_ = 0;
   Field field_ = Field::kNone;
   bool saw_trace_events_ = false;
@@ -399,16 +403,43 @@ absl::StatusOr<KinetoTrace> Parse(Stream& stream, absl::string_view name, bool c
                                             stream.Tell(), " of the decompressed data)"));
   }
   if (result.IsError()) {
-    return absl::DataLossError(absl::StrCat(
-        name, ": malformed JSON at byte ", result.Offset(),
-        compressed ? " of the decompressed data" : "", ": ",
-        rapidjson::GetParseError_En(result.Code())));
+    return absl::DataLossError(absl::StrCat(name, ": malformed JSON at byte ", result.Offset(),
+                                            compressed ? " of the decompressed data" : "", ": ",
+                                            rapidjson::GetParseError_En(result.Code())));
   }
   if (!handler.saw_trace_events()) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": not a Chrome trace: no traceEvents array"));
   }
   return trace;
+}
+
+// What comes before the trace events: parses the top-level object until its traceEvents array
+// (or the whole file, when it has none) and returns its distributedInfo.
+template <typename Stream>
+absl::StatusOr<KinetoDistributedInfo> ParseHeader(Stream& stream, absl::string_view name,
+                                                  bool compressed,
+                                                  const absl::Status* read_status) {
+  KinetoTrace trace;
+  KinetoHandler handler(&trace, /*module_tags=*/false, /*header_only=*/true);
+  rapidjson::Reader reader;
+  rapidjson::ParseResult result = reader.Parse<kParseFlags>(stream, handler);
+  if (read_status != nullptr && !read_status->ok()) {
+    return absl::DataLossError(absl::StrCat(read_status->message(), " (JSON read up to byte ",
+                                            stream.Tell(), " of the decompressed data)"));
+  }
+  const bool stopped_at_events =
+      handler.saw_trace_events() && result.Code() == rapidjson::kParseErrorTermination;
+  if (result.IsError() && !stopped_at_events) {
+    return absl::DataLossError(absl::StrCat(name, ": malformed JSON at byte ", result.Offset(),
+                                            compressed ? " of the decompressed data" : "", ": ",
+                                            rapidjson::GetParseError_En(result.Code())));
+  }
+  if (!handler.saw_trace_events()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": not a Chrome trace: no traceEvents array"));
+  }
+  return trace.distributed;
 }
 
 }  // namespace
@@ -458,6 +489,18 @@ absl::StatusOr<KinetoTrace> ParseKinetoFile(const std::string& path,
   if (options.progress) (*input)->set_progress(options.progress);
   return Parse(**input, path, (*input)->compressed(), &(*input)->read_status(),
                options.module_tags);
+}
+
+absl::StatusOr<KinetoDistributedInfo> ReadKinetoHeader(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<CompressedInput>> input = CompressedInput::Open(path);
+  if (!input.ok()) return input.status();
+  return ParseHeader(**input, path, (*input)->compressed(), &(*input)->read_status());
+}
+
+absl::StatusOr<KinetoDistributedInfo> ReadKinetoJsonHeader(absl::string_view json,
+                                                           absl::string_view name) {
+  rapidjson::MemoryStream stream(json.data(), json.size());
+  return ParseHeader(stream, name, false, nullptr);
 }
 
 absl::StatusOr<KinetoTrace> ParseKinetoJson(absl::string_view json, absl::string_view name,

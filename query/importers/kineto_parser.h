@@ -35,6 +35,16 @@ absl::StatusOr<KinetoTrace> ParseKinetoFile(const std::string& path,
 absl::StatusOr<KinetoTrace> ParseKinetoJson(absl::string_view json, absl::string_view name,
                                             const KinetoParseOptions& options = {});
 
+// The distributedInfo a trace file holds before its traceEvents array, where PyTorch writes
+// it: reads only up to that array (a few KB, even of a .gz), so that an import can give every
+// file its rank, and refuse two files the same one, before it stores anything. Empty when the
+// file has none there (it may still come after the events). Errors as ParseKinetoFile's for
+// what is read: a file that cannot be opened, malformed JSON before the events, no traceEvents.
+absl::StatusOr<KinetoDistributedInfo> ReadKinetoHeader(const std::string& path);
+// The same over JSON text in memory.
+absl::StatusOr<KinetoDistributedInfo> ReadKinetoJsonHeader(absl::string_view json,
+                                                           absl::string_view name);
+
 // Parses a decimal number of microseconds ("1428625746340.715", "-3", "1.5e3") into
 // nanoseconds, exactly for up to three fractional digits (rounded beyond). False when the text
 // is not a number or overflows int64 nanoseconds.

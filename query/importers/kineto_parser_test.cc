@@ -146,6 +146,58 @@ TEST(KinetoParserTest, WellFormedJsonWithoutTraceEventsIsRefused) {
   EXPECT_NE(trace.status().message().find("no traceEvents"), std::string::npos);
 }
 
+TEST(KinetoParserTest, HeaderIsWhatComesBeforeTheEvents) {
+  const std::string events = "\"traceEvents\": [" + MemoryEvent("10", 64, 4096, 64) + "]";
+  auto first = ReadKinetoJsonHeader(
+      "{\"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 5, \"world_size\": 16}, " + events +
+          "}",
+      "first.json");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->rank, 5);
+  EXPECT_EQ(first->world_size, 16);
+  EXPECT_EQ(first->backend, "nccl");
+  // After the events it is not read: only a full parse finds it there.
+  auto after = ReadKinetoJsonHeader(SampleTrace(), "sample.json");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_FALSE(after->rank.has_value());
+  auto bare = ReadKinetoJsonHeader("[" + MemoryEvent("10", 64, 4096, 64) + "]", "array.json");
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_FALSE(bare->rank.has_value());
+}
+
+TEST(KinetoParserTest, HeaderReadsNothingOfTheEvents) {
+  // Malformed inside the events, and cut short: the header does not get that far.
+  auto cut = ReadKinetoJsonHeader(
+      "{\"distributedInfo\": {\"rank\": 1}, \"traceEvents\": [{\"ph\" \"i\"", "cut.json");
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(cut->rank, 1);
+}
+
+TEST(KinetoParserTest, HeaderErrorsAreTheParsersForWhatItReads) {
+  auto broken = ReadKinetoJsonHeader("{\"distributedInfo\": {\"rank\" 1}}", "broken.json");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(broken.status().message().find("broken.json: malformed JSON at byte 28"),
+            std::string::npos)
+      << broken.status();
+  auto other = ReadKinetoJsonHeader(R"({"schemaVersion": 1})", "other.json");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  auto missing = ReadKinetoHeader(test_util::TmpPath("no-such-trace.json"));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(KinetoParserTest, HeaderOfAGzipFileComesFromItsFirstBytes) {
+  std::string gz = test_util::TmpPath("header.json.gz");
+  const std::string json = "{\"distributedInfo\": {\"rank\": 7}, \"traceEvents\": [" +
+                           MemoryEvent("10", 64, 4096, 64) + "]}";
+  gzFile f = gzopen(gz.c_str(), "wb");
+  gzwrite(f, json.data(), json.size());
+  gzclose(f);
+  auto header = ReadKinetoHeader(gz);
+  ASSERT_TRUE(header.ok()) << header.status();
+  EXPECT_EQ(header->rank, 7);
+}
+
 TEST(KinetoParserTest, PlainAndGzipFilesParseAlike) {
   std::string plain = test_util::TmpPath("trace.json");
   std::ofstream(plain) << SampleTrace();

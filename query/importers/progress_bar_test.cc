@@ -29,8 +29,7 @@ TEST(ProgressBarTest, DrawsInPlaceOnATerminalAndErasesItself) {
   std::FILE* f = std::tmpfile();
   absl::Time t0 = absl::Now();
   {
-    ProgressBar bar(f, /*enabled=*/true, "big.json", absl::ZeroDuration(),
-                    absl::Milliseconds(100));
+    ProgressBar bar(f, /*enabled=*/true, "big.json", absl::ZeroDuration(), absl::Milliseconds(100));
     bar.Update(10, 100, t0 + absl::Seconds(1));
     bar.Update(20, 100, t0 + absl::Seconds(1) + absl::Milliseconds(10));  // too soon: skipped
     bar.Update(90, 100, t0 + absl::Seconds(2));

@@ -16,7 +16,7 @@ TEST(RankFromFileNameTest, ReadsTheCommonSpellings) {
 
 TEST(RankFromFileNameTest, IgnoresNamesWithoutARank) {
   EXPECT_EQ(RankFromFileName("tracelens_h100_qwen1.5-0.5b.json.gz"), std::nullopt);
-  EXPECT_EQ(RankFromFileName("frank2.json"), std::nullopt);  // a word, not "rank"
+  EXPECT_EQ(RankFromFileName("frank2.json"), std::nullopt);             // a word, not "rank"
   EXPECT_EQ(RankFromFileName("/data/rank7/trace.json"), std::nullopt);  // directory, not file
   EXPECT_EQ(RankFromFileName("h100_r3x.json"), std::nullopt);
   EXPECT_EQ(RankFromFileName("rank.json"), std::nullopt);
@@ -58,8 +58,7 @@ TEST(RankAssignerTest, RefusesANegativeRank) {
   RankAssigner assigner(1);
   KinetoDistributedInfo info;
   info.rank = -1;
-  EXPECT_EQ(assigner.Assign(0, "x.json", info).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(assigner.Assign(0, "x.json", info).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
