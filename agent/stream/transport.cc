@@ -296,6 +296,7 @@ class Transport::Impl final : public IngestStream::Listener {
   ClockSync clock_sync_;
   // Across streams.
   bool ever_connected_ = false;
+  uint64_t durable_at_first_hello_ = 0;  // TransportStats::durable_at_first_hello
   bool closed_cleanly_ = false;
   uint64_t max_written_seq_ = 0;
   uint64_t events_sent_ = 0;
@@ -771,6 +772,7 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
     }
     written_through_ = seq;
     if (ever_connected_) ++reconnects_;
+    if (!ever_connected_) durable_at_first_hello_ = seq;
     ever_connected_ = true;
   }
   if (seq > durable_seq_) {
@@ -889,6 +891,7 @@ TransportStats Transport::Impl::stats() const {
   s.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_ + lost_collector_;
   s.events_sent = events_sent_;
   s.durable_seq = durable_seq_;
+  s.durable_at_first_hello = durable_at_first_hello_;
   s.reconnects = reconnects_;
   s.connected = hello_acked_ && !reads_done_ && !write_failed_ && !stream_done_;
   s.batches_sent = batches_sent_;

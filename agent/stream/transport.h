@@ -43,6 +43,10 @@ struct TransportStats {
   // Events written to a stream; resends count again.
   uint64_t events_sent = 0;
   uint64_t durable_seq = 0;  // highest sequence number the collector acknowledged
+  // What the collector already held for this identity when the first stream opened (its first
+  // Hello ack): events a restarted producer with the same identity, or a trace imported again,
+  // does not send twice. 0 until connected.
+  uint64_t durable_at_first_hello = 0;
   // Streams opened (Hello answered) after the first one.
   uint64_t reconnects = 0;
   bool connected = false;
@@ -53,12 +57,12 @@ struct TransportStats {
   // replaced, or a machine crash under --durability async): dropped here once acknowledged, they
   // cannot be resent.
   uint64_t events_lost_collector = 0;
-  uint64_t last_seq = 0;          // highest sequence number assigned
-  uint64_t batches_sent = 0;      // batch writes, resends included
-  uint64_t batches_resent = 0;    // writes of a batch already written on an earlier stream
-  uint64_t unacked_batches = 0;   // batches kept for a possible resend
+  uint64_t last_seq = 0;         // highest sequence number assigned
+  uint64_t batches_sent = 0;     // batch writes, resends included
+  uint64_t batches_resent = 0;   // writes of a batch already written on an earlier stream
+  uint64_t unacked_batches = 0;  // batches kept for a possible resend
   uint64_t unacked_bytes = 0;
-  uint64_t stream_errors = 0;     // streams that ended other than by Shutdown
+  uint64_t stream_errors = 0;  // streams that ended other than by Shutdown
   // How the last of those ended (the collector's status, e.g. why it refused the Hello); empty
   // when none did.
   std::string last_stream_error;
@@ -66,7 +70,7 @@ struct TransportStats {
   // streams, too many ranks): retrying will not help until something changes.
   bool last_stream_refused = false;
   uint64_t strings_interned = 0;
-  uint64_t strings_refused = 0;   // Intern() calls beyond max_strings
+  uint64_t strings_refused = 0;  // Intern() calls beyond max_strings
   // The current estimate of the collector's clock against TransportOptions::clock (sent with
   // every batch), and how many round-trip samples it was chosen from.
   std::optional<ClockEstimate> clock;

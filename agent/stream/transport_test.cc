@@ -216,6 +216,23 @@ TEST(TransportTest, HelloAckDurableSeqMakesTheTransportSkipWhatTheCollectorHas) 
   EXPECT_EQ(s.received.front().first_seq, 601u);  // a batch straddling 600 was trimmed
   ExpectExactly(s, 601, 400);
   EXPECT_EQ(t->stats().events_sent, 400u);
+  EXPECT_EQ(t->stats().durable_at_first_hello, 600u);
+}
+
+TEST(TransportTest, DurableAtFirstHelloIsTheFirstStreamsNotALaterOnes) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto t = StartOrDie(Options(collector.address()));
+  EXPECT_EQ(t->stats().durable_at_first_hello, 0u);
+  for (uint64_t i = 0; i < 100; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  EXPECT_EQ(t->stats().durable_at_first_hello, 0u);  // a new producer: the collector had none
+  collector.Stop();
+  ASSERT_TRUE(collector.Start(collector.port()).ok());  // same fake: it still holds the 100
+  for (uint64_t i = 100; i < 200; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(8)).ok());
+  EXPECT_GE(t->stats().reconnects, 1u);
+  EXPECT_EQ(t->stats().durable_at_first_hello, 0u);
 }
 
 TEST(TransportTest, QueueOverflowProducesALossEventWithTheExactLostCount) {

@@ -88,9 +88,9 @@ void CompressedInput::Refill() {
     int zerr = Z_OK;
     const char* message = gzerror(file_, &zerr);
     if (zerr != Z_OK) {
-      read_status_ = absl::DataLossError(absl::StrCat(
-          path_, ": gzip data corrupt or truncated at compressed byte ", compressed_offset(),
-          ": ", message));
+      read_status_ = absl::DataLossError(
+          absl::StrCat(path_, ": gzip data corrupt or truncated at compressed byte ",
+                       compressed_offset(), ": ", message));
     }
   }
   end_ = buffer_.data() + n;

@@ -68,6 +68,11 @@ class TransportSink : public RankImportSink {
     return absl::OkStatus();
   }
 
+  Delivery delivered() const override {
+    const TransportStats stats = transport_->stats();
+    return {stats.last_seq, std::min(stats.durable_at_first_hello, stats.last_seq)};
+  }
+
  private:
   // Waits until everything recorded is durable, for at most drain_timeout; a collector that
   // refuses the stream (another trace already there, a bad token) fails it at once, since
@@ -75,9 +80,8 @@ class TransportSink : public RankImportSink {
   absl::Status Drain() {
     const absl::Time deadline = absl::Now() + drain_timeout_;
     while (true) {
-      absl::Status flushed =
-          transport_->Flush(std::min(kDrainSlice, std::max(absl::ZeroDuration(),
-                                                           deadline - absl::Now())));
+      absl::Status flushed = transport_->Flush(
+          std::min(kDrainSlice, std::max(absl::ZeroDuration(), deadline - absl::Now())));
       if (flushed.ok()) return flushed;
       const TransportStats stats = transport_->stats();
       if (!stats.connected && stats.last_stream_refused) {
@@ -105,8 +109,7 @@ class TransportSink : public RankImportSink {
   absl::Duration drain_timeout_;
 };
 
-int RunImport(const cli::Command& self, const std::vector<std::string>& args,
-              cli::CommandIo& io) {
+int RunImport(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
   cli::FlagSet flags;
   TransportSinkOptions sink_options;
   sink_options.collector = io.default_collector;
@@ -119,12 +122,15 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args,
   flags.AddString("collector", "ADDR",
                   absl::StrCat("collector host:port (default ", io.default_collector, ")"),
                   &sink_options.collector);
-  flags.AddInt("attempt", "N", "attempt (restart count) of the imported run (default 0)",
-               &attempt);
-  flags.AddBool("skip-cpu-memory", "drop CPU [memory] events instead of importing them as host "
-                "memory", &skip_cpu);
-  flags.AddBool("no-module-tags", "tag allocations by record_function ranges only, not by the "
-                "nn.Module scopes of with_modules=True traces", &no_module_tags);
+  flags.AddInt("attempt", "N", "attempt (restart count) of the imported run (default 0)", &attempt);
+  flags.AddBool("skip-cpu-memory",
+                "drop CPU [memory] events instead of importing them as host "
+                "memory",
+                &skip_cpu);
+  flags.AddBool("no-module-tags",
+                "tag allocations by record_function ranges only, not by the "
+                "nn.Module scopes of with_modules=True traces",
+                &no_module_tags);
   flags.AddDuration("drain-timeout", "DURATION",
                     "how long to wait for the collector to store each rank (default 60s)",
                     &sink_options.drain_timeout);
@@ -159,6 +165,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args,
   options.module_tags = !no_module_tags;
   options.progress = stderr;
   uint64_t memory_events = 0;
+  size_t files_with_news = 0;  // files the collector did not already hold whole
   absl::StatusOr<std::vector<KinetoFileSummary>> summaries = ImportKinetoFiles(
       parsed->positional, options,
       [&](const ImportedRank& rank) { return StartTransportSink(sink_options, rank); },
@@ -166,11 +173,14 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args,
         io.out << FormatSummary(summary) << "\n";
         io.out.flush();
         memory_events += summary.events.memory_events;
+        const RankImportSink::Delivery& d = summary.delivery;
+        if (d.already_stored < d.recorded) ++files_with_news;
       });
   if (!summaries.ok()) return cli::ReportError(io, summaries.status(), self.name);
   io.out << "imported " << summaries->size() << " file" << (summaries->size() == 1 ? "" : "s")
          << " into job " << sink_options.job_id << ": " << memory_events
-         << " memory events, stored at " << sink_options.collector << "\n";
+         << " memory events, stored at " << sink_options.collector
+         << (files_with_news == 0 ? " (all of it already there: nothing new)" : "") << "\n";
   return cli::kExitOk;
 }
 

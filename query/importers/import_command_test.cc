@@ -171,13 +171,22 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   std::string file = kineto_ + "tracelens_h100_falconsai_nsfw.json.gz";
   std::vector<std::string> args = {"--job",       "again",           "--format", "kineto",
                                    "--collector", server->address(), file};
-  ASSERT_EQ(Import(args).code, 0);
+  CommandRun once = Import(args);
+  ASSERT_EQ(once.code, 0) << once.err;
+  EXPECT_EQ(once.out.find("already"), std::string::npos) << once.out;
   auto client = cli::QueryClient::Create(server->address(), absl::Seconds(10));
   ASSERT_TRUE(client.ok());
   auto first = client->ListRanks("again");
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->ranks_size(), 1);
-  ASSERT_EQ(Import(args).code, 0);
+  // And says so, instead of counting the events as imported again.
+  CommandRun again = Import(args);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("; the collector already had all of it: nothing new stored\n"),
+            std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("(all of it already there: nothing new)\n"), std::string::npos)
+      << again.out;
   auto second = client->ListRanks("again");
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(second->ranks(0).events_stored(), first->ranks(0).events_stored());

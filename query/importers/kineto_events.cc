@@ -30,7 +30,11 @@ std::string SanitizeUtf8(const std::string& in) {
   size_t i = 0;
   while (i < in.size()) {
     unsigned char c = static_cast<unsigned char>(in[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     bool ok = len > 0 && i + len <= in.size();
     for (size_t k = 1; ok && k < len; ++k) {
       ok = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
@@ -156,8 +160,8 @@ BaselineScan ScanBaseline(const KinetoTrace& trace, bool include_cpu) {
     if (remainder < 0) {
       ++scan.mismatches;  // frees of unseen blocks exceed what was allocated before: lost events
     } else if (remainder > 0) {
-      scan.seeds.push_back({BaselineAddress(key.first, key.second),
-                            static_cast<uint64_t>(remainder), key});
+      scan.seeds.push_back(
+          {BaselineAddress(key.first, key.second), static_cast<uint64_t>(remainder), key});
     }
     if (key.first == kKinetoDeviceCuda) {
       scan.cuda_devices.push_back(key.second);
@@ -217,7 +221,8 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
   auto tag_id = [&](uint32_t annotation) -> uint32_t {
     if (annotation == 0) return 0;
     if (tag_ids[annotation] == 0) {
-      tag_ids[annotation] = sink.Intern(StringKind::kTag, SanitizeUtf8(trace->names[annotation - 1]));
+      tag_ids[annotation] =
+          sink.Intern(StringKind::kTag, SanitizeUtf8(trace->names[annotation - 1]));
       ++stats.tags;
     }
     return tag_ids[annotation];

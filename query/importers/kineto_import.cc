@@ -89,6 +89,13 @@ std::string FormatSummary(const KinetoFileSummary& s) {
                     " events disagree with Total Allocated (events missing from the trace)");
   }
   absl::StrAppend(&line, absl::StrFormat(", %.2fs", s.seconds));
+  const RankImportSink::Delivery& d = s.delivery;
+  if (d.recorded > 0 && d.already_stored >= d.recorded) {
+    absl::StrAppend(&line, "; the collector already had all of it: nothing new stored");
+  } else if (d.already_stored > 0) {
+    absl::StrAppend(&line, "; the collector already had ", d.already_stored, " of its ", d.recorded,
+                    " events");
+  }
   if (s.parse.memory_events == 0) {
     absl::StrAppend(&line,
                     "; the trace has no [memory] events: record it with "
@@ -152,6 +159,7 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
                         absl::StrCat(path, ": rank ", choice->rank, ": ", finished.message()));
   }
   summary.events = *stats;
+  summary.delivery = target->delivered();
   summary.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return summary;
 }

@@ -44,6 +44,14 @@ class RankImportSink : public EventSink {
   // bounded sink never has to drop.
   virtual absl::Status Checkpoint() = 0;
   virtual absl::Status Finish() = 0;
+  // After a successful Finish: how many of the events recorded the destination already held
+  // (the same file imported before into the same job, rank and attempt), and how many were
+  // recorded.
+  struct Delivery {
+    uint64_t recorded = 0;
+    uint64_t already_stored = 0;
+  };
+  virtual Delivery delivered() const { return {}; }
 };
 
 using RankSinkFactory =
@@ -63,6 +71,7 @@ struct KinetoFileSummary {
   KinetoEventStats events;
   uint64_t file_bytes = 0;
   double seconds = 0;
+  RankImportSink::Delivery delivery;
 };
 
 // "rank1.json.gz: 216092 events read, 28010 memory events imported (26770 CUDA, 1240 CPU),

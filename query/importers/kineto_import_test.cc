@@ -222,5 +222,20 @@ TEST(KinetoImportTest, ASinkThatCannotFinishFailsTheImport) {
       << summaries.status();
 }
 
+TEST(KinetoImportTest, TheSummarySaysWhatTheCollectorAlreadyHad) {
+  KinetoFileSummary s;
+  s.rank.path = "/traces/rank0.json.gz";
+  s.delivery = {12, 0};
+  EXPECT_EQ(FormatSummary(s).find("already"), std::string::npos) << FormatSummary(s);
+  s.delivery = {12, 5};
+  EXPECT_NE(FormatSummary(s).find("; the collector already had 5 of its 12 events"),
+            std::string::npos)
+      << FormatSummary(s);
+  s.delivery = {12, 12};
+  EXPECT_NE(FormatSummary(s).find("; the collector already had all of it: nothing new stored"),
+            std::string::npos)
+      << FormatSummary(s);
+}
+
 }  // namespace
 }  // namespace memtrace::importers

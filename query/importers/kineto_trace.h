@@ -55,12 +55,12 @@ struct KinetoDistributedInfo {
 
 // Counts of what the parser saw.
 struct KinetoParseCounts {
-  uint64_t trace_events = 0;      // objects in traceEvents
-  uint64_t memory_events = 0;     // `[memory]` events kept (== memory.size())
-  uint64_t memory_skipped = 0;    // `[memory]` events without Addr or Bytes: not kept
-  uint64_t step_ranges = 0;       // ProfilerStep#N ranges, CPU and GPU timeline both
-  uint64_t annotation_ranges = 0; // user_annotation ranges other than ProfilerStep#N
-  uint64_t module_ranges = 0;     // "nn.Module: ..." python_function ranges (with_modules)
+  uint64_t trace_events = 0;       // objects in traceEvents
+  uint64_t memory_events = 0;      // `[memory]` events kept (== memory.size())
+  uint64_t memory_skipped = 0;     // `[memory]` events without Addr or Bytes: not kept
+  uint64_t step_ranges = 0;        // ProfilerStep#N ranges, CPU and GPU timeline both
+  uint64_t annotation_ranges = 0;  // user_annotation ranges other than ProfilerStep#N
+  uint64_t module_ranges = 0;      // "nn.Module: ..." python_function ranges (with_modules)
 };
 
 struct KinetoTrace {
@@ -68,7 +68,7 @@ struct KinetoTrace {
   std::vector<KinetoStepRange> steps;      // in file order
   // record_function and module scopes, in file order; `name` indexes `names`.
   std::vector<KinetoRange> annotations;
-  std::vector<std::string> names;          // annotation names, each once
+  std::vector<std::string> names;  // annotation names, each once
   KinetoDistributedInfo distributed;
   int64_t base_time_ns = 0;  // baseTimeNanoseconds (newer Kineto writes ts relative to it)
   // deviceProperties: total memory by device id (0 when unknown).
@@ -79,9 +79,7 @@ struct KinetoTrace {
 
 // The thread identity used to match memory events with annotation ranges on the same thread.
 // Numeric pid/tid are combined; Kineto sometimes writes string pids ("Spans"), which hash.
-inline uint64_t ThreadKey(uint64_t pid, uint64_t tid) {
-  return pid * 0x9E3779B97F4A7C15ull ^ tid;
-}
+inline uint64_t ThreadKey(uint64_t pid, uint64_t tid) { return pid * 0x9E3779B97F4A7C15ull ^ tid; }
 
 }  // namespace memtrace::importers
 

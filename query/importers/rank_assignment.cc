@@ -67,10 +67,10 @@ absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const std::string&
   }
   auto [it, inserted] = taken_.try_emplace(choice.rank, path, choice.source);
   if (!inserted) {
-    return absl::AlreadyExistsError(absl::StrCat(
-        path, ": rank ", choice.rank, " (from ", choice.source, ") is already taken by ",
-        it->second.first, " (from ", it->second.second,
-        "); import one file per rank, or separate runs of a rank as separate jobs"));
+    return absl::AlreadyExistsError(
+        absl::StrCat(path, ": rank ", choice.rank, " (from ", choice.source,
+                     ") is already taken by ", it->second.first, " (from ", it->second.second,
+                     "); import one file per rank, or separate runs of a rank as separate jobs"));
   }
   int32_t world = info.world_size.value_or(0);
   if (world <= 0) world = static_cast<int32_t>(file_count_);
