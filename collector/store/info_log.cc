@@ -1,5 +1,6 @@
 #include "collector/store/info_log.h"
 
+#include <sys/stat.h>
 #include <sys/time.h>
 
 #include <algorithm>
@@ -7,21 +8,29 @@
 #include <cstdio>
 #include <ctime>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 namespace memtrace::collector {
 namespace {
 
 class StdioInfoLog : public rocksdb::Logger {
  public:
-  // `file` may be nullptr: every line is dropped.
-  StdioInfoLog(std::FILE* file, rocksdb::InfoLogLevel level) : Logger(level), file_(file) {}
+  // Appends to `path` (dropping every line when it cannot be opened), moving it to
+  // `path`.old once it holds `max_bytes`.
+  StdioInfoLog(std::string path, uint64_t max_bytes, rocksdb::InfoLogLevel level)
+      : Logger(level), path_(std::move(path)), max_bytes_(max_bytes) {
+    absl::MutexLock lock(&mu_);
+    Open();
+  }
   ~StdioInfoLog() override {
+    absl::MutexLock lock(&mu_);
     if (file_ != nullptr) std::fclose(file_);
   }
 
   using rocksdb::Logger::Logv;
   void Logv(const char* format, va_list ap) override {
-    if (file_ == nullptr) return;
-    // One fwrite per line (stdio locks the stream for it), as RocksDB's EnvLogger dates them.
+    // Dated as RocksDB's EnvLogger dates its lines.
     char line[4096];
     timeval now;
     gettimeofday(&now, nullptr);
@@ -38,18 +47,43 @@ class StdioInfoLog : public rocksdb::Logger {
     if (m < 0) return;
     size_t size = std::min(sizeof(line) - 2, static_cast<size_t>(n) + static_cast<size_t>(m));
     if (size == 0 || line[size - 1] != '\n') line[size++] = '\n';
+
+    absl::MutexLock lock(&mu_);
+    if (bytes_ > 0 && bytes_ + size > max_bytes_) Rotate();
+    if (file_ == nullptr) return;
     // A full disk fails these; the line is dropped, which is all a log can do then.
-    if (std::fwrite(line, 1, size, file_) == size) std::fflush(file_);
+    if (std::fwrite(line, 1, size, file_) == size) {
+      std::fflush(file_);
+      bytes_ += size;
+    }
   }
 
  private:
-  std::FILE* file_;
+  void Open() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    file_ = std::fopen(path_.c_str(), "ae");
+    struct stat st;
+    bytes_ = file_ != nullptr && fstat(fileno(file_), &st) == 0 ? st.st_size : 0;
+  }
+
+  // RocksDB's own logger rolls its LOG by size too (max_log_file_size); one old file is kept.
+  void Rotate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (file_ != nullptr) std::fclose(file_);
+    std::rename(path_.c_str(), (path_ + ".old").c_str());
+    Open();
+  }
+
+  const std::string path_;
+  const uint64_t max_bytes_;
+  absl::Mutex mu_;
+  std::FILE* file_ ABSL_GUARDED_BY(mu_) = nullptr;
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
 
-std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level) {
-  return std::make_shared<StdioInfoLog>(std::fopen((dir + "/LOG").c_str(), "ae"), level);
+std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level,
+                                             uint64_t max_bytes) {
+  return std::make_shared<StdioInfoLog>(dir + "/LOG", max_bytes, level);
 }
 
 }  // namespace memtrace::collector

@@ -6,6 +6,7 @@
 #ifndef MEMTRACE_COLLECTOR_STORE_INFO_LOG_H_
 #define MEMTRACE_COLLECTOR_STORE_INFO_LOG_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,9 +16,12 @@ namespace memtrace::collector {
 
 // A logger appending to `dir`/LOG (created if missing) at `level` and above; one that drops every
 // line when the file cannot be opened (with none, RocksDB would open its own, the one that
-// asserts). Never nullptr. Thread-safe, as RocksDB requires. LOG is not rotated: RocksDB's info
-// lines (its stats every 10 minutes) add about 1-2 MB a day.
-std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level);
+// asserts). Never nullptr. Thread-safe, as RocksDB requires. Once LOG holds `max_bytes` it is
+// renamed LOG.old (replacing the one before) and a new LOG begun: RocksDB's info lines (its stats
+// every 10 minutes) add about 1-2 MB a day, which a collector left running would keep forever.
+inline constexpr uint64_t kInfoLogMaxBytes = 64ull << 20;
+std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level,
+                                             uint64_t max_bytes = kInfoLogMaxBytes);
 
 }  // namespace memtrace::collector
 

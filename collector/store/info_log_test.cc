@@ -62,5 +62,32 @@ TEST(InfoLogTest, AnUnwritableDirectoryGivesALoggerThatDropsLines) {
   rocksdb::Log(rocksdb::InfoLogLevel::ERROR_LEVEL, log, "dropped");
 }
 
+TEST(InfoLogTest, AFullLogMovesToLogOldAndANewOneBegins) {
+  const std::string dir = FreshDir("rotate");
+  // Each line: a 27-byte date, "line N padded to 40", newline: 68 bytes; 3 fit in 210.
+  const auto write_lines = [&dir](int from, int to) {
+    std::shared_ptr<rocksdb::Logger> log =
+        OpenInfoLog(dir, rocksdb::InfoLogLevel::INFO_LEVEL, /*max_bytes=*/210);
+    for (int i = from; i < to; ++i) {
+      rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, log, "line %d %-33s", i, "padded");
+    }
+  };
+  write_lines(0, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/LOG.old"));
+  // Reopened, it counts what LOG already holds: the 4th line overall is the one that moves it.
+  write_lines(2, 8);
+  const std::string log = Read(dir + "/LOG");
+  const std::string old = Read(dir + "/LOG.old");
+  EXPECT_LE(log.size(), 210u);
+  EXPECT_LE(old.size(), 210u);
+  EXPECT_NE(log.find("line 7 "), std::string::npos) << log;
+  EXPECT_NE(log.find("line 6 "), std::string::npos) << log;
+  EXPECT_NE(old.find("line 5 "), std::string::npos) << old;
+  EXPECT_NE(old.find("line 3 "), std::string::npos) << old;
+  // The first LOG.old (lines 0-2) was replaced by the second.
+  EXPECT_EQ(old.find("line 2 "), std::string::npos) << old;
+  EXPECT_EQ(old.find("line 0 "), std::string::npos) << old;
+}
+
 }  // namespace
 }  // namespace memtrace::collector
