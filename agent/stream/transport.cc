@@ -218,8 +218,9 @@ class Transport::Impl final : public IngestStream::Listener {
   // Decides the turn and notes its effects (a write sent, the stream ending); with nothing to
   // do, waits until a wake-up or the next deadline. mu_ held, through `lock`.
   Turn NextTurnLocked(StreamProgress* progress, std::unique_lock<std::mutex>& lock);
-  // What to do now: timeouts and failures end the stream, an acked Hello with no write in
-  // flight sends the next batch (`next`), a stop with nothing left closes. mu_ held.
+  // What to do now: a stream already ending only waits, or cancels a Close() that is overdue;
+  // otherwise timeouts and failures end it, an acked Hello with no write in flight sends the
+  // next batch (`next`), and a stop with nothing left closes it. mu_ held.
   Action DecideLocked(const StreamProgress& progress, absl::Time now, bool outstanding,
                       std::optional<SealedBatch>* next);
   // Waits for a wake-up, until the earliest deadline the stream has. mu_ held, through `lock`.

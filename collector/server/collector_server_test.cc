@@ -58,7 +58,7 @@ TEST(CollectorServerTest, PortInUseIsAnError) {
   ASSERT_NE(a, nullptr);
   CollectorServerOptions options;
   options.listen = a->address();
-  options.store.dir = testing::FreshDir("in-use-b");
+  options.store.dir = testing::ClearedStoreDir("in-use-b");
   absl::StatusOr<std::unique_ptr<CollectorServer>> b = CollectorServer::Start(options);
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.status().message().find(a->address()), absl::string_view::npos) << b.status();
@@ -68,7 +68,7 @@ TEST(CollectorServerTest, PortInUseIsAnError) {
 
 TEST(CollectorServerTest, BadOptionsAreRejectedWithTheValue) {
   CollectorServerOptions options;
-  options.store.dir = testing::FreshDir("bad");
+  options.store.dir = testing::ClearedStoreDir("bad");
   for (const char* listen : {"nonsense", "127.0.0.1:99999", "::1:5", ":80"}) {
     options.listen = listen;
     absl::StatusOr<std::unique_ptr<CollectorServer>> s = CollectorServer::Start(options);

@@ -138,7 +138,7 @@ TEST_F(IngestServiceTest, ReconnectGetsTheDurableMarkAndResendIsANoOp) {
 }
 
 TEST_F(IngestServiceTest, AnAckedBatchSurvivesTheCollector) {
-  const std::string dir = testing::FreshDir("durable");
+  const std::string dir = testing::ClearedStoreDir("durable");
   {
     CollectorServerOptions options;
     options.listen = "127.0.0.1:0";

@@ -11,12 +11,14 @@
 
 namespace memtrace::collector::testing {
 
-std::string FreshDir(const std::string& name) { return test_util::ClearedPath("collector/" + name); }
+std::string ClearedStoreDir(const std::string& name) {
+  return test_util::ClearedPath("collector/" + name);
+}
 
 std::unique_ptr<CollectorServer> StartCollector(const std::string& name, int max_message_bytes) {
   CollectorServerOptions options;
   options.listen = "127.0.0.1:0";
-  options.store.dir = FreshDir(name);
+  options.store.dir = ClearedStoreDir(name);
   options.store.durability = Durability::kSync;
   options.max_message_bytes = max_message_bytes;
   absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);

@@ -15,7 +15,7 @@
 namespace memtrace::collector::testing {
 
 // $TEST_TMPDIR/collector/`name` with nothing there (not created: the collector makes it).
-std::string FreshDir(const std::string& name);
+std::string ClearedStoreDir(const std::string& name);
 
 // Starts a collector on 127.0.0.1:0 over a fresh store `name`; fails the test on error.
 std::unique_ptr<CollectorServer> StartCollector(const std::string& name,

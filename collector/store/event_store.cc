@@ -581,15 +581,16 @@ absl::Status EventStore::AddToSeries(
 }
 
 absl::Status EventStore::NotOpenError(const StreamKey& key) const {
-  std::string job = absl::StrCat("#", key.job_no);
+  // A stream's job is known from its first OpenStream on; only a key made up elsewhere has none.
+  std::string job_id = absl::StrCat("#", key.job_no);
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, record] : jobs_) {
-      if (record->job_no() == key.job_no) job = id;
+      if (record->job_no() == key.job_no) job_id = id;
     }
   }
-  return absl::FailedPreconditionError(absl::StrCat("stream of job ", job, " rank ", key.rank,
-                                                    " attempt ", key.attempt, " is not open"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("stream of ", Describe(key, job_id), " is not open"));
 }
 
 std::shared_ptr<EventStore::Stream> EventStore::FindOpenStream(const StreamKey& key) const {

@@ -253,9 +253,9 @@ TEST(EventStoreTest, AppendAndCloseAfterTheLastCloseNameTheStreamByItsJobId) {
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
   absl::StatusOr<AppendResult> late = store->Append(s->key, Batch(MakeEvents(1, 2)));
   EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(late.status().message(), "stream of job train-7b rank 4 attempt 0 is not open");
+  EXPECT_EQ(late.status().message(), "stream of job \"train-7b\" rank 4 attempt 0 is not open");
   absl::Status closed_again = store->CloseStream(s->key, true);
-  EXPECT_EQ(closed_again.message(), "stream of job train-7b rank 4 attempt 0 is not open");
+  EXPECT_EQ(closed_again.message(), "stream of job \"train-7b\" rank 4 attempt 0 is not open");
 }
 
 TEST(EventStoreTest, PartialOverlapIsTrimmed) {

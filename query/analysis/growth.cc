@@ -25,9 +25,9 @@ struct Aggregate {
   std::vector<RankGrowth> growing;
 };
 
-// Fits the growth of one rank's series `y` over steps `x`. Counted in `agg` whether it grows
-// or not (ranks_with_group); added to its growing ranks when the series rose by at least
-// min_growth_bytes on a trend that still rises in its later half.
+// Fits the growth of one rank's series `y` over steps `x`. A series that ever held bytes counts
+// in `agg`'s ranks_with_group, growing or not; it joins its growing ranks when it rose by at
+// least min_growth_bytes on a trend that still rises in its later half.
 class GrowthFitter {
  public:
   explicit GrowthFitter(const GrowthParams& params)

@@ -9,7 +9,7 @@
 namespace memtrace::analysis {
 namespace {
 
-// Rows whose highest peak is the "latest peak" (see Forecast).
+// Rows whose highest peak is the "latest peak" (see ReadLatest).
 constexpr size_t kRecentPeakRows = 3;
 
 // The rank's latest state: its last row's step and floor, the latest peak, and the capacity
@@ -81,8 +81,10 @@ ForecastWindow WindowOf(const RankTimeline& rank, const HeadroomParams& params) 
   return w;
 }
 
-// For a rising floor: the first steps at which the peak and the floor alone reach `usable`, and
-// the time to the first; kFlat when that is beyond the horizon.
+// For a rising floor fitted by `fit`: the first steps at which the peak and the floor alone reach
+// `usable`, and the time to the first; kFlat when that is beyond the horizon. Reads h's
+// last_step, transient_bytes and step_ns (set by ReadLatest and the window); sets its status,
+// forecast steps and eta.
 void ForecastReach(const TrendFit& fit, const HeadroomParams& params, double usable,
                    RankHeadroom* h) {
   const double last_step = static_cast<double>(h->last_step);

@@ -20,7 +20,8 @@ std::string JsonQuoted(absl::string_view text);
 std::string CsvField(absl::string_view text);
 
 // `text` safe inside XML 1.0 text and attribute values: & < > " ' as entities; control
-// characters other than tab and newline, which XML 1.0 does not allow at all, dropped.
+// characters other than tab and newline dropped (XML 1.0 allows none of them but CR, which a
+// parser would turn into a newline anyway).
 std::string XmlEscaped(absl::string_view text);
 
 }  // namespace memtrace::cli

@@ -194,10 +194,11 @@ absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
       // What a partial import left behind, and that repeating it is safe.
       return absl::Status(
           summary.status().code(),
-          absl::StrCat(
-              summary.status().message(), " (the ", summaries.size(), " file",
-              summaries.size() == 1 ? "" : "s",
-              " before it were imported; importing the same files again stores nothing twice)"));
+          absl::StrCat(summary.status().message(), " (",
+                       summaries.size() == 1
+                           ? std::string("the file before it was")
+                           : absl::StrCat("the ", summaries.size(), " files before it were"),
+                       " imported; importing the same files again stores nothing twice)"));
     }
     if (on_file) on_file(*summary);
     summaries.push_back(*std::move(summary));

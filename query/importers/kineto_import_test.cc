@@ -129,8 +129,8 @@ TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
             std::string::npos)
       << summaries.status();
   EXPECT_NE(summaries.status().message().find(
-                "(the 1 file before it were imported; importing the same files again stores "
-                "nothing twice)"),
+                "(the file before it was imported; importing the same files again stores nothing "
+                "twice)"),
             std::string::npos)
       << summaries.status();
   EXPECT_EQ(recorder.finishes, 1);
@@ -183,7 +183,7 @@ TEST(KinetoImportTest, ARankStatedOnlyAfterTheEventsIsCheckedWhenItsFileIsImport
   auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
   ASSERT_FALSE(summaries.ok());
   EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_NE(summaries.status().message().find("(the 1 file before it were imported"),
+  EXPECT_NE(summaries.status().message().find("(the file before it was imported"),
             std::string::npos)
       << summaries.status();
   EXPECT_EQ(recorder.finishes, 1);

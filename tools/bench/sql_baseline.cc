@@ -59,8 +59,8 @@ class CsvFile {
   bool failed_ = false;
 };
 
-// Always quoted, unlike cli::CsvField: DuckDB reads an unquoted empty field as NULL, and an
-// empty string in the string table must stay one.
+// Always quoted, unlike cli::CsvField: the baseline's CSV stays as the recorded figures read it
+// (the queries coalesce a NULL value to '' either way).
 std::string CsvQuote(const std::string& s) {
   return absl::StrCat("\"", absl::StrReplaceAll(s, {{"\"", "\"\""}}), "\"");
 }
