@@ -47,7 +47,8 @@ ABSL_FLAG(std::string, work_dir, "/tmp/memtrace-bench", "scratch space (emptied 
 ABSL_FLAG(int, ingest_seconds, 0, "measurement window of the 8/64-stream runs (0: 30, quick 3)");
 ABSL_FLAG(int, scaling_seconds, 0, "window of the 512/1024-stream runs (0: 10, quick 2)");
 ABSL_FLAG(int, db_bench_seconds, 0, "duration of each db_bench run (0: 15, quick 2)");
-ABSL_FLAG(bool, db_bench, true, "run the db_bench baselines (off: ingest figures only, for profiles)");
+ABSL_FLAG(bool, db_bench, true,
+          "run the db_bench baselines (off: ingest figures only, for profiles)");
 ABSL_FLAG(std::string, durability, "sync", "collector durability for ingest: sync | async");
 ABSL_FLAG(int64_t, deep_events_per_rank, 0,
           "events per rank of the 8 ranks x 2000 steps job (0: 1,000,000, quick 100,000)");
@@ -137,8 +138,8 @@ absl::Status AgentSection(const Config& c, Results* r) {
   f.baseline = "memcpy of the same record bytes";
   f.baseline_value = h->memcpy_records_per_s;
   f.target = 10e6;
-  f.note = absl::StrCat(buf, "; bare cuptiActivityGetNextRecord walk ",
-                        Fmt(h->walk_records_per_s), " records/s");
+  f.note = absl::StrCat(buf, "; bare cuptiActivityGetNextRecord walk ", Fmt(h->walk_records_per_s),
+                        " records/s");
   r->figures.push_back(f);
   const double copy_rate = 1e9 / h->copy_ns_per_event;
   f = Figure();
@@ -218,13 +219,13 @@ absl::Status AgentSection(const Config& c, Results* r) {
                              " B + max_unacked_bytes ", m->max_unacked_bytes >> 20, " MiB");
   f2.baseline_value = stated;
   f2.ratio_target = 1.1;
-  f2.note = absl::StrCat(
-      "3 s of recording at full speed; heap (RssAnon) +",
-      Fmt((m->anon_peak - m->anon_before) / kMiB), " MiB; queue allocated at start +",
-      Fmt((m->rss_started - m->rss_before) / kMiB), " MiB; unacked ", Fmt(m->unacked_bytes / kMiB),
-      " MiB; lost ", m->lost_queue_full, " (queue full) + ", m->lost_spool_full,
-      " (spool full) of ", m->events_recorded,
-      "; not counted: CUPTI buffers (8 x 4 MiB max) and the 2 MiB correlation table");
+  f2.note =
+      absl::StrCat("3 s of recording at full speed; heap (RssAnon) +",
+                   Fmt((m->anon_peak - m->anon_before) / kMiB), " MiB; queue allocated at start +",
+                   Fmt((m->rss_started - m->rss_before) / kMiB), " MiB; unacked ",
+                   Fmt(m->unacked_bytes / kMiB), " MiB; lost ", m->lost_queue_full,
+                   " (queue full) + ", m->lost_spool_full, " (spool full) of ", m->events_recorded,
+                   "; not counted: CUPTI buffers (8 x 4 MiB max) and the 2 MiB correlation table");
   r->figures.push_back(f2);
   return absl::OkStatus();
 }
@@ -233,8 +234,8 @@ absl::Status AgentSection(const Config& c, Results* r) {
 // Ingest (and its db_bench baselines).
 
 struct BlockShape {
-  double value_bytes = 0;         // average stored block (LZ4-compressed by the store)
-  double batch_bytes = 0;         // average block's EventBatch bytes, before that LZ4
+  double value_bytes = 0;  // average stored block (LZ4-compressed by the store)
+  double batch_bytes = 0;  // average block's EventBatch bytes, before that LZ4
   double events_per_block = 0;
 };
 
@@ -297,8 +298,8 @@ absl::StatusOr<IngestResult> Ingest(const Config& c, const std::vector<EventTemp
   absl::StatusOr<IngestResult> r = RunIngest(o, templates);
   if (r.ok()) {
     Log(absl::StrCat("ingest: ", streams, " streams: ", Fmt(r->events_per_second),
-                     " events/s, stored ", r->events_stored, " of ", r->events_recorded,
-                     ", lost ", r->events_lost, ", drain ", Fmt(r->drain_seconds), " s"));
+                     " events/s, stored ", r->events_stored, " of ", r->events_recorded, ", lost ",
+                     r->events_lost, ", drain ", Fmt(r->drain_seconds), " s"));
   }
   return r;
 }
@@ -348,8 +349,8 @@ absl::Status IngestSection(const Config& c, const std::vector<EventTemplate>& te
     // The design the store does not use: one key per event, its encoded bytes as the value,
     // RocksDB's LZ4 with the ratio LZ4 gets on these events.
     DbBenchOptions per_event = block;
-    per_event.value_size = std::max(1, static_cast<int>(shape->batch_bytes /
-                                                        shape->events_per_block + 0.5));
+    per_event.value_size =
+        std::max(1, static_cast<int>(shape->batch_bytes / shape->events_per_block + 0.5));
     per_event.batch_size = static_cast<int>(shape->events_per_block + 0.5);
     per_event.compression = "lz4";
     per_event.compression_ratio =
@@ -377,15 +378,14 @@ absl::Status IngestSection(const Config& c, const std::vector<EventTemplate>& te
     f.ratio_target = 0.5;
     f.note = absl::StrCat(Fmt(in->cpu_seconds / (in->events_in_window / 1e6)),
                           " CPU-s per M events, all on the same 2 cores (", CpuSplit(*in),
-                          "); lost ",
-                          in->events_lost, "; stored ", in->events_stored, "/",
-                          in->events_recorded, "; db_bench ", Fmt(b->ops_per_second),
-                          " blocks/s, ", Fmt(b->mb_per_second), " MB/s");
+                          "); lost ", in->events_lost, "; stored ", in->events_stored, "/",
+                          in->events_recorded, "; db_bench ", Fmt(b->ops_per_second), " blocks/s, ",
+                          Fmt(b->mb_per_second), " MB/s");
     r->figures.push_back(f);
     f.name = absl::StrCat("  same run vs one key per event");
-    f.baseline = absl::StrCat("db_bench fillseq key 20 B, value ", per_event.value_size,
-                              " B (one event), batch ", per_event.batch_size, ", ", streams,
-                              " threads");
+    f.baseline =
+        absl::StrCat("db_bench fillseq key 20 B, value ", per_event.value_size,
+                     " B (one event), batch ", per_event.batch_size, ", ", streams, " threads");
     f.baseline_value = e->ops_per_second;
     f.note = absl::StrCat("db_bench ", Fmt(e->mb_per_second), " MB/s");
     r->figures.push_back(f);
@@ -401,7 +401,7 @@ absl::Status IngestSection(const Config& c, const std::vector<EventTemplate>& te
 // Data sets for storage and queries.
 
 struct Job {
-  std::string name;   // "8 ranks x 2000 steps"
+  std::string name;  // "8 ranks x 2000 steps"
   std::string id;
   std::string dir;
   sim::WorkloadOptions workload;
@@ -425,8 +425,8 @@ absl::StatusOr<Job> MakeJob(const Config& c, const std::string& id, int ranks, i
                             int64_t events_per_rank) {
   Job j;
   j.id = id;
-  j.name = absl::StrCat(ranks, " ranks x ", steps, " steps, ", Fmt(events_per_rank),
-                        " events/rank");
+  j.name =
+      absl::StrCat(ranks, " ranks x ", steps, " steps, ", Fmt(events_per_rank), " events/rank");
   j.dir = absl::StrCat(c.work, "/", id);
   j.workload = Workload(ranks, steps, events_per_rank);
   std::filesystem::remove_all(j.dir);
@@ -499,9 +499,9 @@ absl::Status StorageSection(const Config& c, const Job& job, const CsvExport& cs
   roll.better = Better::kLower;
   roll.baseline = "the same rows uncompressed";
   roll.baseline_value = (rollups.raw_key_bytes + rollups.raw_value_bytes) / rank_steps;
-  roll.note = absl::StrCat(rollups.entries, " rows for ", static_cast<int64_t>(rank_steps),
-                           " rank-steps; ZSTD: ",
-                           Fmt(zstd->Family("rollups").sst_bytes / rank_steps), " B");
+  roll.note = absl::StrCat(
+      rollups.entries, " rows for ", static_cast<int64_t>(rank_steps),
+      " rank-steps; ZSTD: ", Fmt(zstd->Family("rollups").sst_bytes / rank_steps), " B");
   r->figures.push_back(roll);
   return absl::OkStatus();
 }
@@ -605,12 +605,14 @@ void QueryFigures(const Job& job, const CsvExport& csv, const QueryRun& run, Res
         f.baseline = "no SQL baseline: " + run.sql_error.substr(0, 80);
       }
       if (q.question == Question::kDiverged) f.target = 100;
-      f.note = warm ? absl::StrCat("memtrace: ", q.answer, " (", Fmt(q.response_bytes / kMiB),
-                                   " MiB report", q.question == Question::kLive ? ")" :
-                                   absl::StrCat("; in-process without the cache: load ",
-                                                Fmt(q.load_ms), " ms, analysis ",
-                                                Fmt(q.analysis_ms), " ms)"))
-                    : absl::StrCat("store open ", Fmt(q.open_ms), " ms before it");
+      f.note = warm
+                   ? absl::StrCat(
+                         "memtrace: ", q.answer, " (", Fmt(q.response_bytes / kMiB), " MiB report",
+                         q.question == Question::kLive
+                             ? ")"
+                             : absl::StrCat("; in-process without the cache: load ", Fmt(q.load_ms),
+                                            " ms, analysis ", Fmt(q.analysis_ms), " ms)"))
+                   : absl::StrCat("store open ", Fmt(q.open_ms), " ms before it");
       r->figures.push_back(f);
     }
     if (s != nullptr) {
@@ -675,8 +677,8 @@ void AddQueryPoints(const QueryRun& run, int ranks, int64_t events_per_rank, boo
     if (!by_ranks) r->query_by_events[name][events_per_rank] = q.warm_ms;
   }
   if (const SqlTiming* s = SqlFor(run, "diverged")) {
-    const std::string name = absl::StrCat(run.sql->engine.substr(0, run.sql->engine.find(' ')),
-                                          " diverged");
+    const std::string name =
+        absl::StrCat(run.sql->engine.substr(0, run.sql->engine.find(' ')), " diverged");
     if (by_ranks) r->query_by_ranks[name][ranks] = s->warm_ms;
     if (!by_ranks) r->query_by_events[name][events_per_rank] = s->warm_ms;
   }
@@ -684,11 +686,14 @@ void AddQueryPoints(const QueryRun& run, int ranks, int64_t events_per_rank, boo
 
 // ---------------------------------------------------------------------------------------------
 
-absl::Status Run() {
+// The run's sizes: --quick's or the full run's, each overridable by its flag.
+absl::StatusOr<Config> ConfigFromFlags() {
   Config c;
   c.quick = absl::GetFlag(FLAGS_quick);
   c.work = absl::GetFlag(FLAGS_work_dir);
-  auto pick = [&](int flag, int full, int quick) { return flag > 0 ? flag : (c.quick ? quick : full); };
+  auto pick = [&](int flag, int full, int quick) {
+    return flag > 0 ? flag : (c.quick ? quick : full);
+  };
   c.ingest_window = absl::Seconds(pick(absl::GetFlag(FLAGS_ingest_seconds), 30, 3));
   c.scaling_window = absl::Seconds(pick(absl::GetFlag(FLAGS_scaling_seconds), 10, 2));
   c.db_bench_seconds = pick(absl::GetFlag(FLAGS_db_bench_seconds), 15, 2);
@@ -704,6 +709,161 @@ absl::Status Run() {
                       : (c.quick ? 2'000 : 10'000);
   c.warm_repeats = c.quick ? 2 : 5;
   c.template_events = c.quick ? 50'000 : 200'000;
+  return c;
+}
+
+// The DuckDB module's directory, installed if need be; empty when DuckDB is unavailable (the
+// SQL baseline is then sqlite3).
+std::string PrepareDuckDb() {
+  std::string duckdb_dir = absl::GetFlag(FLAGS_duckdb_dir);
+  if (duckdb_dir.empty()) {
+    const char* home = getenv("HOME");
+    duckdb_dir = absl::StrCat(home != nullptr ? home : "/tmp", "/.cache/memtrace-bench/duckdb");
+  }
+  absl::StatusOr<std::string> module = EnsureDuckDb(duckdb_dir, absl::Minutes(5));
+  if (!module.ok()) {
+    Log(absl::StrCat("DuckDB unavailable, falling back to sqlite3: ", module.status().message()));
+    duckdb_dir.clear();
+  }
+  return duckdb_dir;
+}
+
+// Storage and the query questions over the deep job (8 ranks x 2000 steps) and the wide one
+// (1024 ranks x 200 steps), each asked of memtrace and of the SQL baseline.
+absl::Status StorageAndQuerySections(const Config& c, const std::string& duckdb_dir, Results* r) {
+  absl::StatusOr<Job> deep = MakeJob(c, "deep", 8, 2000, c.deep_events);
+  if (!deep.ok()) return deep.status();
+  absl::StatusOr<CsvExport> deep_csv = ExportJobCsv(deep->dir, deep->id, c.work + "/csv");
+  if (!deep_csv.ok()) return deep_csv.status();
+  if (Enabled("storage")) {
+    if (absl::Status s = StorageSection(c, *deep, *deep_csv, r); !s.ok()) return s;
+  }
+  if (Enabled("query") || Enabled("scaling")) {
+    absl::StatusOr<QueryRun> q = AskBoth(c, *deep, &*deep_csv, duckdb_dir);
+    if (!q.ok()) return q.status();
+    if (Enabled("query")) QueryFigures(*deep, *deep_csv, *q, r);
+    AddQueryPoints(*q, 8, deep->loaded.events / 8, false, r);
+  }
+  std::filesystem::remove_all(deep_csv->events_csv);
+
+  if (Enabled("query") || Enabled("scaling")) {
+    absl::StatusOr<Job> wide = MakeJob(c, "wide", 1024, 200, c.wide_events);
+    if (!wide.ok()) return wide.status();
+    absl::StatusOr<CsvExport> wide_csv = ExportJobCsv(wide->dir, wide->id, c.work + "/csv");
+    if (!wide_csv.ok()) return wide_csv.status();
+    // Quick runs ask DuckDB the two headline questions only: each takes seconds at this size.
+    absl::StatusOr<QueryRun> q = AskBoth(
+        c, *wide, &*wide_csv, duckdb_dir,
+        c.quick ? std::vector<std::string>{"diverged", "live"} : std::vector<std::string>{});
+    if (!q.ok()) return q.status();
+    if (Enabled("query")) QueryFigures(*wide, *wide_csv, *q, r);
+    AddQueryPoints(*q, 1024, c.wide_events, true, r);
+    std::filesystem::remove_all(wide->dir);
+    std::filesystem::remove_all(wide_csv->events_csv);
+  }
+  std::filesystem::remove_all(deep->dir);
+  return absl::OkStatus();
+}
+
+// One diverged question of memtrace and the SQL baseline over a job of `ranks` x `steps`, as a
+// point of the scaling plot.
+absl::Status DivergedPoint(const Config& c, const std::string& name, int ranks, int steps,
+                           int64_t events_per_rank, bool wide, const std::string& duckdb_dir,
+                           Results* r) {
+  absl::StatusOr<Job> j = MakeJob(c, name, ranks, steps, events_per_rank);
+  if (!j.ok()) return j.status();
+  absl::StatusOr<CsvExport> csv = ExportJobCsv(j->dir, j->id, c.work + "/csv");
+  if (!csv.ok()) return csv.status();
+  absl::StatusOr<QueryRun> q = AskBoth(c, *j, &*csv, duckdb_dir, {"diverged"});
+  if (!q.ok()) return q.status();
+  AddQueryPoints(*q, ranks, wide ? events_per_rank : j->loaded.events / ranks, wide, r);
+  std::filesystem::remove_all(j->dir);
+  std::filesystem::remove_all(csv->events_csv);
+  return absl::OkStatus();
+}
+
+// How query and ingest cost grow with ranks and events per rank; the figures and the plot.
+absl::Status ScalingSection(const Config& c, const std::vector<EventTemplate>& templates,
+                            const std::string& duckdb_dir, Results* r) {
+  for (int ranks : {8, 64, 512}) {
+    if (absl::Status s = DivergedPoint(c, absl::StrCat("ranks", ranks), ranks, 200, c.wide_events,
+                                       /*wide=*/true, duckdb_dir, r);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = DivergedPoint(c, "deep-small", 8, 2000, c.deep_events / 10,
+                                     /*wide=*/false, duckdb_dir, r);
+      !s.ok()) {
+    return s;
+  }
+
+  for (int streams : {512, 1024}) {
+    absl::StatusOr<IngestResult> in = Ingest(c, templates, streams, c.scaling_window);
+    if (!in.ok()) return in.status();
+    r->ingest_by_streams[streams] = in->events_per_second;
+    std::filesystem::remove_all(absl::StrCat(c.work, "/ingest-", streams));
+    Figure f;
+    f.section = "scaling";
+    f.name = absl::StrCat(streams, " Transport streams -> 1 collector, ",
+                          absl::FormatDuration(c.scaling_window));
+    f.value = in->events_per_second;
+    f.unit = "events/s";
+    if (r->ingest_by_streams.count(8)) {
+      f.baseline = "8 streams (ingest above)";
+      f.baseline_value = r->ingest_by_streams[8];
+    }
+    f.target = 1e6;
+    f.note = absl::StrCat("lost ", in->events_lost, "; stored ", in->events_stored, "/",
+                          in->events_recorded, "; queue ", 1 << 14, " events per agent");
+    r->figures.push_back(f);
+  }
+  for (const auto& [name, points] : r->query_by_ranks) {
+    if (name.rfind("memtrace diverged", 0) != 0) continue;
+    for (const auto& [ranks, ms] : points) {
+      Figure f;
+      f.section = "scaling";
+      f.name = absl::StrCat("diverged (warm), ", ranks, " ranks x 200 steps");
+      f.value = ms;
+      f.unit = "ms";
+      f.better = Better::kLower;
+      for (const auto& [other, op] : r->query_by_ranks) {
+        if (other.rfind("memtrace", 0) == 0) continue;
+        auto it = op.find(ranks);
+        if (it == op.end()) continue;
+        f.baseline = other;
+        f.baseline_value = it->second;
+      }
+      r->figures.push_back(f);
+    }
+  }
+  std::string svg = absl::GetFlag(FLAGS_svg);
+  if (svg.empty()) {
+    const char* ws = getenv("BUILD_WORKSPACE_DIRECTORY");
+    svg = (ws != nullptr && !c.quick) ? absl::StrCat(ws, "/docs/scaling.svg")
+                                      : c.work + "/scaling.svg";
+  }
+  WritePlot(*r, svg);
+  return absl::OkStatus();
+}
+
+// The table on stdout, and as markdown with the notes (--markdown, else in the work directory).
+void Report(const Config& c, const Results& r) {
+  const std::string text = RenderText(r.figures);
+  std::printf("\nmemtrace benchmarks (%s run, %s)\n\n%s\n", c.quick ? "quick" : "full",
+              MachineDescription().c_str(), text.c_str());
+  for (const std::string& n : r.notes) std::printf("  %s\n", n.c_str());
+  std::string md = absl::GetFlag(FLAGS_markdown);
+  if (md.empty()) md = c.work + "/table.md";
+  std::ofstream(md) << RenderMarkdown(r.figures) << "\n" << absl::StrJoin(r.notes, "\n") << "\n";
+  std::printf("\ntotal %.0f s; markdown table: %s\n",
+              absl::ToDoubleSeconds(absl::Now() - StartTime()), md.c_str());
+}
+
+absl::Status Run() {
+  absl::StatusOr<Config> config = ConfigFromFlags();
+  if (!config.ok()) return config.status();
+  const Config& c = *config;
   std::error_code ec;
   std::filesystem::remove_all(c.work, ec);
   std::filesystem::create_directories(c.work, ec);
@@ -724,138 +884,15 @@ absl::Status Run() {
   if (Enabled("ingest")) {
     if (absl::Status s = IngestSection(c, templates, &r); !s.ok()) return s;
   }
-
-  std::string duckdb_dir = absl::GetFlag(FLAGS_duckdb_dir);
-  if (Enabled("query") || Enabled("scaling")) {
-    if (duckdb_dir.empty()) {
-      const char* home = getenv("HOME");
-      duckdb_dir = absl::StrCat(home != nullptr ? home : "/tmp", "/.cache/memtrace-bench/duckdb");
-    }
-    absl::StatusOr<std::string> module = EnsureDuckDb(duckdb_dir, absl::Minutes(5));
-    if (!module.ok()) {
-      Log(absl::StrCat("DuckDB unavailable, falling back to sqlite3: ", module.status().message()));
-      duckdb_dir.clear();
-    }
-  }
-
+  std::string duckdb_dir;
+  if (Enabled("query") || Enabled("scaling")) duckdb_dir = PrepareDuckDb();
   if (Enabled("storage") || Enabled("query") || Enabled("scaling")) {
-    absl::StatusOr<Job> deep = MakeJob(c, "deep", 8, 2000, c.deep_events);
-    if (!deep.ok()) return deep.status();
-    absl::StatusOr<CsvExport> deep_csv = ExportJobCsv(deep->dir, deep->id, c.work + "/csv");
-    if (!deep_csv.ok()) return deep_csv.status();
-    if (Enabled("storage")) {
-      if (absl::Status s = StorageSection(c, *deep, *deep_csv, &r); !s.ok()) return s;
-    }
-    std::optional<QueryRun> deep_run;
-    if (Enabled("query") || Enabled("scaling")) {
-      absl::StatusOr<QueryRun> q = AskBoth(c, *deep, &*deep_csv, duckdb_dir);
-      if (!q.ok()) return q.status();
-      if (Enabled("query")) QueryFigures(*deep, *deep_csv, *q, &r);
-      AddQueryPoints(*q, 8, deep->loaded.events / 8, false, &r);
-      deep_run = *q;
-    }
-    std::filesystem::remove_all(deep_csv->events_csv);
-
-    if (Enabled("query") || Enabled("scaling")) {
-      absl::StatusOr<Job> wide = MakeJob(c, "wide", 1024, 200, c.wide_events);
-      if (!wide.ok()) return wide.status();
-      absl::StatusOr<CsvExport> wide_csv = ExportJobCsv(wide->dir, wide->id, c.work + "/csv");
-      if (!wide_csv.ok()) return wide_csv.status();
-      // Quick runs ask DuckDB the two headline questions only: each takes seconds at this size.
-      absl::StatusOr<QueryRun> q =
-          AskBoth(c, *wide, &*wide_csv, duckdb_dir,
-                  c.quick ? std::vector<std::string>{"diverged", "live"}
-                          : std::vector<std::string>{});
-      if (!q.ok()) return q.status();
-      if (Enabled("query")) QueryFigures(*wide, *wide_csv, *q, &r);
-      AddQueryPoints(*q, 1024, c.wide_events, true, &r);
-      std::filesystem::remove_all(wide->dir);
-      std::filesystem::remove_all(wide_csv->events_csv);
-    }
-    std::filesystem::remove_all(deep->dir);
+    if (absl::Status s = StorageAndQuerySections(c, duckdb_dir, &r); !s.ok()) return s;
   }
-
   if (Enabled("scaling")) {
-    for (int ranks : {8, 64, 512}) {
-      absl::StatusOr<Job> j =
-          MakeJob(c, absl::StrCat("ranks", ranks), ranks, 200, c.wide_events);
-      if (!j.ok()) return j.status();
-      absl::StatusOr<CsvExport> csv = ExportJobCsv(j->dir, j->id, c.work + "/csv");
-      if (!csv.ok()) return csv.status();
-      absl::StatusOr<QueryRun> q = AskBoth(c, *j, &*csv, duckdb_dir, {"diverged"});
-      if (!q.ok()) return q.status();
-      AddQueryPoints(*q, ranks, c.wide_events, true, &r);
-      std::filesystem::remove_all(j->dir);
-      std::filesystem::remove_all(csv->events_csv);
-    }
-    const int64_t smaller = c.deep_events / 10;
-    absl::StatusOr<Job> j = MakeJob(c, "deep-small", 8, 2000, smaller);
-    if (!j.ok()) return j.status();
-    absl::StatusOr<CsvExport> csv = ExportJobCsv(j->dir, j->id, c.work + "/csv");
-    if (!csv.ok()) return csv.status();
-    absl::StatusOr<QueryRun> q = AskBoth(c, *j, &*csv, duckdb_dir, {"diverged"});
-    if (!q.ok()) return q.status();
-    AddQueryPoints(*q, 8, j->loaded.events / 8, false, &r);
-    std::filesystem::remove_all(j->dir);
-
-    for (int streams : {512, 1024}) {
-      absl::StatusOr<IngestResult> in = Ingest(c, templates, streams, c.scaling_window);
-      if (!in.ok()) return in.status();
-      r.ingest_by_streams[streams] = in->events_per_second;
-      std::filesystem::remove_all(absl::StrCat(c.work, "/ingest-", streams));
-      Figure f;
-      f.section = "scaling";
-      f.name = absl::StrCat(streams, " Transport streams -> 1 collector, ",
-                            absl::FormatDuration(c.scaling_window));
-      f.value = in->events_per_second;
-      f.unit = "events/s";
-      if (r.ingest_by_streams.count(8)) {
-        f.baseline = "8 streams (ingest above)";
-        f.baseline_value = r.ingest_by_streams[8];
-      }
-      f.target = 1e6;
-      f.note = absl::StrCat("lost ", in->events_lost, "; stored ", in->events_stored, "/",
-                            in->events_recorded, "; queue ", 1 << 14, " events per agent");
-      r.figures.push_back(f);
-    }
-    for (const auto& [name, points] : r.query_by_ranks) {
-      if (name.rfind("memtrace diverged", 0) != 0) continue;
-      for (const auto& [ranks, ms] : points) {
-        Figure f;
-        f.section = "scaling";
-        f.name = absl::StrCat("diverged (warm), ", ranks, " ranks x 200 steps");
-        f.value = ms;
-        f.unit = "ms";
-        f.better = Better::kLower;
-        for (const auto& [other, op] : r.query_by_ranks) {
-          if (other.rfind("memtrace", 0) == 0) continue;
-          auto it = op.find(ranks);
-          if (it == op.end()) continue;
-          f.baseline = other;
-          f.baseline_value = it->second;
-        }
-        r.figures.push_back(f);
-      }
-    }
-    std::string svg = absl::GetFlag(FLAGS_svg);
-    if (svg.empty()) {
-      const char* ws = getenv("BUILD_WORKSPACE_DIRECTORY");
-      svg = (ws != nullptr && !c.quick) ? absl::StrCat(ws, "/docs/scaling.svg")
-                                        : c.work + "/scaling.svg";
-    }
-    WritePlot(r, svg);
+    if (absl::Status s = ScalingSection(c, templates, duckdb_dir, &r); !s.ok()) return s;
   }
-
-  const std::string text = RenderText(r.figures);
-  std::printf("\nmemtrace benchmarks (%s run, %s)\n\n%s\n", c.quick ? "quick" : "full",
-              MachineDescription().c_str(), text.c_str());
-  for (const std::string& n : r.notes) std::printf("  %s\n", n.c_str());
-  std::string md = absl::GetFlag(FLAGS_markdown);
-  if (md.empty()) md = c.work + "/table.md";
-  std::ofstream(md) << RenderMarkdown(r.figures) << "\n"
-                    << absl::StrJoin(r.notes, "\n") << "\n";
-  std::printf("\ntotal %.0f s; markdown table: %s\n", absl::ToDoubleSeconds(absl::Now() - StartTime()),
-              md.c_str());
+  Report(c, r);
   return absl::OkStatus();
 }
 
@@ -869,9 +906,8 @@ int main(int argc, char** argv) {
   memtrace::bench::StartTime();
   const std::string child = absl::GetFlag(FLAGS_agent_memory_child);
   if (!child.empty()) {
-    absl::StatusOr<memtrace::bench::AgentMemoryResult> r =
-        memtrace::bench::MeasureAgentMemory(child, memtrace::TransportOptions(), absl::Seconds(3),
-                                            absl::Seconds(60));
+    absl::StatusOr<memtrace::bench::AgentMemoryResult> r = memtrace::bench::MeasureAgentMemory(
+        child, memtrace::TransportOptions(), absl::Seconds(3), absl::Seconds(60));
     if (!r.ok()) {
       std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
       return 1;
