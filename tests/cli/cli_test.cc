@@ -319,6 +319,38 @@ TEST_F(CliTest, HelpListsTheCommands) {
   EXPECT_TRUE(absl::StrContains(timeline_help.out, "--by step|time"));
 }
 
+TEST_F(CliTest, SimulatedFollowersDivergeInTheOrderTheirLeaksBegan) {
+  // Rank 5 leaks from step 20 and rank 2, planted with --also_leak, from step 45.
+  ProcessResult sim =
+      RunProcess({kSim, "--collector", Address(), "--job", "followers", "--ranks", "8", "--steps",
+                  "80", "--events_per_rank", "5000", "--leak_rank", "5", "--leak_from_step", "20",
+                  "--also_leak", "2:45", "--start", absl::StrCat(kStart)});
+  ASSERT_EQ(sim.exit_code, 0) << sim.out << sim.err;
+  EXPECT_TRUE(absl::StrContains(
+      sim.out,
+      "planted: leak on rank 5 from step 20, +256 MiB/step (tag leak:cache), and on rank "
+      "2 from step 45\n"))
+      << sim.out;
+  ProcessResult diverged = Memtrace({"diverged", "--job", "followers"});
+  ASSERT_EQ(diverged.exit_code, 0) << diverged.err;
+  EXPECT_TRUE(absl::StrContains(diverged.out, "rank 5 diverged first")) << diverged.out;
+  EXPECT_TRUE(absl::StrContains(diverged.out, "1 rank(s) followed")) << diverged.out;
+  // The table's rows: "#  rank  host  onset ...".
+  std::vector<std::vector<std::string>> rows;
+  for (absl::string_view line : absl::StrSplit(diverged.out, '\n')) {
+    std::vector<std::string> cells = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (cells.size() > 4 && (cells[0] == "1" || cells[0] == "2")) rows.push_back(cells);
+  }
+  ASSERT_EQ(rows.size(), 2u) << diverged.out;
+  EXPECT_EQ(rows[0][1], "5");
+  EXPECT_EQ(rows[1][1], "2");
+  const auto onset = [](const std::vector<std::string>& row) { return std::stoi(row[3]); };
+  EXPECT_GE(onset(rows[0]), 20);
+  EXPECT_LE(onset(rows[0]), 25);
+  EXPECT_GE(onset(rows[1]), 45);
+  EXPECT_LE(onset(rows[1]), 50);
+}
+
 // Last: replaces the shared collector by a new one over the same RocksDB dir.
 TEST_F(CliTest, ARestartedCollectorAnswersTheSameFromRocksDb) {
   ProcessResult before = Memtrace({"ranks", "--job", kJob, "--format", "csv"});

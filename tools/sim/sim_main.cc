@@ -80,9 +80,13 @@ std::string DescribeScenario(const WorkloadOptions& w, const WorkloadPlan& plan)
                                  cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ",
                                  w.leak_tag, ")"));
   } else if (plan.leak_rank) {
-    parts.push_back(
+    std::string leak =
         absl::StrCat("leak on rank ", *plan.leak_rank, " from step ", plan.leak_from_step, ", +",
-                     cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ", w.leak_tag, ")"));
+                     cli::FormatBytes(plan.leak_bytes_per_step), "/step (tag ", w.leak_tag, ")");
+    for (const WorkloadOptions::Leak& more : plan.also_leak) {
+      absl::StrAppend(&leak, ", and on rank ", more.rank, " from step ", more.from_step);
+    }
+    parts.push_back(leak);
   }
   if (w.grad_accum) {
     parts.push_back(absl::StrCat("gradient accumulation on every rank, +",
@@ -171,6 +175,19 @@ void RegisterFlags(cli::FlagSet* flags, SimFlags* f) {
                   "leak per step, one allocation rounded as PyTorch's caching allocator would "
                   "(<= 1MiB: 2MiB, < 10MiB: 20MiB, else up to 2MiB; default 256MiB)",
                   &w.leak_bytes_per_step);
+  flags->AddRepeatable(
+      "also_leak", "RANK:STEP",
+      "another rank that leaks as --leak_rank does, from STEP (repeatable; needs --leak_rank)",
+      [w = &w](absl::string_view v) {
+        std::vector<absl::string_view> parts = absl::StrSplit(v, ':');
+        WorkloadOptions::Leak leak;
+        if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &leak.rank) ||
+            !absl::SimpleAtoi(parts[1], &leak.from_step)) {
+          return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not RANK:STEP"));
+        }
+        w->also_leak.push_back(leak);
+        return absl::OkStatus();
+      });
   flags->AddString("leak_tag", "TAG", "tag of the leaked allocations (default leak:cache)",
                    &w.leak_tag);
   flags->AddBool("grad_accum", "gradients kept across steps: every rank grows (no zero_grad)",

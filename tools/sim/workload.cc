@@ -438,6 +438,25 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
     return Invalid("leak_bytes_per_step", "0", "must be positive");
   }
   if (o.leak_tag.empty()) return Invalid("leak_tag", "''", "must not be empty");
+  for (const WorkloadOptions::Leak& more : o.also_leak) {
+    const std::string value = absl::StrCat(more.rank, ":", more.from_step);
+    if (!o.leak_rank) return Invalid("also_leak", value, "needs --leak_rank");
+    if (o.oom_rank) return Invalid("also_leak", value, "not with --oom_rank");
+    if (more.rank < 0 || more.rank >= o.ranks) {
+      return Invalid("also_leak", value, absl::StrCat("rank out of range: ranks is ", o.ranks));
+    }
+    if (more.from_step < 0 || more.from_step >= o.steps) {
+      return Invalid("also_leak", value,
+                     absl::StrCat("step must be within the run (0..", o.steps - 1, ")"));
+    }
+    const auto same_rank = [&more](const WorkloadOptions::Leak& other) {
+      return other.rank == more.rank;
+    };
+    if (more.rank == *o.leak_rank ||
+        std::count_if(o.also_leak.begin(), o.also_leak.end(), same_rank) > 1) {
+      return Invalid("also_leak", value, "that rank already leaks");
+    }
+  }
   if (o.spike_period < 1)
     return Invalid("spike_period", absl::StrCat(o.spike_period), "must be >= 1");
   if (o.oom_rank && (*o.oom_rank < 0 || *o.oom_rank >= o.ranks)) {
@@ -470,8 +489,7 @@ RankPlacement PlaceRank(const WorkloadOptions& options, int rank) {
 }
 
 int64_t ClockSkewNs(const WorkloadOptions& options, int rank) {
-  return static_cast<int64_t>(PlaceRank(options, rank).group_rank) *
-         options.clock_skew_per_node_ns;
+  return static_cast<int64_t>(PlaceRank(options, rank).group_rank) * options.clock_skew_per_node_ns;
 }
 
 absl::StatusOr<WorkloadPlan> PlanWorkload(const WorkloadOptions& o) {
@@ -494,6 +512,7 @@ absl::StatusOr<WorkloadPlan> PlanWorkload(const WorkloadOptions& o) {
     plan.leak_rank = o.leak_rank;
     plan.leak_from_step = o.leak_from_step;
     plan.leak_bytes_per_step = SegmentBytes(o.leak_bytes_per_step);
+    plan.also_leak = o.also_leak;
   }
   return plan;
 }
@@ -508,6 +527,9 @@ absl::Status PlayRank(const WorkloadOptions& options, int rank, EventSink& sink)
   RankLeak leak;
   if (plan->leak_rank == rank) {
     leak = RankLeak{true, plan->leak_from_step, plan->leak_bytes_per_step};
+  }
+  for (const WorkloadOptions::Leak& more : plan->also_leak) {
+    if (more.rank == rank) leak = RankLeak{true, more.from_step, plan->leak_bytes_per_step};
   }
   // The OOM rank runs into step oom_step, where it fails; the others stop before it.
   const int64_t steps = options.oom_rank == rank ? options.oom_step + 1 : plan->steps_played;

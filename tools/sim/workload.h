@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -61,6 +62,13 @@ struct WorkloadOptions {
   int64_t leak_from_step = 30;
   uint64_t leak_bytes_per_step = 256 * kMiB;
   std::string leak_tag = "leak:cache";
+  // More ranks that leak as leak_rank does (same bytes per step and tag), each from its own
+  // step: the ranks that follow the first to diverge. Needs leak_rank; not with oom_rank.
+  struct Leak {
+    int rank = 0;
+    int64_t from_step = 0;
+  };
+  std::vector<Leak> also_leak;
 
   // Gradients kept across steps (no zero_grad): every rank grows by grad_accum_bytes_per_step.
   bool grad_accum = false;
@@ -123,6 +131,7 @@ struct WorkloadPlan {
   std::optional<int> leak_rank;
   int64_t leak_from_step = 0;
   uint64_t leak_bytes_per_step = 0;
+  std::vector<WorkloadOptions::Leak> also_leak;  // the options', at leak_bytes_per_step
   // Steps each rank plays (fewer than options.steps when an OOM ends the job).
   int64_t steps_played = 0;
   // Device memory a rank holds after step 0 apart from leaks and growth: params, grads, Adam,

@@ -145,6 +145,28 @@ TEST(WorkloadTest, LeakRankRisesByLeakBytesPerStepFromTheGivenStep) {
   }
 }
 
+TEST(WorkloadTest, AlsoLeakingRanksLeakAlikeFromTheirOwnSteps) {
+  WorkloadOptions o = SmallJob();
+  o.leak_rank = 5;
+  o.leak_from_step = 10;
+  o.leak_bytes_per_step = 256 * kMiB;
+  o.also_leak = {{2, 20}, {7, 25}};
+  Replay first = Play(o, 5);
+  Replay second = Play(o, 2);
+  Replay third = Play(o, 7);
+  Replay healthy = Play(o, 4);
+  for (int64_t s = 1; s < o.steps; ++s) {
+    const auto leaked = [s](int64_t from) {
+      return s >= from ? static_cast<uint64_t>(s - from + 1) * 256 * kMiB : 0;
+    };
+    EXPECT_EQ(first.steps[s].end_by_tag["leak:cache"], leaked(10)) << "step " << s;
+    EXPECT_EQ(second.steps[s].end_by_tag["leak:cache"], leaked(20)) << "step " << s;
+    EXPECT_EQ(third.steps[s].end_by_tag["leak:cache"], leaked(25)) << "step " << s;
+    EXPECT_EQ(second.steps[s].end, healthy.steps[s].end + leaked(20)) << "step " << s;
+    EXPECT_EQ(healthy.steps[s].end_by_tag["leak:cache"], 0u) << "step " << s;
+  }
+}
+
 // A 1 MiB request comes from a 2 MiB segment; rounded once more it was a 20 MiB one, 10x the
 // leak the simulator reported planting.
 TEST(WorkloadTest, SmallLeakIsPlantedAtTheSizeThePlanReports) {
@@ -380,7 +402,7 @@ TEST(WorkloadTest, RejectsInconsistentOptionsNamingTheOption) {
     WorkloadOptions options;
     std::string message;
   };
-  std::vector<Case> cases(5);
+  std::vector<Case> cases(9);
   cases[0].options.leak_rank = 8;
   cases[0].message = "--leak_rank 8: out of range: ranks is 8";
   cases[1].options.rollout_leak = true;
@@ -393,6 +415,17 @@ TEST(WorkloadTest, RejectsInconsistentOptionsNamingTheOption) {
   cases[4].options.leak_rank = 1;
   cases[4].options.leak_from_step = 100;
   cases[4].message = "--leak_from_step 100: must be within the run (0..99)";
+  cases[5].options.also_leak = {{1, 10}};
+  cases[5].message = "--also_leak 1:10: needs --leak_rank";
+  cases[6].options.leak_rank = 3;
+  cases[6].options.also_leak = {{3, 40}};
+  cases[6].message = "--also_leak 3:40: that rank already leaks";
+  cases[7].options.leak_rank = 3;
+  cases[7].options.also_leak = {{2, 40}, {2, 50}};
+  cases[7].message = "--also_leak 2:40: that rank already leaks";
+  cases[8].options.leak_rank = 3;
+  cases[8].options.also_leak = {{8, 40}};
+  cases[8].message = "--also_leak 8:40: rank out of range: ranks is 8";
   for (const Case& c : cases) {
     RecordingSink sink;
     absl::Status s = PlayRank(c.options, 0, sink);
