@@ -51,7 +51,7 @@ class ArraySink final : public EventSink {
   uint64_t count_ = 0;
 };
 
-constexpr uint64_t kSizes[] = {2ull << 20, 20ull << 20, 2ull << 20, 64ull << 20,
+constexpr uint64_t kSizes[] = {2ull << 20, 20ull << 20, 2ull << 20,   64ull << 20,
                                2ull << 20, 20ull << 20, 256ull << 20, 2ull << 20};
 
 }  // namespace
@@ -84,8 +84,8 @@ CuptiBuffer BuildMemoryBuffer(size_t bytes, cupti::CorrelationTable* table) {
     m.streamId = 7;
     m.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
     if (alloc && table != nullptr) {
-      table->Put(correlation, cupti::CorrelationInfo{static_cast<uint32_t>(1 + pair % 64), 1,
-                                                     false});
+      table->Put(correlation,
+                 cupti::CorrelationInfo{static_cast<uint32_t>(1 + pair % 64), 1, false});
     }
   }
   return b;
@@ -96,30 +96,29 @@ void ShiftTimestamps(CuptiBuffer* buffer, uint64_t delta_ns) {
   for (size_t i = 0; i < buffer->records; ++i) r[i].timestamp += delta_ns;
 }
 
-absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
-  HotPathResult out;
-  out.record_bytes = sizeof(CUpti_ActivityMemory4);
-  cupti::CorrelationTable table;
-  CuptiBuffer buffer = BuildMemoryBuffer(options.buffer_bytes, &table);
-  out.records_per_buffer = buffer.records;
-  const int rounds = std::max(1, options.buffers);
-  const double total = static_cast<double>(buffer.records) * rounds;
+namespace {
 
-  // Translation into the array sink.
+// RecordTranslator into an array sink, `rounds` times over `buffer`: the events of one round.
+absl::StatusOr<std::vector<Event>> MeasureTranslation(CuptiBuffer& buffer,
+                                                      cupti::CorrelationTable& table, int rounds,
+                                                      double total, HotPathResult* out) {
   ArraySink sink(buffer.records);
   cupti::RecordTranslator translator(&sink, &table, nullptr, cupti::TranslatorOptions());
   translator.TranslateBuffer(buffer.data(), buffer.valid_bytes);  // warm caches and page faults
   auto t0 = Clock::now();
   for (int i = 0; i < rounds; ++i) translator.TranslateBuffer(buffer.data(), buffer.valid_bytes);
-  out.translate_events_per_s = total / Seconds(t0, Clock::now());
+  out->translate_events_per_s = total / Seconds(t0, Clock::now());
   if (sink.count() != buffer.records * (rounds + 1)) {
     return absl::InternalError(absl::StrCat("translated ", sink.count(), " events from ",
                                             buffer.records * (rounds + 1), " records"));
   }
+  return sink.events();
+}
 
-  // Baselines: the bare walk, and memcpy of the same bytes.
+// The bare record walk and memcpy of the same bytes, as baselines.
+void MeasureBaselines(CuptiBuffer& buffer, int rounds, double total, HotPathResult* out) {
   uint64_t kinds = 0;
-  t0 = Clock::now();
+  auto t0 = Clock::now();
   for (int i = 0; i < rounds; ++i) {
     CUpti_Activity* record = nullptr;
     while (cuptiActivityGetNextRecord(buffer.data(), buffer.valid_bytes, &record) ==
@@ -127,7 +126,7 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
       kinds += record->kind;
     }
   }
-  out.walk_records_per_s = total / Seconds(t0, Clock::now());
+  out->walk_records_per_s = total / Seconds(t0, Clock::now());
   KeepAlive(&kinds);
   std::vector<uint64_t> copy(buffer.storage.size());
   std::memcpy(copy.data(), buffer.data(), buffer.valid_bytes);
@@ -137,18 +136,19 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
     KeepAlive(copy.data());
   }
   const double memcpy_s = Seconds(t0, Clock::now());
-  out.memcpy_records_per_s = total / memcpy_s;
-  out.buffer_memcpy_ms = memcpy_s / rounds * 1e3;
+  out->memcpy_records_per_s = total / memcpy_s;
+  out->buffer_memcpy_ms = memcpy_s / rounds * 1e3;
+}
 
-  // Batching, both ends, on the translated events in 4096-event batches.
-  std::vector<Event> events = sink.events();
-  for (size_t i = 0; i < events.size(); ++i) events[i].seq = i + 1;
+// Both ends of batching, protobuf's way and the wire codec's, on `events` in 4096-event batches;
+// the wire codec's bytes are checked against protobuf's.
+absl::Status MeasureBatching(std::vector<Event> events, HotPathResult* out) {
   constexpr size_t kBatch = 4096;
   std::vector<std::string> wire;
   v1::EventBatch batch;
   uint64_t wire_bytes = 0;
   double build_s = 0;
-  t0 = Clock::now();
+  auto t0 = Clock::now();
   for (size_t i = 0; i < events.size(); i += kBatch) {
     const size_t n = std::min(kBatch, events.size() - i);
     const auto b0 = Clock::now();
@@ -158,9 +158,9 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
     batch.SerializeToString(&wire.back());
     wire_bytes += wire.back().size();
   }
-  out.encode_events_per_s = events.size() / Seconds(t0, Clock::now());
-  out.build_events_per_s = events.size() / build_s;
-  out.wire_bytes_per_event = static_cast<double>(wire_bytes) / events.size();
+  out->encode_events_per_s = events.size() / Seconds(t0, Clock::now());
+  out->build_events_per_s = events.size() / build_s;
+  out->wire_bytes_per_event = static_cast<double>(wire_bytes) / events.size();
   uint64_t decoded = 0;
   t0 = Clock::now();
   for (const std::string& w : wire) {
@@ -170,7 +170,7 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
     if (!d.ok()) return d.status();
     decoded += d->events.size();
   }
-  out.decode_events_per_s = decoded / Seconds(t0, Clock::now());
+  out->decode_events_per_s = decoded / Seconds(t0, Clock::now());
   std::string sealed;
   t0 = Clock::now();
   for (size_t i = 0, b = 0; i < events.size(); i += kBatch, ++b) {
@@ -180,7 +180,7 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
     AppendBatchWire(absl::MakeConstSpan(events).subspan(i, n), {}, &counters, nullptr, &sealed);
     if (sealed != wire[b]) return absl::InternalError("AppendBatchWire differs from protobuf");
   }
-  out.wire_encode_events_per_s = events.size() / Seconds(t0, Clock::now());
+  out->wire_encode_events_per_s = events.size() / Seconds(t0, Clock::now());
   decoded = 0;
   t0 = Clock::now();
   for (const std::string& w : wire) {
@@ -188,9 +188,16 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
     if (!d.ok()) return d.status();
     decoded += d->events.size();
   }
-  out.wire_decode_events_per_s = decoded / Seconds(t0, Clock::now());
+  out->wire_decode_events_per_s = decoded / Seconds(t0, Clock::now());
 
-  // The real Transport, streaming to an in-process collector (default durability).
+  return absl::OkStatus();
+}
+
+// The real Transport streaming to an in-process collector (default durability): the added
+// latency per buffer translated into it, and Record / RecordMany against copying the events.
+absl::Status MeasureTransport(const HotPathOptions& options, CuptiBuffer& buffer,
+                              cupti::CorrelationTable& table, std::vector<Event> events, int rounds,
+                              double total, HotPathResult* out) {
   std::error_code ec;
   std::filesystem::remove_all(options.data_dir, ec);
   collector::CollectorServerOptions server_options;
@@ -213,7 +220,7 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
   std::vector<Event> copied(events.size());
   for (int i = 0; i < rounds; ++i) {
     ShiftTimestamps(&buffer, span_ns);
-    t0 = Clock::now();
+    auto t0 = Clock::now();
     to_transport.TranslateBuffer(buffer.data(), buffer.valid_bytes);
     latencies.push_back(Seconds(t0, Clock::now()) * 1e3);
     if (absl::Status s = (*transport)->Flush(absl::Seconds(60)); !s.ok()) return s;
@@ -235,15 +242,39 @@ absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
     KeepAlive(copied.data());
     copy_s += Seconds(t0, Clock::now());
   }
-  out.events_lost = (*transport)->stats().events_lost;
+  out->events_lost = (*transport)->stats().events_lost;
   (void)(*transport)->Shutdown(absl::Seconds(10));
   (*server)->Shutdown();
   std::sort(latencies.begin(), latencies.end());
-  out.buffer_latency_ms_median = latencies[latencies.size() / 2];
-  out.buffer_latency_ms_max = latencies.back();
-  out.record_ns_per_event = record_s / total * 1e9;
-  out.record_many_ns_per_event = record_many_s / total * 1e9;
-  out.copy_ns_per_event = copy_s / total * 1e9;
+  out->buffer_latency_ms_median = latencies[latencies.size() / 2];
+  out->buffer_latency_ms_max = latencies.back();
+  out->record_ns_per_event = record_s / total * 1e9;
+  out->record_many_ns_per_event = record_many_s / total * 1e9;
+  out->copy_ns_per_event = copy_s / total * 1e9;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<HotPathResult> MeasureHotPath(const HotPathOptions& options) {
+  HotPathResult out;
+  out.record_bytes = sizeof(CUpti_ActivityMemory4);
+  cupti::CorrelationTable table;
+  CuptiBuffer buffer = BuildMemoryBuffer(options.buffer_bytes, &table);
+  out.records_per_buffer = buffer.records;
+  const int rounds = std::max(1, options.buffers);
+  const double total = static_cast<double>(buffer.records) * rounds;
+  absl::StatusOr<std::vector<Event>> events =
+      MeasureTranslation(buffer, table, rounds, total, &out);
+  if (!events.ok()) return events.status();
+  MeasureBaselines(buffer, rounds, total, &out);
+  for (size_t i = 0; i < events->size(); ++i) (*events)[i].seq = i + 1;
+  if (absl::Status s = MeasureBatching(*events, &out); !s.ok()) return s;
+  if (absl::Status s =
+          MeasureTransport(options, buffer, table, *std::move(events), rounds, total, &out);
+      !s.ok()) {
+    return s;
+  }
   return out;
 }
 
