@@ -49,6 +49,7 @@ class StdioInfoLog : public rocksdb::Logger {
     if (size == 0 || line[size - 1] != '\n') line[size++] = '\n';
 
     absl::MutexLock lock(&mu_);
+    if (file_ == nullptr) Open();  // it could not be opened before, or after a rotation
     if (bytes_ > 0 && bytes_ + size > max_bytes_) Rotate();
     if (file_ == nullptr) return;
     // A full disk fails these; the line is dropped, which is all a log can do then.
@@ -66,9 +67,14 @@ class StdioInfoLog : public rocksdb::Logger {
   }
 
   // RocksDB's own logger rolls its LOG by size too (max_log_file_size); one old file is kept.
+  // When LOG cannot be renamed it is kept and written on, and renaming is tried again after
+  // another max_bytes (not on every line).
   void Rotate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (std::rename(path_.c_str(), (path_ + ".old").c_str()) != 0) {
+      bytes_ = 0;
+      return;
+    }
     if (file_ != nullptr) std::fclose(file_);
-    std::rename(path_.c_str(), (path_ + ".old").c_str());
     Open();
   }
 

@@ -14,11 +14,12 @@
 
 namespace memtrace::collector {
 
-// A logger appending to `dir`/LOG (created if missing) at `level` and above; one that drops every
-// line when the file cannot be opened (with none, RocksDB would open its own, the one that
-// asserts). Never nullptr. Thread-safe, as RocksDB requires. Once LOG holds `max_bytes` it is
-// renamed LOG.old (replacing the one before) and a new LOG begun: RocksDB's info lines (its stats
-// every 10 minutes) add about 1-2 MB a day, which a collector left running would keep forever.
+// A logger appending to `dir`/LOG (created if missing) at `level` and above; one that drops the
+// lines it cannot write, trying to open the file again at the next (with none, RocksDB would
+// open its own, the one that asserts). Never nullptr. Thread-safe, as RocksDB requires. Once LOG
+// holds `max_bytes` it is renamed LOG.old (replacing the one before) and a new LOG begun: RocksDB's
+// info lines (its stats every 10 minutes) add about 1-2 MB a day, which a collector left running
+// would keep forever.
 inline constexpr uint64_t kInfoLogMaxBytes = 64ull << 20;
 std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level,
                                              uint64_t max_bytes = kInfoLogMaxBytes);

@@ -28,8 +28,8 @@ constexpr char kUsage[] =
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
     "other flags) there is refused: give it another --job or --attempt. Every file is opened and\n"
-    "its rank read from what precedes its events before any is stored: a missing file or two\n"
-    "files of one rank import nothing.";
+    "read up to its events before any is stored: a missing or unreadable file, a file given\n"
+    "twice, or two files stating one rank in their distributedInfo import nothing.";
 
 // Forwards to a Transport and waits for durability at checkpoints.
 class TransportSink : public RankImportSink {
@@ -174,7 +174,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
         io.out.flush();
         memory_events += summary.events.memory_events;
         const RankImportSink::Delivery& d = summary.delivery;
-        if (d.already_stored < d.recorded) ++files_with_news;
+        if (d.recorded == 0 || d.already_stored < d.recorded) ++files_with_news;
       });
   if (!summaries.ok()) return cli::ReportError(io, summaries.status(), self.name);
   io.out << "imported " << summaries->size() << " file" << (summaries->size() == 1 ? "" : "s")

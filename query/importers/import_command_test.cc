@@ -4,6 +4,7 @@
 #include "query/importers/import_command.h"
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "query/cli/query_client.h"
 #include "query/importers/kineto_parser.h"
 #include "query/importers/shared_data.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::importers {
 namespace {
@@ -211,6 +213,19 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   EXPECT_EQ(third->ranks(0).events_stored(), first->ranks(0).events_stored());
   EXPECT_EQ(third->ranks(0).anomaly_counts().DebugString(),
             first->ranks(0).anomaly_counts().DebugString());
+}
+
+TEST(ImportCommandEmptyTraceTest, ATraceWithNoEventsIsNotSaidToBeAlreadyThere) {
+  auto server = collector::testing::StartCollector("import_empty");
+  ASSERT_NE(server, nullptr);
+  const std::string file = test_util::TmpPath("empty_rank0.json");
+  std::ofstream(file) << "{\"traceEvents\": []}";
+  CommandRun run =
+      Import({"--job", "empty", "--format", "kineto", "--collector", server->address(), file});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("imported 1 file into job empty: 0 memory events"), std::string::npos)
+      << run.out;
+  EXPECT_EQ(run.out.find("already"), std::string::npos) << run.out;
 }
 
 TEST(ImportCommandUsageTest, BadCommandLinesAreUsageErrors) {

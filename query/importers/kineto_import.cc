@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -93,8 +96,8 @@ std::string FormatSummary(const KinetoFileSummary& s) {
   if (d.recorded > 0 && d.already_stored >= d.recorded) {
     absl::StrAppend(&line, "; the collector already had all of it: nothing new stored");
   } else if (d.already_stored > 0) {
-    absl::StrAppend(&line, "; the collector already had ", d.already_stored, " of its ", d.recorded,
-                    " events");
+    absl::StrAppend(&line, "; the collector already had ", d.already_stored, " of the ", d.recorded,
+                    " events it makes (memory events, steps, samples)");
   }
   if (s.parse.memory_events == 0) {
     absl::StrAppend(&line,
@@ -167,11 +170,26 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
 }  // namespace
 
 absl::Status CheckFilesBeforeImport(const std::vector<std::string>& paths) {
-  RankAssigner assigner(paths.size());
+  // Only ranks stated before the events are certain: a file without one there may still state
+  // one after them, so the rank its name or position gives it is not held against the others.
+  RankAssigner stated(paths.size());
+  std::map<std::string, std::string> seen;  // canonical path -> path as given
   for (size_t index = 0; index < paths.size(); ++index) {
-    absl::StatusOr<KinetoDistributedInfo> header = ReadKinetoHeader(paths[index]);
+    const std::string& path = paths[index];
+    absl::StatusOr<KinetoDistributedInfo> header = ReadKinetoHeader(path);
     absl::Status checked = header.status();
-    if (checked.ok()) checked = assigner.Assign(index, paths[index], *header).status();
+    if (checked.ok()) {
+      std::error_code ec;
+      const std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+      auto [it, inserted] = seen.try_emplace(ec ? path : canonical, path);
+      if (!inserted) {
+        checked = absl::InvalidArgumentError(
+            absl::StrCat(path, ": the same file as ", it->second, ", given twice"));
+      }
+    }
+    if (checked.ok() && header->rank.has_value()) {
+      checked = stated.Assign(index, path, *header).status();
+    }
     if (!checked.ok()) {
       return absl::Status(checked.code(),
                           absl::StrCat(checked.message(), " (nothing was imported)"));
@@ -198,7 +216,8 @@ absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
                        summaries.size() == 1
                            ? std::string("the file before it was")
                            : absl::StrCat("the ", summaries.size(), " files before it were"),
-                       " imported; importing the same files again stores nothing twice)"));
+                       " imported, and importing them again stores nothing twice: fix or leave "
+                       "out this file and run the import again)"));
     }
     if (on_file) on_file(*summary);
     summaries.push_back(*std::move(summary));

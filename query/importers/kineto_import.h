@@ -79,9 +79,10 @@ struct KinetoFileSummary {
 std::string FormatSummary(const KinetoFileSummary& summary);
 
 // Checks what can be checked of `paths` before any is stored: that each opens and reads as a
-// trace up to its events, and that no two get the same rank from what precedes their events
-// (their distributedInfo, where PyTorch writes it; else their names or order). Errors name the
-// file and say that nothing was imported.
+// trace up to its events, that no file is given twice, and that no two state the same rank in
+// the distributedInfo before their events (where PyTorch writes it). A rank from a file's name
+// or position is not checked here: the file may state another after its events. Errors name
+// the file and say that nothing was imported.
 absl::Status CheckFilesBeforeImport(const std::vector<std::string>& paths);
 
 // Imports `paths` in order, calling `on_file` after each, after CheckFilesBeforeImport. Stops

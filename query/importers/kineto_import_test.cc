@@ -129,8 +129,8 @@ TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
             std::string::npos)
       << summaries.status();
   EXPECT_NE(summaries.status().message().find(
-                "(the file before it was imported; importing the same files again stores nothing "
-                "twice)"),
+                "(the file before it was imported, and importing them again stores nothing "
+                "twice: fix or leave out this file and run the import again)"),
             std::string::npos)
       << summaries.status();
   EXPECT_EQ(recorder.finishes, 1);
@@ -198,7 +198,42 @@ TEST(KinetoImportTest, RefusesTwoFilesOfOneRank) {
   auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
   ASSERT_FALSE(summaries.ok());
   EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_TRUE(recorder.by_rank.empty()) << "the ranks come from the names: checked first";
+  // Ranks from names are not certain until a file is parsed (distributedInfo may follow the
+  // events): this clash is found when the second file is imported.
+  EXPECT_NE(summaries.status().message().find("(the file before it was imported"),
+            std::string::npos)
+      << summaries.status();
+  EXPECT_EQ(recorder.finishes, 1);
+}
+
+TEST(KinetoImportTest, ARankFromAFilesPositionIsNotHeldAgainstALaterFilesStatedRank) {
+  // The first file states rank 1 only after its events; by position it would be rank 0, which
+  // the second file states before its events. Both are right, and both are imported.
+  std::string late = test_util::TmpPath("late_one.json");
+  std::string early = test_util::TmpPath("early_zero.json");
+  Write(late, Trace(2, ", \"distributedInfo\": {\"rank\": 1, \"world_size\": 2}"));
+  Write(early, TraceOfRank(0, 3));
+  Recorder recorder;
+  auto summaries = ImportKinetoFiles({late, early}, {}, recorder.Factory());
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  ASSERT_EQ(summaries->size(), 2u);
+  EXPECT_EQ((*summaries)[0].rank.rank, 1);
+  EXPECT_EQ((*summaries)[1].rank.rank, 0);
+}
+
+TEST(KinetoImportTest, AFileGivenTwiceIsRefusedBeforeAnythingIsStored) {
+  std::string a = test_util::TmpPath("twice_rank0.json");
+  Write(a, Trace(2, ""));
+  Recorder recorder;
+  auto summaries =
+      ImportKinetoFiles({a, test_util::TmpDir() + "/./twice_rank0.json"}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(summaries.status().message().find(": the same file as " + a +
+                                              ", given twice (nothing was imported)"),
+            std::string::npos)
+      << summaries.status();
+  EXPECT_TRUE(recorder.by_rank.empty());
 }
 
 TEST(KinetoImportTest, ASinkThatCannotFinishFailsTheImport) {
@@ -228,7 +263,7 @@ TEST(KinetoImportTest, TheSummarySaysWhatTheCollectorAlreadyHad) {
   s.delivery = {12, 0};
   EXPECT_EQ(FormatSummary(s).find("already"), std::string::npos) << FormatSummary(s);
   s.delivery = {12, 5};
-  EXPECT_NE(FormatSummary(s).find("; the collector already had 5 of its 12 events"),
+  EXPECT_NE(FormatSummary(s).find("; the collector already had 5 of the 12 events it makes"),
             std::string::npos)
       << FormatSummary(s);
   s.delivery = {12, 12};

@@ -177,7 +177,8 @@ void RegisterFlags(cli::FlagSet* flags, SimFlags* f) {
                   &w.leak_bytes_per_step);
   flags->AddRepeatable(
       "also_leak", "RANK:STEP",
-      "another rank that leaks as --leak_rank does, from STEP (repeatable; needs --leak_rank)",
+      "another rank that leaks as --leak_rank does, from STEP (repeatable; needs --leak_rank, "
+      "not with --oom_rank)",
       [w = &w](absl::string_view v) {
         std::vector<absl::string_view> parts = absl::StrSplit(v, ':');
         WorkloadOptions::Leak leak;

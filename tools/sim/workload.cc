@@ -438,10 +438,11 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
     return Invalid("leak_bytes_per_step", "0", "must be positive");
   }
   if (o.leak_tag.empty()) return Invalid("leak_tag", "''", "must not be empty");
-  for (const WorkloadOptions::Leak& more : o.also_leak) {
+  for (size_t i = 0; i < o.also_leak.size(); ++i) {
+    const WorkloadOptions::Leak& more = o.also_leak[i];
     const std::string value = absl::StrCat(more.rank, ":", more.from_step);
-    if (!o.leak_rank) return Invalid("also_leak", value, "needs --leak_rank");
     if (o.oom_rank) return Invalid("also_leak", value, "not with --oom_rank");
+    if (!o.leak_rank) return Invalid("also_leak", value, "needs --leak_rank");
     if (more.rank < 0 || more.rank >= o.ranks) {
       return Invalid("also_leak", value, absl::StrCat("rank out of range: ranks is ", o.ranks));
     }
@@ -449,11 +450,11 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
       return Invalid("also_leak", value,
                      absl::StrCat("step must be within the run (0..", o.steps - 1, ")"));
     }
-    const auto same_rank = [&more](const WorkloadOptions::Leak& other) {
-      return other.rank == more.rank;
+    const auto same_rank = [&more](const WorkloadOptions::Leak& earlier) {
+      return earlier.rank == more.rank;
     };
     if (more.rank == *o.leak_rank ||
-        std::count_if(o.also_leak.begin(), o.also_leak.end(), same_rank) > 1) {
+        std::any_of(o.also_leak.begin(), o.also_leak.begin() + i, same_rank)) {
       return Invalid("also_leak", value, "that rank already leaks");
     }
   }
