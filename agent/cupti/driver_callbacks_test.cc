@@ -221,13 +221,19 @@ TEST_F(DriverCallbacksTest, FailedMapEmitsNothing) {
   EXPECT_TRUE(sink_.events().empty());
 }
 
-TEST_F(DriverCallbacksTest, NvtxExAndDomainVariantsFeedTheTracker) {
+// The attributes an nvtx*Ex call passes for an ASCII name.
+nvtxEventAttributes_t AsciiAttributes(const char* message) {
   nvtxEventAttributes_t attr;
   std::memset(&attr, 0, sizeof attr);
   attr.version = NVTX_VERSION;
   attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
   attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
-  attr.message.ascii = "step 17";
+  attr.message.ascii = message;
+  return attr;
+}
+
+TEST_F(DriverCallbacksTest, NvtxExAndDomainVariantsFeedTheTracker) {
+  nvtxEventAttributes_t attr = AsciiAttributes("step 17");
   nvtxRangePushEx_params push_ex{&attr};
   Nvtx(CUPTI_CBID_NVTX_nvtxRangePushEx, &push_ex);
 
@@ -272,11 +278,6 @@ TEST_F(DriverCallbacksTest, NvtxExAndDomainVariantsFeedTheTracker) {
 }
 
 TEST_F(DriverCallbacksTest, NvtxStartEndAndMarkVariantsFeedTheTracker) {
-  nvtxEventAttributes_t attr;
-  std::memset(&attr, 0, sizeof attr);
-  attr.version = NVTX_VERSION;
-  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-  attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
   auto domain = reinterpret_cast<nvtxDomainHandle_t>(0x77);
 
   // Phases opened by each start variant and closed by each end variant, ids as return values.
@@ -284,12 +285,11 @@ TEST_F(DriverCallbacksTest, NvtxStartEndAndMarkVariantsFeedTheTracker) {
   nvtxRangeStartW_params start_w{rollout};
   nvtxRangeId_t id_w = 11;
   Nvtx(CUPTI_CBID_NVTX_nvtxRangeStartW, &start_w, &id_w);
-  attr.message.ascii = "phase:weight_sync";
-  nvtxRangeStartEx_params start_ex{&attr};
+  nvtxEventAttributes_t weight_sync = AsciiAttributes("phase:weight_sync");
+  nvtxRangeStartEx_params start_ex{&weight_sync};
   nvtxRangeId_t id_ex = 12;
   Nvtx(CUPTI_CBID_NVTX_nvtxRangeStartEx, &start_ex, &id_ex);
-  nvtxEventAttributes_t actor = attr;
-  actor.message.ascii = "phase:actor_update";
+  nvtxEventAttributes_t actor = AsciiAttributes("phase:actor_update");
   nvtxDomainRangeStartEx_params start_domain{domain, {&actor}};
   nvtxRangeId_t id_domain = 13;
   Nvtx(CUPTI_CBID_NVTX_nvtxDomainRangeStartEx, &start_domain, &id_domain);
@@ -306,11 +306,10 @@ TEST_F(DriverCallbacksTest, NvtxStartEndAndMarkVariantsFeedTheTracker) {
   wchar_t step_w[] = L"step 21";
   nvtxMarkW_params mark_w{step_w};
   Nvtx(CUPTI_CBID_NVTX_nvtxMarkW, &mark_w);
-  attr.message.ascii = "step 22";
-  nvtxMarkEx_params mark_ex{&attr};
+  nvtxEventAttributes_t step_22 = AsciiAttributes("step 22");
+  nvtxMarkEx_params mark_ex{&step_22};
   Nvtx(CUPTI_CBID_NVTX_nvtxMarkEx, &mark_ex);
-  nvtxEventAttributes_t step_domain = attr;
-  step_domain.message.ascii = "step 23";
+  nvtxEventAttributes_t step_domain = AsciiAttributes("step 23");
   nvtxDomainMarkEx_params mark_domain{domain, {&step_domain}};
   Nvtx(CUPTI_CBID_NVTX_nvtxDomainMarkEx, &mark_domain);
   // A start whose id did not come back keeps only its step meaning.

@@ -173,14 +173,11 @@ TEST(KinetoImportTest, AMissingFileStopsTheImportBeforeAnythingIsStored) {
   EXPECT_TRUE(recorder.by_rank.empty());
 }
 
-TEST(KinetoImportTest, ARankStatedOnlyAfterTheEventsIsCheckedWhenItsFileIsImported) {
-  // File order makes the second file rank 1 until its events are read; then it says rank 0.
-  std::string a = test_util::TmpPath("early_rank0.json");
-  std::string b = test_util::TmpPath("late.json");
-  Write(a, Trace(2, ""));
-  Write(b, Trace(2, ", \"distributedInfo\": {\"rank\": 0, \"world_size\": 2}"));
+// Imports two files whose ranks clash only once the second is parsed: the first is stored, the
+// second refused, and the error says so.
+void ExpectRankClashAfterTheFirstFile(const std::vector<std::string>& paths) {
   Recorder recorder;
-  auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
+  auto summaries = ImportKinetoFiles(paths, {}, recorder.Factory());
   ASSERT_FALSE(summaries.ok());
   EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_NE(summaries.status().message().find("(the file before it was imported"),
@@ -189,21 +186,23 @@ TEST(KinetoImportTest, ARankStatedOnlyAfterTheEventsIsCheckedWhenItsFileIsImport
   EXPECT_EQ(recorder.finishes, 1);
 }
 
+TEST(KinetoImportTest, ARankStatedOnlyAfterTheEventsIsCheckedWhenItsFileIsImported) {
+  // File order makes the second file rank 1 until its events are read; then it says rank 0.
+  std::string a = test_util::TmpPath("early_rank0.json");
+  std::string b = test_util::TmpPath("late.json");
+  Write(a, Trace(2, ""));
+  Write(b, Trace(2, ", \"distributedInfo\": {\"rank\": 0, \"world_size\": 2}"));
+  ExpectRankClashAfterTheFirstFile({a, b});
+}
+
 TEST(KinetoImportTest, RefusesTwoFilesOfOneRank) {
   std::string a = test_util::TmpPath("x_rank0.json");
   std::string b = test_util::TmpPath("y_rank0.json");
   Write(a, Trace(1, ""));
   Write(b, Trace(1, ""));
-  Recorder recorder;
-  auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
-  ASSERT_FALSE(summaries.ok());
-  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
   // Ranks from names are not certain until a file is parsed (distributedInfo may follow the
   // events): this clash is found when the second file is imported.
-  EXPECT_NE(summaries.status().message().find("(the file before it was imported"),
-            std::string::npos)
-      << summaries.status();
-  EXPECT_EQ(recorder.finishes, 1);
+  ExpectRankClashAfterTheFirstFile({a, b});
 }
 
 TEST(KinetoImportTest, ARankFromAFilesPositionIsNotHeldAgainstALaterFilesStatedRank) {

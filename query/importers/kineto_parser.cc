@@ -390,11 +390,13 @@ class KinetoHandler {
   int64_t device_total_ = 0;
 };
 
+// `header_only`: stops where the trace events begin (see KinetoHandler), keeping what came before.
 template <typename Stream>
 absl::StatusOr<KinetoTrace> Parse(Stream& stream, absl::string_view name, bool compressed,
-                                  const absl::Status* read_status, bool module_tags) {
+                                  const absl::Status* read_status, bool module_tags,
+                                  bool header_only = false) {
   KinetoTrace trace;
-  KinetoHandler handler(&trace, module_tags);
+  KinetoHandler handler(&trace, module_tags, header_only);
   rapidjson::Reader reader;
   rapidjson::ParseResult result = reader.Parse<kParseFlags>(stream, handler);
   if (read_status != nullptr && !read_status->ok()) {
@@ -402,7 +404,9 @@ absl::StatusOr<KinetoTrace> Parse(Stream& stream, absl::string_view name, bool c
     return absl::DataLossError(absl::StrCat(read_status->message(), " (JSON read up to byte ",
                                             stream.Tell(), " of the decompressed data)"));
   }
-  if (result.IsError()) {
+  const bool stopped_at_events = header_only && handler.saw_trace_events() &&
+                                 result.Code() == rapidjson::kParseErrorTermination;
+  if (result.IsError() && !stopped_at_events) {
     return absl::DataLossError(absl::StrCat(name, ": malformed JSON at byte ", result.Offset(),
                                             compressed ? " of the decompressed data" : "", ": ",
                                             rapidjson::GetParseError_En(result.Code())));
@@ -414,32 +418,16 @@ absl::StatusOr<KinetoTrace> Parse(Stream& stream, absl::string_view name, bool c
   return trace;
 }
 
-// What comes before the trace events: parses the top-level object until its traceEvents array
-// (or the whole file, when it has none) and returns its distributedInfo.
+// What comes before the trace events: the top-level object up to its traceEvents array (or the
+// whole file, when it has none), for its distributedInfo.
 template <typename Stream>
 absl::StatusOr<KinetoDistributedInfo> ParseHeader(Stream& stream, absl::string_view name,
                                                   bool compressed,
                                                   const absl::Status* read_status) {
-  KinetoTrace trace;
-  KinetoHandler handler(&trace, /*module_tags=*/false, /*header_only=*/true);
-  rapidjson::Reader reader;
-  rapidjson::ParseResult result = reader.Parse<kParseFlags>(stream, handler);
-  if (read_status != nullptr && !read_status->ok()) {
-    return absl::DataLossError(absl::StrCat(read_status->message(), " (JSON read up to byte ",
-                                            stream.Tell(), " of the decompressed data)"));
-  }
-  const bool stopped_at_events =
-      handler.saw_trace_events() && result.Code() == rapidjson::kParseErrorTermination;
-  if (result.IsError() && !stopped_at_events) {
-    return absl::DataLossError(absl::StrCat(name, ": malformed JSON at byte ", result.Offset(),
-                                            compressed ? " of the decompressed data" : "", ": ",
-                                            rapidjson::GetParseError_En(result.Code())));
-  }
-  if (!handler.saw_trace_events()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": not a Chrome trace: no traceEvents array"));
-  }
-  return trace.distributed;
+  absl::StatusOr<KinetoTrace> header = Parse(stream, name, compressed, read_status,
+                                             /*module_tags=*/false, /*header_only=*/true);
+  if (!header.ok()) return header.status();
+  return header->distributed;
 }
 
 }  // namespace

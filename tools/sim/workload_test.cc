@@ -423,15 +423,15 @@ TEST(WorkloadTest, RejectsInconsistentOptionsNamingTheOption) {
   cases[7].options.leak_rank = 3;
   cases[7].options.also_leak = {{2, 40}, {2, 50}};
   cases[7].message = "--also_leak 2:50: that rank already leaks";
+  cases[8].options.leak_rank = 3;
+  cases[8].options.also_leak = {{8, 40}};
+  cases[8].message = "--also_leak 8:40: rank out of range: ranks is 8";
   cases[9].options.oom_rank = 1;
   cases[9].options.also_leak = {{2, 40}};
   cases[9].message = "--also_leak 2:40: not with --oom_rank";
   cases[10].options.leak_rank = 3;
   cases[10].options.also_leak = {{2, 100}};
   cases[10].message = "--also_leak 2:100: step must be within the run (0..99)";
-  cases[8].options.leak_rank = 3;
-  cases[8].options.also_leak = {{8, 40}};
-  cases[8].message = "--also_leak 8:40: rank out of range: ranks is 8";
   for (const Case& c : cases) {
     RecordingSink sink;
     absl::Status s = PlayRank(c.options, 0, sink);
