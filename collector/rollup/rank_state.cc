@@ -151,21 +151,7 @@ void RankState::Apply(absl::Span<const Event> events, ClosedRollups* closed) {
 }
 
 void RankState::Apply(const Event& e, ClosedRollups* closed) {
-  if (events_applied_ == 0) {
-    first_ts_ns_ = e.ts_ns;
-    OpenAccumulator(&step_, current_step_, e.ts_ns);
-    OpenAccumulator(&bucket_, BucketOf(e.ts_ns), e.ts_ns);
-    RememberBucketEnd();
-  } else {
-    if (e.ts_ns < last_ts_ns_) ++anomalies_.time_backwards;
-    OnBucket(e, closed);
-  }
-  max_ts_ns_ = events_applied_ == 0 ? e.ts_ns : std::max(max_ts_ns_, e.ts_ns);
-  ++events_applied_;
-  last_seq_ = e.seq;
-  last_ts_ns_ = e.ts_ns;
-  step_.end_ns = std::max(step_.end_ns, e.ts_ns);
-
+  AdvanceClock(e, closed);
   switch (e.kind) {
     case EventKind::kAlloc:
       AddAllocation(&allocs_, e);
@@ -180,84 +166,128 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
       if (!RemoveAllocation(&maps_, e.address)) ++anomalies_.unmap_unknown;
       break;
     case EventKind::kPoolCreate:
+    case EventKind::kPoolDestroy:
+    case EventKind::kPoolTrim:
+      OnPool(e);
+      break;
+    case EventKind::kOom:
+      OnOom(e);
+      break;
+    case EventKind::kStep:
+      OnStep(e, closed);
+      break;
+    case EventKind::kPhaseBegin:
+      OnPhaseBegin(e.tag_id);
+      break;
+    case EventKind::kPhaseEnd:
+      OnPhaseEnd(e.tag_id);
+      break;
+    case EventKind::kDeviceSample:
+    case EventKind::kHostSample:
+    case EventKind::kLoss:
+      OnSample(e);
+      break;
+    case EventKind::kUnspecified:
+      break;
+  }
+}
+
+void RankState::AdvanceClock(const Event& e, ClosedRollups* closed) {
+  if (events_applied_ == 0) {
+    first_ts_ns_ = e.ts_ns;
+    OpenAccumulator(&step_, current_step_, e.ts_ns);
+    OpenAccumulator(&bucket_, BucketOf(e.ts_ns), e.ts_ns);
+    RememberBucketEnd();
+  } else {
+    if (e.ts_ns < last_ts_ns_) ++anomalies_.time_backwards;
+    OnBucket(e, closed);
+  }
+  max_ts_ns_ = events_applied_ == 0 ? e.ts_ns : std::max(max_ts_ns_, e.ts_ns);
+  ++events_applied_;
+  last_seq_ = e.seq;
+  last_ts_ns_ = e.ts_ns;
+  step_.end_ns = std::max(step_.end_ns, e.ts_ns);
+}
+
+void RankState::OnPool(const Event& e) {
+  switch (e.kind) {
+    case EventKind::kPoolCreate:
       pools_[e.address] = e.bytes;
       break;
     case EventKind::kPoolDestroy:
       pools_.erase(e.address);
       break;
-    case EventKind::kPoolTrim: {
+    default: {
       // A trim releases reserved memory down to minBytesToKeep (aux); when the agent reports the
       // pool's size after the trim (bytes), that is exact.
       auto it = pools_.find(e.address);
       if (it != pools_.end()) it->second = e.bytes != 0 ? e.bytes : std::min(it->second, e.aux);
       break;
     }
-    case EventKind::kOom:
-      ++ooms_;
-      if (first_oom_seq_ == 0) {
-        first_oom_seq_ = e.seq;
-        first_oom_ts_ns_ = e.ts_ns;
-        first_oom_bytes_ = e.bytes;
-      }
-      for (Accumulator* acc : {&step_, &bucket_}) {
-        ++acc->ooms;
-        acc->oom_requested_bytes = std::max(acc->oom_requested_bytes, e.bytes);
-      }
-      break;
-    case EventKind::kStep:
-      OnStep(e, closed);
-      break;
-    case EventKind::kPhaseBegin:
-      // Every open phase is carried into each new step and bucket and written with every row
-      // they close: without a bound, a stream of distinct PHASE_BEGINs costs cubic time.
-      if (open_phases_.size() >= kMaxOpenPhases) {
-        ++anomalies_.phase_too_deep;
-        break;
-      }
-      open_phases_.push_back(e.tag_id);
-      for (Accumulator* acc : {&step_, &bucket_}) {
-        PhaseStat* p = FindPhase(acc, e.tag_id);
-        p->peak = std::max(p->peak, live_bytes_);
-        p->ended = false;
-      }
-      break;
-    case EventKind::kPhaseEnd: {
-      auto it = std::find(open_phases_.rbegin(), open_phases_.rend(), e.tag_id);
-      if (it == open_phases_.rend()) {
-        ++anomalies_.phase_unmatched;
-        break;
-      }
-      open_phases_.erase(std::next(it).base());
-      // Still open when an outer range of the same name is: only the last end closes it.
-      if (std::find(open_phases_.begin(), open_phases_.end(), e.tag_id) != open_phases_.end()) {
-        break;
-      }
-      for (Accumulator* acc : {&step_, &bucket_}) {
-        PhaseStat* p = FindPhase(acc, e.tag_id);
-        p->end = live_bytes_;
-        p->ended = true;
-      }
-      break;
-    }
-    case EventKind::kDeviceSample:
-      for (Accumulator* acc : {&step_, &bucket_}) {
+  }
+}
+
+void RankState::OnOom(const Event& e) {
+  ++ooms_;
+  if (first_oom_seq_ == 0) {
+    first_oom_seq_ = e.seq;
+    first_oom_ts_ns_ = e.ts_ns;
+    first_oom_bytes_ = e.bytes;
+  }
+  for (Accumulator* acc : {&step_, &bucket_}) {
+    ++acc->ooms;
+    acc->oom_requested_bytes = std::max(acc->oom_requested_bytes, e.bytes);
+  }
+}
+
+void RankState::OnPhaseBegin(uint32_t phase_id) {
+  // Every open phase is carried into each new step and bucket and written with every row they
+  // close: without a bound, a stream of distinct PHASE_BEGINs costs cubic time.
+  if (open_phases_.size() >= kMaxOpenPhases) {
+    ++anomalies_.phase_too_deep;
+    return;
+  }
+  open_phases_.push_back(phase_id);
+  for (Accumulator* acc : {&step_, &bucket_}) {
+    PhaseStat* p = FindPhase(acc, phase_id);
+    p->peak = std::max(p->peak, live_bytes_);
+    p->ended = false;
+  }
+}
+
+void RankState::OnPhaseEnd(uint32_t phase_id) {
+  auto it = std::find(open_phases_.rbegin(), open_phases_.rend(), phase_id);
+  if (it == open_phases_.rend()) {
+    ++anomalies_.phase_unmatched;
+    return;
+  }
+  open_phases_.erase(std::next(it).base());
+  // Still open when an outer range of the same name is: only the last end closes it.
+  if (std::find(open_phases_.begin(), open_phases_.end(), phase_id) != open_phases_.end()) return;
+  for (Accumulator* acc : {&step_, &bucket_}) {
+    PhaseStat* p = FindPhase(acc, phase_id);
+    p->end = live_bytes_;
+    p->ended = true;
+  }
+}
+
+void RankState::OnSample(const Event& e) {
+  for (Accumulator* acc : {&step_, &bucket_}) {
+    switch (e.kind) {
+      case EventKind::kDeviceSample:
         if (e.bytes >= acc->device_used_max) {
           acc->device_used_max = e.bytes;
           acc->live_at_device_used_max = live_bytes_;
         }
         if (e.aux != 0) acc->device_total = e.aux;
-      }
-      break;
-    case EventKind::kHostSample:
-      for (Accumulator* acc : {&step_, &bucket_}) {
+        break;
+      case EventKind::kHostSample:
         acc->host_rss_max = std::max(acc->host_rss_max, e.bytes);
-      }
-      break;
-    case EventKind::kLoss:
-      for (Accumulator* acc : {&step_, &bucket_}) acc->events_lost += e.aux;
-      break;
-    case EventKind::kUnspecified:
-      break;
+        break;
+      default:  // kLoss
+        acc->events_lost += e.aux;
+        break;
+    }
   }
 }
 

@@ -20,6 +20,89 @@ double MedianOf(const std::vector<double>& v, size_t begin, size_t end) {
   return Median(absl::MakeConstSpan(v.data() + begin, end - begin));
 }
 
+// One rank's points after warm-up, as the fits want them.
+struct CurvePoints {
+  std::vector<double> x, floor, peak;
+};
+
+CurvePoints PointsAfterWarmup(const RankTimeline& rank, size_t skip) {
+  CurvePoints p;
+  for (size_t i = skip; i < rank.steps.size(); ++i) {
+    p.x.push_back(static_cast<double>(rank.steps[i].step));
+    p.floor.push_back(static_cast<double>(rank.steps[i].floor_bytes));
+    p.peak.push_back(static_cast<double>(rank.steps[i].peak_bytes));
+  }
+  return p;
+}
+
+// Whether the floor leaks, with the fit's figures in `e`.
+bool FloorLeaks(const CurvePoints& p, const CurrentTrend& trend, const LeakParams& params,
+                TheilSen& fitter, CurveEvidence& e) {
+  const TrendFit& all = trend.fit;
+  e.floor_bytes_per_step = all.slope;
+  e.floor_growth_bytes = TrendGrowth(p.x, trend);
+  e.floor_trend_z = all.trend_z;
+  TrendFit recent = FitLaterHalf(p.x, p.floor, trend, fitter);
+  e.recent_bytes_per_step = recent.slope;
+  e.recent_trend_z = recent.trend_z;
+  const bool leak = RisesEnough(p.x, p.floor, trend, static_cast<double>(params.min_growth_bytes),
+                                params.min_trend_z) &&
+                    StillRising(all, recent);
+  if (leak) {
+    // Where the fit says the rise began: the last point of the flat stretch before it (the step
+    // whose run first kept memory), or the first point examined when one line fits them all.
+    // Counting back from the end while the floor stays above its start plus half of
+    // min_growth_bytes put it steps late for a slow leak, and mid-rise for one that had begun
+    // before the window (its "start" was the median of the first tenth of the floors).
+    e.rising_since_step = static_cast<int64_t>(p.x[trend.onset > 0 ? trend.onset - 1 : 0]);
+  }
+  return leak;
+}
+
+// The steps whose peak stands out (see leaks.h), with their figures in `e`.
+std::vector<int64_t> FindSpikes(const CurvePoints& p, const CurrentTrend& trend,
+                                const LeakParams& params, CurveEvidence& e) {
+  // Peaks measured against the floor's running median (11 steps), so memory held for a whole
+  // step (a checkpoint) and memory only at the peak (an eval pass) both count, while a leak's
+  // rising peaks, which the running median follows, do not. The window's floors are moved along
+  // the floor's fit to step i first: near the series' ends the window is cut short on one side,
+  // and its plain median lagged a rising floor by ~2.5 steps of growth, which read as spikes in
+  // a fast leak's last steps. (Narrowing it instead missed a whole-step spike at either end.)
+  const size_t n = p.x.size();
+  const auto fitted = [&](size_t k) {
+    return trend.fit.intercept + trend.fit.slope * p.x[std::max(k, trend.onset)];  // flat before
+  };
+  std::vector<double> over(n), window;
+  for (size_t i = 0; i < n; ++i) {
+    size_t lo_i = i >= 5 ? i - 5 : 0;
+    size_t hi_i = std::min(n, i + 6);
+    window.clear();
+    for (size_t j = lo_i; j < hi_i; ++j) window.push_back(p.floor[j] - fitted(j) + fitted(i));
+    over[i] = p.peak[i] - MedianInPlace(absl::MakeSpan(window));
+  }
+  Spread s = RobustSpread(over);
+  double cut = s.median + std::max(static_cast<double>(params.min_spike_bytes),
+                                   params.spike_mad_factor * s.scale);
+  std::vector<int64_t> spikes;
+  for (size_t i = 0; i < n; ++i) {
+    if (over[i] <= cut) continue;
+    spikes.push_back(static_cast<int64_t>(p.x[i]));
+    uint64_t excess = ToBytes(over[i] - s.median);
+    if (excess > e.max_spike_excess_bytes) {
+      e.max_spike_excess_bytes = excess;
+      e.max_spike_step = static_cast<int64_t>(p.x[i]);
+    }
+  }
+  e.spike_steps = static_cast<uint32_t>(spikes.size());
+  if (spikes.size() >= 2) {
+    std::vector<double> gaps;
+    for (size_t i = 1; i < spikes.size(); ++i) gaps.push_back(double(spikes[i] - spikes[i - 1]));
+    e.spike_period_steps = static_cast<int64_t>(std::llround(Median(gaps)));
+  }
+  e.first_spikes.assign(spikes.begin(), spikes.begin() + std::min<size_t>(8, spikes.size()));
+  return spikes;
+}
+
 RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen& fitter) {
   RankCurve out;
   out.rank = rank.rank;
@@ -32,82 +115,22 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
     out.curve = CurveClass::kTooShort;
     return out;
   }
-  std::vector<double> x, floor, peak;
-  for (size_t i = skip; i < rank.steps.size(); ++i) {
-    x.push_back(static_cast<double>(rank.steps[i].step));
-    floor.push_back(static_cast<double>(rank.steps[i].floor_bytes));
-    peak.push_back(static_cast<double>(rank.steps[i].peak_bytes));
-  }
+  const CurvePoints p = PointsAfterWarmup(rank, skip);
   e.first_step = rank.steps[skip].step;
   e.last_step = rank.steps.back().step;
   size_t few = std::max<size_t>(3, n / 10);
   few = std::min(few, n);
-  e.floor_start_bytes = ToBytes(MedianOf(floor, 0, few));
-  e.floor_end_bytes = ToBytes(MedianOf(floor, n - few, n));
-  e.median_peak_bytes = ToBytes(Median(peak));
+  e.floor_start_bytes = ToBytes(MedianOf(p.floor, 0, few));
+  e.floor_end_bytes = ToBytes(MedianOf(p.floor, n - few, n));
+  e.median_peak_bytes = ToBytes(Median(p.peak));
   if (n < params.min_points) {
     out.curve = CurveClass::kTooShort;
     return out;
   }
-
   // The floor's trend since it started: a leak that began after a flat stretch has its own rate.
-  const CurrentTrend trend = FitCurrentTrend(x, floor, params.min_points, fitter);
-  const TrendFit& all = trend.fit;
-  e.floor_bytes_per_step = all.slope;
-  e.floor_growth_bytes = TrendGrowth(x, trend);
-  e.floor_trend_z = all.trend_z;
-  TrendFit recent = FitLaterHalf(x, floor, trend, fitter);
-  e.recent_bytes_per_step = recent.slope;
-  e.recent_trend_z = recent.trend_z;
-  const bool leak = RisesEnough(x, floor, trend, static_cast<double>(params.min_growth_bytes),
-                                params.min_trend_z) &&
-                    StillRising(all, recent);
-  if (leak) {
-    // Where the fit says the rise began: the last point of the flat stretch before it (the step
-    // whose run first kept memory), or the first point examined when one line fits them all.
-    // Counting back from the end while the floor stays above its start plus half of
-    // min_growth_bytes put it steps late for a slow leak, and mid-rise for one that had begun
-    // before the window (its "start" was the median of the first tenth of the floors).
-    e.rising_since_step = static_cast<int64_t>(x[trend.onset > 0 ? trend.onset - 1 : 0]);
-  }
-
-  // Peaks measured against the floor's running median (11 steps), so memory held for a whole
-  // step (a checkpoint) and memory only at the peak (an eval pass) both count, while a leak's
-  // rising peaks, which the running median follows, do not. The window's floors are moved along
-  // the floor's fit to step i first: near the series' ends the window is cut short on one side,
-  // and its plain median lagged a rising floor by ~2.5 steps of growth, which read as spikes in
-  // a fast leak's last steps. (Narrowing it instead missed a whole-step spike at either end.)
-  const auto fitted = [&](size_t k) {
-    return all.intercept + all.slope * x[std::max(k, trend.onset)];  // flat before the onset
-  };
-  std::vector<double> over(n), window;
-  for (size_t i = 0; i < n; ++i) {
-    size_t lo_i = i >= 5 ? i - 5 : 0;
-    size_t hi_i = std::min(n, i + 6);
-    window.clear();
-    for (size_t j = lo_i; j < hi_i; ++j) window.push_back(floor[j] - fitted(j) + fitted(i));
-    over[i] = peak[i] - MedianInPlace(absl::MakeSpan(window));
-  }
-  Spread s = RobustSpread(over);
-  double cut = s.median + std::max(static_cast<double>(params.min_spike_bytes),
-                                   params.spike_mad_factor * s.scale);
-  std::vector<int64_t> spikes;
-  for (size_t i = 0; i < n; ++i) {
-    if (over[i] <= cut) continue;
-    spikes.push_back(static_cast<int64_t>(x[i]));
-    uint64_t excess = ToBytes(over[i] - s.median);
-    if (excess > e.max_spike_excess_bytes) {
-      e.max_spike_excess_bytes = excess;
-      e.max_spike_step = static_cast<int64_t>(x[i]);
-    }
-  }
-  e.spike_steps = static_cast<uint32_t>(spikes.size());
-  if (spikes.size() >= 2) {
-    std::vector<double> gaps;
-    for (size_t i = 1; i < spikes.size(); ++i) gaps.push_back(double(spikes[i] - spikes[i - 1]));
-    e.spike_period_steps = static_cast<int64_t>(std::llround(Median(gaps)));
-  }
-  e.first_spikes.assign(spikes.begin(), spikes.begin() + std::min<size_t>(8, spikes.size()));
+  const CurrentTrend trend = FitCurrentTrend(p.x, p.floor, params.min_points, fitter);
+  const bool leak = FloorLeaks(p, trend, params, fitter, e);
+  const std::vector<int64_t> spikes = FindSpikes(p, trend, params, e);
   bool spiky = !spikes.empty() && spikes.size() <= params.max_spike_fraction * n;
   out.curve = leak ? CurveClass::kLeak : spiky ? CurveClass::kSpikes : CurveClass::kPlateau;
   return out;
