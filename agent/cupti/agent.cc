@@ -34,6 +34,42 @@ absl::StatusOr<TransportOptions> TransportFromEnv(const EnvLookup& env, AgentLog
   return t;
 }
 
+// The transport to the collector, from the environment; null (with the reason logged) when it
+// cannot be configured or started.
+std::unique_ptr<Transport> StartTransport(const EnvLookup& env, AgentLog* log,
+                                          std::string* collector, v1::RankIdentity* identity) {
+  absl::StatusOr<TransportOptions> options = TransportFromEnv(env, log);
+  if (!options.ok()) {
+    log->Once("config", absl::StrCat("not recording: ", options.status().message()));
+    return nullptr;
+  }
+  *collector = options->collector_address;
+  *identity = options->identity;
+  absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(*std::move(options));
+  if (!transport.ok()) {
+    log->Once("transport",
+              absl::StrCat("not recording: transport: ", transport.status().message()));
+    return nullptr;
+  }
+  return *std::move(transport);
+}
+
+// Without NVTX_INJECTION64_PATH, NVTX stays a no-op in every library that initialises it, so no
+// step, phase or tag reaches the callbacks: say so once, naming what to set it to.
+void HintNvtxInjection(const EnvLookup& env, AgentLog* log) {
+  if (env("NVTX_INJECTION64_PATH").has_value()) return;
+  Dl_info self;
+  const char* path =
+      dladdr(reinterpret_cast<void*>(&TransportFromEnv), &self) != 0 && self.dli_fname != nullptr
+          ? self.dli_fname
+          : "libmemtrace_agent.so";
+  log->Once("nvtx_hint", absl::StrCat("NVTX_INJECTION64_PATH is not set: NVTX ranges (steps, "
+                                      "phases, tags) will not be seen; set it to ",
+                                      path,
+                                      " (or to the libcupti.so.13 in use) before the process "
+                                      "starts"));
+}
+
 }  // namespace
 
 std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
@@ -43,83 +79,19 @@ std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
     log->Once("disabled", "disabled by MEMTRACE_DISABLE=1: not recording");
     return nullptr;
   }
-  absl::StatusOr<TransportOptions> transport_options = TransportFromEnv(env, log);
-  if (!transport_options.ok()) {
-    log->Once("config", absl::StrCat("not recording: ", transport_options.status().message()));
-    return nullptr;
-  }
-  const std::string collector = transport_options->collector_address;
-  const v1::RankIdentity identity = transport_options->identity;
-  absl::StatusOr<std::unique_ptr<Transport>> transport =
-      Transport::Start(*std::move(transport_options));
-  if (!transport.ok()) {
-    log->Once("transport",
-              absl::StrCat("not recording: transport: ", transport.status().message()));
-    return nullptr;
-  }
+  std::string collector;
+  v1::RankIdentity identity;
+  std::unique_ptr<Transport> transport = StartTransport(env, log, &collector, &identity);
+  if (transport == nullptr) return nullptr;
 
   std::unique_ptr<Agent> a(new Agent(parsed.options, log));
-  const AgentOptions& o = a->options_;
-  a->transport_ = *std::move(transport);
-  EventSink* sink = a->transport_.get();
-  // The options were validated by ParseAgentOptions, so this cannot fail; fall back to the
-  // defaults all the same rather than trust that.
-  absl::StatusOr<RangeClassifier> classifier = RangeClassifier::Create(o.ranges);
-  if (!classifier.ok()) classifier = RangeClassifier::Create(RangeClassifierOptions());
-  a->classifier_ = std::make_unique<RangeClassifier>(*classifier);
-  a->nvtx_ = std::make_unique<NvtxTracker>(sink, *classifier, &RealtimeNanos);
-  a->correlation_ = std::make_unique<CorrelationTable>();
-  DriverCallbacks::SourceFn source;
-  if (o.source == SourceMode::kBacktrace) {
-    AllocSourceOptions so;
-    for (const std::string& p : o.source_skip) so.skip_prefixes.push_back(p);
-    so.max_frames = o.stack_depth;
-    so.full_stacks = o.full_stacks;
-    a->sources_ = std::make_unique<AllocSourceResolver>(sink, so);
-    AllocSourceResolver* resolver = a->sources_.get();
-    source = [resolver] { return resolver->ResolveCaller(); };
-  }
-  a->callbacks_ = std::make_unique<DriverCallbacks>(sink, a->nvtx_.get(), a->correlation_.get(),
-                                                    std::move(source), &RealtimeNanos);
-  a->translator_ = std::make_unique<RecordTranslator>(sink, a->correlation_.get(),
-                                                      a->classifier_.get(), TranslatorOptions());
-  absl::StatusOr<std::unique_ptr<DriverMemorySource>> devices = DriverMemorySource::Open();
-  if (devices.ok()) {
-    a->devices_ = *std::move(devices);
-  } else if (o.sample_ms > 0) {
-    log->Once("devices", absl::StrCat("device samples off: ", devices.status().message()));
-  }
-  if (o.sample_ms > 0) {
-    SamplerOptions so;
-    so.period = absl::Milliseconds(o.sample_ms);
-    a->sampler_ = std::make_unique<Sampler>(sink, a->devices_.get(), so, &RealtimeNanos);
-  }
-
-  CuptiSessionOptions co;
-  co.subscribe = o.subscribe;
-  co.allocation_source = o.source == SourceMode::kCupti;
-  co.buffer_bytes = o.buffer_bytes;
-  co.max_buffers = o.max_buffers;
-  co.flush_ms = o.flush_ms;
-  a->session_ = CuptiSession::Start(co, a.get(), log);
+  a->transport_ = std::move(transport);
+  a->BuildRecorders();
+  a->StartSampler();
+  a->StartSession();
   const CuptiSessionState& st = a->session_->state();
-  // Without callbacks, NVTX reaches us only as MARKER records.
-  a->translator_->SetMarkersDriveSteps(!st.callbacks);
-  if (a->sampler_ != nullptr) a->sampler_->Start();
-  if (st.callbacks && !env("NVTX_INJECTION64_PATH").has_value()) {
-    // NVTX stays a no-op in every library that initialises it without this variable set.
-    Dl_info self;
-    const char* path =
-        dladdr(reinterpret_cast<void*>(&TransportFromEnv), &self) != 0 && self.dli_fname != nullptr
-            ? self.dli_fname
-            : "libmemtrace_agent.so";
-    log->Once("nvtx_hint", absl::StrCat("NVTX_INJECTION64_PATH is not set: NVTX ranges (steps, "
-                                        "phases, tags) will not be seen; set it to ",
-                                        path,
-                                        " (or to the libcupti.so.13 in use) before the process "
-                                        "starts"));
-  }
-
+  if (st.callbacks) HintNvtxInjection(env, log);
+  const AgentOptions& o = a->options_;
   log->Once("attached",
             absl::StrCat("attached: job ", identity.job_id(), " rank ", identity.rank(), " pid ",
                          identity.pid(), " -> collector ", collector, "; CUPTI ", st.version,
@@ -128,6 +100,58 @@ std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
                          st.cupti_libraries.empty() ? "" : ", libcupti ",
                          st.cupti_libraries.empty() ? "" : st.cupti_libraries.front()));
   return a;
+}
+
+void Agent::BuildRecorders() {
+  const AgentOptions& o = options_;
+  EventSink* sink = transport_.get();
+  // The options were validated by ParseAgentOptions, so this cannot fail; fall back to the
+  // defaults all the same rather than trust that.
+  absl::StatusOr<RangeClassifier> classifier = RangeClassifier::Create(o.ranges);
+  if (!classifier.ok()) classifier = RangeClassifier::Create(RangeClassifierOptions());
+  classifier_ = std::make_unique<RangeClassifier>(*classifier);
+  nvtx_ = std::make_unique<NvtxTracker>(sink, *classifier, &RealtimeNanos);
+  correlation_ = std::make_unique<CorrelationTable>();
+  DriverCallbacks::SourceFn source;
+  if (o.source == SourceMode::kBacktrace) {
+    AllocSourceOptions so;
+    for (const std::string& p : o.source_skip) so.skip_prefixes.push_back(p);
+    so.max_frames = o.stack_depth;
+    so.full_stacks = o.full_stacks;
+    sources_ = std::make_unique<AllocSourceResolver>(sink, so);
+    AllocSourceResolver* resolver = sources_.get();
+    source = [resolver] { return resolver->ResolveCaller(); };
+  }
+  callbacks_ = std::make_unique<DriverCallbacks>(sink, nvtx_.get(), correlation_.get(),
+                                                 std::move(source), &RealtimeNanos);
+  translator_ = std::make_unique<RecordTranslator>(sink, correlation_.get(), classifier_.get(),
+                                                   TranslatorOptions());
+}
+
+void Agent::StartSampler() {
+  absl::StatusOr<std::unique_ptr<DriverMemorySource>> devices = DriverMemorySource::Open();
+  if (devices.ok()) {
+    devices_ = *std::move(devices);
+  } else if (options_.sample_ms > 0) {
+    log_->Once("devices", absl::StrCat("device samples off: ", devices.status().message()));
+  }
+  if (options_.sample_ms <= 0) return;
+  SamplerOptions so;
+  so.period = absl::Milliseconds(options_.sample_ms);
+  sampler_ = std::make_unique<Sampler>(transport_.get(), devices_.get(), so, &RealtimeNanos);
+}
+
+void Agent::StartSession() {
+  CuptiSessionOptions co;
+  co.subscribe = options_.subscribe;
+  co.allocation_source = options_.source == SourceMode::kCupti;
+  co.buffer_bytes = options_.buffer_bytes;
+  co.max_buffers = options_.max_buffers;
+  co.flush_ms = options_.flush_ms;
+  session_ = CuptiSession::Start(co, this, log_);
+  // Without callbacks, NVTX reaches us only as MARKER records.
+  translator_->SetMarkersDriveSteps(!session_->state().callbacks);
+  if (sampler_ != nullptr) sampler_->Start();
 }
 
 Agent::Agent(AgentOptions options, AgentLog* log) : options_(std::move(options)), log_(log) {}

@@ -48,6 +48,12 @@ class Agent : public CuptiHandlers {
 
  private:
   Agent(AgentOptions options, AgentLog* log);
+  // The parts of Start after the transport, in the order they must happen: the recorders that
+  // turn callbacks and records into events, the device sampler (not yet running), then the CUPTI
+  // session, after which callbacks arrive and the sampler starts.
+  void BuildRecorders();
+  void StartSampler();
+  void StartSession();
 
   const AgentOptions options_;
   AgentLog* log_;

@@ -513,6 +513,50 @@ void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out)
   }
 }
 
+void RankState::SaveTouchedGroups(const GroupMap& map,
+                                  google::protobuf::RepeatedPtrField<GroupRecord>* out) const {
+  map.ForEachAscending([&](uint32_t id, const GroupLive& g) {
+    const bool step_touched = step_.open && g.step_epoch == step_.epoch;
+    const bool bucket_touched = bucket_.open && g.bucket_epoch == bucket_.epoch;
+    if (!step_touched && !bucket_touched) return;
+    GroupRecord* gr = out->Add();
+    gr->set_id(id);
+    gr->set_step_touched(step_touched);
+    if (step_touched) gr->set_step_peak(g.step_peak);
+    gr->set_bucket_touched(bucket_touched);
+    if (bucket_touched) gr->set_bucket_peak(g.bucket_peak);
+  });
+}
+
+void RankState::SaveAccumulator(const Accumulator& acc, AccumulatorRecord* out) {
+  out->set_open(acc.open);
+  v1::StepRollup* s = out->mutable_stats();
+  s->set_step(acc.key);
+  s->set_start_ns(acc.start_ns);
+  s->set_end_ns(acc.end_ns);
+  s->set_start_bytes(acc.start_bytes);
+  s->set_floor_bytes(acc.floor_bytes);
+  s->set_peak_bytes(acc.peak_bytes);
+  s->set_allocs(acc.allocs);
+  s->set_frees(acc.frees);
+  s->set_alloc_bytes(acc.alloc_bytes);
+  s->set_free_bytes(acc.free_bytes);
+  s->set_device_used_max(acc.device_used_max);
+  s->set_live_at_device_used_max(acc.live_at_device_used_max);
+  s->set_device_total(acc.device_total);
+  s->set_host_rss_max(acc.host_rss_max);
+  s->set_ooms(acc.ooms);
+  s->set_oom_requested_bytes(acc.oom_requested_bytes);
+  s->set_events_lost(acc.events_lost);
+  for (const PhaseStat& p : acc.phases) {
+    PhaseStatRecord* pr = out->add_phases();
+    pr->set_id(p.id);
+    pr->set_peak(p.peak);
+    pr->set_end(p.end);
+    pr->set_ended(p.ended);
+  }
+}
+
 std::string RankState::Serialize() const {
   RankStateRecord rec;
   rec.set_version(kCheckpointVersion);
@@ -524,53 +568,12 @@ std::string RankState::Serialize() const {
     rec.add_pool_address(address);
     rec.add_pool_bytes(pools_.at(address));
   }
-  const auto groups = [&](const GroupMap& map, auto* out) {
-    map.ForEachAscending([&](uint32_t id, const GroupLive& g) {
-      const bool step_touched = step_.open && g.step_epoch == step_.epoch;
-      const bool bucket_touched = bucket_.open && g.bucket_epoch == bucket_.epoch;
-      if (!step_touched && !bucket_touched) return;
-      GroupRecord* gr = out->Add();
-      gr->set_id(id);
-      gr->set_step_touched(step_touched);
-      if (step_touched) gr->set_step_peak(g.step_peak);
-      gr->set_bucket_touched(bucket_touched);
-      if (bucket_touched) gr->set_bucket_peak(g.bucket_peak);
-    });
-  };
-  groups(tags_, rec.mutable_tags());
-  groups(sources_, rec.mutable_sources());
-  groups(kinds_, rec.mutable_kinds());
+  SaveTouchedGroups(tags_, rec.mutable_tags());
+  SaveTouchedGroups(sources_, rec.mutable_sources());
+  SaveTouchedGroups(kinds_, rec.mutable_kinds());
   for (uint32_t id : open_phases_) rec.add_open_phases(id);
-  const auto accumulator = [](const Accumulator& acc, AccumulatorRecord* out) {
-    out->set_open(acc.open);
-    v1::StepRollup* s = out->mutable_stats();
-    s->set_step(acc.key);
-    s->set_start_ns(acc.start_ns);
-    s->set_end_ns(acc.end_ns);
-    s->set_start_bytes(acc.start_bytes);
-    s->set_floor_bytes(acc.floor_bytes);
-    s->set_peak_bytes(acc.peak_bytes);
-    s->set_allocs(acc.allocs);
-    s->set_frees(acc.frees);
-    s->set_alloc_bytes(acc.alloc_bytes);
-    s->set_free_bytes(acc.free_bytes);
-    s->set_device_used_max(acc.device_used_max);
-    s->set_live_at_device_used_max(acc.live_at_device_used_max);
-    s->set_device_total(acc.device_total);
-    s->set_host_rss_max(acc.host_rss_max);
-    s->set_ooms(acc.ooms);
-    s->set_oom_requested_bytes(acc.oom_requested_bytes);
-    s->set_events_lost(acc.events_lost);
-    for (const PhaseStat& p : acc.phases) {
-      PhaseStatRecord* pr = out->add_phases();
-      pr->set_id(p.id);
-      pr->set_peak(p.peak);
-      pr->set_end(p.end);
-      pr->set_ended(p.ended);
-    }
-  };
-  accumulator(step_, rec.mutable_step());
-  accumulator(bucket_, rec.mutable_bucket());
+  SaveAccumulator(step_, rec.mutable_step());
+  SaveAccumulator(bucket_, rec.mutable_bucket());
   rec.set_current_step(current_step_);
   rec.set_has_step_marker(has_step_marker_);
   rec.set_events_applied(events_applied_);
@@ -586,6 +589,61 @@ std::string RankState::Serialize() const {
   rec.set_steps_closed(steps_closed_);
   rec.set_clock_offset_ns(clock_offset_ns_);
   return rec.SerializeAsString();
+}
+
+void RankState::RestoreAccumulator(const AccumulatorRecord& in, uint64_t epoch, Accumulator* acc) {
+  const v1::StepRollup& st = in.stats();
+  acc->open = in.open();
+  acc->epoch = epoch;
+  acc->key = st.step();
+  acc->start_ns = st.start_ns();
+  acc->end_ns = st.end_ns();
+  acc->start_bytes = st.start_bytes();
+  acc->floor_bytes = st.floor_bytes();
+  acc->peak_bytes = st.peak_bytes();
+  acc->allocs = st.allocs();
+  acc->frees = st.frees();
+  acc->alloc_bytes = st.alloc_bytes();
+  acc->free_bytes = st.free_bytes();
+  acc->device_used_max = st.device_used_max();
+  acc->live_at_device_used_max = st.live_at_device_used_max();
+  acc->device_total = st.device_total();
+  acc->host_rss_max = st.host_rss_max();
+  acc->ooms = st.ooms();
+  acc->oom_requested_bytes = st.oom_requested_bytes();
+  acc->events_lost = st.events_lost();
+  for (const PhaseStatRecord& p : in.phases()) {
+    acc->phases.push_back(PhaseStat{p.id(), p.peak(), p.end(), p.ended()});
+  }
+}
+
+void RankState::RestoreGroups(const RankStateRecord& rec) {
+  // Live bytes per group come from the live set, so they always agree with it.
+  for (const auto* set : {&allocs_, &maps_}) {
+    for (const auto& [address, a] : *set) {
+      kinds_[a.memory_kind].live += a.bytes;
+      if (IsHostMemoryKind(a.memory_kind)) continue;
+      tags_[a.tag_id].live += a.bytes;
+      sources_[a.source_id].live += a.bytes;
+      live_bytes_ += a.bytes;
+    }
+  }
+  const auto groups = [&](const auto& records, GroupMap* map) {
+    for (const GroupRecord& gr : records) {
+      GroupLive& g = (*map)[gr.id()];
+      if (gr.step_touched()) {
+        g.step_epoch = step_.epoch;
+        g.step_peak = std::max(gr.step_peak(), g.live);
+      }
+      if (gr.bucket_touched()) {
+        g.bucket_epoch = bucket_.epoch;
+        g.bucket_peak = std::max(gr.bucket_peak(), g.live);
+      }
+    }
+  };
+  groups(rec.tags(), &tags_);
+  groups(rec.sources(), &sources_);
+  groups(rec.kinds(), &kinds_);
 }
 
 absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
@@ -612,62 +670,12 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.allocation_phases_known_ = rec.allocation_phases();
   for (int i = 0; i < rec.pool_address_size(); ++i) s.pools_[rec.pool_address(i)] = rec.pool_bytes(i);
 
-  const auto accumulator = [](const AccumulatorRecord& in, uint64_t epoch, Accumulator* acc) {
-    const v1::StepRollup& st = in.stats();
-    acc->open = in.open();
-    acc->epoch = epoch;
-    acc->key = st.step();
-    acc->start_ns = st.start_ns();
-    acc->end_ns = st.end_ns();
-    acc->start_bytes = st.start_bytes();
-    acc->floor_bytes = st.floor_bytes();
-    acc->peak_bytes = st.peak_bytes();
-    acc->allocs = st.allocs();
-    acc->frees = st.frees();
-    acc->alloc_bytes = st.alloc_bytes();
-    acc->free_bytes = st.free_bytes();
-    acc->device_used_max = st.device_used_max();
-    acc->live_at_device_used_max = st.live_at_device_used_max();
-    acc->device_total = st.device_total();
-    acc->host_rss_max = st.host_rss_max();
-    acc->ooms = st.ooms();
-    acc->oom_requested_bytes = st.oom_requested_bytes();
-    acc->events_lost = st.events_lost();
-    for (const PhaseStatRecord& p : in.phases()) {
-      acc->phases.push_back(PhaseStat{p.id(), p.peak(), p.end(), p.ended()});
-    }
-  };
   // Fresh epochs: 1 for the step, 2 for the bucket; groups untouched there keep epoch 0.
-  accumulator(rec.step(), 1, &s.step_);
-  accumulator(rec.bucket(), 2, &s.bucket_);
+  RestoreAccumulator(rec.step(), 1, &s.step_);
+  RestoreAccumulator(rec.bucket(), 2, &s.bucket_);
   s.next_epoch_ = 3;
 
-  // Live bytes per group come from the live set, so they always agree with it.
-  for (const auto* set : {&s.allocs_, &s.maps_}) {
-    for (const auto& [address, a] : *set) {
-      s.kinds_[a.memory_kind].live += a.bytes;
-      if (IsHostMemoryKind(a.memory_kind)) continue;
-      s.tags_[a.tag_id].live += a.bytes;
-      s.sources_[a.source_id].live += a.bytes;
-      s.live_bytes_ += a.bytes;
-    }
-  }
-  const auto groups = [&](const auto& records, GroupMap* map) {
-    for (const GroupRecord& gr : records) {
-      GroupLive& g = (*map)[gr.id()];
-      if (gr.step_touched()) {
-        g.step_epoch = s.step_.epoch;
-        g.step_peak = std::max(gr.step_peak(), g.live);
-      }
-      if (gr.bucket_touched()) {
-        g.bucket_epoch = s.bucket_.epoch;
-        g.bucket_peak = std::max(gr.bucket_peak(), g.live);
-      }
-    }
-  };
-  groups(rec.tags(), &s.tags_);
-  groups(rec.sources(), &s.sources_);
-  groups(rec.kinds(), &s.kinds_);
+  s.RestoreGroups(rec);
   s.open_phases_.assign(rec.open_phases().begin(), rec.open_phases().end());
   s.current_step_ = rec.current_step();
   s.has_step_marker_ = rec.has_step_marker();

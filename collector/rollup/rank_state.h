@@ -26,6 +26,11 @@
 
 namespace memtrace::collector {
 
+// The checkpoint's records (rank_state.proto).
+class AccumulatorRecord;
+class GroupRecord;
+class RankStateRecord;
+
 // One live allocation or VMM mapping, keyed by address in the live set.
 struct LiveAllocation {
   uint64_t bytes = 0;
@@ -206,6 +211,13 @@ class RankState {
   // Adds or removes `a` from the live totals and every group it counts in.
   void ChangeLive(const LiveAllocation& a, bool add);
   void TouchGroup(GroupMap* groups, uint32_t id, uint64_t bytes, bool add);
+  // Checkpoint parts: the groups touched in the open step or bucket (with their peaks there),
+  // and one open rollup. Restoring groups takes their live bytes from the restored live set.
+  void SaveTouchedGroups(const GroupMap& map,
+                         google::protobuf::RepeatedPtrField<GroupRecord>* out) const;
+  static void SaveAccumulator(const Accumulator& acc, AccumulatorRecord* out);
+  static void RestoreAccumulator(const AccumulatorRecord& in, uint64_t epoch, Accumulator* acc);
+  void RestoreGroups(const RankStateRecord& rec);
 
   // The bucket of an event at `ts_ns` (rank clock).
   int64_t BucketOf(int64_t ts_ns) const;

@@ -58,102 +58,126 @@ absl::StatusOr<analysis::JobTimeline> LoadTimeline(const cli::QueryClient& clien
   return timeline;
 }
 
-int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
-  std::string job, output, metric_text = "live", ranks_text, axis = "step";
+struct PlotFlags {
+  std::string job, output, metric = "live", ranks, axis = "step";
   bool axis_given = false;
-  std::string collector = io.default_collector;
+  std::string collector;
   absl::Duration timeout = absl::Seconds(30);
   int64_t width = 1200, height = 700;
+};
+
+void RegisterPlotFlags(const cli::CommandIo& io, cli::FlagSet* flags, PlotFlags* f) {
+  f->collector = io.default_collector;
+  flags->AddString("job", "JOB", "job id (required)", &f->job);
+  flags->AddString("o", "FILE", "output SVG file (required; '-' = stdout)", &f->output);
+  flags->AddString("output", "FILE", "the same as -o", &f->output);
+  flags->AddString("metric", "live|floor|peak", "what each line shows (default live)", &f->metric);
+  flags->AddString("ranks", "LIST", "only these ranks, e.g. 0,1,5 or 0-3 (default all)", &f->ranks);
+  flags->Add("axis", "step|time",
+             "steps (default; time buckets when the job has no step markers) or time buckets on "
+             "the x axis",
+             [f](absl::string_view v) {
+               f->axis = std::string(v);
+               f->axis_given = true;
+               return absl::OkStatus();
+             });
+  flags->AddInt("width", "PX", "image width (default 1200)", &f->width);
+  flags->AddInt("height", "PX", "image height (default 700)", &f->height);
+  flags->AddString("collector", "ADDR",
+                   absl::StrCat("collector host:port (default ", io.default_collector, ")"),
+                   &f->collector);
+  flags->AddDuration("timeout", "DURATION", "deadline of each request (default 30s)", &f->timeout);
+}
+
+// The flags' values checked and turned into PlotOptions; INVALID_ARGUMENT names the bad flag.
+absl::StatusOr<PlotOptions> ResolvePlotOptions(const PlotFlags& f) {
+  if (f.job.empty()) return absl::InvalidArgumentError("--job is required");
+  if (f.output.empty()) return absl::InvalidArgumentError("-o FILE is required");
+  PlotOptions options;
+  absl::StatusOr<analysis::Metric> metric = ParsePlotMetric(f.metric);
+  if (!metric.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--metric: ", metric.status().message()));
+  }
+  options.metric = *metric;
+  if (!f.ranks.empty()) {
+    absl::StatusOr<std::set<uint32_t>> ranks = ParseRankList(f.ranks);
+    if (!ranks.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--ranks: ", ranks.status().message()));
+    }
+    options.ranks = *ranks;
+  }
+  if (f.axis != "step" && f.axis != "time") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--axis: '", f.axis, "' is not one of step, time"));
+  }
+  if (f.width < 400 || f.width > 20000 || f.height < 300 || f.height > 20000) {
+    return absl::InvalidArgumentError("--width / --height: 400..20000 x 300..20000 pixels");
+  }
+  options.width = static_cast<int>(f.width);
+  options.height = static_cast<int>(f.height);
+  return options;
+}
+
+absl::Status CheckRanksExist(const analysis::JobTimeline& timeline, const std::string& job,
+                             const std::set<uint32_t>& ranks) {
+  for (uint32_t rank : ranks) {
+    bool found = false;
+    for (const analysis::RankTimeline& r : timeline.ranks) found |= r.rank == rank;
+    if (!found)
+      return absl::NotFoundError(absl::StrCat("--ranks: job ", job, " has no rank ", rank));
+  }
+  return absl::OkStatus();
+}
+
+// What a written plot shows, for stderr: ranks, the highlighted one, leaks.
+std::string PlotSummary(const std::string& output, const analysis::JobTimeline& timeline,
+                        const PlotMarks& marks) {
+  return absl::StrCat(
+      "wrote ", output, ": ", timeline.ranks.size(), " ranks, ",
+      marks.highlighted_rank
+          ? absl::StrCat(
+                "rank ", *marks.highlighted_rank, " highlighted (diverged at ",
+                analysis::FormatKey(marks.onset_step, timeline.time_axis ? timeline.bucket_ns : 0),
+                ")")
+          : std::string("no rank diverged"),
+      marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"));
+}
+
+int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
+  PlotFlags f;
   cli::FlagSet flags;
-  flags.AddString("job", "JOB", "job id (required)", &job);
-  flags.AddString("o", "FILE", "output SVG file (required; '-' = stdout)", &output);
-  flags.AddString("output", "FILE", "the same as -o", &output);
-  flags.AddString("metric", "live|floor|peak", "what each line shows (default live)",
-                  &metric_text);
-  flags.AddString("ranks", "LIST", "only these ranks, e.g. 0,1,5 or 0-3 (default all)",
-                  &ranks_text);
-  flags.Add("axis", "step|time",
-            "steps (default; time buckets when the job has no step markers) or time buckets on "
-            "the x axis",
-            [&](absl::string_view v) {
-              axis = std::string(v);
-              axis_given = true;
-              return absl::OkStatus();
-            });
-  flags.AddInt("width", "PX", "image width (default 1200)", &width);
-  flags.AddInt("height", "PX", "image height (default 700)", &height);
-  flags.AddString("collector", "ADDR",
-                  absl::StrCat("collector host:port (default ", io.default_collector, ")"),
-                  &collector);
-  flags.AddDuration("timeout", "DURATION", "deadline of each request (default 30s)", &timeout);
+  RegisterPlotFlags(io, &flags, &f);
   absl::StatusOr<cli::FlagSet::Parsed> parsed = flags.Parse(args);
   if (!parsed.ok()) return cli::ReportError(io, parsed.status(), self.name);
   if (parsed->help) {
     io.out << self.usage << "\n\nFlags:\n" << flags.Describe();
     return cli::kExitOk;
   }
-  auto usage_error = [&](const std::string& message) {
-    return cli::ReportError(io, absl::InvalidArgumentError(message), self.name);
-  };
   if (!parsed->positional.empty()) {
-    return usage_error(absl::StrCat("unexpected argument '", parsed->positional.front(), "'"));
+    return cli::ReportError(io,
+                            absl::InvalidArgumentError(absl::StrCat(
+                                "unexpected argument '", parsed->positional.front(), "'")),
+                            self.name);
   }
-  if (job.empty()) return usage_error("--job is required");
-  if (output.empty()) return usage_error("-o FILE is required");
-  PlotOptions options;
-  absl::StatusOr<analysis::Metric> metric = ParsePlotMetric(metric_text);
-  if (!metric.ok()) return usage_error(absl::StrCat("--metric: ", metric.status().message()));
-  options.metric = *metric;
-  if (!ranks_text.empty()) {
-    absl::StatusOr<std::set<uint32_t>> ranks = ParseRankList(ranks_text);
-    if (!ranks.ok()) return usage_error(absl::StrCat("--ranks: ", ranks.status().message()));
-    options.ranks = *ranks;
-  }
-  if (axis != "step" && axis != "time") {
-    return usage_error(absl::StrCat("--axis: '", axis, "' is not one of step, time"));
-  }
-  if (width < 400 || width > 20000 || height < 300 || height > 20000) {
-    return usage_error("--width / --height: 400..20000 x 300..20000 pixels");
-  }
-  options.width = static_cast<int>(width);
-  options.height = static_cast<int>(height);
+  absl::StatusOr<PlotOptions> options = ResolvePlotOptions(f);
+  if (!options.ok()) return cli::ReportError(io, options.status(), self.name);
 
-  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(collector, timeout);
+  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(f.collector, f.timeout);
   if (!client.ok()) return cli::ReportError(io, client.status(), self.name);
   const v1::TimelineAxis wire_axis =
-      axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP;
+      f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP;
   absl::StatusOr<analysis::JobTimeline> timeline =
-      LoadTimeline(*client, job, wire_axis, axis_given, io);
+      LoadTimeline(*client, f.job, wire_axis, f.axis_given, io);
   if (!timeline.ok()) return cli::ReportError(io, timeline.status(), self.name);
-  if (!options.ranks.empty()) {
-    for (uint32_t rank : options.ranks) {
-      bool found = false;
-      for (const analysis::RankTimeline& r : timeline->ranks) found |= r.rank == rank;
-      if (!found) {
-        return cli::ReportError(
-            io, absl::NotFoundError(absl::StrCat("--ranks: job ", job, " has no rank ", rank)),
-            self.name);
-      }
-    }
-  }
+  absl::Status ranks = CheckRanksExist(*timeline, f.job, options->ranks);
+  if (!ranks.ok()) return cli::ReportError(io, ranks, self.name);
   PlotMarks marks = MarksFromAnalyses(*timeline);
-  absl::Status written = WriteOutputFile(output, io.out, [&](std::ostream& out) {
-    out << RenderMemoryPlot(*timeline, marks, options);
+  absl::Status written = WriteOutputFile(f.output, io.out, [&](std::ostream& out) {
+    out << RenderMemoryPlot(*timeline, marks, *options);
     return absl::OkStatus();
   });
   if (!written.ok()) return cli::ReportError(io, written, self.name);
-  if (output != "-") {
-    io.err << "wrote " << output << ": " << timeline->ranks.size() << " ranks, "
-           << (marks.highlighted_rank
-                   ? absl::StrCat(
-                         "rank ", *marks.highlighted_rank, " highlighted (diverged at ",
-                         analysis::FormatKey(marks.onset_step,
-                                             timeline->time_axis ? timeline->bucket_ns : 0),
-                         ")")
-                   : std::string("no rank diverged"))
-           << (marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"))
-           << "\n";
-  }
+  if (f.output != "-") io.err << PlotSummary(f.output, *timeline, marks) << "\n";
   return cli::kExitOk;
 }
 
