@@ -5,12 +5,17 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <random>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "collector/server/collector_server.h"
 #include "grpcpp/client_context.h"
@@ -94,129 +99,168 @@ std::vector<v1::EventBatch> Encode(const std::vector<Event>& events, int64_t bat
   return out;
 }
 
-int Run() {
-  const std::string dir = absl::GetFlag(FLAGS_data);
-  std::string cmd = "rm -rf '" + dir + "'";
-  if (std::system(cmd.c_str()) != 0) return 1;
-  const int64_t streams = absl::GetFlag(FLAGS_streams);
-  std::vector<std::vector<v1::EventBatch>> batches;
-  std::vector<std::vector<std::string>> serialized;  // what arrives off the network
-  uint64_t wire_bytes = 0;
+// Each stream's batches, as the agent sends them and as their bytes arrive off the network.
+struct StreamBatches {
+  std::vector<v1::EventBatch> batches;
+  std::vector<std::string> serialized;
+};
+
+std::vector<StreamBatches> PrepareStreams(int64_t streams, uint64_t* wire_bytes) {
+  std::vector<StreamBatches> out(static_cast<size_t>(streams));
   for (int64_t s = 0; s < streams; ++s) {
-    batches.push_back(Encode(MakeMix(absl::GetFlag(FLAGS_events), absl::GetFlag(FLAGS_live),
-                                     absl::GetFlag(FLAGS_step_every), 17 + s),
-                             absl::GetFlag(FLAGS_batch)));
-    serialized.emplace_back();
-    for (const v1::EventBatch& b : batches.back()) {
-      wire_bytes += b.ByteSizeLong();
-      serialized.back().push_back(b.SerializeAsString());
+    StreamBatches& sb = out[static_cast<size_t>(s)];
+    sb.batches = Encode(MakeMix(absl::GetFlag(FLAGS_events), absl::GetFlag(FLAGS_live),
+                                absl::GetFlag(FLAGS_step_every), 17 + static_cast<uint32_t>(s)),
+                        absl::GetFlag(FLAGS_batch));
+    for (const v1::EventBatch& b : sb.batches) {
+      *wire_bytes += b.ByteSizeLong();
+      sb.serialized.push_back(b.SerializeAsString());
     }
   }
+  return out;
+}
+
+v1::RankIdentity StreamIdentity(int64_t rank) {
+  v1::RankIdentity id;
+  id.set_job_id("bench");
+  id.set_rank(static_cast<int32_t>(rank));
+  return id;
+}
+
+// --mode=store: each batch's bytes decoded and appended as the Ingest service does (minus gRPC).
+absl::Status AppendToStore(EventStore& store, int64_t rank, const StreamBatches& sb,
+                           std::atomic<uint64_t>* acked) {
+  absl::StatusOr<OpenedStream> opened = store.OpenStream(StreamIdentity(rank));
+  if (!opened.ok()) return opened.status();
+  DecodedBatch d;
+  for (const std::string& bytes : sb.serialized) {
+    if (absl::Status st = DecodeBatchWire(bytes, BatchLimits(), &d); !st.ok()) return st;
+    absl::StatusOr<AppendResult> r = store.Append(opened->key, d, bytes);
+    if (!r.ok()) return r.status();
+    *acked += r->stored;
+  }
+  if (!absl::GetFlag(FLAGS_recover)) return store.CloseStream(opened->key, true);
+  return absl::OkStatus();
+}
+
+// --mode=grpc: one Ingest stream, acks read on another thread so that batches stay in flight,
+// as the agent does.
+absl::Status StreamOverGrpc(const std::string& address, int64_t rank, const StreamBatches& sb,
+                            std::atomic<uint64_t>* acked) {
+  auto stub = v1::Ingest::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  auto stream = stub->Stream(&ctx);
+  v1::IngestRequest hello;
+  *hello.mutable_hello()->mutable_identity() = StreamIdentity(rank);
+  v1::IngestAck ack;
+  stream->Write(hello);
+  stream->Read(&ack);
+  std::thread reader([&] {
+    v1::IngestAck a;
+    uint64_t last = 0;
+    while (stream->Read(&a)) last = a.durable_seq();
+    *acked += last;
+  });
+  v1::IngestRequest req;
+  for (const v1::EventBatch& b : sb.batches) {
+    *req.mutable_batch() = b;
+    if (!stream->Write(req)) break;
+  }
+  stream->WritesDone();
+  reader.join();
+  grpc::Status st = stream->Finish();
+  if (!st.ok()) return absl::InternalError(st.error_message());
+  return absl::OkStatus();
+}
+
+// --recover: reopens the store and times the rebuild of every stream's state.
+absl::Status TimeRecovery(const EventStoreOptions& options, int64_t streams) {
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options);
+  if (!store.ok()) return store.status();
+  for (int64_t s = 0; s < streams; ++s) {
+    absl::StatusOr<OpenedStream> opened = (*store)->OpenStream(StreamIdentity(s));
+    if (!opened.ok()) return opened.status();
+    if (opened->durable_seq != uint64_t(absl::GetFlag(FLAGS_events))) {
+      return absl::DataLossError(absl::StrCat("stream ", s, " recovered up to ",
+                                              opened->durable_seq, ", not all of its events"));
+    }
+  }
+  std::printf("recovery: open + rebuild of %ld streams took %.3fs\n", long(streams),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return absl::OkStatus();
+}
+
+uint64_t BytesUnder(const std::string& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) {
+      const uint64_t size = it->file_size(size_ec);
+      if (!size_ec) total += size;
+    }
+  }
+  return total;
+}
+
+absl::Status Run() {
+  const std::string dir = absl::GetFlag(FLAGS_data);
+  if (dir.empty()) return absl::InvalidArgumentError("--data: a directory is required");
+  const std::string mode = absl::GetFlag(FLAGS_mode);
+  if (mode != "store" && mode != "grpc") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode: '", mode, "' is not store or grpc"));
+  }
+  absl::StatusOr<Durability> durability = ParseDurability(absl::GetFlag(FLAGS_durability));
+  if (!durability.ok()) return durability.status();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot empty ", dir, ": ", ec.message()));
+  const int64_t streams = absl::GetFlag(FLAGS_streams);
+  uint64_t wire_bytes = 0;
+  const std::vector<StreamBatches> prepared = PrepareStreams(streams, &wire_bytes);
   const uint64_t total = static_cast<uint64_t>(streams * absl::GetFlag(FLAGS_events));
 
   CollectorServerOptions options;
   options.listen = "127.0.0.1:0";
   options.store.dir = dir;
-  options.store.durability = *ParseDurability(absl::GetFlag(FLAGS_durability));
+  options.store.durability = *durability;
   absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
-  if (!server.ok()) {
-    std::fprintf(stderr, "%s\n", server.status().ToString().c_str());
-    return 1;
-  }
+  if (!server.ok()) return server.status();
   std::atomic<uint64_t> acked{0};
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int64_t s = 0; s < streams; ++s) {
     threads.emplace_back([&, s] {
-      v1::RankIdentity id;
-      id.set_job_id("bench");
-      id.set_rank(static_cast<int32_t>(s));
-      if (absl::GetFlag(FLAGS_mode) == "store") {
-        EventStore& store = (*server)->store();
-        absl::StatusOr<OpenedStream> opened = store.OpenStream(id);
-        // As the Ingest service does with each batch's bytes (minus gRPC).
-        DecodedBatch d;
-        for (const std::string& bytes : serialized[s]) {
-          if (absl::Status st = DecodeBatchWire(bytes, BatchLimits(), &d); !st.ok()) {
-            std::fprintf(stderr, "%s\n", st.ToString().c_str());
-            return;
-          }
-          absl::StatusOr<AppendResult> r = store.Append(opened->key, d, bytes);
-          if (!r.ok()) {
-            std::fprintf(stderr, "%s\n", r.status().ToString().c_str());
-            return;
-          }
-          acked += r->stored;
-        }
-        if (!absl::GetFlag(FLAGS_recover)) (void)store.CloseStream(opened->key, true);
-        return;
-      }
-      auto stub = v1::Ingest::NewStub(
-          grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
-      grpc::ClientContext ctx;
-      auto stream = stub->Stream(&ctx);
-      v1::IngestRequest hello;
-      *hello.mutable_hello()->mutable_identity() = id;
-      v1::IngestAck ack;
-      stream->Write(hello);
-      stream->Read(&ack);
-      // Acks are read on another thread so that batches stay in flight, as the agent does.
-      std::thread reader([&] {
-        v1::IngestAck a;
-        uint64_t last = 0;
-        while (stream->Read(&a)) last = a.durable_seq();
-        acked += last;
-      });
-      v1::IngestRequest req;
-      for (const v1::EventBatch& b : batches[s]) {
-        *req.mutable_batch() = b;
-        if (!stream->Write(req)) break;
-      }
-      stream->WritesDone();
-      reader.join();
-      grpc::Status st = stream->Finish();
-      if (!st.ok()) std::fprintf(stderr, "stream %ld: %s\n", long(s), st.error_message().c_str());
+      const StreamBatches& sb = prepared[static_cast<size_t>(s)];
+      absl::Status st = mode == "store" ? AppendToStore((*server)->store(), s, sb, &acked)
+                                        : StreamOverGrpc((*server)->address(), s, sb, &acked);
+      if (!st.ok()) std::fprintf(stderr, "stream %ld: %s\n", long(s), st.ToString().c_str());
     });
   }
   for (std::thread& t : threads) t.join();
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   absl::StatusOr<std::vector<v1::RankSummary>> ranks = (*server)->store().ListRanks("bench");
+  if (!ranks.ok()) return ranks.status();
   uint64_t stored = 0;
   for (const v1::RankSummary& r : *ranks) stored += r.events_stored();
   server->reset();
   if (absl::GetFlag(FLAGS_recover)) {
-    const auto t0 = std::chrono::steady_clock::now();
-    absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(options.store);
-    if (!store.ok()) return 1;
-    for (int64_t s = 0; s < streams; ++s) {
-      v1::RankIdentity id;
-      id.set_job_id("bench");
-      id.set_rank(static_cast<int32_t>(s));
-      absl::StatusOr<OpenedStream> opened = (*store)->OpenStream(id);
-      if (!opened.ok() || opened->durable_seq != uint64_t(absl::GetFlag(FLAGS_events))) {
-        std::fprintf(stderr, "recovery of stream %ld failed\n", long(s));
-        return 1;
-      }
-    }
-    std::printf("recovery: open + rebuild of %ld streams took %.3fs\n", long(streams),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (absl::Status st = TimeRecovery(options.store, streams); !st.ok()) return st;
   }
-  std::string du = "du -sb '" + dir + "' | cut -f1";
-  FILE* p = popen(du.c_str(), "r");
-  long long disk = 0;
-  if (p != nullptr) {
-    if (fscanf(p, "%lld", &disk) != 1) disk = 0;
-    pclose(p);
-  }
+  const uint64_t disk = BytesUnder(dir);
   std::printf(
       "mode=%s durability=%s streams=%ld batch=%ld events=%lu acked=%lu stored=%lu "
       "time=%.2fs rate=%.0f events/s wire=%.1f B/event disk=%.1f B/event\n",
-      absl::GetFlag(FLAGS_mode).c_str(), absl::GetFlag(FLAGS_durability).c_str(), long(streams),
+      mode.c_str(), absl::GetFlag(FLAGS_durability).c_str(), long(streams),
       long(absl::GetFlag(FLAGS_batch)), (unsigned long)total, (unsigned long)acked.load(),
-      (unsigned long)stored, secs, total / secs, double(wire_bytes) / total,
-      double(disk) / total);
-  return stored == total ? 0 : 1;
+      (unsigned long)stored, secs, total / secs, double(wire_bytes) / total, double(disk) / total);
+  if (stored != total) {
+    return absl::DataLossError(absl::StrCat("stored ", stored, " of ", total, " events"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -224,5 +268,8 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
-  return memtrace::collector::Run();
+  const absl::Status s = memtrace::collector::Run();
+  if (s.ok()) return 0;
+  std::fprintf(stderr, "ingest_bench: %s\n", s.ToString().c_str());
+  return 1;
 }

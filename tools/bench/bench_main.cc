@@ -120,8 +120,84 @@ std::string SelfExe() {
 // ---------------------------------------------------------------------------------------------
 // Agent.
 
-absl::Status AgentSection(const Config& c, Results* r) {
 #ifdef MEMTRACE_BENCH_HAVE_CUPTI
+// Translation of CUPTI records into Events, against memcpy of the same bytes.
+void TranslationFigure(const HotPathResult& h, const std::string& buf, Results* r) {
+  Figure f;
+  f.section = "agent";
+  f.name = "CUPTI MEMORY2 record -> Event (RecordTranslator into an array sink), 1 thread";
+  f.value = h.translate_events_per_s;
+  f.unit = "events/s";
+  f.baseline = "memcpy of the same record bytes";
+  f.baseline_value = h.memcpy_records_per_s;
+  f.target = 10e6;
+  f.note = absl::StrCat(buf, "; bare cuptiActivityGetNextRecord walk ", Fmt(h.walk_records_per_s),
+                        " records/s");
+  r->figures.push_back(f);
+}
+
+// The wire encoding of a batch, each side against protobuf's own.
+void BatchingFigures(const HotPathResult& h, Results* r) {
+  Figure f;
+  const double copy_rate = 1e9 / h.copy_ns_per_event;
+  f.section = "agent";
+  f.name = "batching, agent side: AppendBatchWire (4096-event batches), 1 thread";
+  f.value = h.wire_encode_events_per_s;
+  f.unit = "events/s";
+  f.baseline = "protobuf: EncodeBatch + SerializeToString to the same bytes";
+  f.baseline_value = h.encode_events_per_s;
+  f.note = absl::StrCat(Fmt(h.wire_bytes_per_event), " wire bytes/event; EncodeBatch alone ",
+                        Fmt(h.build_events_per_s), " events/s; copying the Events (72 B) ",
+                        Fmt(copy_rate), " events/s");
+  r->figures.push_back(f);
+  f.name = "batching, collector side: DecodeBatchWire, 1 thread";
+  f.value = h.wire_decode_events_per_s;
+  f.baseline = "protobuf: ParseFromString + DecodeBatch of the same bytes";
+  f.baseline_value = h.decode_events_per_s;
+  f.note = "";
+  r->figures.push_back(f);
+}
+
+// Handing Events to the Transport, and the latency a whole CUPTI buffer adds.
+void TransportFigures(const HotPathResult& h, Results* r) {
+  Figure f;
+  f.section = "agent";
+  f.name = "Transport::Record while the sender streams to a collector";
+  f.value = h.record_ns_per_event;
+  f.unit = "ns/event";
+  f.better = Better::kLower;
+  f.baseline = "bare loop copying the same Events into an array";
+  f.baseline_value = h.copy_ns_per_event;
+  f.note = absl::StrCat(Fmt(1e9 / h.record_ns_per_event), " events/s on one thread; ",
+                        h.events_lost, " lost");
+  r->figures.push_back(f);
+  f = Figure();
+  f.section = "agent";
+  f.name = "Transport::RecordMany, 128 events a call (as TranslateBuffer hands them over)";
+  f.value = h.record_many_ns_per_event;
+  f.unit = "ns/event";
+  f.better = Better::kLower;
+  f.baseline = "bare loop copying the same Events into an array";
+  f.baseline_value = h.copy_ns_per_event;
+  f.note = absl::StrCat(Fmt(1e9 / h.record_many_ns_per_event), " events/s on one thread; ",
+                        Fmt(h.record_ns_per_event / h.record_many_ns_per_event),
+                        "x Record() one by one");
+  r->figures.push_back(f);
+  f = Figure();
+  f.section = "agent";
+  f.name = "added latency per 8 MiB CUPTI buffer (TranslateBuffer into Transport), median";
+  f.value = h.buffer_latency_ms_median;
+  f.unit = "ms";
+  f.better = Better::kLower;
+  f.baseline = "memcpy of the 8 MiB buffer";
+  f.baseline_value = h.buffer_memcpy_ms;
+  f.note = absl::StrCat("max ", Fmt(h.buffer_latency_ms_max), " ms; ",
+                        Fmt(h.buffer_latency_ms_median * 1e6 / h.records_per_buffer),
+                        " ns/record on CUPTI's buffer-completion thread");
+  r->figures.push_back(f);
+}
+
+absl::Status AgentHotPathFigures(const Config& c, Results* r) {
   Log("agent: CUPTI record translation, batching, Transport::Record, buffer latency");
   HotPathOptions o;
   o.buffers = c.quick ? 8 : 32;
@@ -130,74 +206,16 @@ absl::Status AgentSection(const Config& c, Results* r) {
   if (!h.ok()) return h.status();
   const std::string buf = absl::StrCat(h->records_per_buffer, " records of ", h->record_bytes,
                                        " B per 8 MiB buffer, ", o.buffers, " buffers");
-  Figure f;
-  f.section = "agent";
-  f.name = "CUPTI MEMORY2 record -> Event (RecordTranslator into an array sink), 1 thread";
-  f.value = h->translate_events_per_s;
-  f.unit = "events/s";
-  f.baseline = "memcpy of the same record bytes";
-  f.baseline_value = h->memcpy_records_per_s;
-  f.target = 10e6;
-  f.note = absl::StrCat(buf, "; bare cuptiActivityGetNextRecord walk ", Fmt(h->walk_records_per_s),
-                        " records/s");
-  r->figures.push_back(f);
-  const double copy_rate = 1e9 / h->copy_ns_per_event;
-  f = Figure();
-  f.section = "agent";
-  f.name = "batching, agent side: AppendBatchWire (4096-event batches), 1 thread";
-  f.value = h->wire_encode_events_per_s;
-  f.unit = "events/s";
-  f.baseline = "protobuf: EncodeBatch + SerializeToString to the same bytes";
-  f.baseline_value = h->encode_events_per_s;
-  f.note = absl::StrCat(Fmt(h->wire_bytes_per_event), " wire bytes/event; EncodeBatch alone ",
-                        Fmt(h->build_events_per_s), " events/s; copying the Events (72 B) ",
-                        Fmt(copy_rate), " events/s");
-  r->figures.push_back(f);
-  f.name = "batching, collector side: DecodeBatchWire, 1 thread";
-  f.value = h->wire_decode_events_per_s;
-  f.baseline = "protobuf: ParseFromString + DecodeBatch of the same bytes";
-  f.baseline_value = h->decode_events_per_s;
-  f.note = "";
-  r->figures.push_back(f);
-  f = Figure();
-  f.section = "agent";
-  f.name = "Transport::Record while the sender streams to a collector";
-  f.value = h->record_ns_per_event;
-  f.unit = "ns/event";
-  f.better = Better::kLower;
-  f.baseline = "bare loop copying the same Events into an array";
-  f.baseline_value = h->copy_ns_per_event;
-  f.note = absl::StrCat(Fmt(1e9 / h->record_ns_per_event), " events/s on one thread; ",
-                        h->events_lost, " lost");
-  r->figures.push_back(f);
-  f = Figure();
-  f.section = "agent";
-  f.name = "Transport::RecordMany, 128 events a call (as TranslateBuffer hands them over)";
-  f.value = h->record_many_ns_per_event;
-  f.unit = "ns/event";
-  f.better = Better::kLower;
-  f.baseline = "bare loop copying the same Events into an array";
-  f.baseline_value = h->copy_ns_per_event;
-  f.note = absl::StrCat(Fmt(1e9 / h->record_many_ns_per_event), " events/s on one thread; ",
-                        Fmt(h->record_ns_per_event / h->record_many_ns_per_event),
-                        "x Record() one by one");
-  r->figures.push_back(f);
-  f = Figure();
-  f.section = "agent";
-  f.name = "added latency per 8 MiB CUPTI buffer (TranslateBuffer into Transport), median";
-  f.value = h->buffer_latency_ms_median;
-  f.unit = "ms";
-  f.better = Better::kLower;
-  f.baseline = "memcpy of the 8 MiB buffer";
-  f.baseline_value = h->buffer_memcpy_ms;
-  f.note = absl::StrCat("max ", Fmt(h->buffer_latency_ms_max), " ms; ",
-                        Fmt(h->buffer_latency_ms_median * 1e6 / h->records_per_buffer),
-                        " ns/record on CUPTI's buffer-completion thread");
-  r->figures.push_back(f);
-#else
-  r->notes.push_back("agent: skipped the CUPTI translator bench (built without CUDA headers)");
-#endif
+  TranslationFigure(*h, buf, r);
+  BatchingFigures(*h, r);
+  TransportFigures(*h, r);
+  return absl::OkStatus();
+}
+#endif  // MEMTRACE_BENCH_HAVE_CUPTI
 
+// The agent's memory when the collector never acks: a child process, so that its RSS is the
+// agent's alone.
+absl::Status AgentMemoryFigure(Results* r) {
   Log("agent: memory bound (child process, collector that never acks)");
   absl::StatusOr<std::unique_ptr<SilentCollector>> silent = SilentCollector::Start();
   if (!silent.ok()) return silent.status();
@@ -209,25 +227,34 @@ absl::Status AgentSection(const Config& c, Results* r) {
   if (!m.ok()) return absl::InternalError(absl::StrCat(m.status().message(), ": ", child->output));
   r->notes.push_back("agent memory child: " + FormatResult(*m));
   const double stated = (m->queue_capacity * m->event_bytes + m->max_unacked_bytes) / kMiB;
-  Figure f2;
-  f2.section = "agent";
-  f2.name = "agent memory: peak RSS growth, unacked batches at their bound (collector never acks)";
-  f2.value = (m->rss_peak - m->rss_before) / kMiB;
-  f2.unit = "MiB";
-  f2.better = Better::kLower;
-  f2.baseline = absl::StrCat("configured bound: queue ", m->queue_capacity, " x ", m->event_bytes,
-                             " B + max_unacked_bytes ", m->max_unacked_bytes >> 20, " MiB");
-  f2.baseline_value = stated;
-  f2.ratio_target = 1.1;
-  f2.note =
+  Figure f;
+  f.section = "agent";
+  f.name = "agent memory: peak RSS growth, unacked batches at their bound (collector never acks)";
+  f.value = (m->rss_peak - m->rss_before) / kMiB;
+  f.unit = "MiB";
+  f.better = Better::kLower;
+  f.baseline = absl::StrCat("configured bound: queue ", m->queue_capacity, " x ", m->event_bytes,
+                            " B + max_unacked_bytes ", m->max_unacked_bytes >> 20, " MiB");
+  f.baseline_value = stated;
+  f.ratio_target = 1.1;
+  f.note =
       absl::StrCat("3 s of recording at full speed; heap (RssAnon) +",
                    Fmt((m->anon_peak - m->anon_before) / kMiB), " MiB; queue allocated at start +",
                    Fmt((m->rss_started - m->rss_before) / kMiB), " MiB; unacked ",
                    Fmt(m->unacked_bytes / kMiB), " MiB; lost ", m->lost_queue_full,
                    " (queue full) + ", m->lost_spool_full, " (spool full) of ", m->events_recorded,
                    "; not counted: CUPTI buffers (8 x 4 MiB max) and the 2 MiB correlation table");
-  r->figures.push_back(f2);
+  r->figures.push_back(f);
   return absl::OkStatus();
+}
+
+absl::Status AgentSection(const Config& c, Results* r) {
+#ifdef MEMTRACE_BENCH_HAVE_CUPTI
+  if (absl::Status s = AgentHotPathFigures(c, r); !s.ok()) return s;
+#else
+  r->notes.push_back("agent: skipped the CUPTI translator bench (built without CUDA headers)");
+#endif
+  return AgentMemoryFigure(r);
 }
 
 // ---------------------------------------------------------------------------------------------
