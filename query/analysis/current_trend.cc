@@ -18,21 +18,29 @@ constexpr size_t kCandidatesPerPass = 16;
 // when it rose for more (the line follows the rise down past the flat start). A series that kept
 // to one line (flat, or rising all along) rarely does either, and then no split can explain it
 // better; this keeps the search off most series, whose cost it would multiply.
-bool BendsAwayFromTheLine(absl::Span<const double> x, absl::Span<const double> y,
-                          const TrendFit& fit, size_t tail, std::vector<double>& scratch) {
+// The noise of one point, from the spread of step-to-step differences.
+double PointNoise(absl::Span<const double> y, std::vector<double>& scratch) {
   scratch.resize(y.size() - 1);
   for (size_t i = 1; i < y.size(); ++i) scratch[i - 1] = y[i] - y[i - 1];
-  const double noise = RobustSpread(scratch).scale / std::sqrt(2.0);
-  auto median_residual = [&](size_t begin) {
-    scratch.resize(tail);
-    for (size_t k = 0; k < tail; ++k) {
-      scratch[k] = y[begin + k] - (fit.intercept + fit.slope * x[begin + k]);
-    }
-    return MedianInPlace(absl::MakeSpan(scratch));
-  };
-  const double end = median_residual(y.size() - tail);
+  return RobustSpread(scratch).scale / std::sqrt(2.0);
+}
+
+// The median residual of points [begin, begin + count) against the line.
+double MedianResidual(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit,
+                      size_t begin, size_t count, std::vector<double>& scratch) {
+  scratch.resize(count);
+  for (size_t k = 0; k < count; ++k) {
+    scratch[k] = y[begin + k] - (fit.intercept + fit.slope * x[begin + k]);
+  }
+  return MedianInPlace(absl::MakeSpan(scratch));
+}
+
+bool BendsAwayFromTheLine(absl::Span<const double> x, absl::Span<const double> y,
+                          const TrendFit& fit, size_t tail, std::vector<double>& scratch) {
+  const double noise = PointNoise(y, scratch);
+  const double end = MedianResidual(x, y, fit, y.size() - tail, tail, scratch);
   if (end > 0 && end > 2 * noise) return true;
-  const double start = median_residual(0);
+  const double start = MedianResidual(x, y, fit, 0, tail, scratch);
   return start > 0 && start > 2 * noise;
 }
 
@@ -100,6 +108,27 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
   out.onset = best_split;
   out.fit = fitter.Fit(x.subspan(best_split), y.subspan(best_split));
   return out;
+}
+
+size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
+                      size_t min_points) {
+  const size_t n = std::min(x.size(), y.size());
+  const size_t min_part = std::max<size_t>(min_points, 3);
+  if (n < 2 * min_part) return 0;
+  std::vector<double> scratch;
+  const double noise = PointNoise(y.first(n), scratch);
+  double best_cost = LineCost(x.first(n), y.first(n), line);
+  size_t best_split = 0;
+  for (size_t split = 2; split < min_part; ++split) {
+    const double above = MedianResidual(x, y, line, 0, split, scratch);
+    if (!(above > 0 && above > 2 * noise)) continue;
+    const double cost = SplitCost(x.first(n), y.first(n), split, scratch);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best_split = split;
+    }
+  }
+  return best_split;
 }
 
 TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,

@@ -31,6 +31,16 @@ struct CurrentTrend {
 CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double> y,
                              size_t min_points, TheilSen& fitter);
 
+// For a series that FitCurrentTrend fitted as one line (onset 0): where a flat stretch at its
+// start, too short to split off there (fewer than min_points points), ends. FitCurrentTrend keeps
+// min_points on each side of a split so that noise cannot buy a split; a leak that began a few
+// points into the window then read as rising from its first point. Returns the first point of
+// the rise (2 .. min_points - 1), or 0 when the start is not flat: the chosen split must fit
+// better than the line, and its flat points must sit above the line by more than twice the
+// noise of one point, as FitCurrentTrend asks of a series before it searches. O(n x min_points).
+size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
+                      size_t min_points);
+
 // The Theil-Sen fit of the second half of `trend`'s trending part (what it did lately).
 TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
                       const CurrentTrend& trend, TheilSen& fitter);

@@ -50,6 +50,32 @@ TEST(CurrentTrendTest, ALeakOverMostOfTheWindowStartsWhereTheFlatPartEnds) {
   EXPECT_NEAR(static_cast<double>(t.onset), 15, 2);
 }
 
+TEST(CurrentTrendTest, AFlatStartTooShortToSplitOffIsFoundWhereItEnds) {
+  TheilSen fitter;
+  // Flat for `from` points (fewer than the 8 each part of a split keeps), then 64 MiB a step:
+  // FitCurrentTrend keeps one line, which reads as rising from the first point.
+  for (size_t from : {2, 3, 5, 7}) {
+    SCOPED_TRACE(from);
+    Series s = FlatThenRising(95, from, 64 * kMiB);
+    CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+    ASSERT_EQ(t.onset, 0u);
+    EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8), from);
+  }
+}
+
+TEST(CurrentTrendTest, ALineRisingFromItsFirstPointHasNoFlatStart) {
+  TheilSen fitter;
+  for (double rate : {1 * kMiB, 16 * kMiB, 256 * kMiB}) {
+    SCOPED_TRACE(rate);
+    Series s = FlatThenRising(95, 0, rate);
+    CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+    EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8), 0u);
+  }
+  // Too short to have two parts at all.
+  Series s = FlatThenRising(12, 3, 64 * kMiB);
+  EXPECT_EQ(ShortFlatStart(s.x, s.y, fitter.Fit(s.x, s.y), 8), 0u);
+}
+
 TEST(CurrentTrendTest, ALineOverTheWholeWindowStaysOneLine) {
   TheilSen fitter;
   Series s = FlatThenRising(100, 0, 16 * kMiB);

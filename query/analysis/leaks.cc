@@ -50,11 +50,14 @@ bool FloorLeaks(const CurvePoints& p, const CurrentTrend& trend, const LeakParam
                     StillRising(all, recent);
   if (leak) {
     // Where the fit says the rise began: the last point of the flat stretch before it (the step
-    // whose run first kept memory), or the first point examined when one line fits them all.
+    // whose run first kept memory), or the first point examined when the floor rose from it.
     // Counting back from the end while the floor stays above its start plus half of
     // min_growth_bytes put it steps late for a slow leak, and mid-rise for one that had begun
     // before the window (its "start" was the median of the first tenth of the floors).
-    e.rising_since_step = static_cast<int64_t>(p.x[trend.onset > 0 ? trend.onset - 1 : 0]);
+    // A flat stretch too short for FitCurrentTrend to split off moves it too.
+    const size_t onset =
+        trend.onset > 0 ? trend.onset : ShortFlatStart(p.x, p.floor, all, params.min_points);
+    e.rising_since_step = static_cast<int64_t>(p.x[onset > 0 ? onset - 1 : 0]);
   }
   return leak;
 }

@@ -74,7 +74,8 @@ struct CurveEvidence {
 
   double recent_trend_z = 0;
   // For a leak: where the floor's fit says the rise began (the last flat point before its
-  // trending part, or the first step examined when one line fits them all); -1 otherwise.
+  // trending part, or before a flat start too short to split off the fit: ShortFlatStart), or
+  // the first step examined when the floor rose from it; -1 otherwise.
   int64_t rising_since_step = -1;
   uint64_t median_peak_bytes = 0;
   uint32_t spike_steps = 0;

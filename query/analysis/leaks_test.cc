@@ -67,6 +67,17 @@ TEST(LeakTest, ALeakFromBeforeTheWindowRisesSinceItsFirstStep) {
   EXPECT_EQ(leak.evidence.first_step, 5);
 }
 
+TEST(LeakTest, ALeakFromAFewStepsAfterWarmupRisesSinceItsOwnStart) {
+  // From step 9, four steps after warm-up: too few flat steps for the floor's fit to split them
+  // off, so the rise was said to start at the first step examined (5).
+  JobTimeline job = Simulate(sim::LeakJob(3, 9, 128 * kMiB)).timeline;
+  const LeakReport report = FindLeaks(job);
+  const RankCurve& leak = CurveOf(report, 3);
+  EXPECT_EQ(leak.curve, CurveClass::kLeak);
+  EXPECT_EQ(leak.evidence.first_step, 5);
+  EXPECT_LE(std::abs(leak.evidence.rising_since_step - 9), 1);
+}
+
 TEST(LeakTest, AWholeStepSpikeInTheFirstOrLastStepIsASpike) {
   // A checkpoint at the end of training (or in the step open now) holds 4 GiB for the whole
   // step: floor and peak both rise, and only the steps around it tell it from the floor.
