@@ -84,6 +84,104 @@ JobAnalyses AnalyzeJob(const JobTimeline& job, const CompareParams& params) {
   return out;
 }
 
+namespace {
+
+// The first rank to diverge in each job, and how many did.
+void AddDivergedItem(const CompareReport& report, std::vector<CompareItem>& items) {
+  CompareItem it{"diverged", "first rank", FirstDivergence(report.a.diverged),
+                 FirstDivergence(report.b.diverged)};
+  it.a_value = report.a.diverged.diverged.size();
+  it.b_value = report.b.diverged.diverged.size();
+  it.changed = it.a != it.b;
+  items.push_back(it);
+}
+
+// Each growing group of either job: its rate in each, or "-" where it did not grow.
+void AddGrowthItems(const CompareReport& report, const CompareParams& params,
+                    std::vector<CompareItem>& items) {
+  std::map<std::string, const GroupGrowth*> ga, gb;
+  for (const GroupGrowth& g : report.a.growth.groups) ga.emplace(g.name, &g);
+  for (const GroupGrowth& g : report.b.growth.groups) gb.emplace(g.name, &g);
+  std::set<std::string> names;
+  for (const auto& [n, g] : ga) names.insert(n);
+  for (const auto& [n, g] : gb) names.insert(n);
+  for (const std::string& n : names) {
+    CompareItem it{"growth", n.empty() ? "(untagged)" : n, "-", "-"};
+    if (auto f = ga.find(n); f != ga.end()) {
+      it.a = Growth(*f->second, report.a.growth.bucket_ns);
+      it.a_value = f->second->total_bytes_per_step;
+    }
+    if (auto f = gb.find(n); f != gb.end()) {
+      it.b = Growth(*f->second, report.b.growth.bucket_ns);
+      it.b_value = f->second->total_bytes_per_step;
+    }
+    it.changed =
+        it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
+    items.push_back(it);
+  }
+  if (names.empty()) items.push_back({"growth", "any group", "none", "none", 0, 0, false});
+}
+
+// Which ranks leak in each job.
+void AddLeaksItem(const CompareReport& report, std::vector<CompareItem>& items) {
+  CompareItem it{"leaks", "leaking ranks", LeakingRanks(report.a.leaks),
+                 LeakingRanks(report.b.leaks)};
+  it.a_value = report.a.leaks.leaking_ranks;
+  it.b_value = report.b.leaks.leaking_ranks;
+  it.changed = it.a != it.b;
+  items.push_back(it);
+}
+
+// Each peak group of either job: the highest peak and its rank in each.
+void AddPeakItems(const CompareReport& report, const CompareParams& params,
+                  std::vector<CompareItem>& items) {
+  std::map<std::string, const PeakSummary*> pa, pb;
+  for (const PeakSummary& s : report.a.peak.summaries) pa.emplace(s.group, &s);
+  for (const PeakSummary& s : report.b.peak.summaries) pb.emplace(s.group, &s);
+  std::set<std::string> names;
+  for (const auto& [n, s] : pa) names.insert(n);
+  for (const auto& [n, s] : pb) names.insert(n);
+  for (const std::string& n : names) {
+    CompareItem it{"peak", n.empty() ? "(step)" : n, "-", "-"};
+    if (auto f = pa.find(n); f != pa.end()) {
+      it.a_value = f->second->max_peak_bytes;
+      it.a = absl::StrCat(FormatBytes(it.a_value), " (rank ", f->second->max_rank, ")");
+    }
+    if (auto f = pb.find(n); f != pb.end()) {
+      it.b_value = f->second->max_peak_bytes;
+      it.b = absl::StrCat(FormatBytes(it.b_value), " (rank ", f->second->max_rank, ")");
+    }
+    it.changed =
+        it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
+    items.push_back(it);
+  }
+}
+
+// The rank forecast to fill its device first in each job.
+void AddHeadroomItem(const CompareReport& report, std::vector<CompareItem>& items) {
+  const RankHeadroom* ha = Soonest(report.a.headroom);
+  const RankHeadroom* hb = Soonest(report.b.headroom);
+  CompareItem it{"headroom", "soonest full rank", HeadroomText(ha, report.a.headroom.bucket_ns),
+                 HeadroomText(hb, report.b.headroom.bucket_ns)};
+  it.a_value = ha != nullptr ? ha->forecast_step : 0;
+  it.b_value = hb != nullptr ? hb->forecast_step : 0;
+  it.changed = it.a != it.b;
+  items.push_back(it);
+}
+
+// The median of the ranks' last floors.
+void AddFloorItem(const CompareReport& report, const CompareParams& params,
+                  std::vector<CompareItem>& items) {
+  CompareItem it{"floor", "median final floor", FormatBytes(report.a.final_floor_bytes),
+                 FormatBytes(report.b.final_floor_bytes)};
+  it.a_value = report.a.final_floor_bytes;
+  it.b_value = report.b.final_floor_bytes;
+  it.changed = Differs(it.a_value, it.b_value, params.min_change_fraction);
+  items.push_back(it);
+}
+
+}  // namespace
+
 CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const CompareParams& params) {
   CompareReport report;
   report.job_a = a.job_id;
@@ -91,86 +189,12 @@ CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const Comp
   report.a = AnalyzeJob(a, params);
   report.b = AnalyzeJob(b, params);
   std::vector<CompareItem>& items = report.items;
-
-  {
-    CompareItem it{"diverged", "first rank", FirstDivergence(report.a.diverged),
-                   FirstDivergence(report.b.diverged)};
-    it.a_value = report.a.diverged.diverged.size();
-    it.b_value = report.b.diverged.diverged.size();
-    it.changed = it.a != it.b;
-    items.push_back(it);
-  }
-  {
-    std::map<std::string, const GroupGrowth*> ga, gb;
-    for (const GroupGrowth& g : report.a.growth.groups) ga.emplace(g.name, &g);
-    for (const GroupGrowth& g : report.b.growth.groups) gb.emplace(g.name, &g);
-    std::set<std::string> names;
-    for (const auto& [n, g] : ga) names.insert(n);
-    for (const auto& [n, g] : gb) names.insert(n);
-    for (const std::string& n : names) {
-      CompareItem it{"growth", n.empty() ? "(untagged)" : n, "-", "-"};
-      if (auto f = ga.find(n); f != ga.end()) {
-        it.a = Growth(*f->second, report.a.growth.bucket_ns);
-        it.a_value = f->second->total_bytes_per_step;
-      }
-      if (auto f = gb.find(n); f != gb.end()) {
-        it.b = Growth(*f->second, report.b.growth.bucket_ns);
-        it.b_value = f->second->total_bytes_per_step;
-      }
-      it.changed =
-          it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
-      items.push_back(it);
-    }
-    if (names.empty()) items.push_back({"growth", "any group", "none", "none", 0, 0, false});
-  }
-  {
-    CompareItem it{"leaks", "leaking ranks", LeakingRanks(report.a.leaks),
-                   LeakingRanks(report.b.leaks)};
-    it.a_value = report.a.leaks.leaking_ranks;
-    it.b_value = report.b.leaks.leaking_ranks;
-    it.changed = it.a != it.b;
-    items.push_back(it);
-  }
-  {
-    std::map<std::string, const PeakSummary*> pa, pb;
-    for (const PeakSummary& s : report.a.peak.summaries) pa.emplace(s.group, &s);
-    for (const PeakSummary& s : report.b.peak.summaries) pb.emplace(s.group, &s);
-    std::set<std::string> names;
-    for (const auto& [n, s] : pa) names.insert(n);
-    for (const auto& [n, s] : pb) names.insert(n);
-    for (const std::string& n : names) {
-      CompareItem it{"peak", n.empty() ? "(step)" : n, "-", "-"};
-      if (auto f = pa.find(n); f != pa.end()) {
-        it.a_value = f->second->max_peak_bytes;
-        it.a = absl::StrCat(FormatBytes(it.a_value), " (rank ", f->second->max_rank, ")");
-      }
-      if (auto f = pb.find(n); f != pb.end()) {
-        it.b_value = f->second->max_peak_bytes;
-        it.b = absl::StrCat(FormatBytes(it.b_value), " (rank ", f->second->max_rank, ")");
-      }
-      it.changed =
-          it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
-      items.push_back(it);
-    }
-  }
-  {
-    const RankHeadroom* ha = Soonest(report.a.headroom);
-    const RankHeadroom* hb = Soonest(report.b.headroom);
-    CompareItem it{"headroom", "soonest full rank", HeadroomText(ha, report.a.headroom.bucket_ns),
-                   HeadroomText(hb, report.b.headroom.bucket_ns)};
-    it.a_value = ha != nullptr ? ha->forecast_step : 0;
-    it.b_value = hb != nullptr ? hb->forecast_step : 0;
-    it.changed = it.a != it.b;
-    items.push_back(it);
-  }
-  {
-    CompareItem it{"floor", "median final floor", FormatBytes(report.a.final_floor_bytes),
-                   FormatBytes(report.b.final_floor_bytes)};
-    it.a_value = report.a.final_floor_bytes;
-    it.b_value = report.b.final_floor_bytes;
-    it.changed = Differs(it.a_value, it.b_value, params.min_change_fraction);
-    items.push_back(it);
-  }
+  AddDivergedItem(report, items);
+  AddGrowthItems(report, params, items);
+  AddLeaksItem(report, items);
+  AddPeakItems(report, params, items);
+  AddHeadroomItem(report, items);
+  AddFloorItem(report, params, items);
   std::stable_partition(items.begin(), items.end(),
                         [](const CompareItem& it) { return it.changed; });
   return report;

@@ -172,40 +172,37 @@ absl::StatusOr<v1::TimelineResponse> FetchTimeline(const QueryClient& client,
   return by_time;
 }
 
-int RunTimeline(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
-  FlagSet flags;
-  CommonOptions common;
-  TimelineArgs a;
-  flags.AddString("job", "JOB", "job id (see memtrace jobs); required", &a.job);
-  flags.AddOptionalUint32("rank", "R", "only this rank", &a.rank);
-  flags.AddString("from", "T", "only steps/buckets from time T (see Times above)", &a.from);
-  flags.AddString("to", "T", "only steps/buckets up to time T", &a.to);
-  flags.Add("by", "step|time",
-            "one row per step (default; per time bucket when the job has no step markers) or "
-            "per time bucket",
-            [&a](absl::string_view v) {
-              a.by_given = true;
-              if (v == "step") {
-                a.view.axis = v1::TIMELINE_AXIS_STEP;
-              } else if (v == "time") {
-                a.view.axis = v1::TIMELINE_AXIS_TIME;
-              } else {
-                return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not step or time"));
-              }
-              return absl::OkStatus();
-            });
-  flags.Add("steps", "A:B", "only steps (or bucket indices) A..B inclusive; A: and :B are open",
-            [&a](absl::string_view v) { return ParseKeyRange(v, &a.view); });
-  flags.Add(
+void RegisterTimelineFlags(FlagSet* flags, TimelineArgs& a) {
+  flags->AddString("job", "JOB", "job id (see memtrace jobs); required", &a.job);
+  flags->AddOptionalUint32("rank", "R", "only this rank", &a.rank);
+  flags->AddString("from", "T", "only steps/buckets from time T (see Times above)", &a.from);
+  flags->AddString("to", "T", "only steps/buckets up to time T", &a.to);
+  flags->Add("by", "step|time",
+             "one row per step (default; per time bucket when the job has no step markers) or "
+             "per time bucket",
+             [&a](absl::string_view v) {
+               a.by_given = true;
+               if (v == "step") {
+                 a.view.axis = v1::TIMELINE_AXIS_STEP;
+               } else if (v == "time") {
+                 a.view.axis = v1::TIMELINE_AXIS_TIME;
+               } else {
+                 return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not step or time"));
+               }
+               return absl::OkStatus();
+             });
+  flags->Add("steps", "A:B", "only steps (or bucket indices) A..B inclusive; A: and :B are open",
+             [&a](absl::string_view v) { return ParseKeyRange(v, &a.view); });
+  flags->Add(
       "every", "N", "only every N-th row of each rank, plus its last", [&a](absl::string_view v) {
         if (!absl::SimpleAtoi(v, &a.view.every) || a.view.every < 1) {
           return absl::InvalidArgumentError(absl::StrCat("'", v, "' is not a positive integer"));
         }
         return absl::OkStatus();
       });
-  flags.AddBool("wide", "one row per step, one column per rank (the --value of each)",
-                &a.view.wide);
-  flags.Add(
+  flags->AddBool("wide", "one row per step, one column per rank (the --value of each)",
+                 &a.view.wide);
+  flags->Add(
       "value", "floor|peak|end", "what --wide shows (default end)", [&a](absl::string_view v) {
         if (v == "floor") {
           a.view.value = TimelineValue::kFloor;
@@ -218,13 +215,10 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
         }
         return absl::OkStatus();
       });
-  AddCommonFlags(io, flags, &common);
-  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
-  auto usage_error = [&io](std::string message) {
-    return ReportError(io, absl::InvalidArgumentError(message), "timeline");
-  };
-  if (a.job.empty()) return usage_error("--job is required");
+}
 
+// The Timeline request the flags ask for; INVALID_ARGUMENT names a bad --from / --to.
+absl::StatusOr<v1::TimelineRequest> TimelineRequestFor(const TimelineArgs& a, absl::Time now) {
   v1::TimelineRequest request;
   request.set_job_id(a.job);
   request.set_axis(a.view.axis);
@@ -233,18 +227,34 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
        {std::make_tuple(&a.from, "--from", &v1::TimelineRequest::set_from_ns),
         std::make_tuple(&a.to, "--to", &v1::TimelineRequest::set_to_ns)}) {
     if (text->empty()) continue;
-    absl::StatusOr<int64_t> ns = ParseTimeArg(*text, io.now);
-    if (!ns.ok()) return usage_error(absl::StrCat(name, ": ", ns.status().message()));
+    absl::StatusOr<int64_t> ns = ParseTimeArg(*text, now);
+    if (!ns.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": ", ns.status().message()));
+    }
     (request.*setter)(*ns);
   }
   if (request.from_ns() != 0 && request.to_ns() != 0 && request.from_ns() > request.to_ns()) {
-    return usage_error(
+    return absl::InvalidArgumentError(
         absl::StrCat("--from (", request.from_ns(), ") is after --to (", request.to_ns(), ")"));
   }
+  return request;
+}
 
+int RunTimeline(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
+  FlagSet flags;
+  CommonOptions common;
+  TimelineArgs a;
+  RegisterTimelineFlags(&flags, a);
+  AddCommonFlags(io, flags, &common);
+  if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
+  if (a.job.empty()) {
+    return ReportError(io, absl::InvalidArgumentError("--job is required"), "timeline");
+  }
+  absl::StatusOr<v1::TimelineRequest> request = TimelineRequestFor(a, io.now);
+  if (!request.ok()) return ReportError(io, request.status(), "timeline");
   absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
   if (!client.ok()) return ReportError(io, client.status());
-  absl::StatusOr<v1::TimelineResponse> response = FetchTimeline(*client, request, a, io);
+  absl::StatusOr<v1::TimelineResponse> response = FetchTimeline(*client, *request, a, io);
   if (!response.ok()) return ReportError(io, response.status());
   if (response->ranks().empty()) {
     return ReportError(
