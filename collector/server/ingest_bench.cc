@@ -212,6 +212,16 @@ absl::Status Run() {
   if (mode != "store" && mode != "grpc") {
     return absl::InvalidArgumentError(absl::StrCat("--mode: '", mode, "' is not store or grpc"));
   }
+  for (auto [name, value] :
+       {std::pair<const char*, int64_t>{"streams", absl::GetFlag(FLAGS_streams)},
+        {"events", absl::GetFlag(FLAGS_events)},
+        {"batch", absl::GetFlag(FLAGS_batch)},
+        {"live", absl::GetFlag(FLAGS_live)},
+        {"step_every", absl::GetFlag(FLAGS_step_every)}}) {
+    if (value < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, ": ", value, " is not >= 1"));
+    }
+  }
   absl::StatusOr<Durability> durability = ParseDurability(absl::GetFlag(FLAGS_durability));
   if (!durability.ok()) return durability.status();
   std::error_code ec;

@@ -10,14 +10,6 @@ namespace {
 // Split points tried on the first pass; each later pass looks closer around the best one.
 constexpr size_t kCandidatesPerPass = 16;
 
-// Whether one end of the series sits above its line by more than its noise: the median of the
-// first or the last `tail` residuals against twice the noise of one point (from the spread of
-// step-to-step differences, which a trend or a bend barely moves, where the residuals' own
-// spread grows with the misfit). A leak over the later part of the window ends above the line
-// when it rose for less than half the window (the line's slope is diluted) and starts above it
-// when it rose for more (the line follows the rise down past the flat start). A series that kept
-// to one line (flat, or rising all along) rarely does either, and then no split can explain it
-// better; this keeps the search off most series, whose cost it would multiply.
 // The noise of one point, from the spread of step-to-step differences.
 double PointNoise(absl::Span<const double> y, std::vector<double>& scratch) {
   scratch.resize(y.size() - 1);
@@ -35,6 +27,14 @@ double MedianResidual(absl::Span<const double> x, absl::Span<const double> y, co
   return MedianInPlace(absl::MakeSpan(scratch));
 }
 
+// Whether one end of the series sits above its line by more than its noise: the median of the
+// first or the last `tail` residuals against twice the noise of one point (from the spread of
+// step-to-step differences, which a trend or a bend barely moves, where the residuals' own
+// spread grows with the misfit). A leak over the later part of the window ends above the line
+// when it rose for less than half the window (the line's slope is diluted) and starts above it
+// when it rose for more (the line follows the rise down past the flat start). A series that kept
+// to one line (flat, or rising all along) rarely does either, and then no split can explain it
+// better; this keeps the search off most series, whose cost it would multiply.
 bool BendsAwayFromTheLine(absl::Span<const double> x, absl::Span<const double> y,
                           const TrendFit& fit, size_t tail, std::vector<double>& scratch) {
   const double noise = PointNoise(y, scratch);
@@ -42,6 +42,16 @@ bool BendsAwayFromTheLine(absl::Span<const double> x, absl::Span<const double> y
   if (end > 0 && end > 2 * noise) return true;
   const double start = MedianResidual(x, y, fit, 0, tail, scratch);
   return start > 0 && start > 2 * noise;
+}
+
+// The median of the slopes between every two points (Theil-Sen's slope, for a few points).
+double MedianPairSlope(absl::Span<const double> x, absl::Span<const double> y,
+                       std::vector<double>& scratch) {
+  scratch.clear();
+  for (size_t i = 0; i < y.size(); ++i) {
+    for (size_t j = i + 1; j < y.size(); ++j) scratch.push_back((y[j] - y[i]) / (x[j] - x[i]));
+  }
+  return MedianInPlace(absl::MakeSpan(scratch));
 }
 
 double LineCost(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit) {
@@ -122,6 +132,13 @@ size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, co
   for (size_t split = 2; split < min_part; ++split) {
     const double above = MedianResidual(x, y, line, 0, split, scratch);
     if (!(above > 0 && above > 2 * noise)) continue;
+    // Flat: its own trend (the median of its pairs' slopes, robust to one odd point) is less
+    // than half the line's. A start that rose at the line's rate, or points raised above a
+    // rise that went on under them, are not a flat start.
+    if (std::abs(MedianPairSlope(x.first(split), y.first(split), scratch)) >
+        0.5 * std::abs(line.slope)) {
+      continue;
+    }
     const double cost = SplitCost(x.first(n), y.first(n), split, scratch);
     if (cost < best_cost) {
       best_cost = cost;

@@ -32,12 +32,15 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
                              size_t min_points, TheilSen& fitter);
 
 // For a series that FitCurrentTrend fitted as one line (onset 0): where a flat stretch at its
-// start, too short to split off there (fewer than min_points points), ends. FitCurrentTrend keeps
-// min_points on each side of a split so that noise cannot buy a split; a leak that began a few
-// points into the window then read as rising from its first point. Returns the first point of
-// the rise (2 .. min_points - 1), or 0 when the start is not flat: the chosen split must fit
-// better than the line, and its flat points must sit above the line by more than twice the
-// noise of one point, as FitCurrentTrend asks of a series before it searches. O(n x min_points).
+// start ends when it is too short for FitCurrentTrend to split off (fewer than min_points
+// points; this looks no further). FitCurrentTrend keeps min_points on each side of a split so
+// that noise cannot buy a split; a leak that began a few points into the window then read as
+// rising from its first point. Returns the first point of the rise (2 .. max(min_points, 3) - 1),
+// or 0 when no flat start is found. A start counts when its own slope (the median of its
+// pairs') is less than half the line's, it sits above the line by more than twice the noise of
+// one point (from step-to-step differences, as FitCurrentTrend asks of a series before it
+// searches), and flat-then-rising fits better than the line. Only the start moves: the line
+// stays the fit. O(n x min_points).
 size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
                       size_t min_points);
 

@@ -1,6 +1,7 @@
 #include "query/analysis/current_trend.h"
 
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -61,6 +62,45 @@ TEST(CurrentTrendTest, AFlatStartTooShortToSplitOffIsFoundWhereItEnds) {
     ASSERT_EQ(t.onset, 0u);
     EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8), from);
   }
+}
+
+// As FlatThenRising, with Gaussian noise of sd `noise` instead of the jitter (whose step-to-step
+// differences have no spread, so the noise estimate there is 0), and the first `raised` points
+// `bump` higher (memory freed a few steps in).
+Series Noisy(size_t from, double rate, double noise, uint64_t seed, size_t raised = 0,
+             double bump = 0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0, noise);
+  Series s;
+  for (size_t i = 0; i < 95; ++i) {
+    s.x.push_back(static_cast<double>(i));
+    s.y.push_back(10'000 * kMiB + normal(rng) + (i < raised ? bump : 0) +
+                  (i >= from ? rate * static_cast<double>(i - from + 1) : 0));
+  }
+  return s;
+}
+
+TEST(CurrentTrendTest, ANoisyShortFlatStartIsFoundAndANoisyRiseFromTheFirstPointHasNone) {
+  TheilSen fitter;
+  constexpr int kSeeds = 100;
+  int found = 0, rising_moved = 0, bumped_moved = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    const Series flat5 = Noisy(5, 64 * kMiB, 8 * kMiB, seed);
+    CurrentTrend t = FitCurrentTrend(flat5.x, flat5.y, 8, fitter);
+    const size_t start = ShortFlatStart(flat5.x, flat5.y, t.fit, 8);
+    if (t.onset == 0 && start >= 4 && start <= 6) ++found;
+    const Series rising = Noisy(0, 64 * kMiB, 8 * kMiB, seed);
+    t = FitCurrentTrend(rising.x, rising.y, 8, fitter);
+    if (ShortFlatStart(rising.x, rising.y, t.fit, 8) != 0) ++rising_moved;
+    // Three points 1 GiB up, then the same rise: the line fits the rise, the raised points sit
+    // far above it, and a short "flat" start that takes them in fitted better than the line.
+    const Series bumped = Noisy(0, 64 * kMiB, 8 * kMiB, seed, 3, 1024 * kMiB);
+    t = FitCurrentTrend(bumped.x, bumped.y, 8, fitter);
+    if (ShortFlatStart(bumped.x, bumped.y, t.fit, 8) != 0) ++bumped_moved;
+  }
+  EXPECT_GE(found, 90) << "of " << kSeeds;
+  EXPECT_EQ(rising_moved, 0);
+  EXPECT_EQ(bumped_moved, 0);
 }
 
 TEST(CurrentTrendTest, ALineRisingFromItsFirstPointHasNoFlatStart) {

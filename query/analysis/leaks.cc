@@ -73,7 +73,8 @@ std::vector<int64_t> FindSpikes(const CurvePoints& p, const CurrentTrend& trend,
   // a fast leak's last steps. (Narrowing it instead missed a whole-step spike at either end.)
   const size_t n = p.x.size();
   const auto fitted = [&](size_t k) {
-    return trend.fit.intercept + trend.fit.slope * p.x[std::max(k, trend.onset)];  // flat before
+    // Flat before the fit's onset.
+    return trend.fit.intercept + trend.fit.slope * p.x[std::max(k, trend.onset)];
   };
   std::vector<double> over(n), window;
   for (size_t i = 0; i < n; ++i) {

@@ -73,9 +73,10 @@ struct CurveEvidence {
   double recent_bytes_per_step = 0;  // second half of that fit
 
   double recent_trend_z = 0;
-  // For a leak: where the floor's fit says the rise began (the last flat point before its
-  // trending part, or before a flat start too short to split off the fit: ShortFlatStart), or
-  // the first step examined when the floor rose from it; -1 otherwise.
+  // For a leak: where the floor began to rise, as the last point of the flat stretch before
+  // its trending part, or of a flat start too short for the fit to split off (ShortFlatStart;
+  // the figures above still come from the fit over every point then), or the first step
+  // examined when the floor rose from it; -1 otherwise.
   int64_t rising_since_step = -1;
   uint64_t median_peak_bytes = 0;
   uint32_t spike_steps = 0;
