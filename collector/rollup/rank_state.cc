@@ -166,9 +166,13 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
       if (!RemoveAllocation(&maps_, e.address)) ++anomalies_.unmap_unknown;
       break;
     case EventKind::kPoolCreate:
+      pools_[e.address] = e.bytes;
+      break;
     case EventKind::kPoolDestroy:
+      pools_.erase(e.address);
+      break;
     case EventKind::kPoolTrim:
-      OnPool(e);
+      OnPoolTrim(e);
       break;
     case EventKind::kOom:
       OnOom(e);
@@ -183,9 +187,15 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
       OnPhaseEnd(e.tag_id);
       break;
     case EventKind::kDeviceSample:
+      OnDeviceSample(e);
+      break;
     case EventKind::kHostSample:
+      for (Accumulator* acc : {&step_, &bucket_}) {
+        acc->host_rss_max = std::max(acc->host_rss_max, e.bytes);
+      }
+      break;
     case EventKind::kLoss:
-      OnSample(e);
+      for (Accumulator* acc : {&step_, &bucket_}) acc->events_lost += e.aux;
       break;
     case EventKind::kUnspecified:
       break;
@@ -209,22 +219,11 @@ void RankState::AdvanceClock(const Event& e, ClosedRollups* closed) {
   step_.end_ns = std::max(step_.end_ns, e.ts_ns);
 }
 
-void RankState::OnPool(const Event& e) {
-  switch (e.kind) {
-    case EventKind::kPoolCreate:
-      pools_[e.address] = e.bytes;
-      break;
-    case EventKind::kPoolDestroy:
-      pools_.erase(e.address);
-      break;
-    default: {
-      // A trim releases reserved memory down to minBytesToKeep (aux); when the agent reports the
-      // pool's size after the trim (bytes), that is exact.
-      auto it = pools_.find(e.address);
-      if (it != pools_.end()) it->second = e.bytes != 0 ? e.bytes : std::min(it->second, e.aux);
-      break;
-    }
-  }
+void RankState::OnPoolTrim(const Event& e) {
+  // A trim releases reserved memory down to minBytesToKeep (aux); when the agent reports the
+  // pool's size after the trim (bytes), that is exact.
+  auto it = pools_.find(e.address);
+  if (it != pools_.end()) it->second = e.bytes != 0 ? e.bytes : std::min(it->second, e.aux);
 }
 
 void RankState::OnOom(const Event& e) {
@@ -271,23 +270,13 @@ void RankState::OnPhaseEnd(uint32_t phase_id) {
   }
 }
 
-void RankState::OnSample(const Event& e) {
+void RankState::OnDeviceSample(const Event& e) {
   for (Accumulator* acc : {&step_, &bucket_}) {
-    switch (e.kind) {
-      case EventKind::kDeviceSample:
-        if (e.bytes >= acc->device_used_max) {
-          acc->device_used_max = e.bytes;
-          acc->live_at_device_used_max = live_bytes_;
-        }
-        if (e.aux != 0) acc->device_total = e.aux;
-        break;
-      case EventKind::kHostSample:
-        acc->host_rss_max = std::max(acc->host_rss_max, e.bytes);
-        break;
-      default:  // kLoss
-        acc->events_lost += e.aux;
-        break;
+    if (e.bytes >= acc->device_used_max) {
+      acc->device_used_max = e.bytes;
+      acc->live_at_device_used_max = live_bytes_;
     }
+    if (e.aux != 0) acc->device_total = e.aux;
   }
 }
 

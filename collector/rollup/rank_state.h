@@ -198,11 +198,11 @@ class RankState {
   // Before any event's own effect: the first event opens the rollups, a later one may close the
   // time bucket; counters and the clock move to it.
   void AdvanceClock(const Event& e, ClosedRollups* closed);
-  void OnPool(const Event& e);  // POOL_CREATE, POOL_DESTROY, POOL_TRIM
+  void OnPoolTrim(const Event& e);
   void OnOom(const Event& e);
   void OnPhaseBegin(uint32_t phase_id);
   void OnPhaseEnd(uint32_t phase_id);
-  void OnSample(const Event& e);  // DEVICE_SAMPLE, HOST_SAMPLE, LOSS: per-rollup maxima and sums
+  void OnDeviceSample(const Event& e);
   void OnStep(const Event& e, ClosedRollups* closed);
   void OnBucket(const Event& e, ClosedRollups* closed);
   void RememberBucketEnd();
