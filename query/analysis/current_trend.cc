@@ -44,16 +44,6 @@ bool BendsAwayFromTheLine(absl::Span<const double> x, absl::Span<const double> y
   return start > 0 && start > 2 * noise;
 }
 
-// The median of the slopes between every two points (Theil-Sen's slope, for a few points).
-double MedianPairSlope(absl::Span<const double> x, absl::Span<const double> y,
-                       std::vector<double>& scratch) {
-  scratch.clear();
-  for (size_t i = 0; i < y.size(); ++i) {
-    for (size_t j = i + 1; j < y.size(); ++j) scratch.push_back((y[j] - y[i]) / (x[j] - x[i]));
-  }
-  return MedianInPlace(absl::MakeSpan(scratch));
-}
-
 double LineCost(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& fit) {
   double cost = 0;
   for (size_t i = 0; i < y.size(); ++i) cost += std::abs(y[i] - (fit.intercept + fit.slope * x[i]));
@@ -121,7 +111,7 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
 }
 
 size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
-                      size_t min_points) {
+                      size_t min_points, TheilSen& fitter) {
   const size_t n = std::min(x.size(), y.size());
   const size_t min_part = std::max<size_t>(min_points, 3);
   if (n < 2 * min_part) return 0;
@@ -132,11 +122,10 @@ size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, co
   for (size_t split = 2; split < min_part; ++split) {
     const double above = MedianResidual(x, y, line, 0, split, scratch);
     if (!(above > 0 && above > 2 * noise)) continue;
-    // Flat: its own trend (the median of its pairs' slopes, robust to one odd point) is less
+    // Flat: its own Theil-Sen slope (the median of its pairs', robust to one odd point) is less
     // than half the line's. A start that rose at the line's rate, or points raised above a
     // rise that went on under them, are not a flat start.
-    if (std::abs(MedianPairSlope(x.first(split), y.first(split), scratch)) >
-        0.5 * std::abs(line.slope)) {
+    if (std::abs(fitter.Fit(x.first(split), y.first(split)).slope) > 0.5 * std::abs(line.slope)) {
       continue;
     }
     const double cost = SplitCost(x.first(n), y.first(n), split, scratch);

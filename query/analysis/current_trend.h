@@ -40,9 +40,9 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
 // pairs') is less than half the line's, it sits above the line by more than twice the noise of
 // one point (from step-to-step differences, as FitCurrentTrend asks of a series before it
 // searches), and flat-then-rising fits better than the line. Only the start moves: the line
-// stays the fit. O(n x min_points).
+// stays the fit. O(n x min_points); `fitter` as in TheilSen.
 size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
-                      size_t min_points);
+                      size_t min_points, TheilSen& fitter);
 
 // The Theil-Sen fit of the second half of `trend`'s trending part (what it did lately).
 TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,

@@ -60,7 +60,7 @@ TEST(CurrentTrendTest, AFlatStartTooShortToSplitOffIsFoundWhereItEnds) {
     Series s = FlatThenRising(95, from, 64 * kMiB);
     CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
     ASSERT_EQ(t.onset, 0u);
-    EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8), from);
+    EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8, fitter), from);
   }
 }
 
@@ -87,16 +87,16 @@ TEST(CurrentTrendTest, ANoisyShortFlatStartIsFoundAndANoisyRiseFromTheFirstPoint
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     const Series flat5 = Noisy(5, 64 * kMiB, 8 * kMiB, seed);
     CurrentTrend t = FitCurrentTrend(flat5.x, flat5.y, 8, fitter);
-    const size_t start = ShortFlatStart(flat5.x, flat5.y, t.fit, 8);
+    const size_t start = ShortFlatStart(flat5.x, flat5.y, t.fit, 8, fitter);
     if (t.onset == 0 && start >= 4 && start <= 6) ++found;
     const Series rising = Noisy(0, 64 * kMiB, 8 * kMiB, seed);
     t = FitCurrentTrend(rising.x, rising.y, 8, fitter);
-    if (ShortFlatStart(rising.x, rising.y, t.fit, 8) != 0) ++rising_moved;
+    if (ShortFlatStart(rising.x, rising.y, t.fit, 8, fitter) != 0) ++rising_moved;
     // Three points 1 GiB up, then the same rise: the line fits the rise, the raised points sit
     // far above it, and a short "flat" start that takes them in fitted better than the line.
     const Series bumped = Noisy(0, 64 * kMiB, 8 * kMiB, seed, 3, 1024 * kMiB);
     t = FitCurrentTrend(bumped.x, bumped.y, 8, fitter);
-    if (ShortFlatStart(bumped.x, bumped.y, t.fit, 8) != 0) ++bumped_moved;
+    if (ShortFlatStart(bumped.x, bumped.y, t.fit, 8, fitter) != 0) ++bumped_moved;
   }
   EXPECT_GE(found, 90) << "of " << kSeeds;
   EXPECT_EQ(rising_moved, 0);
@@ -109,11 +109,11 @@ TEST(CurrentTrendTest, ALineRisingFromItsFirstPointHasNoFlatStart) {
     SCOPED_TRACE(rate);
     Series s = FlatThenRising(95, 0, rate);
     CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
-    EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8), 0u);
+    EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8, fitter), 0u);
   }
   // Too short to have two parts at all.
   Series s = FlatThenRising(12, 3, 64 * kMiB);
-  EXPECT_EQ(ShortFlatStart(s.x, s.y, fitter.Fit(s.x, s.y), 8), 0u);
+  EXPECT_EQ(ShortFlatStart(s.x, s.y, fitter.Fit(s.x, s.y), 8, fitter), 0u);
 }
 
 TEST(CurrentTrendTest, ALineOverTheWholeWindowStaysOneLine) {

@@ -55,8 +55,9 @@ bool FloorLeaks(const CurvePoints& p, const CurrentTrend& trend, const LeakParam
     // min_growth_bytes put it steps late for a slow leak, and mid-rise for one that had begun
     // before the window (its "start" was the median of the first tenth of the floors).
     // A flat stretch too short for FitCurrentTrend to split off moves it too.
-    const size_t onset =
-        trend.onset > 0 ? trend.onset : ShortFlatStart(p.x, p.floor, all, params.min_points);
+    const size_t onset = trend.onset > 0
+                             ? trend.onset
+                             : ShortFlatStart(p.x, p.floor, all, params.min_points, fitter);
     e.rising_since_step = static_cast<int64_t>(p.x[onset > 0 ? onset - 1 : 0]);
   }
   return leak;
