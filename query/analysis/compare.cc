@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -86,6 +85,8 @@ JobAnalyses AnalyzeJob(const JobTimeline& job, const CompareParams& params) {
 
 namespace {
 
+enum class Side { kA, kB };
+
 // The first rank to diverge in each job, and how many did.
 void AddDivergedItem(const CompareReport& report, std::vector<CompareItem>& items) {
   CompareItem it{"diverged", "first rank", FirstDivergence(report.a.diverged),
@@ -96,30 +97,44 @@ void AddDivergedItem(const CompareReport& report, std::vector<CompareItem>& item
   items.push_back(it);
 }
 
-// Each growing group of either job: its rate in each, or "-" where it did not grow.
-void AddGrowthItems(const CompareReport& report, const CompareParams& params,
-                    std::vector<CompareItem>& items) {
-  std::map<std::string, const GroupGrowth*> ga, gb;
-  for (const GroupGrowth& g : report.a.growth.groups) ga.emplace(g.name, &g);
-  for (const GroupGrowth& g : report.b.growth.groups) gb.emplace(g.name, &g);
-  std::set<std::string> names;
-  for (const auto& [n, g] : ga) names.insert(n);
-  for (const auto& [n, g] : gb) names.insert(n);
-  for (const std::string& n : names) {
-    CompareItem it{"growth", n.empty() ? "(untagged)" : n, "-", "-"};
-    if (auto f = ga.find(n); f != ga.end()) {
-      it.a = Growth(*f->second, report.a.growth.bucket_ns);
-      it.a_value = f->second->total_bytes_per_step;
+// One item per name that either job has (`unnamed` for ""): each side's text and value from
+// `describe(entry, side, &text, &value)`, "-" on a side without it; changed when a side lacks it
+// or the values differ by more than min_change_fraction.
+template <typename Entry, typename NameOf, typename Describe>
+void AddItemPerName(const char* analysis, const char* unnamed, const std::vector<Entry>& a,
+                    const std::vector<Entry>& b, NameOf name_of, Describe describe,
+                    const CompareParams& params, std::vector<CompareItem>& items) {
+  using Slots = std::pair<const Entry*, const Entry*>;
+  std::map<std::string, Slots> by_name;
+  for (auto [entries, slot] : {std::pair{&a, &Slots::first}, std::pair{&b, &Slots::second}}) {
+    for (const Entry& e : *entries) {
+      const Entry*& kept = by_name[name_of(e)].*slot;
+      if (kept == nullptr) kept = &e;  // a repeated name keeps its first entry
     }
-    if (auto f = gb.find(n); f != gb.end()) {
-      it.b = Growth(*f->second, report.b.growth.bucket_ns);
-      it.b_value = f->second->total_bytes_per_step;
-    }
+  }
+  for (const auto& [n, entries] : by_name) {
+    CompareItem it{analysis, n.empty() ? unnamed : n, "-", "-"};
+    if (entries.first != nullptr) describe(*entries.first, Side::kA, &it.a, &it.a_value);
+    if (entries.second != nullptr) describe(*entries.second, Side::kB, &it.b, &it.b_value);
     it.changed =
         it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
     items.push_back(it);
   }
-  if (names.empty()) items.push_back({"growth", "any group", "none", "none", 0, 0, false});
+}
+
+// Each growing group of either job: its rate in each, or "-" where it did not grow.
+void AddGrowthItems(const CompareReport& report, const CompareParams& params,
+                    std::vector<CompareItem>& items) {
+  const auto describe = [&](const GroupGrowth& g, Side side, std::string* text, double* value) {
+    *text = Growth(g, (side == Side::kA ? report.a : report.b).growth.bucket_ns);
+    *value = g.total_bytes_per_step;
+  };
+  AddItemPerName(
+      "growth", "(untagged)", report.a.growth.groups, report.b.growth.groups,
+      [](const GroupGrowth& g) { return g.name; }, describe, params, items);
+  if (report.a.growth.groups.empty() && report.b.growth.groups.empty()) {
+    items.push_back({"growth", "any group", "none", "none", 0, 0, false});
+  }
 }
 
 // Which ranks leak in each job.
@@ -135,26 +150,13 @@ void AddLeaksItem(const CompareReport& report, std::vector<CompareItem>& items) 
 // Each peak group of either job: the highest peak and its rank in each.
 void AddPeakItems(const CompareReport& report, const CompareParams& params,
                   std::vector<CompareItem>& items) {
-  std::map<std::string, const PeakSummary*> pa, pb;
-  for (const PeakSummary& s : report.a.peak.summaries) pa.emplace(s.group, &s);
-  for (const PeakSummary& s : report.b.peak.summaries) pb.emplace(s.group, &s);
-  std::set<std::string> names;
-  for (const auto& [n, s] : pa) names.insert(n);
-  for (const auto& [n, s] : pb) names.insert(n);
-  for (const std::string& n : names) {
-    CompareItem it{"peak", n.empty() ? "(step)" : n, "-", "-"};
-    if (auto f = pa.find(n); f != pa.end()) {
-      it.a_value = f->second->max_peak_bytes;
-      it.a = absl::StrCat(FormatBytes(it.a_value), " (rank ", f->second->max_rank, ")");
-    }
-    if (auto f = pb.find(n); f != pb.end()) {
-      it.b_value = f->second->max_peak_bytes;
-      it.b = absl::StrCat(FormatBytes(it.b_value), " (rank ", f->second->max_rank, ")");
-    }
-    it.changed =
-        it.a == "-" || it.b == "-" || Differs(it.a_value, it.b_value, params.min_change_fraction);
-    items.push_back(it);
-  }
+  const auto describe = [](const PeakSummary& s, Side, std::string* text, double* value) {
+    *value = s.max_peak_bytes;
+    *text = absl::StrCat(FormatBytes(*value), " (rank ", s.max_rank, ")");
+  };
+  AddItemPerName(
+      "peak", "(step)", report.a.peak.summaries, report.b.peak.summaries,
+      [](const PeakSummary& s) { return s.group; }, describe, params, items);
 }
 
 // The rank forecast to fill its device first in each job.
