@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "agent/stream/transport_options.h"
-#include "collector/security/secret_file.h"
 #include "collector/server/collector_server.h"
+#include "proto/connect/secret_file.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7431",
           "Address to serve on, HOST:PORT ([::]:PORT for IPv6). Port 0 picks a free port; the "
@@ -122,15 +122,15 @@ absl::Status LoadSecurity(CollectorServerOptions* options) {
     return absl::InvalidArgumentError("--tls_client_ca needs --tls_cert and --tls_key");
   }
   if (!cert.empty()) {
-    absl::StatusOr<std::string> c = security::ReadPemFile("--tls_cert", cert);
+    absl::StatusOr<std::string> c = connect::ReadPemFile("--tls_cert", cert);
     if (!c.ok()) return c.status();
-    absl::StatusOr<std::string> k = security::ReadPemFile("--tls_key", key);
+    absl::StatusOr<std::string> k = connect::ReadPemFile("--tls_key", key);
     if (!k.ok()) return k.status();
     sec.tls_cert_pem = *c;
     sec.tls_key_pem = *k;
   }
   if (!ca.empty()) {
-    absl::StatusOr<std::string> c = security::ReadPemFile("--tls_client_ca", ca);
+    absl::StatusOr<std::string> c = connect::ReadPemFile("--tls_client_ca", ca);
     if (!c.ok()) return c.status();
     sec.tls_client_ca_pem = *c;
   }
@@ -138,12 +138,12 @@ absl::Status LoadSecurity(CollectorServerOptions* options) {
   const char* env_token = std::getenv("MEMTRACE_TOKEN");
   const char* env_file = std::getenv("MEMTRACE_TOKEN_FILE");
   if (token_file.empty() && env_token != nullptr && *env_token != '\0') {
-    if (absl::Status s = security::CheckToken("MEMTRACE_TOKEN", env_token); !s.ok()) return s;
+    if (absl::Status s = connect::CheckToken("MEMTRACE_TOKEN", env_token); !s.ok()) return s;
     sec.token = env_token;
   } else {
     if (token_file.empty() && env_file != nullptr) token_file = env_file;
     if (!token_file.empty()) {
-      absl::StatusOr<std::string> t = security::ReadTokenFile(token_file);
+      absl::StatusOr<std::string> t = connect::ReadTokenFile(token_file);
       if (!t.ok()) return t.status();
       sec.token = *t;
     }

@@ -4,8 +4,7 @@ namespace memtrace {
 
 const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
   static const std::vector<EnvVarDoc> kVars = {
-      {"MEMTRACE_COLLECTOR", "memtrace",
-       "collector address host:port (default 127.0.0.1:7431)"},
+      {"MEMTRACE_COLLECTOR", "memtrace", "collector address host:port (default 127.0.0.1:7431)"},
       {"MEMTRACE_JOB_ID", "memtrace", "job id; overrides every launcher's id"},
       {"MEMTRACE_ATTEMPT", "memtrace",
        "attempt (restart) number; overrides TORCHELASTIC_RESTART_COUNT"},
@@ -22,7 +21,8 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
       {"MEMTRACE_SPOOL_DIR", "memtrace",
        "directory for the on-disk spool of unacknowledged batches (unset: no spool)"},
       {"MEMTRACE_SPOOL_MAX_BYTES", "memtrace",
-       "size bound of the on-disk spool (default 1 GiB; beyond it the oldest are dropped, counted)"},
+       "size bound of the on-disk spool (default 1 GiB; beyond it the oldest are dropped, "
+       "counted)"},
       {"MEMTRACE_DEFAULT_JOB_ID", "memtrace",
        "job id used only when no launcher gives one (memtrace run sets it)"},
       // Read by the CUPTI layer (agent/cupti/agent_options.cc); see agent/cupti/README.md.
@@ -41,7 +41,7 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
       {"MEMTRACE_CUPTI_BUFFERS", "memtrace", "most CUPTI activity buffers held at once"},
       {"MEMTRACE_FLUSH_MS", "memtrace", "CUPTI activity flush period in ms"},
       {"MEMTRACE_SHUTDOWN_TIMEOUT_MS", "memtrace", "how long the agent drains at process exit"},
-      // Read by the shared client channel (collector/security): agent and CLI alike.
+      // Read by the shared client channel (proto/connect): agent and CLI alike.
       {"MEMTRACE_TOKEN", "memtrace", "bearer token the collector requires"},
       {"MEMTRACE_TOKEN_FILE", "memtrace", "file holding the bearer token"},
       {"MEMTRACE_TLS_CA", "memtrace", "CA certificate: connect to the collector over TLS"},

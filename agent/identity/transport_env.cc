@@ -5,14 +5,14 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "collector/security/client_channel.h"
-#include "collector/security/collector_address.h"
+#include "proto/connect/client_channel.h"
+#include "proto/connect/collector_address.h"
 
 namespace memtrace {
 
 namespace {
 
-// MEMTRACE_TOKEN[_FILE] / MEMTRACE_TLS_* through collector/security, the one place that
+// MEMTRACE_TOKEN[_FILE] / MEMTRACE_TLS_* through proto/connect, the one place that
 // turns them into a channel; sets no factory when none is set (plaintext, no token).
 absl::Status ReadSecurity(const EnvLookup& env, TransportOptions* options) {
   // ClientSecurityFromEnv reads C strings; std::map nodes keep them alive meanwhile.
@@ -24,10 +24,10 @@ absl::Status ReadSecurity(const EnvLookup& env, TransportOptions* options) {
     slot = *std::move(v);
     return slot.c_str();
   };
-  absl::StatusOr<security::ClientSecurity> sec = security::ClientSecurityFromEnv(lookup);
+  absl::StatusOr<connect::ClientSecurity> sec = connect::ClientSecurityFromEnv(lookup);
   if (!sec.ok()) return sec.status();
   if (sec->token.empty() && !sec->tls()) return absl::OkStatus();
-  options->channel_factory = security::ChannelFactoryFor(*std::move(sec));
+  options->channel_factory = connect::ChannelFactoryFor(*std::move(sec));
   return absl::OkStatus();
 }
 
@@ -41,7 +41,7 @@ absl::StatusOr<TransportOptions> TransportOptionsFromEnvironment(const EnvLookup
   options.identity = *std::move(identity);
 
   if (std::optional<std::string> address = EnvNonEmpty(env, "MEMTRACE_COLLECTOR")) {
-    if (absl::Status s = security::CheckCollectorAddress("MEMTRACE_COLLECTOR", *address); !s.ok()) {
+    if (absl::Status s = connect::CheckCollectorAddress("MEMTRACE_COLLECTOR", *address); !s.ok()) {
       return s;
     }
     options.collector_address = *address;

@@ -12,7 +12,7 @@ namespace memtrace {
 // TransportOptions with identity = IdentityFromEnvironment(env, facts) and the MEMTRACE_*
 // settings listed in AgentEnvironmentVariables(); unset ones keep TransportOptions' defaults
 // (collector 127.0.0.1:7431). MEMTRACE_TOKEN[_FILE] / MEMTRACE_TLS_* (read by
-// collector/security's ClientSecurityFromEnv) set a channel_factory with TLS and the bearer
+// proto/connect's ClientSecurityFromEnv) set a channel_factory with TLS and the bearer
 // token; without them the channel is plaintext. INVALID_ARGUMENT names the variable and value:
 // an address without host:port, a count that is not a positive integer in range, an unreadable
 // token or PEM file.

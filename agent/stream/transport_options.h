@@ -20,7 +20,7 @@ class ChannelArguments;
 namespace memtrace {
 
 // Builds the channel to the collector from the target and the transport's own channel
-// arguments (reconnect backoff), e.g. collector/security's CreateCollectorChannel for TLS and
+// arguments (reconnect backoff), e.g. proto/connect's CreateCollectorChannel for TLS and
 // a bearer token. Called once, in Transport::Start().
 using ChannelFactory = std::function<std::shared_ptr<grpc::Channel>(
     const std::string& target, const grpc::ChannelArguments& args)>;

@@ -13,9 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "agent/stream/fake_collector.h"
-#include "collector/security/client_channel.h"
 #include "gtest/gtest.h"
 #include "proto/codec/event.h"
+#include "proto/connect/client_channel.h"
 #include "tests/util/test_dirs.h"
 
 namespace memtrace {
@@ -574,9 +574,9 @@ TEST(TransportTest, ChannelFactoryCarriesTheBearerToken) {
   int made = 0;
   o.channel_factory = [&made](const std::string& target, const grpc::ChannelArguments& args) {
     ++made;
-    security::ClientSecurity sec;
+    connect::ClientSecurity sec;
     sec.token = "s3cret";
-    return security::CreateCollectorChannel(target, sec, args);
+    return connect::CreateCollectorChannel(target, sec, args);
   };
   auto t = StartOrDie(o);
   t->Record(Alloc(0));

@@ -4,17 +4,20 @@
 #include <atomic>
 #include <cstdlib>
 
-#include "collector/security/client_channel.h"
-#include "collector/security/test_certs.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
+#include "proto/connect/client_channel.h"
+#include "proto/connect/test_certs.h"
 #include "proto/memtrace/v1/query.grpc.pb.h"
 #include "tests/util/test_dirs.h"
 
 namespace memtrace::security {
 namespace {
+
+using connect::ClientSecurity;
+using connect::CreateCollectorChannel;
 
 constexpr char kToken[] = "0123456789abcdef-test-token";
 
@@ -94,11 +97,12 @@ grpc::Status HealthCheck(const std::string& address, const ClientSecurity& secur
   return status;
 }
 
-const testing::TestCerts& Certs() {
-  static const testing::TestCerts* certs = [] {
-    absl::StatusOr<testing::TestCerts> c = testing::GenerateTestCerts(test_util::TmpPath("certs"));
+const connect::testing::TestCerts& Certs() {
+  static const connect::testing::TestCerts* certs = [] {
+    absl::StatusOr<connect::testing::TestCerts> c =
+        connect::testing::GenerateTestCerts(test_util::TmpPath("certs"));
     EXPECT_TRUE(c.ok()) << c.status();
-    return new testing::TestCerts(c.ok() ? *c : testing::TestCerts());
+    return new connect::testing::TestCerts(c.ok() ? *c : connect::testing::TestCerts());
   }();
   return *certs;
 }

@@ -19,6 +19,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
@@ -296,6 +297,9 @@ absl::Status Run() {
 }  // namespace memtrace::collector
 
 int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Query latency of the Analysis service on a simulated job, cold and warm (a benchmark, "
+      "not a test).\nUsage: analysis_bench [--ranks N --steps N ...]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status s = memtrace::collector::Run();
   if (s.ok()) return 0;

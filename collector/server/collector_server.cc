@@ -1,7 +1,6 @@
 #include "collector/server/collector_server.h"
 
 #include "absl/strings/str_cat.h"
-#include "collector/security/collector_address.h"
 #include "collector/server/analysis_service.h"
 #include "collector/server/ingest_service.h"
 #include "collector/server/listen_probe.h"
@@ -12,13 +11,14 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "proto/connect/collector_address.h"
 
 namespace memtrace::collector {
 
 absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
     const CollectorServerOptions& options) {
   absl::StatusOr<std::pair<std::string, int>> host_port =
-      security::SplitHostPort("--listen", options.listen);
+      connect::SplitHostPort("--listen", options.listen);
   if (!host_port.ok()) return host_port.status();
   if (absl::Status s = security::CheckListenPolicy(host_port->first, options.security,
                                                    options.allow_insecure);

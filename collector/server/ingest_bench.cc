@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -277,6 +278,10 @@ absl::Status Run() {
 }  // namespace memtrace::collector
 
 int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Ingest throughput of the collector, through EventStore::Append (--mode=store) or gRPC "
+      "streams (--mode=grpc); a benchmark, not a test.\nUsage: ingest_bench [--mode M --streams N "
+      "...]");
   absl::ParseCommandLine(argc, argv);
   const absl::Status s = memtrace::collector::Run();
   if (s.ok()) return 0;

@@ -1,5 +1,5 @@
 // What every unary call of the CLI to a collector service needs: the checked address, a channel
-// with TLS and the token as the environment asks (collector/security/client_channel.h), the
+// with TLS and the token as the environment asks (proto/connect/client_channel.h), the
 // service's stub, a deadline per call, and a translation of gRPC failures into an absl::Status
 // in the user's terms. QueryClient and AnalysisClient are thin layers over one each.
 #ifndef MEMTRACE_QUERY_CLI_SERVICE_CALLER_H_
@@ -14,9 +14,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "collector/security/client_channel.h"
-#include "collector/security/collector_address.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/connect/client_channel.h"
+#include "proto/connect/collector_address.h"
 
 namespace memtrace::cli {
 
@@ -36,11 +36,11 @@ class ServiceCaller {
   static absl::StatusOr<ServiceCaller> Create(std::string address, absl::Duration timeout,
                                               const grpc::ChannelArguments& args,
                                               GrpcStatusTranslator translate) {
-    if (absl::Status s = security::CheckCollectorAddress("--collector", address); !s.ok()) {
+    if (absl::Status s = connect::CheckCollectorAddress("--collector", address); !s.ok()) {
       return s;
     }
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-        security::CreateCollectorChannelFromEnv(address, args);
+        connect::CreateCollectorChannelFromEnv(address, args);
     if (!channel.ok()) return channel.status();
     return ServiceCaller(std::move(address), timeout, *std::move(channel), translate);
   }

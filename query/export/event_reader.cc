@@ -1,9 +1,9 @@
 #include "query/export/event_reader.h"
 
 #include "absl/strings/str_cat.h"
-#include "collector/security/client_channel.h"
-#include "collector/security/collector_address.h"
 #include "proto/codec/batch_codec.h"
+#include "proto/connect/client_channel.h"
+#include "proto/connect/collector_address.h"
 #include "query/cli/query_client.h"
 
 namespace memtrace::exporter {
@@ -11,12 +11,12 @@ namespace memtrace::exporter {
 absl::StatusOr<EventReader> EventReader::Create(const std::string& address,
                                                 absl::Duration timeout) {
   // gRPC would dial "host:99999" on port 34463 and "host" on port 0: refuse them here.
-  if (absl::Status s = security::CheckCollectorAddress("--collector", address); !s.ok()) return s;
+  if (absl::Status s = connect::CheckCollectorAddress("--collector", address); !s.ok()) return s;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);
   // TLS and the token from the environment, as every other command.
   absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      security::CreateCollectorChannelFromEnv(address, std::move(args));
+      connect::CreateCollectorChannelFromEnv(address, std::move(args));
   if (!channel.ok()) return channel.status();
   return EventReader(address, timeout, *std::move(channel));
 }

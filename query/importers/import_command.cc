@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/stream/transport.h"
-#include "collector/security/client_channel.h"
-#include "collector/security/collector_address.h"
+#include "proto/connect/client_channel.h"
+#include "proto/connect/collector_address.h"
 #include "query/cli/flags.h"
 
 namespace memtrace::importers {
@@ -155,7 +155,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
   sink_options.attempt = static_cast<uint32_t>(attempt);
   if (parsed->positional.empty()) return usage_error("no trace files given");
   // The Transport would dial "host:99999" on port 34463, and only after parsing every file.
-  if (absl::Status s = security::CheckCollectorAddress("--collector", sink_options.collector);
+  if (absl::Status s = connect::CheckCollectorAddress("--collector", sink_options.collector);
       !s.ok()) {
     return cli::ReportError(io, s, self.name);
   }
@@ -191,9 +191,9 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   TransportOptions transport_options;
   transport_options.collector_address = options.collector;
   // TLS and the token from the environment, as the agents and every other command.
-  absl::StatusOr<security::ClientSecurity> security = security::ClientSecurityFromEnv();
+  absl::StatusOr<connect::ClientSecurity> security = connect::ClientSecurityFromEnv();
   if (!security.ok()) return security.status();
-  transport_options.channel_factory = security::ChannelFactoryFor(*std::move(security));
+  transport_options.channel_factory = connect::ChannelFactoryFor(*std::move(security));
   v1::RankIdentity& id = transport_options.identity;
   id.set_job_id(options.job_id);
   id.set_rank(rank.rank);

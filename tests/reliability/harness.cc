@@ -162,8 +162,8 @@ int CollectorProcess::Stop() {
 
 std::string CollectorProcess::address() const { return absl::StrCat("127.0.0.1:", port_); }
 
-bool Healthy(const std::string& address, const security::ClientSecurity& security) {
-  grpc::GenericStub stub(security::CreateCollectorChannel(address, security));
+bool Healthy(const std::string& address, const connect::ClientSecurity& security) {
+  grpc::GenericStub stub(connect::CreateCollectorChannel(address, security));
   grpc::ClientContext context;
   context.set_deadline(Deadline(absl::Seconds(2)));
   grpc::CompletionQueue cq;
@@ -186,8 +186,8 @@ bool Healthy(const std::string& address, const security::ClientSecurity& securit
 }
 
 absl::StatusOr<v1::ListJobsResponse> ListJobs(const std::string& address,
-                                              const security::ClientSecurity& security) {
-  auto stub = v1::Query::NewStub(security::CreateCollectorChannel(address, security));
+                                              const connect::ClientSecurity& security) {
+  auto stub = v1::Query::NewStub(connect::CreateCollectorChannel(address, security));
   grpc::ClientContext context;
   context.set_deadline(Deadline(absl::Seconds(20)));
   v1::ListJobsResponse response;
@@ -197,9 +197,8 @@ absl::StatusOr<v1::ListJobsResponse> ListJobs(const std::string& address,
 }
 
 absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address, const std::string& job,
-                                                const security::ClientSecurity& security) {
-  auto stub =
-      v1::Query::NewStub(security::CreateCollectorChannel(address, security, BigMessages()));
+                                                const connect::ClientSecurity& security) {
+  auto stub = v1::Query::NewStub(connect::CreateCollectorChannel(address, security, BigMessages()));
   grpc::ClientContext context;
   context.set_deadline(Deadline(absl::Seconds(30)));
   v1::ListRanksRequest request;
@@ -212,9 +211,8 @@ absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address, cons
 
 absl::StatusOr<std::vector<Event>> ReadAllEvents(const std::string& address, const std::string& job,
                                                  uint32_t rank, uint32_t attempt,
-                                                 const security::ClientSecurity& security) {
-  auto stub =
-      v1::Query::NewStub(security::CreateCollectorChannel(address, security, BigMessages()));
+                                                 const connect::ClientSecurity& security) {
+  auto stub = v1::Query::NewStub(connect::CreateCollectorChannel(address, security, BigMessages()));
   std::vector<Event> events;
   uint64_t from = 1;
   while (from != 0) {
@@ -245,9 +243,9 @@ absl::StatusOr<std::vector<Event>> ReadAllEvents(const std::string& address, con
 }
 
 grpc::Status RawIngest(const std::string& address, const std::vector<std::string>& messages,
-                       std::vector<std::string>* acks, const security::ClientSecurity& security) {
+                       std::vector<std::string>* acks, const connect::ClientSecurity& security) {
   std::shared_ptr<grpc::Channel> channel =
-      security::CreateCollectorChannel(address, security, BigMessages());
+      connect::CreateCollectorChannel(address, security, BigMessages());
   grpc::ClientContext context;
   context.set_deadline(Deadline(absl::Seconds(10)));
   const grpc::internal::RpcMethod method("/memtrace.v1.Ingest/Stream",

@@ -15,9 +15,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "collector/security/client_channel.h"
 #include "grpcpp/channel.h"
 #include "proto/codec/event.h"
+#include "proto/connect/client_channel.h"
 #include "proto/memtrace/v1/query.pb.h"
 #include "tests/util/test_dirs.h"
 
@@ -67,7 +67,7 @@ class CollectorProcess {
   Child* child() { return child_.get(); }
   std::vector<std::string> args() const;
   // How Start() reaches the health service (a TLS collector needs the CA).
-  void set_client_security(security::ClientSecurity s) { client_security_ = std::move(s); }
+  void set_client_security(connect::ClientSecurity s) { client_security_ = std::move(s); }
 
  private:
   const std::string data_dir_;
@@ -75,28 +75,28 @@ class CollectorProcess {
   const Env env_;
   int port_ = 0;
   int starts_ = 0;
-  security::ClientSecurity client_security_;
+  connect::ClientSecurity client_security_;
   std::unique_ptr<Child> child_;
 };
 
 // grpc.health.v1.Health/Check("") answered SERVING within 2 s (no token needed: health is open).
-bool Healthy(const std::string& address, const security::ClientSecurity& security = {});
+bool Healthy(const std::string& address, const connect::ClientSecurity& security = {});
 
 // Query helpers over the shared client channel.
 absl::StatusOr<v1::ListJobsResponse> ListJobs(const std::string& address,
-                                              const security::ClientSecurity& security = {});
+                                              const connect::ClientSecurity& security = {});
 absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& address, const std::string& job,
-                                                const security::ClientSecurity& security = {});
+                                                const connect::ClientSecurity& security = {});
 // Every stored event of (job, rank, attempt), in order, paging through ReadEvents.
 absl::StatusOr<std::vector<Event>> ReadAllEvents(const std::string& address, const std::string& job,
                                                  uint32_t rank, uint32_t attempt = 0,
-                                                 const security::ClientSecurity& security = {});
+                                                 const connect::ClientSecurity& security = {});
 
 // One Ingest/Stream call with raw message bytes (anything, valid or not): writes each message,
 // half-closes, collects the acks' raw bytes, returns the call's status. Deadline 10 s.
 grpc::Status RawIngest(const std::string& address, const std::vector<std::string>& messages,
                        std::vector<std::string>* acks = nullptr,
-                       const security::ClientSecurity& security = {});
+                       const connect::ClientSecurity& security = {});
 
 // Key=value pairs of the last line starting with `prefix` ("RESULT") in `text`.
 std::map<std::string, std::string> LastLine(const std::string& text, const std::string& prefix);

@@ -9,8 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "collector/security/test_certs.h"
 #include "gtest/gtest.h"
+#include "proto/connect/test_certs.h"
 #include "proto/memtrace/v1/ingest.pb.h"
 #include "tests/reliability/harness.h"
 
@@ -20,11 +20,11 @@ namespace {
 constexpr char kToken[] = "c0ffee-7e57-70k3n-5ecre7";
 constexpr char kMemtraceBin[] = "query/cli/memtrace";
 
-const security::testing::TestCerts& Certs() {
-  static const security::testing::TestCerts* certs = [] {
-    auto c = security::testing::GenerateTestCerts(FreshDir("certs"));
+const connect::testing::TestCerts& Certs() {
+  static const connect::testing::TestCerts* certs = [] {
+    auto c = connect::testing::GenerateTestCerts(FreshDir("certs"));
     EXPECT_TRUE(c.ok()) << c.status();
-    return new security::testing::TestCerts(c.ok() ? *c : security::testing::TestCerts());
+    return new connect::testing::TestCerts(c.ok() ? *c : connect::testing::TestCerts());
   }();
   return *certs;
 }
@@ -67,8 +67,8 @@ class TlsTokenTest : public ::testing::Test {
     ASSERT_TRUE(collector_->Start(0).ok());
   }
 
-  const security::ClientSecurity tls_{"", Certs().ca_pem};
-  const security::ClientSecurity right_{kToken, Certs().ca_pem};
+  const connect::ClientSecurity tls_{"", Certs().ca_pem};
+  const connect::ClientSecurity right_{kToken, Certs().ca_pem};
   std::unique_ptr<CollectorProcess> collector_;
 };
 
@@ -102,10 +102,10 @@ TEST_F(TlsTokenTest, WrongOrMissingTokenIsRefusedAndNothingIsStored) {
   // Queries are checked the same way.
   EXPECT_TRUE(absl::IsUnauthenticated(ListJobs(collector_->address(), tls_).status()));
   EXPECT_TRUE(absl::IsUnauthenticated(
-      ListJobs(collector_->address(), security::ClientSecurity{"wrong", Certs().ca_pem}).status()));
+      ListJobs(collector_->address(), connect::ClientSecurity{"wrong", Certs().ca_pem}).status()));
   EXPECT_TRUE(ListJobs(collector_->address(), right_).ok());
   grpc::Status raw = RawIngest(collector_->address(), {Hello("raw-wrong")}, nullptr,
-                               security::ClientSecurity{"wrong", Certs().ca_pem});
+                               connect::ClientSecurity{"wrong", Certs().ca_pem});
   EXPECT_EQ(raw.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(Healthy(collector_->address(), tls_)) << "health stays open without a token";
 }
@@ -185,8 +185,8 @@ TEST(MutualTlsTest, AgentsNeedAClientCertificateFromTheConfiguredCa) {
   CollectorProcess collector(FreshDir("mtls-db"),
                              {"--tls_cert", Certs().server_cert_path, "--tls_key",
                               Certs().server_key_path, "--tls_client_ca", Certs().ca_path});
-  security::ClientSecurity client{"", Certs().ca_pem, Certs().client_cert_pem,
-                                  Certs().client_key_pem};
+  connect::ClientSecurity client{"", Certs().ca_pem, Certs().client_cert_pem,
+                                 Certs().client_key_pem};
   collector.set_client_security(client);
   ASSERT_TRUE(collector.Start(0).ok());
   EXPECT_EQ(RunAgent(collector, "mtls-nocert", {{"MEMTRACE_TLS_CA", Certs().ca_path}}), 3);

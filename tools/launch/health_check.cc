@@ -5,10 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "collector/security/client_channel.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "proto/connect/client_channel.h"
 
 namespace memtrace::launch {
 namespace {
@@ -40,7 +40,7 @@ absl::Status CheckCollector(const std::string& address, absl::Duration timeout) 
   // TLS (and the token, though health checks need none) from the environment, as the agents
   // the run starts use: a TLS collector does not answer plaintext.
   absl::StatusOr<std::shared_ptr<grpc::Channel>> made =
-      security::CreateCollectorChannelFromEnv(address);
+      connect::CreateCollectorChannelFromEnv(address);
   if (!made.ok()) return made.status();
   std::shared_ptr<grpc::Channel> channel = *std::move(made);
   const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout);

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "collector/security/collector_address.h"
+#include "proto/connect/collector_address.h"
 #include "query/cli/flags.h"
 #include "tools/launch/launch_paths.h"
 
@@ -60,8 +60,7 @@ absl::StatusOr<EnvVars> RayEnvVariables(const RayEnvRequest& request, const EnvL
     return absl::InvalidArgumentError(
         "--collector ADDR is required: the address Ray workers send to (host:port)");
   }
-  if (absl::Status s = security::CheckCollectorAddress("--collector", request.collector);
-      !s.ok()) {
+  if (absl::Status s = connect::CheckCollectorAddress("--collector", request.collector); !s.ok()) {
     return s;
   }
   // An explicit --agent_lib / --nvtx_lib is the path on the Ray nodes, which this machine need

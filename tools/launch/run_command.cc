@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/identity/env.h"
-#include "collector/security/collector_address.h"
+#include "proto/connect/collector_address.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
 #include "tools/launch/child_process.h"
@@ -462,7 +462,7 @@ int Runner::Run() {
   if (o_.collector.empty()) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
   if (!o_.collector.empty()) {
     // gRPC would dial "head:99999" on another port and report it unreachable.
-    if (absl::Status s = security::CheckCollectorAddress(
+    if (absl::Status s = connect::CheckCollectorAddress(
             collector_from_env ? "MEMTRACE_COLLECTOR" : "--collector", o_.collector);
         !s.ok()) {
       io_.err << "memtrace run: " << s.message() << "\n" << std::flush;

@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "collector/security/collector_address.h"
 #include "proto/codec/event.h"
+#include "proto/connect/collector_address.h"
 
 namespace memtrace::sim {
 namespace {
@@ -122,7 +122,7 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
     return absl::InvalidArgumentError(absl::StrCat("--speed ", options.speed, ": must be >= 0"));
   }
   // A Transport would dial "host:99999" on port 34463 and report it unreachable.
-  if (absl::Status s = security::CheckCollectorAddress("--collector", options.collector_address);
+  if (absl::Status s = connect::CheckCollectorAddress("--collector", options.collector_address);
       !s.ok()) {
     return s;
   }

@@ -1,16 +1,16 @@
-#include "collector/security/client_channel.h"
+#include "proto/connect/client_channel.h"
 
 #include <cstdlib>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "collector/security/secret_file.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/client_interceptor.h"
+#include "proto/connect/secret_file.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 
 namespace {
 
@@ -31,8 +31,7 @@ class TokenInterceptor final : public grpc::experimental::Interceptor {
   const std::string* header_;  // owned by the factory, which the channel keeps alive
 };
 
-class TokenInterceptorFactory final
-    : public grpc::experimental::ClientInterceptorFactoryInterface {
+class TokenInterceptorFactory final : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
   explicit TokenInterceptorFactory(const std::string& token) : header_("Bearer " + token) {}
 
@@ -133,4 +132,4 @@ CollectorChannelFactory ChannelFactoryFor(ClientSecurity security) {
   };
 }
 
-}  // namespace memtrace::security
+}  // namespace memtrace::connect

@@ -1,4 +1,4 @@
-#include "collector/security/collector_address.h"
+#include "proto/connect/collector_address.h"
 
 #include <string>
 #include <utility>
@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 namespace {
 
 TEST(SplitHostPortTest, ReadsIpv4NamesAndBracketedIpv6) {
@@ -63,4 +63,4 @@ TEST(CheckCollectorAddressTest, RefusesWhatGrpcWouldDialOnTheWrongPort) {
 }
 
 }  // namespace
-}  // namespace memtrace::security
+}  // namespace memtrace::connect

@@ -1,4 +1,4 @@
-#include "collector/security/collector_address.h"
+#include "proto/connect/collector_address.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 namespace {
 
 absl::Status Bad(absl::string_view what, const std::string& address, absl::string_view why) {
@@ -79,4 +79,4 @@ absl::Status CheckCollectorAddress(absl::string_view what, const std::string& ad
   return ParseHostPort(what, address, 1).status();
 }
 
-}  // namespace memtrace::security
+}  // namespace memtrace::connect

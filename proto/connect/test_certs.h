@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace memtrace::security::testing {
+namespace memtrace::connect::testing {
 
 struct TestCerts {
   std::string dir;  // where the files below are
@@ -25,6 +25,6 @@ struct TestCerts {
 // not installed (Debian package "openssl"), INTERNAL with its output when a command fails.
 absl::StatusOr<TestCerts> GenerateTestCerts(const std::string& dir);
 
-}  // namespace memtrace::security::testing
+}  // namespace memtrace::connect::testing
 
 #endif  // MEMTRACE_COLLECTOR_SECURITY_TEST_CERTS_H_

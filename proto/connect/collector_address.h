@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 
 // Splits "HOST:PORT" (or "[v6]:PORT", brackets kept in the host) into host and a port in
 // 0..65535. INVALID_ARGUMENT "<what>='<address>': <why>" otherwise, e.g.
@@ -27,6 +27,6 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(absl::string_view what
 // `what` (the flag or variable) and the address.
 absl::Status CheckCollectorAddress(absl::string_view what, const std::string& address);
 
-}  // namespace memtrace::security
+}  // namespace memtrace::connect
 
 #endif  // MEMTRACE_COLLECTOR_SECURITY_COLLECTOR_ADDRESS_H_

@@ -18,7 +18,7 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/support/channel_arguments.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 
 struct ClientSecurity {
   // Sent as "authorization: Bearer <token>" on every call; empty = none.
@@ -60,6 +60,6 @@ using CollectorChannelFactory = std::function<std::shared_ptr<grpc::Channel>(
     const std::string& target, const grpc::ChannelArguments& args)>;
 CollectorChannelFactory ChannelFactoryFor(ClientSecurity security);
 
-}  // namespace memtrace::security
+}  // namespace memtrace::connect
 
 #endif  // MEMTRACE_COLLECTOR_SECURITY_CLIENT_CHANNEL_H_

@@ -1,4 +1,4 @@
-#include "collector/security/test_certs.h"
+#include "proto/connect/test_certs.h"
 
 #include <sys/stat.h>
 
@@ -6,9 +6,9 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "collector/security/secret_file.h"
+#include "proto/connect/secret_file.h"
 
-namespace memtrace::security::testing {
+namespace memtrace::connect::testing {
 
 namespace {
 
@@ -30,22 +30,22 @@ absl::Status MakeCert(const std::string& dir, const std::string& name, const std
                       const std::string& ca, const std::string& san) {
   const std::string key = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
   if (ca.empty()) {
-    return Run(dir, absl::StrCat("openssl req -x509 ", key, " -keyout ", name, ".key -out ",
-                                 name, ".pem -days 2 -subj /CN=", cn));
+    return Run(dir, absl::StrCat("openssl req -x509 ", key, " -keyout ", name, ".key -out ", name,
+                                 ".pem -days 2 -subj /CN=", cn));
   }
   {
     std::ofstream ext(dir + "/" + name + ".ext");
     ext << "basicConstraints=CA:FALSE\n";
     if (!san.empty()) ext << "subjectAltName=" << san << "\n";
   }
-  if (absl::Status s = Run(dir, absl::StrCat("openssl req ", key, " -keyout ", name,
-                                             ".key -out ", name, ".csr -subj /CN=", cn));
+  if (absl::Status s = Run(dir, absl::StrCat("openssl req ", key, " -keyout ", name, ".key -out ",
+                                             name, ".csr -subj /CN=", cn));
       !s.ok()) {
     return s;
   }
-  return Run(dir, absl::StrCat("openssl x509 -req -in ", name, ".csr -CA ", ca, ".pem -CAkey ",
-                               ca, ".key -CAcreateserial -out ", name, ".pem -days 2 -extfile ",
-                               name, ".ext"));
+  return Run(dir, absl::StrCat("openssl x509 -req -in ", name, ".csr -CA ", ca, ".pem -CAkey ", ca,
+                               ".key -CAcreateserial -out ", name, ".pem -days 2 -extfile ", name,
+                               ".ext"));
 }
 
 }  // namespace
@@ -89,4 +89,4 @@ absl::StatusOr<TestCerts> GenerateTestCerts(const std::string& dir) {
   return certs;
 }
 
-}  // namespace memtrace::security::testing
+}  // namespace memtrace::connect::testing

@@ -1,4 +1,4 @@
-#include "collector/security/secret_file.h"
+#include "proto/connect/secret_file.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/util/test_dirs.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 namespace {
 
 std::string WriteFile(const std::string& name, const std::string& contents) {
@@ -53,4 +53,4 @@ TEST(SecretFileTest, HugeFileIsRefusedAsAWrongPath) {
 }
 
 }  // namespace
-}  // namespace memtrace::security
+}  // namespace memtrace::connect

@@ -1,14 +1,14 @@
-#include "collector/security/client_channel.h"
+#include "proto/connect/client_channel.h"
 
 #include <cstdlib>
 #include <fstream>
 #include <map>
 
-#include "collector/security/test_certs.h"
 #include "gtest/gtest.h"
+#include "proto/connect/test_certs.h"
 #include "tests/util/test_dirs.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 namespace {
 
 class FakeEnv {
@@ -103,4 +103,4 @@ TEST(CreateCollectorChannelTest, ChannelIsCreatedLazilyForEveryConfiguration) {
 }
 
 }  // namespace
-}  // namespace memtrace::security
+}  // namespace memtrace::connect

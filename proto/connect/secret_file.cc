@@ -1,4 +1,4 @@
-#include "collector/security/secret_file.h"
+#include "proto/connect/secret_file.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 
 namespace {
 
@@ -58,9 +58,9 @@ absl::Status CheckToken(absl::string_view what, absl::string_view token) {
     // Visible ASCII only: what an HTTP/2 header value can carry without escaping, and what
     // `openssl rand -hex` / `-base64` produce.
     if (c <= 0x20 || c >= 0x7f) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": the token has a space, control or non-ASCII character at byte ", i,
-          " (use e.g. `openssl rand -hex 32`)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the token has a space, control or non-ASCII character at byte ", i,
+                       " (use e.g. `openssl rand -hex 32`)"));
     }
   }
   return absl::OkStatus();
@@ -86,4 +86,4 @@ absl::StatusOr<std::string> ReadPemFile(absl::string_view what, const std::strin
   return data;
 }
 
-}  // namespace memtrace::security
+}  // namespace memtrace::connect

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
-namespace memtrace::security {
+namespace memtrace::connect {
 
 // The whole file at `path`. NOT_FOUND / PERMISSION_DENIED naming `what` and the path when it
 // cannot be read; INVALID_ARGUMENT when it is empty or larger than 1 MiB (no secret or
@@ -28,6 +28,6 @@ absl::Status CheckToken(absl::string_view what, absl::string_view token);
 // later inside the TLS handshake.
 absl::StatusOr<std::string> ReadPemFile(absl::string_view what, const std::string& path);
 
-}  // namespace memtrace::security
+}  // namespace memtrace::connect
 
 #endif  // MEMTRACE_COLLECTOR_SECURITY_SECRET_FILE_H_
