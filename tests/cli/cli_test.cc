@@ -302,8 +302,8 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
   const std::string down = absl::StrCat("127.0.0.1:", ClosedLoopbackPort());
   ProcessResult r = RunProcess({kMemtrace, "jobs", "--collector", down});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(
-      absl::StartsWith(r.err, absl::StrCat("memtrace: cannot reach collector at ", down, ": ")))
+  EXPECT_TRUE(absl::StartsWith(
+      r.err, absl::StrCat("memtrace jobs: cannot reach collector at ", down, ": ")))
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }

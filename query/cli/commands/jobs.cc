@@ -18,9 +18,9 @@ int RunJobs(const Command& self, const std::vector<std::string>& args, CommandIo
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
 
   absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
-  if (!client.ok()) return ReportError(io, client.status());
+  if (!client.ok()) return ReportError(io, client.status(), "jobs");
   absl::StatusOr<v1::ListJobsResponse> response = client->ListJobs();
-  if (!response.ok()) return ReportError(io, response.status());
+  if (!response.ok()) return ReportError(io, response.status(), "jobs");
   WriteTable(JobsTable(*response), common.format, io.out);
   return kExitOk;
 }

@@ -36,7 +36,7 @@ TEST(JobsCommandTest, AnAddressWithAnOutOfRangePortIsABadCommandLine) {
   std::ostringstream out, err;
   CommandIo io{out, err};
   EXPECT_EQ(JobsCommand().run({"--collector", "127.0.0.1:99999"}, io), kExitUsage);
-  EXPECT_EQ(err.str(), "memtrace: --collector='127.0.0.1:99999': port must be 1..65535\n");
+  EXPECT_EQ(err.str(), "memtrace jobs: --collector='127.0.0.1:99999': port must be 1..65535\n");
   EXPECT_EQ(out.str(), "");
 }
 

@@ -41,9 +41,9 @@ int RunRanks(const Command& self, const std::vector<std::string>& args, CommandI
   if (job.empty()) return ReportError(io, absl::InvalidArgumentError("--job is required"), "ranks");
 
   absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
-  if (!client.ok()) return ReportError(io, client.status());
+  if (!client.ok()) return ReportError(io, client.status(), "ranks");
   absl::StatusOr<v1::ListRanksResponse> response = client->ListRanks(job);
-  if (!response.ok()) return ReportError(io, response.status());
+  if (!response.ok()) return ReportError(io, response.status(), "ranks");
   if (response->ranks().empty()) {
     return ReportError(io, absl::NotFoundError(
                                absl::StrCat("job '", job, "' has no ranks at ", common.collector)));

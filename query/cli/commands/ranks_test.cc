@@ -86,7 +86,7 @@ TEST(RanksCommandTest, ReportsAnUnreachableCollector) {
   std::ostringstream out, err;
   CommandIo io{out, err, "127.0.0.1:1"};
   EXPECT_EQ(RanksCommand().run({"--job", "j"}, io), kExitError);
-  EXPECT_TRUE(absl::StartsWith(err.str(), "memtrace: cannot reach collector at 127.0.0.1:1"));
+  EXPECT_TRUE(absl::StartsWith(err.str(), "memtrace ranks: cannot reach collector at 127.0.0.1:1"));
 }
 
 }  // namespace

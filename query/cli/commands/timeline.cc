@@ -253,9 +253,9 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
   absl::StatusOr<v1::TimelineRequest> request = TimelineRequestFor(a, io.now);
   if (!request.ok()) return ReportError(io, request.status(), "timeline");
   absl::StatusOr<QueryClient> client = QueryClient::Create(common.collector, common.timeout);
-  if (!client.ok()) return ReportError(io, client.status());
+  if (!client.ok()) return ReportError(io, client.status(), "timeline");
   absl::StatusOr<v1::TimelineResponse> response = FetchTimeline(*client, *request, a, io);
-  if (!response.ok()) return ReportError(io, response.status());
+  if (!response.ok()) return ReportError(io, response.status(), "timeline");
   if (response->ranks().empty()) {
     return ReportError(
         io, absl::NotFoundError(

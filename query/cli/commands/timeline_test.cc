@@ -167,7 +167,8 @@ TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
 
 TEST_F(TimelineCommandTest, ReportsAnUnreachableCollectorWithExitCodeOne) {
   EXPECT_EQ(Run({"--job", "j", "--timeout", "3s"}), kExitError);
-  EXPECT_TRUE(absl::StartsWith(err_.str(), "memtrace: cannot reach collector at 127.0.0.1:1: "))
+  EXPECT_TRUE(
+      absl::StartsWith(err_.str(), "memtrace timeline: cannot reach collector at 127.0.0.1:1: "))
       << err_.str();
   const std::string err = err_.str();
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
