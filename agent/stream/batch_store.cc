@@ -3,18 +3,44 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "proto/memtrace/v1/events.pb.h"
 
 namespace memtrace {
 
+std::shared_ptr<std::string> WithStringDefs(const std::string& batch_bytes,
+                                            absl::Span<const StringDef> defs) {
+  v1::EventBatch batch;
+  if (!batch.ParseFromString(batch_bytes)) return nullptr;
+  absl::flat_hash_set<uint32_t> defined;
+  for (const v1::StringEntry& s : batch.strings()) defined.insert(s.id());
+  bool added = false;
+  for (const StringDef& d : defs) {
+    if (static_cast<size_t>(batch.strings_size()) >= kMaxStringsPerBatch) break;
+    if (!defined.insert(d.id).second) continue;
+    v1::StringEntry* entry = batch.add_strings();
+    entry->set_id(d.id);
+    entry->set_kind(static_cast<v1::StringKind>(d.kind));
+    entry->set_value(d.value);
+    added = true;
+  }
+  if (!added) return nullptr;
+  auto bytes = std::make_shared<std::string>();
+  batch.SerializeToString(bytes.get());
+  return bytes;
+}
+
 MemoryBatchStore::MemoryBatchStore(uint64_t max_bytes) : max_bytes_(max_bytes) {}
 
-void MemoryBatchStore::Append(SealedBatch batch, std::vector<SealedBatch>* dropped) {
+void MemoryBatchStore::Append(SealedBatch batch, uint64_t keep_through,
+                              std::vector<SealedBatch>* dropped) {
   const uint64_t size = batch.bytes ? batch.bytes->size() : 0;
   while (!batches_.empty() && bytes_ + size > max_bytes_) {
-    bytes_ -= batches_.front().bytes ? batches_.front().bytes->size() : 0;
-    dropped->push_back(std::move(batches_.front()));
-    batches_.pop_front();
+    auto victim =
+        BatchToDrop(batches_, keep_through, [](const SealedBatch& b) { return b.last_seq; });
+    bytes_ -= victim->bytes ? victim->bytes->size() : 0;
+    dropped->push_back(std::move(*victim));
+    batches_.erase(victim);
   }
   bytes_ += size;
   batches_.push_back(std::move(batch));
@@ -34,22 +60,15 @@ std::optional<SealedBatch> MemoryBatchStore::NextAfter(uint64_t seq) const {
   return *it;
 }
 
-void MemoryBatchStore::AddStringsToOldest(absl::Span<const StringDef> defs) {
-  if (batches_.empty() || defs.empty()) return;
-  SealedBatch& oldest = batches_.front();
-  v1::EventBatch batch;
-  if (oldest.bytes == nullptr || !batch.ParseFromString(*oldest.bytes)) return;
-  for (const StringDef& d : defs) {
-    v1::StringEntry* entry = batch.add_strings();
-    entry->set_id(d.id);
-    entry->set_kind(static_cast<v1::StringKind>(d.kind));
-    entry->set_value(d.value);
-  }
-  auto bytes = std::make_shared<std::string>();
-  batch.SerializeToString(bytes.get());
-  bytes_ += bytes->size() - oldest.bytes->size();
-  oldest.bytes = std::move(bytes);
-  oldest.has_strings = true;
+void MemoryBatchStore::AddStringsAfter(uint64_t seq, absl::Span<const StringDef> defs) {
+  auto it = std::find_if(batches_.begin(), batches_.end(),
+                         [seq](const SealedBatch& b) { return b.first_seq > seq; });
+  if (it == batches_.end() || defs.empty() || it->bytes == nullptr) return;
+  std::shared_ptr<std::string> bytes = WithStringDefs(*it->bytes, defs);
+  if (bytes == nullptr) return;
+  bytes_ += bytes->size() - it->bytes->size();
+  it->bytes = std::move(bytes);
+  it->has_strings = true;
 }
 
 uint64_t MemoryBatchStore::BytesAfter(uint64_t seq) const {

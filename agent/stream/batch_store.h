@@ -7,6 +7,7 @@
 #ifndef MEMTRACE_AGENT_STREAM_BATCH_STORE_H_
 #define MEMTRACE_AGENT_STREAM_BATCH_STORE_H_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -35,14 +36,41 @@ struct SealedBatch {
   std::shared_ptr<const std::string> bytes;
 };
 
+// The collector's per-batch bound on string entries (BatchLimits::max_strings): a batch the
+// agent sends must stay within it, or the collector refuses it on every resend.
+inline constexpr size_t kMaxStringsPerBatch = 4096;
+
+// `batch_bytes` (a serialized EventBatch) with the definitions of `defs` it lacks added: ids
+// it already defines, or that come twice in `defs`, are skipped, so a batch that inherits the
+// definitions of dropped batches again and again grows by each id once. Stops at
+// kMaxStringsPerBatch entries (the ids left out still reach the collector in the next new
+// batch, which the Transport queues them for). Null when the bytes do not parse or nothing
+// is added.
+std::shared_ptr<std::string> WithStringDefs(const std::string& batch_bytes,
+                                            absl::Span<const StringDef> defs);
+
+// Which of `batches` (in seq order, not empty) a store over its bound drops: the oldest that
+// ends after `keep_through` (see BatchStore::Append), else the oldest. `last_seq` reads a
+// batch's last seq.
+template <typename Batches, typename LastSeq>
+typename Batches::iterator BatchToDrop(Batches& batches, uint64_t keep_through, LastSeq last_seq) {
+  auto it = std::upper_bound(batches.begin(), batches.end(), keep_through,
+                             [&](uint64_t s, const auto& b) { return s < last_seq(b); });
+  return it != batches.end() ? it : batches.begin();
+}
+
 class BatchStore {
  public:
   virtual ~BatchStore() = default;
 
   // Takes a batch whose first_seq is above every stored batch's last_seq. To stay within its
-  // bound the store may drop its oldest batches (never the one just appended); they are
-  // appended to `dropped`, oldest first, so the caller can report the loss.
-  virtual void Append(SealedBatch batch, std::vector<SealedBatch>* dropped) = 0;
+  // bound the store may drop batches (never the one just appended); they are appended to
+  // `dropped` so the caller can report the loss. Batches ending at or before
+  // `keep_through` may already be stored at the collector (written, not yet acknowledged): the
+  // store drops the oldest of the others first and one of those only when nothing else is left,
+  // since a batch the collector stores after all would be counted twice, lost and kept.
+  virtual void Append(SealedBatch batch, uint64_t keep_through,
+                      std::vector<SealedBatch>* dropped) = 0;
 
   // Forgets every batch whose last_seq <= durable_seq (the collector has them).
   virtual void Acknowledge(uint64_t durable_seq) = 0;
@@ -50,9 +78,10 @@ class BatchStore {
   // The oldest batch with last_seq > seq, if any.
   virtual std::optional<SealedBatch> NextAfter(uint64_t seq) const = 0;
 
-  // Adds string definitions to the oldest stored batch (definitions of dropped batches that the
-  // remaining ones may use). No-op when empty.
-  virtual void AddStringsToOldest(absl::Span<const StringDef> defs) = 0;
+  // Adds string definitions (those of a dropped batch that ended at `seq`, which later batches
+  // may use) to the oldest stored batch that begins after `seq`, as WithStringDefs does. No-op
+  // when there is none or `defs` is empty.
+  virtual void AddStringsAfter(uint64_t seq, absl::Span<const StringDef> defs) = 0;
 
   virtual size_t batches() const = 0;
   virtual uint64_t bytes() const = 0;
@@ -69,10 +98,10 @@ class MemoryBatchStore final : public BatchStore {
  public:
   explicit MemoryBatchStore(uint64_t max_bytes);
 
-  void Append(SealedBatch batch, std::vector<SealedBatch>* dropped) override;
+  void Append(SealedBatch batch, uint64_t keep_through, std::vector<SealedBatch>* dropped) override;
   void Acknowledge(uint64_t durable_seq) override;
   std::optional<SealedBatch> NextAfter(uint64_t seq) const override;
-  void AddStringsToOldest(absl::Span<const StringDef> defs) override;
+  void AddStringsAfter(uint64_t seq, absl::Span<const StringDef> defs) override;
   size_t batches() const override { return batches_.size(); }
   uint64_t bytes() const override { return bytes_; }
   uint64_t BytesAfter(uint64_t seq) const override;

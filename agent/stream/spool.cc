@@ -195,8 +195,10 @@ bool SpoolBatchStore::SpillOldest() {
   return true;
 }
 
-void SpoolBatchStore::DropOldestDisk(std::vector<SealedBatch>* dropped) {
-  DiskBatch& oldest = disk_.front();
+void SpoolBatchStore::DropFromDisk(uint64_t keep_through, std::vector<SealedBatch>* dropped) {
+  auto victim =
+      BatchToDrop(disk_, keep_through, [](const DiskBatch& b) { return b.meta.last_seq; });
+  DiskBatch& oldest = *victim;
   SealedBatch batch = oldest.meta;
   // The Transport re-sends the string definitions of a dropped batch; only then are its bytes
   // needed.
@@ -206,23 +208,27 @@ void SpoolBatchStore::DropOldestDisk(std::vector<SealedBatch>* dropped) {
                                           std::strerror(errno)));
   }
   disk_bytes_ -= oldest.size;
-  disk_.pop_front();
+  disk_.erase(victim);
   dropped->push_back(std::move(batch));
 }
 
-void SpoolBatchStore::Append(SealedBatch batch, std::vector<SealedBatch>* dropped) {
+void SpoolBatchStore::Append(SealedBatch batch, uint64_t keep_through,
+                             std::vector<SealedBatch>* dropped) {
   memory_bytes_ += SizeOf(batch);
   memory_.push_back(std::move(batch));
   // The newest batch always stays in memory (the bound may be exceeded by that one batch).
   while (memory_.size() > 1 && memory_bytes_ > memory_limit_) {
     if (!SpillOldest()) {
-      // Disk refused: behave like the memory store and drop the oldest.
-      memory_bytes_ -= SizeOf(memory_.front());
-      dropped->push_back(std::move(memory_.front()));
-      memory_.pop_front();
+      // Disk refused: behave like the memory store (the newest batch is never dropped).
+      auto victim =
+          BatchToDrop(memory_, keep_through, [](const SealedBatch& b) { return b.last_seq; });
+      if (victim == memory_.end() - 1) victim = memory_.begin();
+      memory_bytes_ -= SizeOf(*victim);
+      dropped->push_back(std::move(*victim));
+      memory_.erase(victim);
     }
   }
-  while (!disk_.empty() && disk_bytes_ > disk_limit_) DropOldestDisk(dropped);
+  while (!disk_.empty() && disk_bytes_ > disk_limit_) DropFromDisk(keep_through, dropped);
 }
 
 void SpoolBatchStore::Acknowledge(uint64_t durable_seq) {
@@ -265,41 +271,34 @@ std::optional<SealedBatch> SpoolBatchStore::NextAfter(uint64_t seq) const {
   return *in_memory;
 }
 
-void SpoolBatchStore::AddStringsToOldest(absl::Span<const StringDef> defs) {
-  if (defs.empty() || batches() == 0) return;
-  std::shared_ptr<const std::string> old;
-  if (!disk_.empty()) {
-    old = ReadBatch(disk_.front());
-  } else {
-    old = memory_.front().bytes;
-  }
-  v1::EventBatch batch;
-  if (old == nullptr || !batch.ParseFromString(*old)) return;
-  for (const StringDef& d : defs) {
-    v1::StringEntry* entry = batch.add_strings();
-    entry->set_id(d.id);
-    entry->set_kind(static_cast<v1::StringKind>(d.kind));
-    entry->set_value(d.value);
-  }
-  auto bytes = std::make_shared<std::string>();
-  batch.SerializeToString(bytes.get());
-  if (!disk_.empty()) {
-    DiskBatch& oldest = disk_.front();
-    if (!ReplaceFile(oldest.path, *bytes)) {
-      Report(Problem::kWrite, absl::StrCat("cannot rewrite ", oldest.path, ": ",
-                                           std::strerror(errno), "; kept it without the ",
-                                           defs.size(), " string definitions"));
+void SpoolBatchStore::AddStringsAfter(uint64_t seq, absl::Span<const StringDef> defs) {
+  if (defs.empty()) return;
+  auto on_disk = std::find_if(disk_.begin(), disk_.end(),
+                              [seq](const DiskBatch& b) { return b.meta.first_seq > seq; });
+  if (on_disk != disk_.end()) {
+    std::shared_ptr<const std::string> old = ReadBatch(*on_disk);
+    if (old == nullptr) return;
+    std::shared_ptr<std::string> bytes = WithStringDefs(*old, defs);
+    if (bytes == nullptr) return;
+    if (!ReplaceFile(on_disk->path, *bytes)) {
+      Report(Problem::kWrite,
+             absl::StrCat("cannot rewrite ", on_disk->path, ": ", std::strerror(errno),
+                          "; kept it without the ", defs.size(), " string definitions"));
       return;
     }
-    disk_bytes_ += bytes->size() - oldest.size;
-    oldest.size = bytes->size();
-    oldest.meta.has_strings = true;
+    disk_bytes_ += bytes->size() - on_disk->size;
+    on_disk->size = bytes->size();
+    on_disk->meta.has_strings = true;
     return;
   }
-  SealedBatch& oldest = memory_.front();
-  memory_bytes_ += bytes->size() - SizeOf(oldest);
-  oldest.bytes = std::move(bytes);
-  oldest.has_strings = true;
+  auto in_memory = std::find_if(memory_.begin(), memory_.end(),
+                                [seq](const SealedBatch& b) { return b.first_seq > seq; });
+  if (in_memory == memory_.end() || in_memory->bytes == nullptr) return;
+  std::shared_ptr<std::string> bytes = WithStringDefs(*in_memory->bytes, defs);
+  if (bytes == nullptr) return;
+  memory_bytes_ += bytes->size() - SizeOf(*in_memory);
+  in_memory->bytes = std::move(bytes);
+  in_memory->has_strings = true;
 }
 
 std::unique_ptr<BatchStore> MakeBatchStore(const TransportOptions& options) {

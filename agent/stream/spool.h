@@ -51,11 +51,11 @@ class SpoolBatchStore final : public BatchStore {
       uint64_t disk_bytes, bool log_failures);
   ~SpoolBatchStore() override;  // removes its files and directory
 
-  void Append(SealedBatch batch, std::vector<SealedBatch>* dropped) override;
+  void Append(SealedBatch batch, uint64_t keep_through, std::vector<SealedBatch>* dropped) override;
   void Acknowledge(uint64_t durable_seq) override;
   // A spilled batch is read back from its file.
   std::optional<SealedBatch> NextAfter(uint64_t seq) const override;
-  void AddStringsToOldest(absl::Span<const StringDef> defs) override;
+  void AddStringsAfter(uint64_t seq, absl::Span<const StringDef> defs) override;
   size_t batches() const override { return disk_.size() + memory_.size(); }
   // Memory and disk together.
   uint64_t bytes() const override { return memory_bytes_ + disk_bytes_; }
@@ -82,7 +82,8 @@ class SpoolBatchStore final : public BatchStore {
   SpoolBatchStore(std::string dir, uint64_t memory_bytes, uint64_t disk_limit, bool log);
   // Moves the oldest memory batch to disk; false (batch left in memory) when writing fails.
   bool SpillOldest();
-  void DropOldestDisk(std::vector<SealedBatch>* dropped);
+  // Drops the disk batch BatchToDrop picks.
+  void DropFromDisk(uint64_t keep_through, std::vector<SealedBatch>* dropped);
   std::shared_ptr<const std::string> ReadBatch(const DiskBatch& b) const;
   void Report(Problem problem, const std::string& message) const;
 

@@ -75,7 +75,7 @@ TEST(SpoolTest, SpillsBeyondTheMemoryBoundAndReadsBackInOrder) {
   for (int i = 0; i < 10; ++i) {
     SealedBatch b = MakeBatch(1 + 100 * i, 100);
     sent.push_back(*b.bytes);
-    store->Append(std::move(b), &dropped);
+    store->Append(std::move(b), 0, &dropped);
   }
   EXPECT_TRUE(dropped.empty());
   EXPECT_EQ(store->batches(), 10u);
@@ -106,11 +106,31 @@ TEST(SpoolTest, SpillsBeyondTheMemoryBoundAndReadsBackInOrder) {
   EXPECT_EQ(store->BytesAfter(1000), 0u);
 }
 
+TEST(SpoolTest, BeyondTheDiskBoundBatchesOnTheWireAreDroppedLast) {
+  const uint64_t one = MakeBatch(901, 100).bytes->size();
+  auto store = Create(test_util::ClearedPath("full-on-wire"), one, 3 * one);
+  std::vector<SealedBatch> dropped;
+  // Seqs 1..200 were written to the collector (keep_through 200), no answer yet.
+  for (int i = 0; i < 10; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 200, &dropped);
+  ASSERT_EQ(dropped.size(), 6u);
+  for (const SealedBatch& b : dropped) EXPECT_GT(b.first_seq, 200u) << b.first_seq;
+  EXPECT_EQ(store->NextAfter(0)->first_seq, 1u);
+  EXPECT_EQ(store->NextAfter(100)->first_seq, 101u);
+  EXPECT_EQ(store->NextAfter(200)->first_seq, 801u);
+  EXPECT_LE(store->disk_bytes(), 3 * one);
+  EXPECT_EQ(FilesIn(store->dir()), 3);
+  // Everything on disk written too: with nothing else to drop, the oldest goes after all.
+  store->Append(MakeBatch(1001, 100), 1000, &dropped);
+  ASSERT_EQ(dropped.size(), 7u);
+  EXPECT_EQ(dropped[6].first_seq, 1u);
+  EXPECT_EQ(store->NextAfter(0)->first_seq, 101u);
+}
+
 TEST(SpoolTest, AcknowledgeRemovesSpilledFiles) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("ack"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 6; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  for (int i = 0; i < 6; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   ASSERT_EQ(FilesIn(store->dir()), 5);
   store->Acknowledge(300);
   EXPECT_EQ(FilesIn(store->dir()), 2);
@@ -126,7 +146,7 @@ TEST(SpoolTest, BeyondTheDiskBoundTheOldestAreDroppedWithTheirExactEventCounts) 
   const uint64_t one = MakeBatch(901, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("full"), one, 3 * one);
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 10; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  for (int i = 0; i < 10; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   uint64_t lost = 0;
   for (const SealedBatch& b : dropped) lost += b.events;
   // 1 batch in memory, at most 3 on disk: the 6 oldest are gone, oldest first.
@@ -143,7 +163,7 @@ TEST(SpoolTest, ADroppedBatchWithStringsComesBackWithItsBytes) {
   const uint64_t one = MakeBatch(1, 100, true).bytes->size();
   auto store = Create(test_util::ClearedPath("strings"), one, one);
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 4; ++i) store->Append(MakeBatch(1 + 100 * i, 100, i == 0), &dropped);
+  for (int i = 0; i < 4; ++i) store->Append(MakeBatch(1 + 100 * i, 100, i == 0), 0, &dropped);
   ASSERT_FALSE(dropped.empty());
   ASSERT_TRUE(dropped[0].has_strings);
   ASSERT_NE(dropped[0].bytes, nullptr);
@@ -156,10 +176,10 @@ TEST(SpoolTest, StringsAddedToASpilledOldestBatchAreInItsFile) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("add"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   ASSERT_GE(store->disk_batches(), 1u);
   const uint64_t before = store->bytes();
-  store->AddStringsToOldest({StringDef{7, StringKind::kTag, "fsdp:layers.0"}});
+  store->AddStringsAfter(0, {StringDef{7, StringKind::kTag, "fsdp:layers.0"}});
   EXPECT_GT(store->bytes(), before);
   std::optional<SealedBatch> oldest = store->NextAfter(0);
   ASSERT_TRUE(oldest.has_value());
@@ -176,12 +196,12 @@ TEST(SpoolTest, StringsAddedToASpilledOldestBatchAreInItsFile) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("rewrite-full"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   if (store->disk_batches() != 2) _exit(2);
   signal(SIGXFSZ, SIG_IGN);
   const rlimit limit{one + 16, one + 16};  // the file as it is fits, with the strings not
   if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(3);
-  store->AddStringsToOldest({StringDef{7, StringKind::kTag, std::string(2000, 'x')}});
+  store->AddStringsAfter(0, {StringDef{7, StringKind::kTag, std::string(2000, 'x')}});
   std::optional<SealedBatch> oldest = store->NextAfter(0);
   if (!oldest.has_value() || oldest->first_seq != 1) _exit(4);
   if (store->spool_read_lost() != 0 || oldest->has_strings) _exit(5);
@@ -200,7 +220,7 @@ TEST(SpoolTest, AnUnwritableSpoolDropsLikeTheMemoryStore) {
   auto store = Create(test_util::ClearedPath("unwritable"), one, 1 << 30);
   ASSERT_EQ(rmdir(store->dir().c_str()), 0);  // the disk "goes away"
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 4; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  for (int i = 0; i < 4; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   EXPECT_EQ(dropped.size(), 3u);
   EXPECT_EQ(store->batches(), 1u);
   EXPECT_EQ(store->NextAfter(0)->first_seq, 301u);
@@ -210,7 +230,7 @@ TEST(SpoolTest, AnUnreadableSpilledBatchIsSkippedAndCounted) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("unreadable"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   ASSERT_EQ(store->disk_batches(), 2u);
   ASSERT_EQ(std::system(("rm -f '" + store->dir() + "/0.batch'").c_str()), 0);
   std::optional<SealedBatch> next = store->NextAfter(0);
@@ -241,7 +261,7 @@ TEST(SpoolTest, TheStoreRemovesItsDirectoryWhenDestroyed) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("destroy"), one, 1 << 30);
   std::vector<SealedBatch> dropped;
-  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), &dropped);
+  for (int i = 0; i < 3; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   const std::string dir = store->dir();
   ASSERT_TRUE(Exists(dir));
   EXPECT_NE(dir.find("job_with_spaces.r3.a0.p"), std::string::npos) << dir;

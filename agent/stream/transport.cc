@@ -36,7 +36,6 @@ namespace {
 
 // The collector's default BatchLimits: a batch beyond them is rejected as a whole.
 constexpr size_t kMaxBatchEvents = 65536;
-constexpr size_t kMaxStringsPerBatch = 4096;
 // Far below gRPC's default 4 MiB receive limit, leaving room for the events.
 constexpr size_t kMaxStringBytesPerBatch = 1 << 20;
 // How long a clean close (WritesDone) may wait for the collector to finish the call.
@@ -289,6 +288,12 @@ class Transport::Impl final : public IngestStream::Listener {
   grpc::Status done_status_;
   // Highest seq written on this stream, or the Hello's durable mark: writing resumes after it.
   uint64_t written_through_ = 0;
+  // The highest seq the collector may hold without having said so: what this stream wrote and,
+  // until its Hello is answered with the durable mark, what earlier streams wrote. The store
+  // drops such batches last (BatchStore::Append).
+  uint64_t MayBeStoredThroughLocked() const {
+    return hello_acked_ ? written_through_ : std::max(written_through_, max_written_seq_);
+  }
   absl::Time opened_at_;
   absl::Time last_progress_;
   // When each message of this stream still waiting for its ack was sent (clock_), oldest
@@ -429,16 +434,18 @@ void Transport::Impl::SealBatch(size_t covered) {
   batch_strings_.clear();
   {
     std::unique_lock<std::mutex> lock(mu_);
-    store_->Append(std::move(sealed), &dropped_);
+    store_->Append(std::move(sealed), MayBeStoredThroughLocked(), &dropped_);
   }
   if (!dropped_.empty()) HandleDropped();
 }
 
 void Transport::Impl::HandleDropped() {
   uint64_t lost = 0;
+  uint64_t first_dropped_end = UINT64_MAX;
   std::vector<StringDef> defs;
   for (const SealedBatch& b : dropped_) {
     lost += b.events;
+    first_dropped_end = std::min(first_dropped_end, b.last_seq);
     // Loss markers inside the dropped batch are reported again under their own reason.
     for (uint32_t reason = 0; reason < b.marker_losses.size(); ++reason) {
       queue_.AddLoss(reason, b.marker_losses[reason]);
@@ -453,18 +460,18 @@ void Transport::Impl::HandleDropped() {
   const uint64_t batches = dropped_.size();
   dropped_.clear();
   queue_.AddLoss(kLossSpoolFull, lost);
-  // Later batches may use these ids: the oldest kept batch carries them, and so does the next
-  // new one (in case the oldest is already on the wire).
+  // Later batches may use these ids: the first kept batch after a dropped one carries them, and
+  // so does the next new one (in case that batch is already on the wire).
   strings_.Resend(defs);
   {
     std::unique_lock<std::mutex> lock(mu_);
     lost_spool_full_ += lost;
-    store_->AddStringsToOldest(defs);
+    store_->AddStringsAfter(first_dropped_end, defs);
   }
-  failures_.Report(Failure::kSpoolFull,
-                   absl::StrCat("unacknowledged batches exceed ", options_.max_unacked_bytes,
-                                " bytes: dropped the oldest ", batches, " (", lost,
-                                " events), reported as a loss"));
+  failures_.Report(
+      Failure::kSpoolFull,
+      absl::StrCat("unacknowledged batches exceed ", options_.max_unacked_bytes, " bytes: dropped ",
+                   batches, " batch(es) (", lost, " events), reported as a loss"));
 }
 
 // ---------------------------------------------------------------------------------------------

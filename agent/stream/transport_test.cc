@@ -501,6 +501,53 @@ TEST(TransportTest, DroppedUnackedBatchesAreReportedAsSpoolFullLossAndKeepTheirS
   EXPECT_EQ(s.last_counters.events_lost, lost);
 }
 
+// Each dropped batch passes its definitions on to the oldest kept one, and every new batch
+// carries them again; thousands of drops in a long outage once piled thousands of copies of one
+// definition into the oldest batch, which the collector then refused (more than 4096 string
+// entries) on every resend: nothing more was stored for the stream. And catching up afterwards
+// dropped batches already on the wire, which the collector stored and the agent counted lost.
+TEST(TransportTest, ALongOutageKeepsEachDefinitionOnceInABatchAndCountsEachLossOnce) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  const int port = collector.port();
+  collector.Stop();  // the collector is away from the start
+  TransportOptions o = Options(collector.address());
+  o.max_batch_events = 4;
+  o.max_batch_delay = absl::Milliseconds(1);
+  o.max_unacked_bytes = 1 << 10;  // a few batches; every new one drops one
+  auto t = StartOrDie(o);
+  const uint32_t tag = t->Intern(StringKind::kTag, "optimizer.state");
+  constexpr uint64_t kEvents = 40000;
+  for (uint64_t i = 0; i < kEvents; ++i) {
+    t->Record(Alloc(i, tag));
+    if (i % 64 == 0) absl::SleepFor(absl::Microseconds(200));  // let the sender seal batches
+  }
+  // Enough drops that the pile-up would pass the collector's bound of 4096 entries a batch.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (t->stats().events_lost_spool_full <= 4u * 5000 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_GT(t->stats().events_lost_spool_full, 4u * 5000) << "too few drops to show the pile-up";
+  ASSERT_TRUE(collector.Start(port).ok());
+  // Catching up drops more batches, whose losses get markers after what a Flush waits for.
+  for (int i = 0; i < 20 && t->stats().durable_seq < t->stats().last_seq; ++i) {
+    ASSERT_TRUE(t->Flush(absl::Seconds(10)).ok());
+  }
+  ASSERT_EQ(t->stats().durable_seq, t->stats().last_seq);
+  Stream s = collector.Snapshot();
+  size_t most_strings = 0;
+  for (const FakeCollector::ReceivedBatch& b : s.received) {
+    most_strings = std::max(most_strings, b.strings);
+  }
+  EXPECT_LE(most_strings, 1u);
+  const auto [kept, lost] = KeptAndLost(s, kLossSpoolFull);
+  // Exactly: no batch the collector stored was also counted lost (catching up drops batches
+  // not yet sent before any on the wire).
+  EXPECT_EQ(kept + lost, kEvents) << "kept " << kept << ", lost " << lost;
+  EXPECT_EQ(lost, t->stats().events_lost);
+  EXPECT_EQ(s.undefined_string_uses, 0u);
+}
+
 TEST(TransportTest, SpilledBatchesThatCannotBeReadBackAreReportedAsALoss) {
   FakeCollector collector;
   ASSERT_TRUE(collector.Start().ok());
