@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,12 @@
 namespace memtrace {
 namespace cupti {
 namespace {
+
+// Callback events waiting for the records before them; a step or phase marker a few ms apart,
+// so this many is far more than a flush period's worth. A full hold lets its oldest go early.
+constexpr size_t kMaxHeldCallbackEvents = 4096;
+// CUPTI's clock and CLOCK_REALTIME count as one when they read this close.
+constexpr int64_t kSameClockNs = 50'000'000;
 
 // TransportOptions from the environment; a process started without any launcher or
 // MEMTRACE_JOB_ID still gets traced, under a job id of its own.
@@ -105,12 +112,17 @@ std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
 void Agent::BuildRecorders() {
   const AgentOptions& o = options_;
   EventSink* sink = transport_.get();
+  // The flusher exists before any callback can arrive (StartSession makes it first); its thread
+  // starts after the session does.
+  order_ = std::make_unique<RecordOrder>(sink, kMaxHeldCallbackEvents, [this] {
+    if (flusher_ != nullptr) flusher_->Poke();
+  });
   // The options were validated by ParseAgentOptions, so this cannot fail; fall back to the
   // defaults all the same rather than trust that.
   absl::StatusOr<RangeClassifier> classifier = RangeClassifier::Create(o.ranges);
   if (!classifier.ok()) classifier = RangeClassifier::Create(RangeClassifierOptions());
   classifier_ = std::make_unique<RangeClassifier>(*classifier);
-  nvtx_ = std::make_unique<NvtxTracker>(sink, *classifier, &RealtimeNanos);
+  nvtx_ = std::make_unique<NvtxTracker>(order_->callbacks(), *classifier, &RealtimeNanos);
   correlation_ = std::make_unique<CorrelationTable>();
   DriverCallbacks::SourceFn source;
   if (o.source == SourceMode::kBacktrace) {
@@ -122,10 +134,10 @@ void Agent::BuildRecorders() {
     AllocSourceResolver* resolver = sources_.get();
     source = [resolver] { return resolver->ResolveCaller(); };
   }
-  callbacks_ = std::make_unique<DriverCallbacks>(sink, nvtx_.get(), correlation_.get(),
-                                                 std::move(source), &RealtimeNanos);
-  translator_ = std::make_unique<RecordTranslator>(sink, correlation_.get(), classifier_.get(),
-                                                   TranslatorOptions());
+  callbacks_ = std::make_unique<DriverCallbacks>(
+      order_->callbacks(), nvtx_.get(), correlation_.get(), std::move(source), &RealtimeNanos);
+  translator_ = std::make_unique<RecordTranslator>(order_->records(), correlation_.get(),
+                                                   classifier_.get(), TranslatorOptions());
 }
 
 void Agent::StartSampler() {
@@ -147,10 +159,20 @@ void Agent::StartSession() {
   co.allocation_source = options_.source == SourceMode::kCupti;
   co.buffer_bytes = options_.buffer_bytes;
   co.max_buffers = options_.max_buffers;
-  co.flush_ms = options_.flush_ms;
+  BufferFlusherOptions fo;
+  fo.period = absl::Milliseconds(options_.flush_ms);
+  flusher_ = std::make_unique<BufferFlusher>(
+      fo, [this] { session_->Flush(/*forced=*/false); },
+      [this](int64_t began_ns) { return order_->ReleaseThrough(began_ns); }, &RealtimeNanos);
   session_ = CuptiSession::Start(co, this, log_);
   // Without callbacks, NVTX reaches us only as MARKER records.
   translator_->SetMarkersDriveSteps(!session_->state().callbacks);
+  if (session_->state().records) {
+    CompareClocks();
+    flusher_->Start();
+  } else {
+    order_->Close();  // no records to wait for
+  }
   if (sampler_ != nullptr) sampler_->Start();
 }
 
@@ -158,25 +180,56 @@ Agent::Agent(AgentOptions options, AgentLog* log) : options_(std::move(options))
 
 Agent::~Agent() { Shutdown(); }
 
+void Agent::CompareClocks() {
+  // Records carry CUPTI's timestamps, callback events the agent's CLOCK_REALTIME; RecordOrder
+  // may compare them only when they are one clock (the README's assumption, unverified on a
+  // GPU here). Otherwise only flushes release callback events, and the difference is logged.
+  const int64_t before = RealtimeNanos();
+  const std::optional<int64_t> cupti = CuptiSession::Timestamp();
+  const int64_t after = RealtimeNanos();
+  if (!cupti.has_value()) {
+    log_->Once("clock",
+               "cuptiGetTimestamp failed: record timestamps cannot be checked against "
+               "CLOCK_REALTIME");
+    return;
+  }
+  const int64_t skew = *cupti - (before + (after - before) / 2);
+  if (skew > -kSameClockNs && skew < kSameClockNs) {
+    order_->set_records_share_clock(true);
+    return;
+  }
+  log_->Once("clock",
+             absl::StrCat("CUPTI's clock reads ", absl::FormatDuration(absl::Nanoseconds(skew)),
+                          " from CLOCK_REALTIME: record timestamps are not on the "
+                          "events' clock; steps and phases wait for flushes only"));
+}
+
 void Agent::Shutdown() {
   if (shut_down_.exchange(true)) return;
+  if (flusher_ != nullptr) flusher_->Stop();
   if (session_ != nullptr) session_->Stop();
+  // The forced flush has delivered every record: nothing is left to wait for.
+  if (order_ != nullptr) order_->Close();
   if (sampler_ != nullptr) sampler_->Stop();
   // One line of what was seen: it is also how the GPU check reads CUPTI's behaviour.
   const TranslatorStats t = translator_->stats();
   const DriverCallbackStats c = callbacks_->stats();
   const NvtxStats n = nvtx_->stats();
+  const RecordOrderStats o = order_->stats();
   log_->Once(
       "summary",
-      absl::StrCat("summary: records ", t.records, " (memory ", t.memory_records, ", pool ",
-                   t.pool_records, ", marker ", t.marker_records, ", vmm_skipped ",
-                   t.vmm_records_skipped, ", correlated ", t.correlated, ", tagged ", t.tagged,
-                   ", other ", t.other_records, "); callbacks: alloc_calls ", c.alloc_calls,
-                   " (runtime ", c.runtime_alloc_calls, ", nested ", c.nested_alloc_calls,
-                   "), ooms ", c.ooms, ", vmm_maps ", c.vmm_maps, ", vmm_unmaps ", c.vmm_unmaps,
-                   ", vmm_unknown_handles ", c.vmm_unknown_handles, ", nvtx_calls ", c.nvtx_calls,
-                   "; nvtx: pushes ", n.pushes, ", pops_without_push ", n.pops_without_push,
-                   ", steps ", n.steps, ", phases ", n.phases));
+      absl::StrCat(
+          "summary: records ", t.records, " (memory ", t.memory_records, ", pool ", t.pool_records,
+          ", marker ", t.marker_records, ", vmm_skipped ", t.vmm_records_skipped, ", correlated ",
+          t.correlated, ", tagged ", t.tagged, ", other ", t.other_records,
+          "); callbacks: alloc_calls ", c.alloc_calls, " (runtime ", c.runtime_alloc_calls,
+          ", nested ", c.nested_alloc_calls, "), ooms ", c.ooms, ", vmm_maps ", c.vmm_maps,
+          ", vmm_unmaps ", c.vmm_unmaps, ", vmm_unknown_handles ", c.vmm_unknown_handles,
+          ", nvtx_calls ", c.nvtx_calls, "; nvtx: pushes ", n.pushes, ", pops_without_push ",
+          n.pops_without_push, ", steps ", n.steps, ", phases ", n.phases, "; order: flushes ",
+          flusher_ != nullptr ? flusher_->flushes() : 0, ", held ", o.held, " (released by record ",
+          o.released_by_record, ", by flush ", o.released_by_flush, ", when full ",
+          o.released_when_full, "), records_behind ", o.records_behind));
   if (transport_ != nullptr) {
     absl::Status s = transport_->Shutdown(absl::Milliseconds(options_.shutdown_timeout_ms));
     TransportStats ts = transport_->stats();

@@ -10,11 +10,13 @@
 #include "agent/cupti/agent_log.h"
 #include "agent/cupti/agent_options.h"
 #include "agent/cupti/alloc_source.h"
+#include "agent/cupti/buffer_flusher.h"
 #include "agent/cupti/correlation_table.h"
 #include "agent/cupti/cupti_session.h"
 #include "agent/cupti/driver_callbacks.h"
 #include "agent/cupti/driver_memory.h"
 #include "agent/cupti/nvtx_tracker.h"
+#include "agent/cupti/record_order.h"
 #include "agent/cupti/record_translator.h"
 #include "agent/cupti/sampler.h"
 #include "agent/identity/env.h"
@@ -50,16 +52,21 @@ class Agent : public CuptiHandlers {
   Agent(AgentOptions options, AgentLog* log);
   // The parts of Start after the transport, in the order they must happen: the recorders that
   // turn callbacks and records into events, the device sampler (not yet running), then the CUPTI
-  // session, after which callbacks arrive and the sampler starts.
+  // session, after which callbacks arrive and the flusher and the sampler start.
   void BuildRecorders();
   void StartSampler();
   void StartSession();
+  // Whether CUPTI's record timestamps are on CLOCK_REALTIME, the callback events' clock.
+  void CompareClocks();
 
   const AgentOptions options_;
   AgentLog* log_;
   // Declaration order is construction order: the transport first (everything writes to it),
   // the session last (it starts delivering callbacks as soon as it exists).
   std::unique_ptr<Transport> transport_;
+  // Between the recorders and the transport: callback events wait for the records before them.
+  std::unique_ptr<RecordOrder> order_;
+  std::unique_ptr<BufferFlusher> flusher_;
   std::unique_ptr<NvtxTracker> nvtx_;
   std::unique_ptr<CorrelationTable> correlation_;
   std::unique_ptr<AllocSourceResolver> sources_;

@@ -33,7 +33,7 @@ struct AgentOptions {
                                                // MEMTRACE_PHASES, MEMTRACE_PHASE_PREFIX
   size_t buffer_bytes = 4 << 20;               // MEMTRACE_CUPTI_BUFFER_KB
   size_t max_buffers = 8;                      // MEMTRACE_CUPTI_BUFFERS
-  int flush_ms = 250;                          // MEMTRACE_FLUSH_MS (cuptiActivityFlushPeriod)
+  int flush_ms = 250;                          // MEMTRACE_FLUSH_MS (BufferFlusher period)
   int shutdown_timeout_ms = 3000;              // MEMTRACE_SHUTDOWN_TIMEOUT_MS
 };
 

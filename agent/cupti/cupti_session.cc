@@ -187,7 +187,21 @@ void CuptiSession::EnableRecords() {
                "the first");
     return;
   }
-  CUptiResult r = cuptiActivityRegisterCallbacks(&OnBufferRequested, &OnBufferCompleted);
+  // One global buffer stream instead of CUPTI's default of one per thread: per-thread buffers
+  // are handed over independently, so a free on one thread could reach the collector before
+  // the allocation it frees made on another, and each recording thread would hold one of the
+  // pool's few buffers. Must precede RegisterCallbacks and any activity kind (the header).
+  uint8_t per_thread = 0;
+  size_t per_thread_size = sizeof per_thread;
+  CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                                            &per_thread_size, &per_thread);
+  if (r != CUPTI_SUCCESS) {
+    log_->Once(
+        "per_thread_buffers",
+        absl::StrCat("cuptiActivitySetAttribute(PER_THREAD_ACTIVITY_BUFFER, 0) failed: ",
+                     CuptiResultName(r), "; records of different threads may arrive out of order"));
+  }
+  r = cuptiActivityRegisterCallbacks(&OnBufferRequested, &OnBufferCompleted);
   if (r != CUPTI_SUCCESS) {
     log_->Once("register", absl::StrCat("cuptiActivityRegisterCallbacks failed: ",
                                         CuptiResultName(r), "; no activity records"));
@@ -216,13 +230,6 @@ void CuptiSession::EnableRecords() {
       log_->Once(absl::StrCat("enable_", static_cast<int>(kind)),
                  absl::StrCat("cuptiActivityEnable(kind ", static_cast<int>(kind),
                               ") failed: ", CuptiResultName(r)));
-    }
-  }
-  if (options_.flush_ms > 0) {
-    r = cuptiActivityFlushPeriod(static_cast<uint32_t>(options_.flush_ms));
-    if (r != CUPTI_SUCCESS) {
-      log_->Once("flush_period",
-                 absl::StrCat("cuptiActivityFlushPeriod failed: ", CuptiResultName(r)));
     }
   }
 }
@@ -308,6 +315,12 @@ void CuptiSession::Flush(bool forced) {
     log_->Once("flush", absl::StrCat("cuptiActivityFlushAll failed: ", CuptiResultName(r)));
   }
   CheckDropped();
+}
+
+std::optional<int64_t> CuptiSession::Timestamp() {
+  uint64_t ts = 0;
+  if (cuptiGetTimestamp(&ts) != CUPTI_SUCCESS) return std::nullopt;
+  return static_cast<int64_t>(ts);
 }
 
 void CuptiSession::Stop() {

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,6 @@ struct CuptiSessionOptions {
   bool allocation_source = false;  // cuptiActivityEnableAllocationSource(1)
   size_t buffer_bytes = 4 << 20;
   size_t max_buffers = 8;
-  int flush_ms = 250;
 };
 
 struct CuptiSessionState {
@@ -72,8 +72,12 @@ class CuptiSession {
   ~CuptiSession();
 
   // cuptiActivityFlushAll; `forced` also delivers incomplete buffers (for exit). Blocks until
-  // the buffers are handed to OnActivityBuffer.
+  // the buffers are handed to OnActivityBuffer. Without `forced` it delivers partly filled
+  // buffers too (those whose records are complete): the agent's BufferFlusher calls it.
   void Flush(bool forced);
+
+  // cuptiGetTimestamp: CUPTI's clock now, in the ns its records carry; nullopt when it fails.
+  static std::optional<int64_t> Timestamp();
 
   // Forced flush, then stops delivering callbacks to the handlers. Idempotent.
   void Stop();

@@ -1,13 +1,16 @@
 // The callback side and the record side together, as in a PyTorch process: NVTX ranges and
 // allocation callbacks on the application thread, MEMORY2 records later in a CUPTI-laid-out
-// buffer walked by libcupti. The planted leak (one tensor per step inside "leak:cache") must come
-// out as one tagged ALLOC per step, after the step's STEP event.
+// buffer walked by libcupti, both through the RecordOrder the agent puts before its transport.
+// The planted leak (one tensor per step inside "leak:cache") must come out as one tagged ALLOC
+// per step, after the step's STEP event in the stream (the order the collector applies), though
+// every STEP reached the agent before the buffer with the allocations.
 #include <cstring>
 #include <vector>
 
 #include "agent/cupti/correlation_table.h"
 #include "agent/cupti/driver_callbacks.h"
 #include "agent/cupti/nvtx_tracker.h"
+#include "agent/cupti/record_order.h"
 #include "agent/cupti/record_translator.h"
 #include "agent/cupti/testing/recording_sink.h"
 #include "gtest/gtest.h"
@@ -20,12 +23,48 @@ class PipelineTest : public ::testing::Test {
  protected:
   PipelineTest()
       : classifier_(*RangeClassifier::Create(RangeClassifierOptions())),
-        tracker_(&sink_, classifier_, [this] { return ++now_; }),
+        tracker_(order_.callbacks(), classifier_, [this] { return ++now_; }),
         callbacks_(
-            &sink_, &tracker_, &correlation_,
+            order_.callbacks(), &tracker_, &correlation_,
             [this] { return sink_.Intern(StringKind::kSource, "libc10_cuda.so"); },
             [this] { return ++now_; }),
-        translator_(&sink_, &correlation_, &classifier_, TranslatorOptions()) {}
+        translator_(order_.records(), &correlation_, &classifier_, TranslatorOptions()) {}
+
+  // What the agent's BufferFlusher does: the records so far reach the translator, then the
+  // callback events made before the flush began may go.
+  void Flush() {
+    const int64_t began = ++now_;
+    if (!buffer_.empty()) translator_.TranslateBuffer(buffer_.data(), buffer_.size());
+    buffer_.clear();
+    order_.ReleaseThrough(began);
+  }
+
+  // For each ALLOC in stream order, the step the collector would put it in (the last STEP
+  // before it; -1 before any).
+  std::vector<int64_t> StepOfEachAllocation() const {
+    std::vector<int64_t> out;
+    int64_t step = -1;
+    for (const Event& e : sink_.events()) {
+      if (e.kind == EventKind::kStep) step = static_cast<int64_t>(e.aux);
+      if (e.kind == EventKind::kAlloc) out.push_back(step);
+    }
+    return out;
+  }
+
+  // The planted leak: each step a "fwd" range and one segment allocated inside "leak:cache";
+  // `flush_after_step_marker` runs Flush() as the flusher would when the STEP starts waiting.
+  void RunLeak(int steps, size_t leak, bool flush_after_step_marker) {
+    for (int step = 0; step < steps; ++step) {
+      Push(("step " + std::to_string(step)).c_str());
+      if (flush_after_step_marker) Flush();
+      Push("fwd");
+      Pop();
+      Push("leak:cache");
+      CudaMalloc(0x7f0000000000 + uint64_t(step) * leak, leak);
+      Pop();
+      Pop();
+    }
+  }
 
   void Push(const char* name) {
     nvtxRangePushA_params p{name};
@@ -84,6 +123,7 @@ class PipelineTest : public ::testing::Test {
   }
 
   RecordingSink sink_;
+  RecordOrder order_{&sink_, 4096, nullptr};
   RangeClassifier classifier_;
   int64_t now_ = 0;
   NvtxTracker tracker_;
@@ -97,17 +137,12 @@ class PipelineTest : public ::testing::Test {
 TEST_F(PipelineTest, PlantedLeakComesOutAsOneTaggedAllocationPerStep) {
   constexpr int kSteps = 50;
   constexpr size_t kLeak = 20 << 20;  // one caching-allocator segment per step
-  for (int step = 0; step < kSteps; ++step) {
-    Push(("step " + std::to_string(step)).c_str());
-    Push("fwd");
-    Pop();
-    Push("leak:cache");
-    CudaMalloc(0x7f0000000000 + uint64_t{step} * kLeak, kLeak);
-    Pop();
-    Pop();
-  }
+  order_.set_records_share_clock(true);
+  RunLeak(kSteps, kLeak, /*flush_after_step_marker=*/false);
+  EXPECT_TRUE(sink_.EventsOfKind(EventKind::kStep).empty());  // all waiting for the records
   ASSERT_EQ(buffer_.size() % 8, 0u);
   EXPECT_EQ(translator_.TranslateBuffer(buffer_.data(), buffer_.size()), size_t{kSteps});
+  order_.Close();
 
   std::vector<Event> steps = sink_.EventsOfKind(EventKind::kStep);
   std::vector<Event> allocs = sink_.EventsOfKind(EventKind::kAlloc);
@@ -127,13 +162,30 @@ TEST_F(PipelineTest, PlantedLeakComesOutAsOneTaggedAllocationPerStep) {
   EXPECT_EQ(translator_.stats().tagged, uint64_t{kSteps});
   EXPECT_EQ(callbacks_.stats().nested_alloc_calls, uint64_t{kSteps});
   EXPECT_EQ(tracker_.stats().pops_without_push, 0u);
+  // In the stream, as the collector applies it: allocation i in step i.
+  std::vector<int64_t> expected(kSteps);
+  for (int i = 0; i < kSteps; ++i) expected[i] = i;
+  EXPECT_EQ(StepOfEachAllocation(), expected);
+  EXPECT_EQ(order_.stats().released_by_record, uint64_t{kSteps});
+}
+
+TEST_F(PipelineTest, OnUnknownClocksAFlushPerStepMarkerKeepsEachAllocationInItsStep) {
+  // Records' timestamps are not comparable: only flushes release the STEPs. The flusher is
+  // poked when a STEP starts waiting and delivers the records made before it.
+  constexpr int kSteps = 20;
+  RunLeak(kSteps, 2 << 20, /*flush_after_step_marker=*/true);
+  Flush();
+  std::vector<int64_t> expected(kSteps);
+  for (int i = 0; i < kSteps; ++i) expected[i] = i;
+  EXPECT_EQ(StepOfEachAllocation(), expected);
+  EXPECT_EQ(order_.stats().released_by_flush, uint64_t{kSteps});
 }
 
 TEST_F(PipelineTest, AllocationOutsideAnyTagRangeIsUntagged) {
   Push("step 0");
   CudaMalloc(0x1000, 4096);
   Pop();
-  translator_.TranslateBuffer(buffer_.data(), buffer_.size());
+  Flush();
   std::vector<Event> allocs = sink_.EventsOfKind(EventKind::kAlloc);
   ASSERT_EQ(allocs.size(), 1u);
   EXPECT_EQ(allocs[0].tag_id, 0u);

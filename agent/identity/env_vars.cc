@@ -39,7 +39,8 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
       {"MEMTRACE_PHASE_PREFIX", "memtrace", "range prefix that marks a phase (default phase:)"},
       {"MEMTRACE_CUPTI_BUFFER_KB", "memtrace", "size of one CUPTI activity buffer in KiB"},
       {"MEMTRACE_CUPTI_BUFFERS", "memtrace", "most CUPTI activity buffers held at once"},
-      {"MEMTRACE_FLUSH_MS", "memtrace", "CUPTI activity flush period in ms"},
+      {"MEMTRACE_FLUSH_MS", "memtrace",
+       "how often CUPTI's partly filled record buffers are handed over, in ms (default 250)"},
       {"MEMTRACE_SHUTDOWN_TIMEOUT_MS", "memtrace", "how long the agent drains at process exit"},
       // Read by the shared client channel (proto/connect): agent and CLI alike.
       {"MEMTRACE_TOKEN", "memtrace", "bearer token the collector requires"},

@@ -53,7 +53,7 @@ AGENT_VARIABLES = (
     ("MEMTRACE_CUPTI_BUFFERS", "memtrace",
      "most CUPTI activity buffers held at once"),
     ("MEMTRACE_FLUSH_MS", "memtrace",
-     "CUPTI activity flush period in ms"),
+     "how often CUPTI's partly filled record buffers are handed over, in ms (default 250)"),
     ("MEMTRACE_SHUTDOWN_TIMEOUT_MS", "memtrace",
      "how long the agent drains at process exit"),
     ("MEMTRACE_TOKEN", "memtrace",
