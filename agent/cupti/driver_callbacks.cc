@@ -2,10 +2,22 @@
 
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace memtrace {
 namespace cupti {
 namespace {
+
+Event VmmUnmap(int64_t ts_ns, uint64_t address, uint64_t bytes, uint32_t device) {
+  Event e;
+  e.kind = EventKind::kVmmUnmap;
+  e.ts_ns = ts_ns;
+  e.address = address;
+  e.bytes = bytes;
+  e.device = device;
+  e.memory_kind = kMemoryVmm;
+  return e;
+}
 
 // Per-thread nesting of allocation calls. CUPTI calls back synchronously on the thread that
 // made the API call, so the nesting (runtime cudaMalloc -> driver cuMemAlloc_v2) is a property
@@ -65,6 +77,10 @@ std::optional<AllocApi> ClassifyAlloc(CUpti_CallbackDomain domain, CUpti_Callbac
         a.requested = static_cast<const cuMemAllocHost_v2_params*>(params)->bytesize;
         a.memory_kind = kMemoryPinned;
         return a;
+      case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:  // PyTorch's pinned host allocator
+        a.requested = static_cast<const cuMemHostAlloc_params*>(params)->bytesize;
+        a.memory_kind = kMemoryPinned;
+        return a;
       default:
         return std::nullopt;
     }
@@ -97,6 +113,10 @@ std::optional<AllocApi> ClassifyAlloc(CUpti_CallbackDomain domain, CUpti_Callbac
         return a;
       case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020:
         a.requested = static_cast<const cudaMallocHost_v3020_params*>(params)->size;
+        a.memory_kind = kMemoryPinned;
+        return a;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020:  // e.g. pin_memory()
+        a.requested = static_cast<const cudaHostAlloc_v3020_params*>(params)->size;
         a.memory_kind = kMemoryPinned;
         return a;
       default:
@@ -150,6 +170,7 @@ std::vector<CUpti_CallbackId> DriverCallbacks::DriverCallbackIds() {
           CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
           CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+          CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
           CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
           CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
           CUPTI_DRIVER_TRACE_CBID_cuMemMap,
@@ -164,7 +185,8 @@ std::vector<CUpti_CallbackId> DriverCallbacks::RuntimeCallbackIds() {
           CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
           CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020,
           CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020,
-          CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020};
+          CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+          CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020};
 }
 
 std::vector<CUpti_CallbackId> DriverCallbacks::NvtxCallbackIds() {
@@ -196,7 +218,16 @@ void DriverCallbacks::OnApi(const ApiCall& call) {
     }
     return;
   }
-  if (call.domain == CUPTI_CB_DOMAIN_DRIVER_API && call.site == CUPTI_API_EXIT) OnVmmExit(call);
+  if (call.domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (call.site == CUPTI_API_EXIT) {
+    OnVmmExit(call);
+  } else if (call.cbid == CUPTI_DRIVER_TRACE_CBID_cuMemRelease) {
+    // If MEMORY2 reports VMM memory, the release's record must be skipped as cuMemCreate's is
+    // (VMM_UNMAP events cover it), or it would free an allocation that was never added.
+    CorrelationInfo info;
+    info.vmm = true;
+    correlation_->Put(call.correlation_id, info);
+  }
 }
 
 void DriverCallbacks::OnAllocEnter(const ApiCall& call) {
@@ -292,22 +323,22 @@ void DriverCallbacks::OnVmmExit(const ApiCall& call) {
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
       auto* p = static_cast<const cuMemUnmap_params*>(call.params);
-      Event e;
-      e.kind = EventKind::kVmmUnmap;
-      e.ts_ns = clock_();
-      e.address = p->ptr;
-      e.bytes = p->size;
-      e.memory_kind = kMemoryVmm;
+      // One cuMemUnmap may cover several earlier maps: one VMM_UNMAP for each, as the collector
+      // removes mappings by their address. An unmap of nothing known is passed on as it is.
+      std::vector<Event> unmaps;
+      const int64_t now = clock_();
       {
         absl::MutexLock lock(&vmm_mu_);
-        // One cuMemUnmap may cover several earlier maps: forget all inside the range.
         auto first = mappings_.lower_bound(p->ptr);
-        if (first != mappings_.end() && first->first == p->ptr) e.device = first->second.device;
         auto last = mappings_.lower_bound(p->ptr + p->size);
+        for (auto it = first; it != last; ++it) {
+          unmaps.push_back(VmmUnmap(now, it->first, it->second.size, it->second.device));
+        }
         mappings_.erase(first, last);
       }
-      vmm_unmaps_.fetch_add(1, std::memory_order_relaxed);
-      sink_->Record(e);
+      if (unmaps.empty()) unmaps.push_back(VmmUnmap(now, p->ptr, p->size, 0));
+      vmm_unmaps_.fetch_add(unmaps.size(), std::memory_order_relaxed);
+      for (const Event& e : unmaps) sink_->Record(e);
       return;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemRelease: {

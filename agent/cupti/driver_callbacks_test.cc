@@ -159,6 +159,26 @@ TEST_F(DriverCallbacksTest, OomOfEachAllocationCallCarriesTheRequestedBytes) {
   EXPECT_EQ(ooms[5].bytes, 6000u);
 }
 
+TEST_F(DriverCallbacksTest, PinnedHostAllocationsAreTaggedAndTheirOomsReported) {
+  // cudaHostAlloc (pin_memory(), PyTorch's pinned allocator) and the driver's cuMemHostAlloc.
+  PushA("dataloader:pin");
+  void* host = nullptr;
+  cudaHostAlloc_v3020_params rt{&host, 7000, 0};
+  cuMemHostAlloc_params drv{&host, 8000, 0};
+  Call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020, &rt, cudaSuccess,
+       20);
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc, &drv,
+       CUDA_ERROR_OUT_OF_MEMORY, 21);
+  Pop();
+  ASSERT_TRUE(correlation_.Find(20).has_value());
+  EXPECT_EQ(sink_.Name(correlation_.Find(20)->tag_id), "dataloader:pin");
+  std::vector<Event> ooms = sink_.EventsOfKind(EventKind::kOom);
+  ASSERT_EQ(ooms.size(), 1u);
+  EXPECT_EQ(ooms[0].bytes, 8000u);
+  EXPECT_EQ(ooms[0].memory_kind, kMemoryPinned);
+  EXPECT_EQ(callbacks_.stats().alloc_calls, 2u);
+}
+
 TEST_F(DriverCallbacksTest, OtherErrorsAreNotOom) {
   CUdeviceptr d = 0;
   cuMemAlloc_v2_params p{&d, 10};
@@ -199,7 +219,8 @@ TEST_F(DriverCallbacksTest, VmmCreateMapUnmapReleaseEmitsMapAndUnmap) {
   std::vector<Event> maps = sink_.EventsOfKind(EventKind::kVmmMap);
   std::vector<Event> unmaps = sink_.EventsOfKind(EventKind::kVmmUnmap);
   ASSERT_EQ(maps.size(), 3u);
-  ASSERT_EQ(unmaps.size(), 1u);
+  // One unmap over both maps: one VMM_UNMAP for each, so that the collector removes both.
+  ASSERT_EQ(unmaps.size(), 2u);
   EXPECT_EQ(maps[0].address, 0x7f0040000000u);
   EXPECT_EQ(maps[0].bytes, uint64_t{20 << 20});
   EXPECT_EQ(maps[0].device, 3u);
@@ -208,8 +229,15 @@ TEST_F(DriverCallbacksTest, VmmCreateMapUnmapReleaseEmitsMapAndUnmap) {
   EXPECT_EQ(sink_.Name(maps[0].tag_id), "expandable");
   EXPECT_EQ(sink_.Name(maps[0].source_id), "libc10_cuda.so");
   EXPECT_EQ(unmaps[0].address, 0x7f0040000000u);
-  EXPECT_EQ(unmaps[0].bytes, uint64_t{40 << 20});
+  EXPECT_EQ(unmaps[0].bytes, uint64_t{20 << 20});
   EXPECT_EQ(unmaps[0].device, 3u);
+  EXPECT_EQ(unmaps[1].address, 0x7f0041400000u);
+  EXPECT_EQ(unmaps[1].bytes, uint64_t{20 << 20});
+  EXPECT_EQ(unmaps[1].device, 3u);
+  EXPECT_EQ(callbacks_.stats().vmm_unmaps, 2u);
+  // cuMemRelease is marked like cuMemCreate, so that a MEMORY2 record of it would be skipped.
+  ASSERT_TRUE(correlation_.Find(14).has_value());
+  EXPECT_TRUE(correlation_.Find(14)->vmm);
   EXPECT_EQ(maps[2].source_id, 0u);
   EXPECT_EQ(callbacks_.stats().vmm_unknown_handles, 1u);
 }
@@ -362,7 +390,14 @@ TEST_F(DriverCallbacksTest, CallbackIdListsAreTheHandledOnes) {
             driver.end());
   std::vector<CUpti_CallbackId> nvtx = DriverCallbacks::NvtxCallbackIds();
   EXPECT_NE(std::find(nvtx.begin(), nvtx.end(), CUPTI_CBID_NVTX_nvtxRangePushA), nvtx.end());
-  EXPECT_EQ(DriverCallbacks::RuntimeCallbackIds().size(), 8u);
+  EXPECT_EQ(DriverCallbacks::RuntimeCallbackIds().size(), 9u);
+  // The pinned host allocation calls are followed too.
+  for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc}) {
+    EXPECT_NE(std::find(driver.begin(), driver.end(), id), driver.end()) << id;
+  }
+  std::vector<CUpti_CallbackId> runtime = DriverCallbacks::RuntimeCallbackIds();
+  EXPECT_NE(std::find(runtime.begin(), runtime.end(), CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020),
+            runtime.end());
 }
 
 }  // namespace
