@@ -47,6 +47,7 @@ struct HotPathResult {
   size_t record_bytes = 0;  // sizeof(CUpti_ActivityMemory4)
   size_t records_per_buffer = 0;
   double translate_events_per_s = 0;
+  double translate_ordered_events_per_s = 0;  // through the agent's RecordOrder
   double walk_records_per_s = 0;
   double memcpy_records_per_s = 0;
   double encode_events_per_s = 0;     // EncodeBatch + SerializeToString
@@ -61,6 +62,8 @@ struct HotPathResult {
   double copy_ns_per_event = 0;
   double buffer_latency_ms_median = 0;
   double buffer_latency_ms_max = 0;
+  // The same, through the RecordOrder the agent puts before its Transport (a step held).
+  double buffer_latency_ordered_ms_median = 0;
   double buffer_memcpy_ms = 0;
   uint64_t events_lost = 0;
 };

@@ -16,7 +16,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -132,7 +134,8 @@ void TranslationFigure(const HotPathResult& h, const std::string& buf, Results* 
   f.baseline_value = h.memcpy_records_per_s;
   f.target = 10e6;
   f.note = absl::StrCat(buf, "; bare cuptiActivityGetNextRecord walk ", Fmt(h.walk_records_per_s),
-                        " records/s");
+                        " records/s; through the agent's RecordOrder ",
+                        Fmt(h.translate_ordered_events_per_s), " events/s");
   r->figures.push_back(f);
 }
 
@@ -193,7 +196,9 @@ void TransportFigures(const HotPathResult& h, Results* r) {
   f.baseline_value = h.buffer_memcpy_ms;
   f.note = absl::StrCat("max ", Fmt(h.buffer_latency_ms_max), " ms; ",
                         Fmt(h.buffer_latency_ms_median * 1e6 / h.records_per_buffer),
-                        " ns/record on CUPTI's buffer-completion thread");
+                        " ns/record on CUPTI's buffer-completion thread; through the agent's "
+                        "RecordOrder with a step waiting: ",
+                        Fmt(h.buffer_latency_ordered_ms_median), " ms");
   r->figures.push_back(f);
 }
 
@@ -929,6 +934,13 @@ absl::Status Run() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "memtrace benchmarks: bazel run -c opt //tools/bench:all [-- --quick]");
+  // --help lists the flags of files whose name contains the program's ("all"), which this one's
+  // does not: name it.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "tools/bench/bench_main");
+  };
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   memtrace::bench::StartTime();
   const std::string child = absl::GetFlag(FLAGS_agent_memory_child);
