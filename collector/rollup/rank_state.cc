@@ -290,6 +290,7 @@ void RankState::OnStep(const Event& e, ClosedRollups* closed) {
       // Every event before it happened at its very instant (an importer's seeds of the memory
       // there before the trace began): they are no step of their own, and the step starts
       // after them, with their bytes as its floor.
+      if (closed != nullptr && step_.key != step) closed->abandoned_steps.push_back(step_.key);
       current_step_ = step;
       OpenAccumulator(&step_, step, e.ts_ns);
       return;

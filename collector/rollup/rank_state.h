@@ -72,10 +72,15 @@ struct RankAnomalies {
 struct ClosedRollups {
   google::protobuf::RepeatedPtrField<v1::StepRollup> steps;
   google::protobuf::RepeatedPtrField<v1::StepRollup> buckets;
+  // Open step rows that were given up without closing (the importer's seeds before the first
+  // marker, at its very instant, are no step of their own): an earlier batch may have stored
+  // them as the open row, which the store must delete.
+  std::vector<int64_t> abandoned_steps;
 
   void Clear() {
     steps.Clear();
     buckets.Clear();
+    abandoned_steps.clear();
   }
 };
 

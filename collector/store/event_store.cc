@@ -665,6 +665,9 @@ absl::Status EventStore::PutRollups(Stream* stream, const ClosedRollups& closed,
   const StreamKey& key = stream->key;
   StreamRecord& record = stream->record;
   thread_local std::string row_bytes;
+  for (int64_t step : closed.abandoned_steps) {
+    batch->Delete(handles_[kRollups], RollupKey(key, RollupAxis::kStep, step));
+  }
   for (const v1::StepRollup& r : closed.steps) {
     r.SerializeToString(&row_bytes);
     batch->Put(handles_[kRollups], RollupKey(key, RollupAxis::kStep, r.step()), row_bytes);

@@ -516,6 +516,42 @@ TEST(EventStoreTest, StepRollupsAreStoredPerStepWithTheOpenOneRewritten) {
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
 }
 
+TEST(EventStoreTest, SeedsAtTheFirstMarkersInstantLeaveNoStepZeroRowWhateverTheBatches) {
+  // The importer's seeds (memory there before the trace began) and the first ProfilerStep come
+  // at one instant; the agent may cut a batch between them. One batch or two, the seeds are
+  // the floor of step 5, not a step 0 of their own.
+  for (size_t cut : {size_t{3}, size_t{2}, size_t{1}}) {
+    SCOPED_TRACE(cut);
+    auto store = OpenOrDie(Options(TestDir(absl::StrCat("seeds-", cut))));
+    ASSERT_NE(store, nullptr);
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+    ASSERT_TRUE(s.ok());
+    std::vector<Event> events;
+    for (uint64_t seq = 1; seq <= 4; ++seq) {
+      Event e;
+      e.seq = seq;
+      e.ts_ns = kT0 + (seq == 4 ? kMs : 0);
+      e.kind = seq == 3 ? EventKind::kStep : EventKind::kAlloc;
+      e.aux = seq == 3 ? 5 : 0;
+      e.address = 0x1000 * seq;
+      e.bytes = seq == 3 ? 0 : 100;
+      e.memory_kind = kMemoryDevice;
+      events.push_back(e);
+    }
+    const std::vector<Event> first(events.begin(), events.begin() + cut);
+    const std::vector<Event> rest(events.begin() + cut, events.end());
+    ASSERT_TRUE(store->Append(s->key, Batch(first)).ok());
+    ASSERT_TRUE(store->Append(s->key, Batch(rest)).ok());
+    absl::StatusOr<v1::GetRollupsResponse> rollups = store->Rollups("job", RollupAxis::kStep);
+    ASSERT_TRUE(rollups.ok()) << rollups.status();
+    ASSERT_EQ(rollups->ranks_size(), 1);
+    ASSERT_EQ(rollups->ranks(0).steps_size(), 1);
+    EXPECT_EQ(rollups->ranks(0).steps(0).step(), 5);
+    EXPECT_EQ(rollups->ranks(0).steps(0).floor_bytes(), 200u);
+    EXPECT_EQ(rollups->ranks(0).steps(0).end_bytes(), 300u);
+  }
+}
+
 TEST(EventStoreTest, LiveAllocationsAtATimeReplaysFromTheNearestCheckpoint) {
   auto store = OpenOrDie(Options(TestDir("live")));
   ASSERT_NE(store, nullptr);
