@@ -163,7 +163,8 @@ void Agent::StartSession() {
   fo.period = absl::Milliseconds(options_.flush_ms);
   flusher_ = std::make_unique<BufferFlusher>(
       fo, [this] { session_->Flush(/*forced=*/false); },
-      [this](int64_t began_ns) { return order_->ReleaseThrough(began_ns); }, &RealtimeNanos);
+      [this](uint64_t mark) { return order_->ReleaseHeldBefore(mark); },
+      [this] { return order_->FlushMark(); });
   session_ = CuptiSession::Start(co, this, log_);
   // Without callbacks, NVTX reaches us only as MARKER records.
   translator_->SetMarkersDriveSteps(!session_->state().callbacks);

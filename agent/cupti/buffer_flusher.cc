@@ -6,11 +6,11 @@ namespace memtrace {
 namespace cupti {
 
 BufferFlusher::BufferFlusher(BufferFlusherOptions options, std::function<void()> flush,
-                             std::function<bool(int64_t)> flushed, std::function<int64_t()> clock)
+                             std::function<bool(uint64_t)> flushed, std::function<uint64_t()> mark)
     : options_(options),
       flush_(std::move(flush)),
       flushed_(std::move(flushed)),
-      clock_(std::move(clock)) {}
+      mark_(std::move(mark)) {}
 
 BufferFlusher::~BufferFlusher() { Stop(); }
 
@@ -62,10 +62,10 @@ void BufferFlusher::Run() {
       if (stopping_) return;
       poked_ = false;
     }
-    const int64_t began = clock_();
+    const uint64_t mark = mark_();
     flush_();
     last = std::chrono::steady_clock::now();
-    const bool again = flushed_(began);
+    const bool again = flushed_(mark);
     std::lock_guard<std::mutex> lock(mu_);
     ++flushes_;
     if (again) poked_ = true;

@@ -3,8 +3,8 @@
 // PyTorch's caching allocator does once warm, would see its records only when 4 MiB of them
 // have gathered, or at exit. This thread calls cuptiActivityFlushAll(0) — every buffer whose
 // records are complete, full or not; the header says it "can be done at a regular interval in
-// a separate thread" — every period and at once after Poke(), and after each flush tells the
-// RecordOrder when it began, so that the callback events held behind it can go.
+// a separate thread" — every period and at once after Poke(), and after each flush lets the
+// RecordOrder release the callback events it held before the flush began.
 #ifndef MEMTRACE_AGENT_CUPTI_BUFFER_FLUSHER_H_
 #define MEMTRACE_AGENT_CUPTI_BUFFER_FLUSHER_H_
 
@@ -29,11 +29,11 @@ struct BufferFlusherOptions {
 
 class BufferFlusher {
  public:
-  // `flush` delivers the buffers (cuptiActivityFlushAll(0)); `flushed(began_ns)` runs after
-  // each, with `clock()` read just before it began, and returns true when it wants another
-  // flush at once (events still held). All three run on the flusher's thread only.
+  // `flush` delivers the buffers (cuptiActivityFlushAll(0)); `flushed(m)` runs after each, with
+  // m = `mark()` taken just before it began (RecordOrder::FlushMark), and returns true when it
+  // wants another flush at once (events still held). All three run on the flusher's thread.
   BufferFlusher(BufferFlusherOptions options, std::function<void()> flush,
-                std::function<bool(int64_t began_ns)> flushed, std::function<int64_t()> clock);
+                std::function<bool(uint64_t mark)> flushed, std::function<uint64_t()> mark);
   ~BufferFlusher();  // Stop()
 
   BufferFlusher(const BufferFlusher&) = delete;
@@ -52,8 +52,8 @@ class BufferFlusher {
 
   const BufferFlusherOptions options_;
   const std::function<void()> flush_;
-  const std::function<bool(int64_t)> flushed_;
-  const std::function<int64_t()> clock_;
+  const std::function<bool(uint64_t)> flushed_;
+  const std::function<uint64_t()> mark_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

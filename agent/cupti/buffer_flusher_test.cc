@@ -18,30 +18,30 @@ bool WaitFor(const std::function<bool()>& done, absl::Duration timeout = absl::S
   return true;
 }
 
-TEST(BufferFlusherTest, APokeFlushesAtOnceAndReportsWhenTheFlushBegan) {
+TEST(BufferFlusherTest, APokeFlushesAtOnceAndPassesTheMarkTakenBeforeIt) {
   std::atomic<int> flushes{0};
-  std::atomic<int64_t> began{0};
-  std::atomic<int64_t> now{1000};
+  std::atomic<uint64_t> passed{0};
+  std::atomic<uint64_t> mark{1000};
   BufferFlusherOptions o;
   o.period = absl::ZeroDuration();  // only when poked
   BufferFlusher flusher(
       o,
       [&] {
         ++flushes;
-        now += 10;
+        mark += 10;
       },
-      [&](int64_t b) {
-        began = b;
+      [&](uint64_t m) {
+        passed = m;
         return false;
       },
-      [&] { return now.load(); });
+      [&] { return mark.load(); });
   flusher.Start();
   absl::SleepFor(absl::Milliseconds(20));
   EXPECT_EQ(flushes.load(), 0);
   flusher.Poke();
   ASSERT_TRUE(WaitFor([&] { return flusher.flushes() == 1; }));
   EXPECT_EQ(flushes.load(), 1);
-  EXPECT_EQ(began.load(), 1000);  // read before the flush, not after
+  EXPECT_EQ(passed.load(), 1000u);  // taken before the flush, not after
   flusher.Stop();
 }
 
@@ -50,7 +50,7 @@ TEST(BufferFlusherTest, FlushesEveryPeriodWithoutPokes) {
   BufferFlusherOptions o;
   o.period = absl::Milliseconds(5);
   BufferFlusher flusher(
-      o, [&] { ++flushes; }, [](int64_t) { return false; }, [] { return int64_t{0}; });
+      o, [&] { ++flushes; }, [](uint64_t) { return false; }, [] { return uint64_t{0}; });
   flusher.Start();
   EXPECT_TRUE(WaitFor([&] { return flushes.load() >= 3; }));
   flusher.Stop();
@@ -63,8 +63,8 @@ TEST(BufferFlusherTest, FlushesAgainWhileEventsAreStillHeld) {
   o.min_gap = absl::ZeroDuration();
   // Held events remain after the first two flushes.
   BufferFlusher flusher(
-      o, [&] { ++flushes; }, [&](int64_t) { return flushes.load() < 3; },
-      [] { return int64_t{0}; });
+      o, [&] { ++flushes; }, [&](uint64_t) { return flushes.load() < 3; },
+      [] { return uint64_t{0}; });
   flusher.Start();
   flusher.Poke();
   ASSERT_TRUE(WaitFor([&] { return flusher.flushes() == 3; }));
@@ -77,7 +77,7 @@ TEST(BufferFlusherTest, StopEndsTheThreadPromptlyAndIsIdempotent) {
   BufferFlusherOptions o;
   o.period = absl::Hours(1);
   BufferFlusher flusher(
-      o, [] {}, [](int64_t) { return false; }, [] { return int64_t{0}; });
+      o, [] {}, [](uint64_t) { return false; }, [] { return uint64_t{0}; });
   flusher.Start();
   const absl::Time t0 = absl::Now();
   flusher.Stop();

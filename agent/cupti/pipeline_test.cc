@@ -31,12 +31,12 @@ class PipelineTest : public ::testing::Test {
         translator_(order_.records(), &correlation_, &classifier_, TranslatorOptions()) {}
 
   // What the agent's BufferFlusher does: the records so far reach the translator, then the
-  // callback events made before the flush began may go.
+  // callback events held before the flush began may go.
   void Flush() {
-    const int64_t began = ++now_;
+    const uint64_t mark = order_.FlushMark();
     if (!buffer_.empty()) translator_.TranslateBuffer(buffer_.data(), buffer_.size());
     buffer_.clear();
-    order_.ReleaseThrough(began);
+    order_.ReleaseHeldBefore(mark);
   }
 
   // For each ALLOC in stream order, the step the collector would put it in (the last STEP

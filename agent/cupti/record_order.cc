@@ -30,8 +30,8 @@ uint32_t RecordOrder::RecordSide::Intern(StringKind kind, std::string_view value
 template <typename Pred>
 void RecordOrder::ReleaseWhileLocked(Pred releasable, uint64_t* counter) {
   while (!held_.empty() && releasable(held_.front())) {
-    last_released_ts_ = std::max(last_released_ts_, held_.front().ts_ns);
-    downstream_->Record(held_.front());
+    last_released_ts_ = std::max(last_released_ts_, held_.front().event.ts_ns);
+    downstream_->Record(held_.front().event);
     held_.pop_front();
     ++*counter;
   }
@@ -47,10 +47,10 @@ void RecordOrder::HoldOrPass(const Event& event) {
     }
     if (held_.size() >= max_held_) {
       size_t over = held_.size() - max_held_ + 1;
-      ReleaseWhileLocked([&over](const Event&) { return over-- > 0; }, &stats_.released_when_full);
+      ReleaseWhileLocked([&over](const Held&) { return over-- > 0; }, &stats_.released_when_full);
     }
     first = held_.empty();
-    held_.push_back(event);
+    held_.push_back(Held{event, stats_.held});
     ++stats_.held;
     stats_.most_held = std::max(stats_.most_held, held_.size());
   }
@@ -71,21 +71,25 @@ void RecordOrder::PassRecords(absl::Span<const Event> records) {
     // The records made before the oldest held event go ahead of it; then every held event made
     // before the next record goes ahead of that record.
     size_t j = i;
-    while (j < records.size() && records[j].ts_ns < held_.front().ts_ns) ++j;
+    while (j < records.size() && records[j].ts_ns < held_.front().event.ts_ns) ++j;
     if (j > i) downstream_->RecordMany(records.subspan(i, j - i));
     i = j;
     if (i < records.size()) {
       const int64_t next = records[i].ts_ns;
-      ReleaseWhileLocked([next](const Event& e) { return e.ts_ns <= next; },
+      ReleaseWhileLocked([next](const Held& h) { return h.event.ts_ns <= next; },
                          &stats_.released_by_record);
     }
   }
 }
 
-bool RecordOrder::ReleaseThrough(int64_t flush_began_ns) {
+uint64_t RecordOrder::FlushMark() const {
   std::lock_guard<std::mutex> lock(mu_);
-  ReleaseWhileLocked([flush_began_ns](const Event& e) { return e.ts_ns <= flush_began_ns; },
-                     &stats_.released_by_flush);
+  return stats_.held;
+}
+
+bool RecordOrder::ReleaseHeldBefore(uint64_t mark) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ReleaseWhileLocked([mark](const Held& h) { return h.index < mark; }, &stats_.released_by_flush);
   return !held_.empty();
 }
 
@@ -96,7 +100,7 @@ void RecordOrder::set_records_share_clock(bool same) {
 
 void RecordOrder::Close() {
   std::lock_guard<std::mutex> lock(mu_);
-  ReleaseWhileLocked([](const Event&) { return true; }, &stats_.released_by_flush);
+  ReleaseWhileLocked([](const Held&) { return true; }, &stats_.released_by_flush);
   closed_ = true;
 }
 

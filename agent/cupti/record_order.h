@@ -7,9 +7,10 @@
 //
 // A callback event is held until no earlier record can still come: until a record with a later
 // timestamp passes (when both clocks are one, see set_records_share_clock), or until a flush of
-// CUPTI's buffers that began after the event has finished (ReleaseThrough, driven by the
-// BufferFlusher). Records are never held. Nothing waits: a full hold releases its oldest event
-// early (counted), and after Close() everything passes straight through.
+// CUPTI's buffers that began after the event was held has finished (FlushMark before the flush,
+// ReleaseHeldBefore after it, driven by the BufferFlusher: by the order events were held, so a
+// clock that steps back cannot keep them). Records are never held. Nothing waits: a full hold
+// releases its oldest event early (counted), and after Close() everything passes through.
 #ifndef MEMTRACE_AGENT_CUPTI_RECORD_ORDER_H_
 #define MEMTRACE_AGENT_CUPTI_RECORD_ORDER_H_
 
@@ -51,10 +52,12 @@ class RecordOrder {
   EventSink* callbacks() { return &callbacks_; }
   EventSink* records() { return &records_; }
 
-  // Releases every held event with ts_ns <= `flush_began_ns`: a flush that began then has
-  // delivered every record made before it. Returns whether events are still held (made after
-  // the flush began: the next flush releases them). Thread-safe.
-  bool ReleaseThrough(int64_t flush_began_ns);
+  // How many events have been held so far: taken just before a flush begins.
+  uint64_t FlushMark() const;
+  // Releases the events held before `mark` was taken: the flush that began after it has
+  // delivered every record made before them. Returns whether events are still held (held after
+  // the mark: the next flush releases them). Thread-safe.
+  bool ReleaseHeldBefore(uint64_t mark);
 
   // Whether records' timestamps can be compared with the callback events' (CUPTI's clock reads
   // as the agent's). Until set, and when false, only flushes release held events. Thread-safe.
@@ -91,7 +94,7 @@ class RecordOrder {
 
   void HoldOrPass(const Event& event);
   void PassRecords(absl::Span<const Event> records);
-  // Forwards held events while `releasable(front)`; counts them in `*counter`.
+  // Forwards held events while `releasable(front)` (a Held); counts them in `*counter`.
   template <typename Pred>
   void ReleaseWhileLocked(Pred releasable, uint64_t* counter);
 
@@ -104,7 +107,11 @@ class RecordOrder {
   // Held under mu_, and forwarded under it too, so that the downstream order is the order
   // decided here (the Transport's queue takes its own lock; it never waits).
   mutable std::mutex mu_;
-  std::deque<Event> held_;
+  struct Held {
+    Event event;
+    uint64_t index;  // stats_.held when it was held: its place in the hold order
+  };
+  std::deque<Held> held_;
   bool same_clock_ = false;
   bool closed_ = false;
   int64_t last_released_ts_ = INT64_MIN;

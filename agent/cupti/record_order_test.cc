@@ -43,23 +43,36 @@ TEST(RecordOrderTest, AStepWaitsForTheFlushThatDeliversTheAllocationsMadeBeforeI
   RecordOrder order(&sink, 16, nullptr);
   order.callbacks()->Record(Step(150, 1));
   EXPECT_TRUE(sink.events().empty());
+  const uint64_t mark = order.FlushMark();  // the flush begins
   const Event late[] = {Alloc(100, 0xA)};
-  order.records()->RecordMany(late);
+  order.records()->RecordMany(late);  // ... delivers the buffer
   EXPECT_EQ(Order(sink), std::vector<std::string>({"A@100"}));
-  EXPECT_FALSE(order.ReleaseThrough(160));  // a flush that began at 160 is done
+  EXPECT_FALSE(order.ReleaseHeldBefore(mark));  // ... and is done
   EXPECT_EQ(Order(sink), std::vector<std::string>({"A@100", "S@150"}));
   EXPECT_EQ(order.stats().released_by_flush, 1u);
 }
 
-TEST(RecordOrderTest, EventsMadeAfterTheFlushBeganWaitForTheNextOne) {
+TEST(RecordOrderTest, EventsHeldAfterTheFlushBeganWaitForTheNextOne) {
   RecordingSink sink;
   RecordOrder order(&sink, 16, nullptr);
   order.callbacks()->Record(Step(150, 1));
-  order.callbacks()->Record(Step(250, 2));
-  EXPECT_TRUE(order.ReleaseThrough(200));
+  const uint64_t mark = order.FlushMark();
+  order.callbacks()->Record(Step(250, 2));  // during the flush
+  EXPECT_TRUE(order.ReleaseHeldBefore(mark));
   EXPECT_EQ(Order(sink), std::vector<std::string>({"S@150"}));
-  EXPECT_FALSE(order.ReleaseThrough(300));
+  EXPECT_FALSE(order.ReleaseHeldBefore(order.FlushMark()));
   EXPECT_EQ(Order(sink), std::vector<std::string>({"S@150", "S@250"}));
+}
+
+TEST(RecordOrderTest, AFlushReleasesByHoldOrderSoAClockSteppingBackCannotKeepEvents) {
+  // CLOCK_REALTIME stepped back between the two: the second event's timestamp is older, yet it
+  // was held later; a flush that began after both releases both.
+  RecordingSink sink;
+  RecordOrder order(&sink, 16, nullptr);
+  order.callbacks()->Record(Step(5000, 1));
+  order.callbacks()->Record(Step(100, 2));
+  EXPECT_FALSE(order.ReleaseHeldBefore(order.FlushMark()));
+  EXPECT_EQ(Order(sink), std::vector<std::string>({"S@5000", "S@100"}));
 }
 
 TEST(RecordOrderTest, OnOneClockALaterRecordReleasesTheStepsBeforeIt) {
@@ -83,7 +96,7 @@ TEST(RecordOrderTest, OnUnknownClocksOnlyAFlushReleases) {
   const Event buffer[] = {Alloc(100, 0xA), Alloc(200, 0xB)};
   order.records()->RecordMany(buffer);
   EXPECT_EQ(Order(sink), std::vector<std::string>({"A@100", "A@200"}));
-  order.ReleaseThrough(1000);
+  order.ReleaseHeldBefore(order.FlushMark());
   EXPECT_EQ(Order(sink), std::vector<std::string>({"A@100", "A@200", "S@150"}));
 }
 
@@ -92,7 +105,7 @@ TEST(RecordOrderTest, RecordsOlderThanAReleasedStepAreCounted) {
   RecordOrder order(&sink, 16, nullptr);
   order.set_records_share_clock(true);
   order.callbacks()->Record(Step(150, 1));
-  order.ReleaseThrough(160);
+  order.ReleaseHeldBefore(order.FlushMark());
   const Event late[] = {Alloc(100, 0xA), Alloc(170, 0xB)};
   order.records()->RecordMany(late);
   EXPECT_EQ(order.stats().records_behind, 1u);
@@ -126,7 +139,7 @@ TEST(RecordOrderTest, PokesTheFlusherWhenAnEventStartsWaiting) {
   order.callbacks()->Record(Step(150, 1));
   order.callbacks()->Record(Step(250, 2));  // already waiting behind the first: no second poke
   EXPECT_EQ(pokes.load(), 1);
-  order.ReleaseThrough(1000);
+  order.ReleaseHeldBefore(order.FlushMark());
   order.callbacks()->Record(Step(1150, 3));
   EXPECT_EQ(pokes.load(), 2);
 }

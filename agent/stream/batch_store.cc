@@ -13,11 +13,17 @@ std::shared_ptr<std::string> WithStringDefs(const std::string& batch_bytes,
   v1::EventBatch batch;
   if (!batch.ParseFromString(batch_bytes)) return nullptr;
   absl::flat_hash_set<uint32_t> defined;
-  for (const v1::StringEntry& s : batch.strings()) defined.insert(s.id());
+  size_t value_bytes = 0;
+  for (const v1::StringEntry& s : batch.strings()) {
+    defined.insert(s.id());
+    value_bytes += s.value().size();
+  }
   bool added = false;
   for (const StringDef& d : defs) {
     if (static_cast<size_t>(batch.strings_size()) >= kMaxStringsPerBatch) break;
+    if (value_bytes + d.value.size() > kMaxStringBytesPerBatch) continue;
     if (!defined.insert(d.id).second) continue;
+    value_bytes += d.value.size();
     v1::StringEntry* entry = batch.add_strings();
     entry->set_id(d.id);
     entry->set_kind(static_cast<v1::StringKind>(d.kind));

@@ -39,13 +39,16 @@ struct SealedBatch {
 // The collector's per-batch bound on string entries (BatchLimits::max_strings): a batch the
 // agent sends must stay within it, or the collector refuses it on every resend.
 inline constexpr size_t kMaxStringsPerBatch = 4096;
+// The agent's own bound on a batch's string values, far below the collector's default 16 MiB
+// message limit (values are up to 4096 B each), leaving room for the events.
+inline constexpr size_t kMaxStringBytesPerBatch = 1 << 20;
 
 // `batch_bytes` (a serialized EventBatch) with the definitions of `defs` it lacks added: ids
 // it already defines, or that come twice in `defs`, are skipped, so a batch that inherits the
 // definitions of dropped batches again and again grows by each id once. Stops at
 // kMaxStringsPerBatch entries (the ids left out still reach the collector in the next new
-// batch, which the Transport queues them for). Null when the bytes do not parse or nothing
-// is added.
+// batch, which the Transport queues them for), and at kMaxStringBytesPerBatch of values. Null
+// when the bytes do not parse or nothing is added.
 std::shared_ptr<std::string> WithStringDefs(const std::string& batch_bytes,
                                             absl::Span<const StringDef> defs);
 
@@ -67,8 +70,9 @@ class BatchStore {
   // bound the store may drop batches (never the one just appended); they are appended to
   // `dropped` so the caller can report the loss. Batches ending at or before
   // `keep_through` may already be stored at the collector (written, not yet acknowledged): the
-  // store drops the oldest of the others first and one of those only when nothing else is left,
-  // since a batch the collector stores after all would be counted twice, lost and kept.
+  // store drops the oldest of the others first and one of those only when nothing else is left
+  // (the spool: nothing else on disk, where its bound is), since a batch the collector stores
+  // after all would be counted twice, lost and kept.
   virtual void Append(SealedBatch batch, uint64_t keep_through,
                       std::vector<SealedBatch>* dropped) = 0;
 

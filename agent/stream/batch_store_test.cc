@@ -176,6 +176,22 @@ TEST(WithStringDefsTest, StopsAtTheCollectorsPerBatchBound) {
   EXPECT_EQ(merged.strings_size(), static_cast<int>(kMaxStringsPerBatch));
 }
 
+TEST(WithStringDefsTest, StopsAtTheAgentsBoundOnStringBytes) {
+  // Long sources (MEMTRACE_STACKS=1 stacks of up to 4000 B): 300 of them are 1.2 MB.
+  std::vector<StringDef> defs;
+  for (uint32_t id = 1; id <= 300; ++id) {
+    defs.push_back({id, StringKind::kSource, std::string(4000, 'a' + id % 26)});
+  }
+  std::shared_ptr<std::string> out = WithStringDefs(v1::EventBatch().SerializeAsString(), defs);
+  ASSERT_NE(out, nullptr);
+  v1::EventBatch merged;
+  ASSERT_TRUE(merged.ParseFromString(*out));
+  size_t bytes = 0;
+  for (const v1::StringEntry& e : merged.strings()) bytes += e.value().size();
+  EXPECT_LE(bytes, kMaxStringBytesPerBatch);
+  EXPECT_EQ(merged.strings_size(), static_cast<int>(kMaxStringBytesPerBatch / 4000));
+}
+
 TEST(MemoryBatchStoreTest, TheOldestBatchInheritsEachDroppedDefinitionOnce) {
   // As the Transport does in an outage: every new batch carries the definition again, every
   // dropped batch passes its definitions to the oldest kept one.

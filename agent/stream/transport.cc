@@ -36,8 +36,6 @@ namespace {
 
 // The collector's default BatchLimits: a batch beyond them is rejected as a whole.
 constexpr size_t kMaxBatchEvents = 65536;
-// Far below gRPC's default 4 MiB receive limit, leaving room for the events.
-constexpr size_t kMaxStringBytesPerBatch = 1 << 20;
 // How long a clean close (WritesDone) may wait for the collector to finish the call.
 constexpr absl::Duration kCloseGrace = absl::Seconds(1);
 // Rounds of batch forming per wake-up, so a producer faster than the sender cannot keep the
@@ -460,13 +458,13 @@ void Transport::Impl::HandleDropped() {
   const uint64_t batches = dropped_.size();
   dropped_.clear();
   queue_.AddLoss(kLossSpoolFull, lost);
-  // Later batches may use these ids: the first kept batch after a dropped one carries them, and
-  // so does the next new one (in case that batch is already on the wire).
+  // Later batches may use these ids: the first kept batch after a dropped one that is not on
+  // the wire yet carries them, and so does the next new one.
   strings_.Resend(defs);
   {
     std::unique_lock<std::mutex> lock(mu_);
     lost_spool_full_ += lost;
-    store_->AddStringsAfter(first_dropped_end, defs);
+    store_->AddStringsAfter(std::max(first_dropped_end, MayBeStoredThroughLocked()), defs);
   }
   failures_.Report(
       Failure::kSpoolFull,
