@@ -62,7 +62,13 @@ absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const std::string&
     choice.rank = *named;
     choice.source = "file name";
   } else {
+    // A guess: the file's position, or when an earlier file stated that rank, the lowest rank
+    // still free (refusing would leave the files before it imported and this one not).
     choice.rank = static_cast<int32_t>(index);
+    if (taken_.count(choice.rank) != 0) {
+      choice.rank = 0;
+      while (taken_.count(choice.rank) != 0) ++choice.rank;
+    }
     choice.source = "file order";
   }
   auto [it, inserted] = taken_.try_emplace(choice.rank, path, choice.source);

@@ -1,8 +1,9 @@
 // Which rank a trace file is. In order of trust: the trace's own distributedInfo.rank (PyTorch
 // writes it when torch.distributed is initialized; it may come after traceEvents, so it is
 // known only once the file is parsed), then the file name ("rank3", "rank_3", "rank-3",
-// "_r3."), then the file's position on the command line. World size: distributedInfo's, else
-// the number of files (at least the highest rank + 1).
+// "_r3."), then the file's position on the command line (or, when an earlier file stated that
+// rank, the lowest one still free). World size: distributedInfo's, else the number of files
+// (at least the highest rank + 1).
 #ifndef MEMTRACE_QUERY_IMPORTERS_RANK_ASSIGNMENT_H_
 #define MEMTRACE_QUERY_IMPORTERS_RANK_ASSIGNMENT_H_
 
@@ -36,8 +37,8 @@ class RankAssigner {
   explicit RankAssigner(size_t file_count) : file_count_(file_count) {}
 
   // The rank of the file at `index` (0-based position among the files) named `path`.
-  // ALREADY_EXISTS naming both files when an earlier file has that rank; INVALID_ARGUMENT for a
-  // negative distributedInfo rank.
+  // ALREADY_EXISTS naming both files when an earlier file has the rank this one states (in
+  // distributedInfo or its name); INVALID_ARGUMENT for a negative distributedInfo rank.
   absl::StatusOr<RankChoice> Assign(size_t index, const std::string& path,
                                     const KinetoDistributedInfo& info);
 

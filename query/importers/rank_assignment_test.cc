@@ -54,6 +54,20 @@ TEST(RankAssignerTest, RefusesTwoFilesForOneRankNamingBoth) {
   EXPECT_NE(second.status().message().find("a/rank0.json"), std::string::npos);
 }
 
+TEST(RankAssignerTest, AFileWithoutARankTakesTheLowestFreeOneWhenItsPositionIsStated) {
+  // hta_rank1_of_2 (distributedInfo rank 1) first, a trace stating no rank second: position 1
+  // is taken, so it is rank 0, not a refusal after the first file was imported.
+  RankAssigner assigner(2);
+  KinetoDistributedInfo info;
+  info.rank = 1;
+  info.world_size = 2;
+  ASSERT_TRUE(assigner.Assign(0, "hta_rank1_of_2.json.gz", info).ok());
+  auto second = assigner.Assign(1, "tracelens_h100_qwen.json.gz", {});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->rank, 0);
+  EXPECT_EQ(second->source, "file order");
+}
+
 TEST(RankAssignerTest, RefusesANegativeRank) {
   RankAssigner assigner(1);
   KinetoDistributedInfo info;
