@@ -196,6 +196,7 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
       break;
     case EventKind::kLoss:
       for (Accumulator* acc : {&step_, &bucket_}) acc->events_lost += e.aux;
+      if (!open_phases_.empty()) phases_after_loss_ = true;
       break;
     case EventKind::kUnspecified:
       break;
@@ -240,6 +241,14 @@ void RankState::OnOom(const Event& e) {
 }
 
 void RankState::OnPhaseBegin(uint32_t phase_id) {
+  if (phases_after_loss_ &&
+      std::find(open_phases_.begin(), open_phases_.end(), phase_id) != open_phases_.end()) {
+    // Events were lost while this phase was open: its END was most likely among them. Another
+    // BEGIN of it starts a new instance rather than nesting in one that would then stay open
+    // for the rest of the job (a recurring "rollout" blamed for all later memory).
+    ++anomalies_.phase_unmatched;
+    OnPhaseEnd(phase_id);
+  }
   // Every open phase is carried into each new step and bucket and written with every row they
   // close: without a bound, a stream of distinct PHASE_BEGINs costs cubic time.
   if (open_phases_.size() >= kMaxOpenPhases) {
@@ -261,6 +270,7 @@ void RankState::OnPhaseEnd(uint32_t phase_id) {
     return;
   }
   open_phases_.erase(std::next(it).base());
+  if (open_phases_.empty()) phases_after_loss_ = false;
   // Still open when an outer range of the same name is: only the last end closes it.
   if (std::find(open_phases_.begin(), open_phases_.end(), phase_id) != open_phases_.end()) return;
   for (Accumulator* acc : {&step_, &bucket_}) {
@@ -562,6 +572,7 @@ std::string RankState::Serialize() const {
   SaveTouchedGroups(sources_, rec.mutable_sources());
   SaveTouchedGroups(kinds_, rec.mutable_kinds());
   for (uint32_t id : open_phases_) rec.add_open_phases(id);
+  rec.set_phases_after_loss(phases_after_loss_);
   SaveAccumulator(step_, rec.mutable_step());
   SaveAccumulator(bucket_, rec.mutable_bucket());
   rec.set_current_step(current_step_);
@@ -667,6 +678,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
 
   s.RestoreGroups(rec);
   s.open_phases_.assign(rec.open_phases().begin(), rec.open_phases().end());
+  s.phases_after_loss_ = rec.phases_after_loss();
   s.current_step_ = rec.current_step();
   s.has_step_marker_ = rec.has_step_marker();
   s.events_applied_ = rec.events_applied();

@@ -240,6 +240,9 @@ class RankState {
   GroupMap sources_;
   GroupMap kinds_;
   std::vector<uint32_t> open_phases_;
+  // A LOSS came while phases were open, and they have not all closed since: a BEGIN of a phase
+  // still open ends that one first (its END was probably lost), instead of nesting in it.
+  bool phases_after_loss_ = false;
   bool allocation_phases_known_ = true;
   Accumulator step_;
   Accumulator bucket_;

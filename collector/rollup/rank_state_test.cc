@@ -346,6 +346,54 @@ TEST(RankStateTest, PhasesRecordPeakWhileOpenAndLiveAtEnd) {
   EXPECT_EQ(other.anomalies().phase_unmatched, 1u);
 }
 
+TEST(RankStateTest, APhaseWhoseEndWasLostDoesNotStayOpenForTheRestOfTheJob) {
+  // Step 1's END of "rollout" was in a batch the agent dropped (the LOSS says so); steps 2 and
+  // 3 run it as usual. Without the loss in view, step 2's BEGIN would nest in the lost one and
+  // every later row would show rollout open, its peak the whole row's.
+  constexpr uint32_t kRollout = 7;
+  Script s;
+  s.Step(1).PhaseBegin(kRollout).Alloc(0x1, 100).Free(0x1);
+  s.Simple(EventKind::kLoss, 0, 0, 3);
+  for (int64_t step = 2; step <= 3; ++step) {
+    s.Step(step).Alloc(0x10 + step, 1000);
+    s.PhaseBegin(kRollout).Alloc(0x2, 50).Free(0x2).PhaseEnd(kRollout);
+  }
+  s.Step(4);
+  for (bool through_checkpoint : {false, true}) {
+    SCOPED_TRACE(through_checkpoint);
+    RankState whole(kSecond);
+    ClosedRollups closed;
+    const size_t cut = 6;  // just after the LOSS
+    whole.Apply(absl::MakeConstSpan(s.events()).subspan(0, cut), &closed);
+    RankState state = whole;
+    if (through_checkpoint) {
+      absl::StatusOr<RankState> restored = RankState::Deserialize(whole.Serialize());
+      ASSERT_TRUE(restored.ok()) << restored.status();
+      state = *std::move(restored);
+    }
+    state.Apply(absl::MakeConstSpan(s.events()).subspan(cut), &closed);
+    ASSERT_EQ(closed.steps.size(), 3u);
+    for (int i = 1; i <= 2; ++i) {
+      const v1::GroupBytes* rollout = FindGroup(closed.steps[i].by_phase(), kRollout);
+      ASSERT_NE(rollout, nullptr) << "step " << closed.steps[i].step();
+      EXPECT_FALSE(rollout->open()) << "step " << closed.steps[i].step();
+      EXPECT_EQ(rollout->peak_bytes(), closed.steps[i].end_bytes() + 50);
+    }
+    EXPECT_TRUE(state.open_phases().empty());
+    EXPECT_EQ(state.anomalies().phase_unmatched, 1u);
+  }
+}
+
+TEST(RankStateTest, WithoutALossAPhaseMayNestInItself) {
+  constexpr uint32_t kRollout = 7;
+  Script s;
+  s.PhaseBegin(kRollout).PhaseBegin(kRollout).PhaseEnd(kRollout);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.open_phases().size(), 1u);
+  EXPECT_EQ(state.anomalies().phase_unmatched, 0u);
+}
+
 TEST(RankStateTest, PhasesOpenAtOnceAreBoundedAndTheRestCounted) {
   // 3000 distinct phases opened, then 3000 steps: every step carries the open phases into its
   // row. Unbounded, that took minutes and gigabytes; bounded, each row has at most 64.
