@@ -296,7 +296,7 @@ void RankState::OnStep(const Event& e, ClosedRollups* closed) {
     has_step_marker_ = true;
     // Events before the first marker belong to step 0; a first marker "step 0" continues it,
     // and a marker that is the stream's first event leaves no empty step 0 behind.
-    if (events_applied_ > 1 && step_.start_ns == e.ts_ns) {
+    if (events_applied_ > 1 && step_.start_ns == e.ts_ns && max_ts_ns_ == e.ts_ns) {
       // Every event before it happened at its very instant (an importer's seeds of the memory
       // there before the trace began): they are no step of their own, and the step starts
       // after them, with their bytes as its floor.

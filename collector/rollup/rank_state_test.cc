@@ -218,6 +218,23 @@ TEST(RankStateTest, EventsAtTheFirstMarkersInstantStartItsStep) {
   EXPECT_EQ(state.current_step(), 3);
 }
 
+TEST(RankStateTest, EventsBeforeTheFirstMarkerAtOtherInstantsStayAStepOfTheirOwn) {
+  // The first of them shares the marker's instant, a later one does not (the marker arrived
+  // reordered): they are step 0's, not seeds to fold into step 2.
+  Script s;
+  s.At(5 * kSecond).Alloc(0x1, 7).At(5 * kSecond + 10).Alloc(0x2, 3).At(5 * kSecond).Step(2);
+  s.Alloc(0x3, 1).Step(3);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 2u);
+  EXPECT_EQ(closed.steps[0].step(), 0);
+  EXPECT_EQ(closed.steps[0].allocs(), 2u);
+  EXPECT_EQ(closed.steps[0].end_bytes(), 10u);
+  EXPECT_EQ(closed.steps[1].step(), 2);
+  EXPECT_TRUE(closed.abandoned_steps.empty());
+}
+
 TEST(RankStateTest, FirstMarkerForStepZeroContinuesTheImplicitStep) {
   Script s;
   s.Alloc(0x1, 7).Step(0).Alloc(0x2, 3).Step(0).Step(1);
