@@ -41,7 +41,8 @@ TEST(EnvVarsTest, ListsTheVariablesLaunchersMustForward) {
 // empty environment with only a job id makes the parsers walk every fallback.
 TEST(EnvVarsTest, EveryVariableTheParsersReadIsDocumented) {
   std::set<std::string> asked;
-  EnvLookup base = MapEnvironment({{"PMIX_NAMESPACE", "ns"}, {"SLURM_PROCID", "0"}});
+  EnvLookup base =
+      MapEnvironment({{"PMIX_NAMESPACE", "ns"}, {"SLURM_PROCID", "0"}, {"SLURM_TASK_PID", "1"}});
   EnvLookup recording = [&](const std::string& name) {
     asked.insert(name);
     return base(name);

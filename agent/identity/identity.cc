@@ -2,13 +2,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -52,9 +57,22 @@ absl::StatusOr<std::optional<int64_t>> NonNegative(const EnvLookup& env, const c
   return EnvInteger(env, name, 0, INT32_MAX);
 }
 
-absl::StatusOr<RankFields> ReadRankFields(const EnvLookup& env) {
+// Whether this process is the task srun started, or run by it through a shell or `memtrace
+// run`: the only processes Slurm's rank variables describe (the rest inherit them).
+bool IsSlurmTask(const EnvLookup& env, const ProcessFacts& facts) {
+  std::optional<std::string> task = EnvNonEmpty(env, "SLURM_TASK_PID");
+  uint32_t task_pid = 0;
+  if (!task.has_value() || !absl::SimpleAtoi(*task, &task_pid) || task_pid == 0) return false;
+  if (task_pid == facts.pid) return true;
+  static constexpr const char* kPassThrough[] = {"sh", "bash", "dash", "zsh", "ksh", "memtrace"};
+  return task_pid == facts.parent_pid && std::find(std::begin(kPassThrough), std::end(kPassThrough),
+                                                   facts.parent_name) != std::end(kPassThrough);
+}
+
+absl::StatusOr<RankFields> ReadRankFields(const EnvLookup& env, const ProcessFacts& facts) {
   RankFields out;
   for (const RankVariables& vars : kRankSources) {
+    if (std::string_view(vars.launcher) == "slurm" && !IsSlurmTask(env, facts)) continue;
     absl::StatusOr<std::optional<int64_t>> rank = NonNegative(env, vars.rank);
     if (!rank.ok()) return rank.status();
     if (!rank->has_value()) continue;
@@ -165,6 +183,9 @@ ProcessFacts CurrentProcessFacts() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) == 0) facts.host = host;
   facts.pid = static_cast<uint32_t>(getpid());
+  facts.parent_pid = static_cast<uint32_t>(getppid());
+  std::ifstream comm(absl::StrCat("/proc/", facts.parent_pid, "/comm"));
+  std::getline(comm, facts.parent_name);
   static const uint64_t start_ns = static_cast<uint64_t>(absl::GetCurrentTimeNanos());
   facts.start_ns = start_ns;
   return facts;
@@ -172,7 +193,7 @@ ProcessFacts CurrentProcessFacts() {
 
 absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
                                                          const ProcessFacts& facts) {
-  absl::StatusOr<RankFields> ranks = ReadRankFields(env);
+  absl::StatusOr<RankFields> ranks = ReadRankFields(env, facts);
   if (!ranks.ok()) return ranks.status();
   absl::StatusOr<std::string> job_id = ReadJobId(env);
   if (!job_id.ok()) return job_id.status();

@@ -4,7 +4,11 @@
 // Rank fields, from the first launcher whose rank variable is set:
 //   torchrun / generic: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK
 //   mpirun (Open MPI):  OMPI_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE, _LOCAL_SIZE
-//   srun (Slurm):       SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID (node index)
+//   srun (Slurm):       SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID (node index),
+//                       only in the task srun started (SLURM_TASK_PID is this process, or its
+//                       parent when that is a shell or `memtrace run`): every process below a
+//                       task inherits them — Ray workers under `srun ray start`, the workers a
+//                       Python launcher spawns — and would all claim the task's rank.
 // With none of them: rank = -1 (the collector names the worker by host + device + pid).
 // Unknown fields are -1 (rank, local_rank, group_rank) or 0 (world_size, local_world_size).
 // An empty value counts as unset.
@@ -47,10 +51,12 @@ struct ProcessFacts {
   std::string host;
   uint32_t pid = 0;
   uint64_t start_ns = 0;  // RankIdentity.process_start_ns
+  uint32_t parent_pid = 0;
+  std::string parent_name;  // the parent's /proc/PID/comm ("bash", "memtrace", ...)
 };
 
-// gethostname() and getpid() of the calling process, and the time of the first call in it (the
-// same on every call).
+// gethostname(), getpid() and getppid() of the calling process, its parent's name, and the
+// time of the first call in it (the same on every call).
 ProcessFacts CurrentProcessFacts();
 
 // Builds the identity by the rules above. Errors (INVALID_ARGUMENT) name the variable and its

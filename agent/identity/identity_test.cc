@@ -157,13 +157,40 @@ TEST(IdentityTest, ReadsOpenMpiVariables) {
   EXPECT_EQ(id->device_index(), 2);
 }
 
+std::map<std::string, std::string> SlurmTaskEnv(const std::string& task_pid) {
+  return {{"SLURM_PROCID", "9"},       {"SLURM_NTASKS", "12"},   {"SLURM_LOCALID", "1"},
+          {"SLURM_NODEID", "4"},       {"SLURM_JOB_ID", "5551"}, {"SLURM_STEP_ID", "2"},
+          {"SLURM_TASK_PID", task_pid}};
+}
+
+TEST(IdentityTest, SlurmsRankIsReadOnlyInTheTaskSrunStartedOrBelowAShellItRan) {
+  // srun python train.py: the task itself.
+  ProcessFacts task = kFacts;
+  EXPECT_EQ(IdentityFromEnvironment(MapEnvironment(SlurmTaskEnv("4242")), task)->rank(), 9);
+  // srun bash -c 'python train.py', srun memtrace run -- python train.py: below the task.
+  ProcessFacts below = kFacts;
+  below.parent_pid = 1000;
+  for (const char* parent : {"bash", "memtrace"}) {
+    below.parent_name = parent;
+    EXPECT_EQ(IdentityFromEnvironment(MapEnvironment(SlurmTaskEnv("1000")), below)->rank(), 9)
+        << parent;
+  }
+  // Workers a Python launcher spawned, Ray workers under `srun ray start`: they inherit the
+  // task's variables, and would all claim its rank (one stream, the rest dropped as resends).
+  below.parent_name = "python3";
+  absl::StatusOr<v1::RankIdentity> inherited =
+      IdentityFromEnvironment(MapEnvironment(SlurmTaskEnv("1000")), below);
+  ASSERT_TRUE(inherited.ok()) << inherited.status();
+  EXPECT_EQ(inherited->rank(), -1);
+  EXPECT_EQ(inherited->launcher(), "env");
+  EXPECT_EQ(inherited->job_id(), "5551.2");
+  EXPECT_EQ(IdentityFromEnvironment(MapEnvironment(SlurmTaskEnv("77")), kFacts)->rank(), -1);
+  std::map<std::string, std::string> no_task = SlurmTaskEnv("");
+  EXPECT_EQ(IdentityFromEnvironment(MapEnvironment(no_task), kFacts)->rank(), -1);
+}
+
 TEST(IdentityTest, ReadsSlurmVariablesAndSeparatesSteps) {
-  absl::StatusOr<v1::RankIdentity> id = FromMap({{"SLURM_PROCID", "9"},
-                                                 {"SLURM_NTASKS", "12"},
-                                                 {"SLURM_LOCALID", "1"},
-                                                 {"SLURM_NODEID", "4"},
-                                                 {"SLURM_JOB_ID", "5551"},
-                                                 {"SLURM_STEP_ID", "2"}});
+  absl::StatusOr<v1::RankIdentity> id = FromMap(SlurmTaskEnv("4242"));
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_EQ(id->rank(), 9);
   EXPECT_EQ(id->world_size(), 12);

@@ -104,6 +104,8 @@ AGENT_VARIABLES = (
      "rank within the node"),
     ("SLURM_NODEID", "slurm",
      "node index"),
+    ("SLURM_TASK_PID", "slurm",
+     "pid of the task srun started: Slurm's rank is read only in it (or below a shell or memtrace run it started)"),
     ("SLURM_JOB_ID", "slurm",
      "job id (with SLURM_STEP_ID) when no other id is set"),
     ("SLURM_STEP_ID", "slurm",
