@@ -234,6 +234,29 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   }
   absl::StatusOr<LoadedLiveSet> mine = LoadLiveSet(store, request.job_id(), subject->rank,
                                                    subject->attempt, point, /*with_phases=*/true);
+  bool oom_before_restart = false;
+  if (!mine.ok() && absl::IsNotFound(mine.status()) && point.kind == LivePoint::Kind::kFirstOom &&
+      !attempt.has_value()) {
+    // The latest attempt has no OOM: a restart after the OOM (torchrun's, the usual answer to
+    // one) made it. The OOM asked about is the latest earlier attempt's that has one; its
+    // attempt's ranks are then the ones compared.
+    std::vector<const an::RankStepMetrics*> earlier;
+    for (const an::RankStepMetrics& r : job->ranks) {
+      if (r.rank == subject->rank && r.attempt < subject->attempt) earlier.push_back(&r);
+    }
+    std::sort(earlier.begin(), earlier.end(),
+              [](const auto* a, const auto* b) { return a->attempt > b->attempt; });
+    for (const an::RankStepMetrics* r : earlier) {
+      absl::StatusOr<LoadedLiveSet> at_oom =
+          LoadLiveSet(store, request.job_id(), r->rank, r->attempt, point, /*with_phases=*/true);
+      if (!at_oom.ok() && absl::IsNotFound(at_oom.status())) continue;
+      subject = r;
+      attempt = r->attempt;
+      mine = std::move(at_oom);
+      oom_before_restart = true;
+      break;
+    }
+  }
   if (!mine.ok()) return mine.status();
   if (mine->seq == 0 && point.kind == LivePoint::Kind::kAtCollectorTime) {
     // Nothing to show: an empty set "at step 0 (1970-01-01)" would read as an answer.
@@ -286,6 +309,8 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       an::DescribeLive(request.job_id(), mine->set, *others, an::FromProto(request.params()), oom),
       response);
   response->set_no_step_markers(job->time_axis);
+  response->set_attempt(subject->attempt);
+  response->set_oom_before_restart(oom_before_restart);
   return absl::OkStatus();
 }
 

@@ -54,6 +54,9 @@ class AnalysisServiceTest : public ::testing::Test {
     oom.oom_rank = 2;
     oom.oom_step = 50;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "oom", oom).ok());
+    // The same OOM, then torchrun's restart: attempt 1 runs without one.
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "oom-restarted", oom).ok());
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "oom-restarted", Base(), 16384, 1).ok());
     sim::WorkloadOptions phases = Base();
     phases.phases = true;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "phases", phases).ok());
@@ -136,6 +139,30 @@ TEST_F(AnalysisServiceTest, LiveAtOomListsTheLeakFirstAndComparesTheOtherRanks) 
   ASSERT_GE(report.groups_size(), 1);
   EXPECT_EQ(report.groups(0).tag(), "leak:cache");
   EXPECT_GT(report.groups(0).excess_bytes(), 0);
+}
+
+TEST_F(AnalysisServiceTest, LiveAtOomFindsTheOomOfTheAttemptBeforeARestart) {
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("oom-restarted");
+  request.set_rank(2);
+  request.set_at_oom(true);
+  v1::LiveReport report;
+  grpc::Status status = stub_->Live(&context, request, &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_TRUE(report.has_oom());
+  EXPECT_EQ(report.oom().step(), 50);
+  EXPECT_EQ(report.attempt(), 0u);
+  EXPECT_TRUE(report.oom_before_restart());
+  EXPECT_EQ(report.other_ranks(), 7u);  // attempt 0's other ranks
+  ASSERT_GE(report.groups_size(), 1);
+  EXPECT_EQ(report.groups(0).tag(), "leak:cache");
+  // Asked for the restarted attempt itself, there is no OOM to show.
+  grpc::ClientContext again;
+  request.set_attempt(1);
+  status = stub_->Live(&again, request, &report);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "OOM")) << status.error_message();
 }
 
 TEST_F(AnalysisServiceTest, LiveAtAStepUsesTheEndOfThatStep) {

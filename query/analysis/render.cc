@@ -274,10 +274,13 @@ std::string RenderLive(const v1::LiveReport& r) {
   // Without step markers every step is 0: the moment is its time alone.
   const bool steps = !r.no_step_markers();
   std::string out = absl::StrCat(
-      "job ", r.job_id(), ": rank ", r.rank(), " at ",
+      "job ", r.job_id(), ": rank ", r.rank(),
+      r.attempt() > 0 || r.oom_before_restart() ? absl::StrCat(" attempt ", r.attempt()) : "",
+      " at ",
       steps ? absl::StrCat("step ", r.at_step(), " (", Time(r.at_ns()), ")") : Time(r.at_ns()));
   if (r.has_oom()) {
     absl::StrAppend(&out, ", its OOM: a ", Bytes(r.oom().requested_bytes()), " allocation failed");
+    if (r.oom_before_restart()) absl::StrAppend(&out, " (a restart followed it)");
   }
   absl::StrAppend(&out, "\n", Bytes(r.total_bytes()), " live in ", r.total_count(), " allocations");
   if (r.open_phases_size() > 0) absl::StrAppend(&out, ", in ", absl::StrJoin(r.open_phases(), "/"));

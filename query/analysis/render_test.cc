@@ -153,6 +153,15 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   const std::string no_steps = RenderLive(w);
   EXPECT_FALSE(Has(no_steps, "step")) << no_steps;
   EXPECT_TRUE(Has(no_steps, sim::kLeakTag)) << no_steps;
+  EXPECT_FALSE(Has(text, "attempt")) << text;
+
+  // The OOM of an attempt a restart followed says so.
+  w.set_no_step_markers(false);
+  w.set_attempt(0);
+  w.set_oom_before_restart(true);
+  const std::string restarted = RenderLive(w);
+  EXPECT_TRUE(Has(restarted, "rank " + std::to_string(rank) + " attempt 0 at step")) << restarted;
+  EXPECT_TRUE(Has(restarted, "allocation failed (a restart followed it)")) << restarted;
 }
 
 TEST(RenderTest, PeakAndHeadroomAndCompare) {
