@@ -58,7 +58,8 @@ struct Grid {
 // warm-up, read off their Theil-Sen line. A rank that was already rising then (a leak from step
 // 5) is measured from where it started; their median put its baseline mid-rise, which hid the
 // first steps of the leak and reported the rest as an offset it never had. `change`: how much
-// that line moved over those points.
+// that line moved over those points. NaN for a rank with no point after warm-up (it started
+// late, died early, or has no rows yet): it has no baseline, and is compared nowhere.
 std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
                                   std::vector<double>* change) {
   std::vector<double> baseline(g.R, 0);
@@ -74,7 +75,7 @@ std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
       window.push_back(g.value[r * g.S + s]);
     }
     if (window.size() < 3) {
-      baseline[r] = window.empty() ? 0 : MedianInPlace(absl::MakeSpan(window));
+      baseline[r] = window.empty() ? kMissing : MedianInPlace(absl::MakeSpan(window));
       continue;
     }
     const TrendFit line = fitter.Fit(xs, window);
@@ -91,10 +92,18 @@ std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
 void FindOffsets(const Grid& g, const std::vector<double>& baseline,
                  const std::vector<double>& change, const DivergenceParams& params,
                  DivergenceReport& report) {
-  Spread b = RobustSpread(baseline);
-  const double threshold = Threshold(params, b.median);
-  const double cohort_change = Median(change);
+  std::vector<double> baselines, changes;
   for (size_t r = 0; r < g.R; ++r) {
+    if (std::isnan(baseline[r])) continue;
+    baselines.push_back(baseline[r]);
+    changes.push_back(change[r]);
+  }
+  if (baselines.size() < 3) return;
+  Spread b = RobustSpread(baselines);
+  const double threshold = Threshold(params, b.median);
+  const double cohort_change = Median(changes);
+  for (size_t r = 0; r < g.R; ++r) {
+    if (std::isnan(baseline[r])) continue;
     const double offset = baseline[r] - b.median;
     if (std::fabs(change[r] - cohort_change) >= threshold) continue;
     if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {

@@ -215,5 +215,28 @@ TEST(DivergenceTest, StepsMissingOnARankNeitherCountNorBreakItsRun) {
   EXPECT_LE(std::abs(report.diverged[0].onset_step - 30), 5);
 }
 
+TEST(DivergenceTest, ARankWithNoPointAfterWarmUpIsNoOffset) {
+  // Rank 7 died in warm-up (or just started a new attempt): it has no baseline, so it is
+  // neither an offset "always 10 GiB below the cohort" nor part of the baselines' spread.
+  sim::JobSpec spec = sim::HealthyJob();
+  JobTimeline job = Simulate(spec).timeline;
+  std::vector<StepPoint> kept;
+  for (StepPoint& p : job.ranks[7].steps) {
+    if (p.step < 2) kept.push_back(p);
+  }
+  ASSERT_FALSE(kept.empty());
+  job.ranks[7].steps = kept;
+  DivergenceReport report = FindDivergence(job);
+  EXPECT_TRUE(report.offsets.empty()) << report.offsets.size();
+  EXPECT_TRUE(report.diverged.empty());
+  // A real offset next to it is still found.
+  spec.offsets.push_back({0, "rank0:extra", 1 * kGiB});
+  JobTimeline with_offset = Simulate(spec).timeline;
+  with_offset.ranks[7].steps = kept;
+  DivergenceReport second = FindDivergence(with_offset);
+  ASSERT_EQ(second.offsets.size(), 1u);
+  EXPECT_EQ(second.offsets[0].rank, 0u);
+}
+
 }  // namespace
 }  // namespace memtrace::analysis
