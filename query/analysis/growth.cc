@@ -182,14 +182,19 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   std::map<NameId, Aggregate> aggregates;
   std::vector<double> x;
   absl::flat_hash_map<NameId, std::vector<double>> series;
+  // "All ranks" means all that have points in the window: a rank that died early or has not
+  // started its attempt yet cannot grow, and would make growth every running rank shares read
+  // as a leak on some.
+  uint32_t in_window = 0;
   for (const RankTimeline* r : ranks) {
+    if (!r->steps.empty() && r->steps.back().step >= first_step) ++in_window;
     FitRank(*r, first_step, params, fitter, x, series, aggregates);
   }
   report.groups_examined = fitter.examined();
 
   for (auto& [name, agg] : aggregates) {
     if (!agg.growing.empty()) {
-      AppendGroups(job.names.Name(name), agg, report.ranks, params.by, &report.groups);
+      AppendGroups(job.names.Name(name), agg, in_window, params.by, &report.groups);
     }
   }
   std::stable_sort(report.groups.begin(), report.groups.end(),

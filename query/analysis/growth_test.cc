@@ -76,6 +76,27 @@ TEST(GrowthTest, GradientsGrowingOnEveryRankAreAllRanks) {
   for (const GroupGrowth& one : r.groups) EXPECT_EQ(one.scope, GrowthScope::kAllRanks);
 }
 
+TEST(GrowthTest, ARankThatDiedBeforeTheWindowDoesNotMakeSharedGrowthLookPartial) {
+  // Rank 7 stopped in warm-up: the 7 ranks that ran the window all grow gradients, which is
+  // growth all ranks share, not a leak on "some".
+  JobTimeline job = Simulate(sim::GradAccumulationJob()).timeline;
+  std::vector<StepPoint> kept;
+  for (const StepPoint& p : job.ranks[7].steps) {
+    if (p.step < 2) kept.push_back(p);
+  }
+  job.ranks[7].steps = kept;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].ranks_growing, 7u);
+  EXPECT_EQ(report.groups[0].scope, GrowthScope::kAllRanks);
+  // A leak on one of the running ranks is still "some".
+  JobTimeline leak = Simulate(sim::LeakJob(5, 30)).timeline;
+  leak.ranks[7].steps = kept;
+  GrowthReport one = FindGrowth(leak);
+  ASSERT_GE(one.groups.size(), 1u);
+  EXPECT_EQ(one.groups[0].scope, GrowthScope::kSomeRanks);
+}
+
 TEST(GrowthTest, HealthyJobWithNoiseAndSpikesGrowsNowhere) {
   JobTimeline job = Simulate(sim::HealthyJob()).timeline;
   for (GrowthBy by : {GrowthBy::kTag, GrowthBy::kRank, GrowthBy::kTagRank, GrowthBy::kSource,
