@@ -170,13 +170,22 @@ struct Agg {
   }
 };
 
-void FindCandidates(const RankLiveSet& set, int64_t warmup_end, const LeakParams& params,
+void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
+                    const std::vector<int64_t>* rank_steps, const LeakParams& params,
                     LeakReport& report) {
+  // Step boundaries an allocation lived across: the rank's steps begun after the one it was
+  // made in, up to the moment read. Step numbers may jump (markers every 10 iterations), so
+  // their difference would count one boundary as ten.
+  const auto boundaries = [&](int64_t allocated) -> int64_t {
+    if (rank_steps == nullptr) return set.at_step - allocated;
+    return std::upper_bound(rank_steps->begin(), rank_steps->end(), set.at_step) -
+           std::upper_bound(rank_steps->begin(), rank_steps->end(), allocated);
+  };
   std::map<std::pair<std::string, std::string>, Agg> candidates;
   std::map<std::tuple<std::string, std::string, std::string>, Agg> survivors;
   for (const LiveAllocation& a : set.allocations) {
     if (a.step_allocated >= warmup_end &&
-        set.at_step - a.step_allocated >= static_cast<int64_t>(params.min_boundaries)) {
+        boundaries(a.step_allocated) >= static_cast<int64_t>(params.min_boundaries)) {
       candidates[{a.tag, a.source}].Add(a);
     }
     if (!a.phase.empty() &&
@@ -292,12 +301,15 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   TheilSen fitter(params.max_pairs);
   // Per rank, the first step after warm-up: allocations from it on can be candidates.
   absl::flat_hash_map<uint32_t, int64_t> warmup_end;
+  std::map<uint32_t, std::vector<int64_t>> rank_steps;  // each rank's step numbers, ascending
   const auto note_warmup = [&](uint32_t rank, size_t count, auto step_at) {
     if (params.warmup_steps < count) {
       warmup_end[rank] = step_at(params.warmup_steps);
     } else if (count > 0) {
       warmup_end[rank] = step_at(count - 1) + 1;
     }
+    std::vector<int64_t>& steps_of = rank_steps[rank];
+    for (size_t i = 0; i < count; ++i) steps_of.push_back(step_at(i));
   };
   if (!job.time_axis) {
     for (const RankTimeline* r : ranks) {
@@ -322,7 +334,9 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
     const int64_t candidates_from = it != warmup_end.end() ? it->second
                                     : job.time_axis ? std::numeric_limits<int64_t>::max()
                                                     : int64_t{params.warmup_steps};
-    FindCandidates(set, candidates_from, params, report);
+    auto steps_of = rank_steps.find(set.rank);
+    FindCandidates(set, candidates_from, steps_of != rank_steps.end() ? &steps_of->second : nullptr,
+                   params, report);
   }
   std::stable_sort(report.candidates.begin(), report.candidates.end(),
                    [](const LeakCandidate& a, const LeakCandidate& b) { return a.rank < b.rank; });

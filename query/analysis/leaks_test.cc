@@ -202,6 +202,27 @@ TEST(LeakTest, CandidatesAreThePlantedTagAllocatedOverManySteps) {
   EXPECT_EQ(report.candidates.size(), 1u);
 }
 
+TEST(LeakTest, CandidatesCountStepBoundariesNotStepNumbers) {
+  // The same job with step markers every 10 iterations (steps 0, 10, ..., 990): a buffer made
+  // in step 970 and read at 990 crossed 2 boundaries, not 20, and is no candidate.
+  sim::JobSpec spec = sim::LeakJob(5, 30, 128 * kMiB);
+  JobTimeline job = Simulate(spec).timeline;
+  for (RankTimeline& r : job.ranks) {
+    for (StepPoint& p : r.steps) p.step *= 10;
+  }
+  RankLiveSet set = sim::LiveAt(spec, 5, 99, sim::Moment::kEnd);
+  set.at_step *= 10;
+  for (LiveAllocation& a : set.allocations) a.step_allocated *= 10;
+  LeakParams params;
+  params.rank = 5;
+  params.warmup_steps = 5;
+  LeakReport report = FindLeaks(job, {set}, params);
+  ASSERT_FALSE(report.candidates.empty());
+  EXPECT_EQ(report.candidates[0].tag, sim::kLeakTag);
+  EXPECT_EQ(report.candidates[0].count, 67u);  // steps 300..960, as 30..96 before
+  EXPECT_EQ(report.candidates[0].newest_step, 960);
+}
+
 TEST(LeakTest, RolloutMemoryStillLiveInTrainingIsReported) {
   sim::JobSpec spec = sim::RlJob(/*keep_rollout=*/true);
   JobTimeline job = Simulate(spec).timeline;
