@@ -483,6 +483,15 @@ int Runner::Run() {
   if (agent->agent_library.empty()) Warn("--no_agent: the job runs untraced");
   const std::optional<JobCounts> before = CountJobsBefore();
 
+  if (std::optional<int> stop = signals.TakeStopRequest()) {
+    // Ctrl-C (or a TERM) while the collector was starting: the user stopped the run before
+    // the job existed. Starting it now would lose that.
+    io_.err << "memtrace run: " << strsignal(*stop) << " before the job started: not starting it\n"
+            << std::flush;
+    if (local_ != nullptr) local_->Stop(absl::Seconds(5));
+    RemoveTree(work_dir_);
+    return 128 + *stop;
+  }
   SpawnOptions spawn;
   spawn.argv = command_;
   spawn.env = ToVariables(*agent);

@@ -48,6 +48,20 @@ ScopedSignalBlock::~ScopedSignalBlock() {
   pthread_sigmask(SIG_SETMASK, &original_, nullptr);
 }
 
+std::optional<int> ScopedSignalBlock::TakeStopRequest() {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return std::nullopt;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    if (sigismember(&pending, sig) != 1) continue;
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    const timespec zero = {0, 0};
+    if (sigtimedwait(&one, nullptr, &zero) == sig) return sig;
+  }
+  return std::nullopt;
+}
+
 int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOptions& options) {
   absl::Time next_tick = absl::Now() + options.tick;
   while (true) {

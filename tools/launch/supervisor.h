@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 
 #include "absl/time/time.h"
 
@@ -30,6 +31,12 @@ class ScopedSignalBlock {
   ~ScopedSignalBlock();
   ScopedSignalBlock(const ScopedSignalBlock&) = delete;
   ScopedSignalBlock& operator=(const ScopedSignalBlock&) = delete;
+
+  // A SIGINT, SIGTERM, SIGHUP or SIGQUIT that arrived while blocked (Ctrl-C while the local
+  // collector was starting), taken off the pending set; nullopt when none. Before the job is
+  // spawned it is the user's stop, which SuperviseJob would otherwise drop as a terminal signal
+  // the job already got.
+  std::optional<int> TakeStopRequest();
 
   // The mask from before: what child processes should start with.
   const sigset_t& original_mask() const { return original_; }

@@ -74,6 +74,16 @@ TEST(SuperviseJobTest, TicksWhileTheJobRuns) {
   EXPECT_GE(ticks, 3);
 }
 
+TEST(ScopedSignalBlockTest, AStopSignalThatArrivedWhileBlockedIsTakenOnce) {
+  ScopedSignalBlock block;
+  EXPECT_EQ(block.TakeStopRequest(), std::nullopt);
+  ASSERT_EQ(raise(SIGINT), 0);  // Ctrl-C while the local collector starts
+  EXPECT_EQ(block.TakeStopRequest(), SIGINT);
+  EXPECT_EQ(block.TakeStopRequest(), std::nullopt);
+  ASSERT_EQ(raise(SIGUSR1), 0);  // passed on to a job, not a stop
+  EXPECT_EQ(block.TakeStopRequest(), std::nullopt);
+}
+
 TEST(ScopedSignalBlockTest, PendingSignalsAreDiscardedNotDeliveredOnRelease) {
   {
     ScopedSignalBlock signals;
