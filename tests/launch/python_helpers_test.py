@@ -125,8 +125,8 @@ class RayRuntimeEnvTest(unittest.TestCase):
     def test_carries_injection_collector_and_job(self):
         env = self.ray.runtime_env("head:7431", job="j", agent_lib=self.agent, environ={})
         self.assertEqual(env, {"env_vars": {
-            "CUDA_INJECTION64_PATH": os.path.realpath(self.agent),
-            "NVTX_INJECTION64_PATH": os.path.realpath(self.agent),
+            "CUDA_INJECTION64_PATH": os.path.abspath(self.agent),
+            "NVTX_INJECTION64_PATH": os.path.abspath(self.agent),
             "MEMTRACE_COLLECTOR": "head:7431",
             "MEMTRACE_JOB_ID": "j",
         }})
@@ -137,7 +137,21 @@ class RayRuntimeEnvTest(unittest.TestCase):
 
     def test_finds_the_agent_from_memtrace_agent_lib(self):
         env = self.ray.runtime_env("h:1", environ={"MEMTRACE_AGENT_LIB": self.agent})
-        self.assertEqual(env["env_vars"]["CUDA_INJECTION64_PATH"], os.path.realpath(self.agent))
+        self.assertEqual(env["env_vars"]["CUDA_INJECTION64_PATH"], os.path.abspath(self.agent))
+
+    def test_a_given_library_is_kept_as_given_and_only_warned_about_when_not_here(self):
+        # The path is the one on the Ray nodes: a symlink is not resolved here, and a path this
+        # machine lacks is a warning, as with `memtrace ray-env --agent_lib`.
+        link = os.path.join(self.dir, "current.so")
+        os.symlink(self.agent, link)
+        env = self.ray.runtime_env("h:1", agent_lib=link, environ={})
+        self.assertEqual(env["env_vars"]["CUDA_INJECTION64_PATH"], link)
+        with self.assertWarns(UserWarning) as w:
+            env = self.ray.runtime_env("h:1", agent_lib="/opt/memtrace/lib/libmemtrace_agent.so",
+                                       environ={})
+        self.assertIn("every Ray node", str(w.warning))
+        self.assertEqual(env["env_vars"]["CUDA_INJECTION64_PATH"],
+                         "/opt/memtrace/lib/libmemtrace_agent.so")
 
     def test_finds_the_agent_beside_memtrace_on_path(self):
         bindir = os.path.join(self.dir, "bin")
@@ -169,7 +183,10 @@ class RayRuntimeEnvTest(unittest.TestCase):
                        {"collector": "h:1", "extra": {"A": 1}},
                        # set by its own argument: would have been dropped silently
                        {"collector": "h:1", "extra": {"MEMTRACE_COLLECTOR": "x:1"}},
-                       {"collector": "h:1", "job": "a", "extra": {"MEMTRACE_JOB_ID": "b"}}):
+                       {"collector": "h:1", "job": "a", "extra": {"MEMTRACE_JOB_ID": "b"}},
+                       # the same rank for every worker: one identity, one stream kept
+                       {"collector": "h:1", "extra": {"RANK": "0"}},
+                       {"collector": "h:1", "extra": {"SLURM_PROCID": "0"}}):
             with self.assertRaises(ValueError, msg=repr(kwargs)):
                 self.ray.runtime_env(agent_lib=self.agent, environ={}, **kwargs)
 
@@ -177,8 +194,6 @@ class RayRuntimeEnvTest(unittest.TestCase):
         with self.assertRaises(FileNotFoundError) as e:
             self.ray.runtime_env("h:1", environ={"PATH": self.dir})
         self.assertIn("agent_lib", str(e.exception))
-        with self.assertRaises(FileNotFoundError):
-            self.ray.runtime_env("h:1", agent_lib="/no/such.so", environ={})
 
 
 if __name__ == "__main__":

@@ -38,6 +38,13 @@ int main() {
     std::cout << "    " << JsonQuoted(name) << ",\n";
   }
   std::cout << ")\n\n"
+            << "# Variables a launcher sets to a different value in each worker: runtime_env() "
+               "refuses them in extra.\n"
+            << "PER_WORKER_VARIABLES = (\n";
+  for (const std::string& name : memtrace::launch::PerWorkerVariables()) {
+    std::cout << "    " << JsonQuoted(name) << ",\n";
+  }
+  std::cout << ")\n\n"
             << "CUDA_INJECTION_VAR = " << JsonQuoted(memtrace::launch::kCudaInjectionVar) << "\n"
             << "NVTX_INJECTION_VAR = " << JsonQuoted(memtrace::launch::kNvtxInjectionVar) << "\n"
             << "DEFAULT_JOB_ID_VAR = " << JsonQuoted(memtrace::launch::kDefaultJobIdVar) << "\n";

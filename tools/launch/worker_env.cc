@@ -1,5 +1,6 @@
 #include "tools/launch/worker_env.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -65,19 +66,22 @@ bool AgentReadsVariable(const std::string& name) {
   return false;
 }
 
+const std::vector<std::string>& PerWorkerVariables() {
+  static const std::vector<std::string> kPerWorker = {"RANK",
+                                                      "LOCAL_RANK",
+                                                      "GROUP_RANK",
+                                                      "OMPI_COMM_WORLD_RANK",
+                                                      "OMPI_COMM_WORLD_LOCAL_RANK",
+                                                      "SLURM_PROCID",
+                                                      "SLURM_LOCALID",
+                                                      "SLURM_NODEID",
+                                                      "SLURM_TASK_PID"};
+  return kPerWorker;
+}
+
 bool IsPerWorkerVariable(const std::string& name) {
-  static constexpr const char* kPerWorker[] = {"RANK",
-                                               "LOCAL_RANK",
-                                               "GROUP_RANK",
-                                               "OMPI_COMM_WORLD_RANK",
-                                               "OMPI_COMM_WORLD_LOCAL_RANK",
-                                               "SLURM_PROCID",
-                                               "SLURM_LOCALID",
-                                               "SLURM_NODEID"};
-  for (const char* v : kPerWorker) {
-    if (name == v) return true;
-  }
-  return false;
+  const std::vector<std::string>& all = PerWorkerVariables();
+  return std::find(all.begin(), all.end(), name) != all.end();
 }
 
 EnvVars ToVariables(const AgentEnvironment& environment) {

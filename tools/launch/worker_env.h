@@ -69,6 +69,8 @@ bool AgentReadsVariable(const std::string& name);
 // LOCAL_RANK, SLURM_PROCID, ...): one value given to every worker would give them all the same
 // identity.
 bool IsPerWorkerVariable(const std::string& name);
+// All of them, for tools/python's generated list.
+const std::vector<std::string>& PerWorkerVariables();
 
 // The variables of `environment`, in this order: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,
 // MEMTRACE_COLLECTOR, MEMTRACE_JOB_ID or the fallback id variable, then `settings`.

@@ -145,6 +145,19 @@ FORWARDED_SETTINGS = (
     "MEMTRACE_TLS_SERVER_NAME",
 )
 
+# Variables a launcher sets to a different value in each worker: runtime_env() refuses them in extra.
+PER_WORKER_VARIABLES = (
+    "RANK",
+    "LOCAL_RANK",
+    "GROUP_RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "SLURM_TASK_PID",
+)
+
 CUDA_INJECTION_VAR = "CUDA_INJECTION64_PATH"
 NVTX_INJECTION_VAR = "NVTX_INJECTION64_PATH"
 DEFAULT_JOB_ID_VAR = "MEMTRACE_DEFAULT_JOB_ID"

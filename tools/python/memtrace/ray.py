@@ -20,6 +20,7 @@ when the framework sets them (verl does), else the collector names each worker b
 import os
 import re
 import shutil
+import warnings
 
 from memtrace import _agent_env
 
@@ -48,9 +49,12 @@ def find_agent_library(agent_lib=None, environ=None):
     environ = os.environ if environ is None else environ
     explicit = agent_lib or environ.get("MEMTRACE_AGENT_LIB") or None
     if explicit is not None:
+        # A path on the Ray nodes, kept as given (a symlink there may point elsewhere than
+        # here); as `memtrace ray-env --agent_lib`, only a warning when this machine lacks it.
         if not os.path.isfile(explicit):
-            raise FileNotFoundError("memtrace: agent library %r does not exist" % (explicit,))
-        return os.path.realpath(explicit)
+            warnings.warn("memtrace: %s is not on this machine: it must exist at that path on "
+                          "every Ray node" % (explicit,), stacklevel=3)
+        return os.path.abspath(explicit)
     binary = shutil.which("memtrace", path=environ.get("PATH"))
     tried = _candidates(os.path.realpath(binary)) if binary else []
     for candidate in tried:
@@ -79,7 +83,8 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
     environ: where defaults and the forwarded agent settings (MEMTRACE_BATCH_EVENTS, ...) are
       read from (default os.environ).
 
-    Raises ValueError for invalid arguments, FileNotFoundError for a missing library.
+    Raises ValueError for invalid arguments, FileNotFoundError when no agent library is given
+    and none is found; warns when a library given is not on this machine.
     """
     environ = os.environ if environ is None else environ
     _check_str("collector", collector)
@@ -102,6 +107,10 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
         if owner is not None:
             raise ValueError("memtrace.ray.runtime_env: %s is set by the %s argument; use that"
                              % (name, owner))
+        if name in _agent_env.PER_WORKER_VARIABLES:
+            raise ValueError("memtrace.ray.runtime_env: %s is set per worker; one value for every "
+                             "worker would give them all the same identity, and the collector "
+                             "keeps only one" % (name,))
         if not isinstance(value, str):
             raise ValueError("memtrace.ray.runtime_env: the value of %s must be a str, got %r"
                              % (name, value))
@@ -111,10 +120,11 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
         nvtx_lib = environ.get("MEMTRACE_NVTX_LIB") or None
     if nvtx_lib is None:
         nvtx = agent
-    elif not os.path.isfile(nvtx_lib):
-        raise FileNotFoundError("memtrace: NVTX injection library %r does not exist" % (nvtx_lib,))
     else:
-        nvtx = os.path.realpath(nvtx_lib)
+        if not os.path.isfile(nvtx_lib):
+            warnings.warn("memtrace: %s is not on this machine: it must exist at that path on "
+                          "every Ray node" % (nvtx_lib,), stacklevel=2)
+        nvtx = os.path.abspath(nvtx_lib)
 
     env_vars = {
         _agent_env.CUDA_INJECTION_VAR: agent,
