@@ -17,7 +17,8 @@ std::set<std::string> DocumentedNames() {
 
 TEST(EnvVarsTest, NamesAreUniqueAndEachHasOriginAndMeaning) {
   EXPECT_EQ(DocumentedNames().size(), AgentEnvironmentVariables().size());
-  const std::set<std::string> origins = {"memtrace", "torchrun", "ray", "mpirun", "slurm", "cuda"};
+  const std::set<std::string> origins = {"memtrace", "torchrun", "ray", "mpirun",
+                                         "mpiexec",  "slurm",    "cuda"};
   for (const EnvVarDoc& doc : AgentEnvironmentVariables()) {
     EXPECT_EQ(origins.count(std::string(doc.set_by)), 1u) << doc.name;
     EXPECT_FALSE(doc.meaning.empty()) << doc.name;
@@ -26,13 +27,32 @@ TEST(EnvVarsTest, NamesAreUniqueAndEachHasOriginAndMeaning) {
 
 TEST(EnvVarsTest, ListsTheVariablesLaunchersMustForward) {
   std::set<std::string> names = DocumentedNames();
-  for (const char* name :
-       {"MEMTRACE_COLLECTOR", "MEMTRACE_JOB_ID", "MEMTRACE_SPOOL_DIR", "MEMTRACE_SPOOL_MAX_BYTES",
-        "MEMTRACE_QUEUE_EVENTS", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-        "GROUP_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "RAY_JOB_ID",
-        "RAY_SUBMISSION_ID", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-        "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
-        "SLURM_JOB_ID", "MEMTRACE_DEVICE", "CUDA_VISIBLE_DEVICES"}) {
+  for (const char* name : {"MEMTRACE_COLLECTOR",
+                           "MEMTRACE_JOB_ID",
+                           "MEMTRACE_SPOOL_DIR",
+                           "MEMTRACE_SPOOL_MAX_BYTES",
+                           "MEMTRACE_QUEUE_EVENTS",
+                           "RANK",
+                           "LOCAL_RANK",
+                           "WORLD_SIZE",
+                           "LOCAL_WORLD_SIZE",
+                           "GROUP_RANK",
+                           "TORCHELASTIC_RUN_ID",
+                           "TORCHELASTIC_RESTART_COUNT",
+                           "RAY_JOB_ID",
+                           "RAY_SUBMISSION_ID",
+                           "OMPI_COMM_WORLD_RANK",
+                           "OMPI_COMM_WORLD_SIZE",
+                           "OMPI_COMM_WORLD_LOCAL_RANK",
+                           "PMI_RANK",
+                           "PMI_SIZE",
+                           "MPI_LOCALRANKID",
+                           "SLURM_PROCID",
+                           "SLURM_NTASKS",
+                           "SLURM_LOCALID",
+                           "SLURM_JOB_ID",
+                           "MEMTRACE_DEVICE",
+                           "CUDA_VISIBLE_DEVICES"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
 }

@@ -40,6 +40,8 @@ constexpr RankVariables kRankSources[] = {
     {"env", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"},
     {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
      "OMPI_COMM_WORLD_LOCAL_SIZE", ""},
+    // MPICH's and Intel MPI's Hydra (mpiexec); also set by Slurm's PMI plugins for a task.
+    {"mpiexec", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", "MPI_LOCALNRANKS", ""},
     {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "", "SLURM_NODEID"},
 };
 
@@ -72,7 +74,14 @@ bool IsSlurmTask(const EnvLookup& env, const ProcessFacts& facts) {
 absl::StatusOr<RankFields> ReadRankFields(const EnvLookup& env, const ProcessFacts& facts) {
   RankFields out;
   for (const RankVariables& vars : kRankSources) {
-    if (std::string_view(vars.launcher) == "slurm" && !IsSlurmTask(env, facts)) continue;
+    // Under srun only the task's own variables describe it (PMI_RANK too, when Slurm's PMI
+    // plugin set it); a process below it inherited them.
+    const std::string_view launcher = vars.launcher;
+    if (launcher == "slurm" && !IsSlurmTask(env, facts)) continue;
+    if (launcher == "mpiexec" && EnvNonEmpty(env, "SLURM_TASK_PID").has_value() &&
+        !IsSlurmTask(env, facts)) {
+      continue;
+    }
     absl::StatusOr<std::optional<int64_t>> rank = NonNegative(env, vars.rank);
     if (!rank.ok()) return rank.status();
     if (!rank->has_value()) continue;

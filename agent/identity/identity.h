@@ -4,6 +4,8 @@
 // Rank fields, from the first launcher whose rank variable is set:
 //   torchrun / generic: RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK
 //   mpirun (Open MPI):  OMPI_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE, _LOCAL_SIZE
+//   mpiexec (MPICH / Intel MPI Hydra): PMI_RANK, MPI_LOCALRANKID, PMI_SIZE, MPI_LOCALNRANKS
+//                       (under srun, only in the task, as Slurm's below)
 //   srun (Slurm):       SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID (node index),
 //                       only in the task srun started (SLURM_TASK_PID is this process, or its
 //                       parent when that is a shell or `memtrace run`): every process below a
@@ -14,7 +16,8 @@
 // An empty value counts as unset.
 //
 // launcher: "torchrun" when TORCHELASTIC_RUN_ID is set, else "ray" when RAY_JOB_ID or
-// RAY_SUBMISSION_ID is set, else "mpirun" / "slurm" by the rank variables used, else "env".
+// RAY_SUBMISSION_ID is set, else "mpirun" / "mpiexec" / "slurm" by the rank variables used,
+// else "env".
 //
 // job_id, the first that is set: MEMTRACE_JOB_ID, TORCHELASTIC_RUN_ID (unless it is "none",
 // torchrun's default --rdzv_id, which is the same for every job), RAY_JOB_ID (every worker of

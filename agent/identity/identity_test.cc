@@ -200,6 +200,38 @@ TEST(IdentityTest, ReadsSlurmVariablesAndSeparatesSteps) {
   EXPECT_EQ(id->launcher(), "slurm");
 }
 
+TEST(IdentityTest, ReadsMpichHydraVariables) {
+  absl::StatusOr<v1::RankIdentity> id = FromMap({{"PMI_RANK", "5"},
+                                                 {"PMI_SIZE", "8"},
+                                                 {"MPI_LOCALRANKID", "1"},
+                                                 {"MPI_LOCALNRANKS", "4"},
+                                                 {"MEMTRACE_JOB_ID", "hydra"}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->rank(), 5);
+  EXPECT_EQ(id->world_size(), 8);
+  EXPECT_EQ(id->local_rank(), 1);
+  EXPECT_EQ(id->local_world_size(), 4);
+  EXPECT_EQ(id->launcher(), "mpiexec");
+  EXPECT_EQ(id->device_index(), 1);
+  // Under srun (Slurm's PMI plugin sets PMI_RANK for the task), a process below the task
+  // inherited it: not its rank.
+  ProcessFacts below = kFacts;
+  below.parent_pid = 1000;
+  below.parent_name = "python3";
+  absl::StatusOr<v1::RankIdentity> inherited =
+      IdentityFromEnvironment(MapEnvironment({{"PMI_RANK", "5"},
+                                              {"PMI_SIZE", "8"},
+                                              {"SLURM_TASK_PID", "1000"},
+                                              {"MEMTRACE_JOB_ID", "hydra"}}),
+                              below);
+  ASSERT_TRUE(inherited.ok()) << inherited.status();
+  EXPECT_EQ(inherited->rank(), -1);
+  // OMPI's variables win over PMI's (Open MPI under srun may set both).
+  EXPECT_EQ(FromMap({{"OMPI_COMM_WORLD_RANK", "2"}, {"PMI_RANK", "5"}, {"MEMTRACE_JOB_ID", "j"}})
+                ->launcher(),
+            "mpirun");
+}
+
 TEST(IdentityTest, GenericRankWithMemtraceJobIdIsLauncherEnv) {
   absl::StatusOr<v1::RankIdentity> id =
       FromMap({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MEMTRACE_JOB_ID", "j"}});

@@ -75,7 +75,9 @@ const std::vector<std::string>& PerWorkerVariables() {
                                                       "SLURM_PROCID",
                                                       "SLURM_LOCALID",
                                                       "SLURM_NODEID",
-                                                      "SLURM_TASK_PID"};
+                                                      "SLURM_TASK_PID",
+                                                      "PMI_RANK",
+                                                      "MPI_LOCALRANKID"};
   return kPerWorker;
 }
 

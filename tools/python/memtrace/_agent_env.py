@@ -96,8 +96,16 @@ AGENT_VARIABLES = (
      "number of ranks on this node"),
     ("PMIX_NAMESPACE", "mpirun",
      "job id when no other id is set"),
+    ("PMI_RANK", "mpiexec",
+     "global rank (MPICH / Intel MPI Hydra; when RANK and OMPI_COMM_WORLD_RANK are unset)"),
+    ("PMI_SIZE", "mpiexec",
+     "number of ranks"),
+    ("MPI_LOCALRANKID", "mpiexec",
+     "rank within the node"),
+    ("MPI_LOCALNRANKS", "mpiexec",
+     "number of ranks on this node"),
     ("SLURM_PROCID", "slurm",
-     "global rank (when RANK and OMPI_COMM_WORLD_RANK are unset)"),
+     "global rank (when RANK, OMPI_COMM_WORLD_RANK and PMI_RANK are unset)"),
     ("SLURM_NTASKS", "slurm",
      "number of ranks"),
     ("SLURM_LOCALID", "slurm",
@@ -156,6 +164,8 @@ PER_WORKER_VARIABLES = (
     "SLURM_LOCALID",
     "SLURM_NODEID",
     "SLURM_TASK_PID",
+    "PMI_RANK",
+    "MPI_LOCALRANKID",
 )
 
 CUDA_INJECTION_VAR = "CUDA_INJECTION64_PATH"
