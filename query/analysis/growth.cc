@@ -71,14 +71,15 @@ class GrowthFitter {
 
 // Fits one rank's rows from `first_step` on: its metric for --by rank, else each tag's or
 // source's live bytes (0 in steps where the group is absent). `x` and `series` are scratch.
-void FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& params,
+// False when the rank has no row from `first_step` on.
+bool FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& params,
              GrowthFitter& fitter, std::vector<double>& x,
              absl::flat_hash_map<NameId, std::vector<double>>& series,
              std::map<NameId, Aggregate>& aggregates) {
   auto begin = std::lower_bound(r.steps.begin(), r.steps.end(), first_step,
                                 [](const StepPoint& p, int64_t step) { return p.step < step; });
   size_t n = static_cast<size_t>(r.steps.end() - begin);
-  if (n == 0) return;
+  if (n == 0) return false;
   x.clear();
   for (auto it = begin; it != r.steps.end(); ++it) x.push_back(static_cast<double>(it->step));
   if (params.by == GrowthBy::kRank) {
@@ -88,7 +89,7 @@ void FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& para
       y.push_back(static_cast<double>(MetricValue(*it, params.rank_metric)));
     }
     fitter.Fit(r.rank, x, y, aggregates[0]);
-    return;
+    return true;
   }
   // Dense per-group series: a step where the group is absent held 0 bytes of it.
   for (auto& [name, y] : series) y.assign(n, 0.0);
@@ -104,6 +105,7 @@ void FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& para
     bool any = std::any_of(y.begin(), y.end(), [](double v) { return v != 0; });
     if (any) fitter.Fit(r.rank, x, y, aggregates[name]);
   }
+  return true;
 }
 
 // The report's rows for one group's growing ranks (sorted fastest first): one per rank for the
@@ -187,8 +189,7 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   // as a leak on some.
   uint32_t in_window = 0;
   for (const RankTimeline* r : ranks) {
-    if (!r->steps.empty() && r->steps.back().step >= first_step) ++in_window;
-    FitRank(*r, first_step, params, fitter, x, series, aggregates);
+    if (FitRank(*r, first_step, params, fitter, x, series, aggregates)) ++in_window;
   }
   report.groups_examined = fitter.examined();
 
