@@ -8,7 +8,6 @@
 #include <iterator>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -24,6 +23,14 @@ namespace memtrace {
 
 namespace {
 
+// Which processes a launcher's variables describe, given that every process below the one a
+// launcher started inherits them.
+enum class Scope {
+  kAnywhere,       // torchrun's and Open MPI's: read wherever they are set
+  kTaskUnderSrun,  // under srun (SLURM_TASK_PID set), only in the task; elsewhere anywhere
+  kTaskOnly,       // only in the task srun started (Slurm sets them for the batch script too)
+};
+
 // The variables one launcher uses for the rank fields; empty name = the launcher has none.
 struct RankVariables {
   const char* launcher;
@@ -32,17 +39,20 @@ struct RankVariables {
   const char* world_size;
   const char* local_world_size;
   const char* group_rank;
+  Scope scope;
 };
 
 // Checked in this order; the first whose rank variable is set wins, so torchrun started inside
 // a Slurm allocation is identified by torchrun's RANK, not by Slurm's task id.
 constexpr RankVariables kRankSources[] = {
-    {"env", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK"},
+    {"env", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", Scope::kAnywhere},
     {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE",
-     "OMPI_COMM_WORLD_LOCAL_SIZE", ""},
+     "OMPI_COMM_WORLD_LOCAL_SIZE", "", Scope::kAnywhere},
     // MPICH's and Intel MPI's Hydra (mpiexec); also set by Slurm's PMI plugins for a task.
-    {"mpiexec", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", "MPI_LOCALNRANKS", ""},
-    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "", "SLURM_NODEID"},
+    {"mpiexec", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", "MPI_LOCALNRANKS", "",
+     Scope::kTaskUnderSrun},
+    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "", "SLURM_NODEID",
+     Scope::kTaskOnly},
 };
 
 struct RankFields {
@@ -71,17 +81,23 @@ bool IsSlurmTask(const EnvLookup& env, const ProcessFacts& facts) {
                                                    facts.parent_name) != std::end(kPassThrough);
 }
 
+// Whether `vars` describe this process rather than one above it (see Scope).
+bool Describes(const RankVariables& vars, const EnvLookup& env, const ProcessFacts& facts) {
+  switch (vars.scope) {
+    case Scope::kAnywhere:
+      return true;
+    case Scope::kTaskUnderSrun:
+      return !EnvNonEmpty(env, "SLURM_TASK_PID").has_value() || IsSlurmTask(env, facts);
+    case Scope::kTaskOnly:
+      return IsSlurmTask(env, facts);
+  }
+  return false;
+}
+
 absl::StatusOr<RankFields> ReadRankFields(const EnvLookup& env, const ProcessFacts& facts) {
   RankFields out;
   for (const RankVariables& vars : kRankSources) {
-    // Under srun only the task's own variables describe it (PMI_RANK too, when Slurm's PMI
-    // plugin set it); a process below it inherited them.
-    const std::string_view launcher = vars.launcher;
-    if (launcher == "slurm" && !IsSlurmTask(env, facts)) continue;
-    if (launcher == "mpiexec" && EnvNonEmpty(env, "SLURM_TASK_PID").has_value() &&
-        !IsSlurmTask(env, facts)) {
-      continue;
-    }
+    if (!Describes(vars, env, facts)) continue;
     absl::StatusOr<std::optional<int64_t>> rank = NonNegative(env, vars.rank);
     if (!rank.ok()) return rank.status();
     if (!rank->has_value()) continue;
