@@ -1,9 +1,10 @@
 // Where encoded batches wait between being formed and being acknowledged by the collector.
 //
-// BatchStore is the seam for the on-disk spool (a later issue): MemoryBatchStore keeps batches
-// in memory under a byte bound; a spool would keep the newest in memory and spill the rest to
+// BatchStore is the seam for the on-disk spool (spool.h): MemoryBatchStore keeps batches in
+// memory under a byte bound; the spool keeps the newest in memory and spills the rest to
 // MEMTRACE_SPOOL_DIR behind the same interface. Not thread-safe: the Transport serializes
-// every call under its own lock.
+// every call under a lock of the store's own, never the one Record() takes, since a spool's
+// calls do file I/O.
 #ifndef MEMTRACE_AGENT_STREAM_BATCH_STORE_H_
 #define MEMTRACE_AGENT_STREAM_BATCH_STORE_H_
 

@@ -188,7 +188,9 @@ class Transport::Impl final : public IngestStream::Listener {
   void OnStreamDone(const grpc::Status& status) override;
 
  private:
-  enum class Action { kNone, kWrite, kClose, kAbort, kCancel };
+  // kRefetch: the stream became ready to write after the store was read (FetchNext); read it
+  // again before deciding.
+  enum class Action { kNone, kWrite, kClose, kAbort, kCancel, kRefetch };
 
   void Wake();
   void Run();
@@ -199,6 +201,14 @@ class Transport::Impl final : public IngestStream::Listener {
     bool cancelled = false;
     absl::Time close_deadline = absl::InfiniteFuture();
     bool hello_was_acked = false;
+  };
+  // The store's next batch for the current stream, read under store_mu_ before the turn is
+  // decided under mu_ (a spilled batch is read from disk, which must not hold mu_).
+  struct Prefetch {
+    bool fetched = false;  // the stream was ready to write: hello acked, no write in flight
+    uint64_t after = 0;    // written_through_ when it was read
+    std::optional<SealedBatch> batch;
+    uint64_t unreadable_events = 0;  // store_->unreadable_events() then
   };
   // One turn of ServeStream: decided under mu_, carried out outside it.
   struct Turn {
@@ -212,14 +222,17 @@ class Transport::Impl final : public IngestStream::Listener {
   bool ServeStream();
   // Resets the per-stream state and opens a stream with the Hello.
   void OpenStream();
+  // Reads the next batch to write when the stream is ready for one. Takes mu_, then store_mu_.
+  Prefetch FetchNext();
   // Decides the turn and notes its effects (a write sent, the stream ending); with nothing to
   // do, waits until a wake-up or the next deadline. mu_ held, through `lock`.
-  Turn NextTurnLocked(StreamProgress* progress, std::unique_lock<std::mutex>& lock);
+  Turn NextTurnLocked(StreamProgress* progress, Prefetch prefetch,
+                      std::unique_lock<std::mutex>& lock);
   // What to do now: a stream already ending only waits, or cancels a Close() that is overdue;
   // otherwise timeouts and failures end it, an acked Hello with no write in flight sends the
-  // next batch (`next`), and a stop with nothing left closes it. mu_ held.
+  // prefetched batch (moved to `next`), and a stop with nothing left closes it. mu_ held.
   Action DecideLocked(const StreamProgress& progress, absl::Time now, bool outstanding,
-                      std::optional<SealedBatch>* next);
+                      Prefetch& prefetch, std::optional<SealedBatch>* next);
   // Waits for a wake-up, until the earliest deadline the stream has. mu_ held, through `lock`.
   void WaitForWorkLocked(const StreamProgress& progress, bool outstanding,
                          std::unique_lock<std::mutex>& lock);
@@ -232,9 +245,9 @@ class Transport::Impl final : public IngestStream::Listener {
   void FormBatches(bool force);
   void SealBatch(size_t covered);
   void HandleDropped();
-  // Reports the events of batches the store could no longer read back (a spilled file gone)
-  // as a spool loss, once each. mu_ held.
-  void ReportUnreadableLocked();
+  // Reports the events of batches the store could no longer read back (a spilled file gone),
+  // `unreadable` in all so far, as a spool loss, once each. mu_ held.
+  void ReportUnreadableLocked(uint64_t unreadable);
   grpc::ByteBuffer PrepareWrite(const SealedBatch& batch, uint64_t resume_after,
                                 const std::optional<ClockEstimate>& clock);
   // Notes that a message is about to be sent (its ack will carry the collector's times).
@@ -264,12 +277,17 @@ class Transport::Impl final : public IngestStream::Listener {
   std::unique_ptr<IngestStream> stream_;
   uint64_t reported_queue_lost_ = 0;
 
+  // Guards store_ alone, and is never held together with mu_: a spool spills, reads back and
+  // deletes files in its calls, and Record() takes mu_ to wake the sender, so no file I/O may
+  // happen under mu_. Taken by the sender and the ack callback (and stats()).
+  mutable std::mutex store_mu_;
+  std::unique_ptr<BatchStore> store_;
+
   // Guards everything below up to shutdown_mu_. std::mutex rather than absl::Mutex so that
   // ThreadSanitizer sees it (Debian's Abseil is not instrumented).
   mutable std::mutex mu_;
   std::condition_variable sender_cv_;
   std::condition_variable ack_cv_;
-  std::unique_ptr<BatchStore> store_;
   bool wake_ = false;
   int flush_waiters_ = 0;
   bool stopping_ = false;
@@ -325,7 +343,8 @@ Transport::Impl::Impl(TransportOptions options, std::shared_ptr<grpc::Channel> c
       strings_(options_.max_strings),
       clock_(options_.clock ? options_.clock : RealtimeNanos),
       backoff_(options_.initial_backoff, options_.max_backoff),
-      store_(MakeBatchStore(options_)) {
+      store_(options_.batch_store_factory ? options_.batch_store_factory()
+                                          : MakeBatchStore(options_)) {
   channel_ = std::move(channel);
   carry_.reserve(options_.max_batch_events);
 }
@@ -354,8 +373,7 @@ bool Transport::Impl::ForceBatches() {
   return flush_waiters_ > 0 || stopping_;
 }
 
-void Transport::Impl::ReportUnreadableLocked() {
-  const uint64_t unreadable = store_->unreadable_events();
+void Transport::Impl::ReportUnreadableLocked(uint64_t unreadable) {
   if (unreadable <= reported_unreadable_) return;
   const uint64_t lost = unreadable - reported_unreadable_;
   reported_unreadable_ = unreadable;
@@ -372,9 +390,12 @@ AgentCounterValues Transport::Impl::Counters(uint64_t batch_last_seq) {
   AgentCounterValues c;
   c.events_recorded = q.pushed;
   c.cupti_records_dropped = cupti_dropped_.load(std::memory_order_relaxed);
+  {
+    std::unique_lock<std::mutex> store_lock(store_mu_);
+    c.spool_bytes = store_->BytesAfter(batch_last_seq);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   c.events_lost = q.lost_queue_full + q.lost_after_close + lost_spool_full_ + lost_collector_;
-  c.spool_bytes = store_->BytesAfter(batch_last_seq);
   c.reconnects = reconnects_;
   return c;
 }
@@ -430,9 +451,17 @@ void Transport::Impl::SealBatch(size_t covered) {
   sealed.bytes = std::move(bytes);
   carry_.erase(carry_.begin(), carry_.begin() + static_cast<std::ptrdiff_t>(covered));
   batch_strings_.clear();
+  // Read first, used after: only the Hello's ack changes it meanwhile, and only downwards (to
+  // the collector's durable mark), so the store may keep a batch longer, never drop one the
+  // collector could still store.
+  uint64_t keep_through = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    store_->Append(std::move(sealed), MayBeStoredThroughLocked(), &dropped_);
+    keep_through = MayBeStoredThroughLocked();
+  }
+  {
+    std::unique_lock<std::mutex> store_lock(store_mu_);
+    store_->Append(std::move(sealed), keep_through, &dropped_);
   }
   if (!dropped_.empty()) HandleDropped();
 }
@@ -461,10 +490,15 @@ void Transport::Impl::HandleDropped() {
   // Later batches may use these ids: the first kept batch after a dropped one that is not on
   // the wire yet carries them, and so does the next new one.
   strings_.Resend(defs);
+  uint64_t on_the_wire_through = 0;
   {
     std::unique_lock<std::mutex> lock(mu_);
     lost_spool_full_ += lost;
-    store_->AddStringsAfter(std::max(first_dropped_end, MayBeStoredThroughLocked()), defs);
+    on_the_wire_through = MayBeStoredThroughLocked();
+  }
+  {
+    std::unique_lock<std::mutex> store_lock(store_mu_);
+    store_->AddStringsAfter(std::max(first_dropped_end, on_the_wire_through), defs);
   }
   failures_.Report(
       Failure::kSpoolFull,
@@ -519,11 +553,12 @@ bool Transport::Impl::ServeStream() {
   StreamProgress progress;
   while (true) {
     FormBatches(ForceBatches());
+    Prefetch prefetch = FetchNext();
     Turn turn;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (stream_done_) break;
-      turn = NextTurnLocked(&progress, lock);
+      turn = NextTurnLocked(&progress, std::move(prefetch), lock);
     }
     Perform(turn);
   }
@@ -552,13 +587,27 @@ void Transport::Impl::OpenStream() {
       FrameRequest(1, std::make_shared<const std::string>(hello.SerializeAsString()), ""));
 }
 
-Transport::Impl::Turn Transport::Impl::NextTurnLocked(StreamProgress* progress,
+Transport::Impl::Prefetch Transport::Impl::FetchNext() {
+  Prefetch prefetch;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!hello_acked_ || write_in_flight_) return prefetch;
+    prefetch.after = written_through_;
+  }
+  std::unique_lock<std::mutex> store_lock(store_mu_);
+  prefetch.fetched = true;
+  prefetch.batch = store_->NextAfter(prefetch.after);
+  prefetch.unreadable_events = store_->unreadable_events();
+  return prefetch;
+}
+
+Transport::Impl::Turn Transport::Impl::NextTurnLocked(StreamProgress* progress, Prefetch prefetch,
                                                       std::unique_lock<std::mutex>& lock) {
   const absl::Time now = absl::Now();
   progress->hello_was_acked |= hello_acked_;
   const bool outstanding = written_through_ > durable_seq_;
   Turn turn;
-  turn.action = DecideLocked(*progress, now, outstanding, &turn.batch);
+  turn.action = DecideLocked(*progress, now, outstanding, prefetch, &turn.batch);
   switch (turn.action) {
     case Action::kWrite: {
       const SealedBatch& next = *turn.batch;
@@ -586,12 +635,15 @@ Transport::Impl::Turn Transport::Impl::NextTurnLocked(StreamProgress* progress,
       if (!wake_) WaitForWorkLocked(*progress, outstanding, lock);
       wake_ = false;
       break;
+    case Action::kRefetch:
+      break;
   }
   return turn;
 }
 
 Transport::Impl::Action Transport::Impl::DecideLocked(const StreamProgress& progress,
                                                       absl::Time now, bool outstanding,
+                                                      Prefetch& prefetch,
                                                       std::optional<SealedBatch>* next) {
   if (progress.ending) {
     const bool close_overdue =
@@ -617,8 +669,11 @@ Transport::Impl::Action Transport::Impl::DecideLocked(const StreamProgress& prog
     return Action::kAbort;
   }
   if (hello_acked_ && !write_in_flight_) {
-    *next = store_->NextAfter(written_through_);
-    ReportUnreadableLocked();
+    // Only this thread moves written_through_ once the Hello is acked, but the stream may have
+    // become ready (the Hello's ack, a write completing) after FetchNext looked.
+    if (!prefetch.fetched || prefetch.after != written_through_) return Action::kRefetch;
+    ReportUnreadableLocked(prefetch.unreadable_events);
+    *next = std::move(prefetch.batch);
     if (next->has_value()) return Action::kWrite;
     if (stopping_) return Action::kClose;
   }
@@ -655,6 +710,7 @@ void Transport::Impl::Perform(const Turn& turn) {
       stream_->Cancel();
       break;
     case Action::kNone:
+    case Action::kRefetch:
       break;
   }
 }
@@ -752,6 +808,14 @@ void Transport::Impl::NoteSend() {
 
 void Transport::Impl::OnAck(const v1::IngestAck& ack) {
   const int64_t received = clock_();
+  const uint64_t seq = ack.durable_seq();
+  {
+    // Before durable_seq_ moves, so that a flush that returns finds the store without them.
+    // Forgetting what is at or below seq is a no-op for a collector that reports less than
+    // before: those batches went with the acks that covered them.
+    std::unique_lock<std::mutex> store_lock(store_mu_);
+    store_->Acknowledge(seq);
+  }
   std::unique_lock<std::mutex> lock(mu_);
   if (!sent_at_.empty()) {
     if (ack.collector_time_ns() != 0) {
@@ -760,7 +824,6 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
     }
     sent_at_.pop_front();
   }
-  const uint64_t seq = ack.durable_seq();
   if (!hello_acked_) {
     hello_acked_ = true;
     if (seq < durable_seq_) {
@@ -781,10 +844,7 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
     if (!ever_connected_) durable_at_first_hello_ = seq;
     ever_connected_ = true;
   }
-  if (seq > durable_seq_) {
-    durable_seq_ = seq;
-    store_->Acknowledge(durable_seq_);
-  }
+  if (seq > durable_seq_) durable_seq_ = seq;
   last_progress_ = absl::Now();
   sender_cv_.notify_one();
   ack_cv_.notify_all();
@@ -891,6 +951,11 @@ TransportStats Transport::Impl::stats() const {
   s.last_seq = q.last_seq;
   s.strings_interned = strings_.size();
   s.strings_refused = strings_.refused();
+  {
+    std::unique_lock<std::mutex> store_lock(store_mu_);
+    s.unacked_batches = store_->batches();
+    s.unacked_bytes = store_->bytes();
+  }
   std::unique_lock<std::mutex> lock(mu_);
   s.events_lost_spool_full = lost_spool_full_;
   s.events_lost_collector = lost_collector_;
@@ -902,8 +967,6 @@ TransportStats Transport::Impl::stats() const {
   s.connected = hello_acked_ && !reads_done_ && !write_failed_ && !stream_done_;
   s.batches_sent = batches_sent_;
   s.batches_resent = batches_resent_;
-  s.unacked_batches = store_->batches();
-  s.unacked_bytes = store_->bytes();
   s.stream_errors = stream_errors_;
   s.last_stream_error = last_stream_error_;
   s.last_stream_refused = last_stream_refused_;

@@ -19,6 +19,8 @@ class ChannelArguments;
 
 namespace memtrace {
 
+class BatchStore;
+
 // Builds the channel to the collector from the target and the transport's own channel
 // arguments (reconnect backoff), e.g. proto/connect's CreateCollectorChannel for TLS and
 // a bearer token. Called once, in Transport::Start().
@@ -74,6 +76,10 @@ struct TransportOptions {
   // ack received, to estimate the collector's clock against it (ClockSync). Empty: CLOCK_REALTIME,
   // the agent's event clock (agent/cupti/clock.h). The simulator and tests give skewed clocks.
   std::function<int64_t()> clock;
+
+  // Makes the store unacknowledged batches wait in. Empty: MakeBatchStore (spool.h), memory or
+  // the spool as configured above. Tests give stores that stall, as a slow disk would.
+  std::function<std::unique_ptr<BatchStore>()> batch_store_factory;
 };
 
 }  // namespace memtrace

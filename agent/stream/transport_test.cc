@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -11,7 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "agent/stream/batch_store.h"
 #include "agent/stream/fake_collector.h"
 #include "gtest/gtest.h"
 #include "proto/codec/event.h"
@@ -740,6 +744,95 @@ TEST(TransportTest, ATrickleOfEventsIsSentWithinTheBatchDelay) {
       absl::SleepFor(absl::Milliseconds(5));
     }
     ExpectExactly(collector.Snapshot(), 1, 13);
+  }
+}
+
+}  // namespace
+}  // namespace memtrace
+
+namespace memtrace {
+namespace {
+
+// Which BatchStore call a StallingStore holds up.
+enum class StoreCall { kNone, kAppend, kNextAfter, kAcknowledge };
+
+// Shared between a test and the StallingStore its transport owns.
+struct StallControl {
+  std::atomic<StoreCall> stall{StoreCall::kNone};
+  absl::Notification entered;  // the stalled call has begun
+  absl::Notification release;  // lets it finish
+};
+
+// A MemoryBatchStore whose armed call waits for the test to release it, once, as a spool's
+// file I/O on a slow or stuck disk would.
+class StallingStore final : public BatchStore {
+ public:
+  explicit StallingStore(std::shared_ptr<StallControl> control)
+      : control_(std::move(control)), inner_(64 << 20) {}
+
+  void Append(SealedBatch batch, uint64_t keep_through,
+              std::vector<SealedBatch>* dropped) override {
+    MaybeStall(StoreCall::kAppend);
+    inner_.Append(std::move(batch), keep_through, dropped);
+  }
+  void Acknowledge(uint64_t durable_seq) override {
+    MaybeStall(StoreCall::kAcknowledge);
+    inner_.Acknowledge(durable_seq);
+  }
+  std::optional<SealedBatch> NextAfter(uint64_t seq) const override {
+    MaybeStall(StoreCall::kNextAfter);
+    return inner_.NextAfter(seq);
+  }
+  void AddStringsAfter(uint64_t seq, absl::Span<const StringDef> defs) override {
+    inner_.AddStringsAfter(seq, defs);
+  }
+  size_t batches() const override { return inner_.batches(); }
+  uint64_t bytes() const override { return inner_.bytes(); }
+  uint64_t BytesAfter(uint64_t seq) const override { return inner_.BytesAfter(seq); }
+
+ private:
+  void MaybeStall(StoreCall call) const {
+    StoreCall armed = call;
+    if (!control_->stall.compare_exchange_strong(armed, StoreCall::kNone)) return;
+    control_->entered.Notify();
+    control_->release.WaitForNotification();
+  }
+
+  std::shared_ptr<StallControl> control_;
+  MemoryBatchStore inner_;
+};
+
+// Record() wakes the sender under the transport's lock; no store call (a spool's spilling,
+// reading back, deleting files) may hold that lock, or a stuck disk stalls the training
+// thread that records.
+TEST(TransportTest, RecordDoesNotWaitForAStalledBatchStore) {
+  for (StoreCall call : {StoreCall::kAppend, StoreCall::kNextAfter, StoreCall::kAcknowledge}) {
+    SCOPED_TRACE(static_cast<int>(call));
+    FakeCollector collector;
+    ASSERT_TRUE(collector.Start().ok());
+    auto control = std::make_shared<StallControl>();
+    TransportOptions o = Options(collector.address());
+    o.max_batch_events = 4;
+    o.batch_store_factory = [control] { return std::make_unique<StallingStore>(control); };
+    auto t = StartOrDie(o);
+    RecordAllocs(*t, 0, 4, Handover::kOneByOne);
+    ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+
+    control->stall = call;
+    RecordAllocs(*t, 4, 4, Handover::kOneByOne);  // a full batch: appended, sent, acked
+    ASSERT_TRUE(control->entered.WaitForNotificationWithTimeout(absl::Seconds(5)));
+    // The sender has taken those four: the queue is empty, so this Record() wakes it.
+    absl::Notification recorded;
+    std::thread recorder([&] {
+      t->Record(Alloc(8));
+      recorded.Notify();
+    });
+    EXPECT_TRUE(recorded.WaitForNotificationWithTimeout(absl::Seconds(2)))
+        << "Record() waited for the store";
+    control->release.Notify();
+    recorder.join();
+    ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+    ExpectExactly(collector.Snapshot(), 1, 9);
   }
 }
 
