@@ -1,5 +1,8 @@
 #include "query/cli/text_escape.h"
 
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 
 namespace memtrace::cli {
@@ -73,6 +76,23 @@ std::string XmlEscaped(absl::string_view text) {
     }
   }
   return out;
+}
+
+std::string ShellWord(absl::string_view text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           absl::string_view("_@%+:,./-").find(c) != absl::string_view::npos;
+  });
+  if (plain) return std::string(text);
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
 }
 
 }  // namespace memtrace::cli

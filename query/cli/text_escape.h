@@ -1,6 +1,7 @@
 // Quoting text for the formats memtrace writes by hand: JSON strings (the CLI's --format json,
 // the benchmark's query plans, the generated Python module of agent variables), CSV fields and
-// XML/SVG text. One implementation each, so that a job id with a quote or a control character
+// XML/SVG text, POSIX shell words (the command lines memtrace prints for a user to run). One
+// implementation each, so that a job id with a quote or a control character
 // comes out valid everywhere.
 #ifndef MEMTRACE_QUERY_CLI_TEXT_ESCAPE_H_
 #define MEMTRACE_QUERY_CLI_TEXT_ESCAPE_H_
@@ -23,6 +24,12 @@ std::string CsvField(absl::string_view text);
 // characters other than tab and newline dropped (XML 1.0 allows none of them but CR, which a
 // parser would turn into a newline anyway).
 std::string XmlEscaped(absl::string_view text);
+
+// `text` as one POSIX shell word: unchanged when it is not empty and holds only letters, digits
+// and _ @ % + : , . / - ('=' is quoted: a first word NAME=x would be an assignment); otherwise in
+// single quotes, each ' written as '\''. Pasted into sh, bash or zsh it is `text` again, whatever
+// it holds.
+std::string ShellWord(absl::string_view text);
 
 }  // namespace memtrace::cli
 

@@ -32,5 +32,17 @@ TEST(TextEscapeTest, XmlEscapedUsesEntitiesAndDropsCharactersXmlForbids) {
             "ab\tc\nd");
 }
 
+TEST(TextEscapeTest, ShellWordQuotesOnlyWhatTheShellWouldChange) {
+  EXPECT_EQ(ShellWord("/usr/bin/python3"), "/usr/bin/python3");
+  EXPECT_EQ(ShellWord("--nproc_per_node"), "--nproc_per_node");
+  EXPECT_EQ(ShellWord("host-1:7431,a@b%c+d"), "host-1:7431,a@b%c+d");
+  EXPECT_EQ(ShellWord(""), "''");
+  EXPECT_EQ(ShellWord("two words"), "'two words'");
+  EXPECT_EQ(ShellWord("FOO=bar"), "'FOO=bar'");
+  EXPECT_EQ(ShellWord("$HOME `id` *.py ~ !x;y|z&"), "'$HOME `id` *.py ~ !x;y|z&'");
+  EXPECT_EQ(ShellWord("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellWord("line\nbreak"), "'line\nbreak'");
+}
+
 }  // namespace
 }  // namespace memtrace::cli

@@ -158,6 +158,18 @@ echo "ok: a --data DIR in use falls back to a temporary directory"
 expect_eq "exit code with a bad --collector" "$?" "2"
 expect_grep "$WORK/c11.err" "port must be 1..65535"
 
+# 12. Awkward words in the command: a dry run prints lines a shell runs as given.
+"$MEMTRACE" run --dry_run --job dry -- printf '%s|' "two words" "it's" 'FOO=bar' '$HOME' '' \
+  >"$WORK/c12.out" 2>"$WORK/c12.err"
+expect_eq "exit code of a dry run" "$?" "0"
+sed '$d' "$WORK/c12.out" >"$WORK/c12.env"
+tail -n 1 "$WORK/c12.out" >"$WORK/c12.cmd"
+got=$(sh -c ". '$WORK/c12.env'; . '$WORK/c12.cmd'")
+expect_eq "the dry run's command, run by a shell" "$got" "two words|it's|FOO=bar|\$HOME||"
+got=$(sh -c ". '$WORK/c12.env'; printf '%s' \"\$MEMTRACE_COLLECTOR\"")
+expect_eq "the dry run's collector, read by a shell" "$got" "<local collector started by memtrace run>"
+echo "ok: a dry run's lines run in a shell as given"
+
 # 8. Usage errors.
 "$MEMTRACE" run --job x >"$WORK/c8.out" 2>"$WORK/c8.err"
 expect_eq "exit code without a command" "$?" "2"

@@ -26,6 +26,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "collector/store/event_store.h"
+#include "query/cli/text_escape.h"
 #include "tools/bench/agent_memory.h"
 #include "tools/bench/db_bench.h"
 #include "tools/bench/event_template.h"
@@ -225,7 +226,7 @@ absl::Status AgentMemoryFigure(Results* r) {
   absl::StatusOr<std::unique_ptr<SilentCollector>> silent = SilentCollector::Start();
   if (!silent.ok()) return silent.status();
   absl::StatusOr<CommandResult> child = RunCommand(
-      absl::StrCat(ShellQuote(SelfExe()), " --agent_memory_child=", (*silent)->address()),
+      absl::StrCat(cli::ShellWord(SelfExe()), " --agent_memory_child=", (*silent)->address()),
       absl::Seconds(120));
   if (!child.ok()) return child.status();
   absl::StatusOr<AgentMemoryResult> m = ParseResult(child->output);

@@ -10,16 +10,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "query/cli/text_escape.h"
 #include "tools/bench/proc_stats.h"
 
 namespace memtrace::bench {
 
 std::string DbBenchCommand(const DbBenchOptions& o, int64_t num) {
-  return absl::StrCat(o.binary, " --benchmarks=fillseq --db=", ShellQuote(o.dir),
+  return absl::StrCat(o.binary, " --benchmarks=fillseq --db=", cli::ShellWord(o.dir),
                       " --key_size=", o.key_size, " --value_size=", o.value_size,
                       " --batch_size=", o.batch_size, " --threads=", o.threads,
                       " --sync=", o.sync ? 1 : 0, " --compression_type=", o.compression,
-                      " --compression_ratio=", o.compression_ratio, " --num=", num, " --write_buffer_size=", o.write_buffer_size,
+                      " --compression_ratio=", o.compression_ratio, " --num=", num,
+                      " --write_buffer_size=", o.write_buffer_size,
                       " --max_background_jobs=2 --stats_interval_seconds=0");
 }
 

@@ -104,15 +104,6 @@ std::string MachineDescription() {
                       mem_kb / (1024 * 1024), " GiB RAM");
 }
 
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
 absl::StatusOr<CommandResult> RunCommand(const std::string& command, absl::Duration timeout) {
   int fds[2];
   if (pipe(fds) != 0) return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));

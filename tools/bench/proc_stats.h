@@ -41,9 +41,6 @@ struct CommandResult {
 // it outlives `timeout` (timed_out is then set). Fails only when the process cannot be started.
 absl::StatusOr<CommandResult> RunCommand(const std::string& command, absl::Duration timeout);
 
-// Quotes `s` for a POSIX shell.
-std::string ShellQuote(const std::string& s);
-
 }  // namespace memtrace::bench
 
 #endif  // MEMTRACE_TOOLS_BENCH_PROC_STATS_H_

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "query/cli/text_escape.h"
 #include "tests/util/test_dirs.h"
 
 namespace memtrace::bench {
@@ -56,9 +57,9 @@ TEST(ProcStatsTest, CommandPastItsTimeoutIsKilled) {
   EXPECT_LT(r->seconds, 5);
 }
 
-TEST(ProcStatsTest, ShellQuoteSurvivesSingleQuotes) {
+TEST(ProcStatsTest, AShellWordReachesTheCommandAsGiven) {
   absl::StatusOr<CommandResult> r =
-      RunCommand("printf %s " + ShellQuote("it's a \"test\" $HOME"), absl::Seconds(10));
+      RunCommand("printf %s " + cli::ShellWord("it's a \"test\" $HOME"), absl::Seconds(10));
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->output, "it's a \"test\" $HOME");
 }

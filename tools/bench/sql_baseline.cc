@@ -300,7 +300,7 @@ absl::StatusOr<std::string> EnsureDuckDb(const std::string& cache_dir, absl::Dur
   if (std::filesystem::exists(marker, ec)) return cache_dir;
   std::filesystem::create_directories(cache_dir, ec);
   absl::StatusOr<CommandResult> r = RunCommand(
-      absl::StrCat("cd ", ShellQuote(cache_dir),
+      absl::StrCat("cd ", cli::ShellWord(cache_dir),
                    " && npm install --no-audit --no-fund --loglevel=error @duckdb/node-api"),
       timeout);
   if (!r.ok()) return r.status();
@@ -405,8 +405,8 @@ absl::StatusOr<SqlRun> RunDuckDb(const std::string& module_dir, const CsvExport&
   if (absl::Status s = WriteFile(script, kNodeScript); !s.ok()) return s;
   if (absl::Status s = WriteFile(config, json); !s.ok()) return s;
   absl::StatusOr<CommandResult> r =
-      RunCommand(absl::StrCat("cd ", ShellQuote(module_dir), " && node ", ShellQuote(script), " ",
-                              ShellQuote(config)),
+      RunCommand(absl::StrCat("cd ", cli::ShellWord(module_dir), " && node ",
+                              cli::ShellWord(script), " ", cli::ShellWord(config)),
                  timeout);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->timed_out) {
@@ -440,7 +440,7 @@ absl::StatusOr<SqlRun> RunSqlite(const CsvExport& csv, const std::vector<SqlQues
   const std::string path = csv.events_csv + ".sqlite.sql";
   if (absl::Status s = WriteFile(path, script); !s.ok()) return s;
   absl::StatusOr<CommandResult> r =
-      RunCommand(absl::StrCat("sqlite3 :memory: < ", ShellQuote(path)), timeout);
+      RunCommand(absl::StrCat("sqlite3 :memory: < ", cli::ShellWord(path)), timeout);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0 || r->timed_out) {
     return absl::InternalError(absl::StrCat("sqlite3 run failed (exit ", r->exit_code,

@@ -19,6 +19,7 @@
 #include "proto/connect/collector_address.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
+#include "query/cli/text_escape.h"
 #include "tools/launch/child_process.h"
 #include "tools/launch/health_check.h"
 #include "tools/launch/launch_paths.h"
@@ -109,7 +110,8 @@ void Register(RunFlags& f, RunOptions* o) {
   f.flags.AddBool("no_agent",
                   "run without the agent: nothing is recorded (the collector and env are set up)",
                   &o->no_agent);
-  f.flags.AddBool("dry_run", "print the environment and command; start nothing", &o->dry_run);
+  f.flags.AddBool("dry_run", "print the environment and command, quoted for a shell; start nothing",
+                  &o->dry_run);
   f.Duration("timeout", "how long the collector check before the job may take (default 3s)",
              &o->timeout);
   f.Duration("health_interval",
@@ -472,8 +474,13 @@ int Runner::Run() {
   if (o_.dry_run) {
     agent->collector =
         o_.collector.empty() ? "<local collector started by memtrace run>" : o_.collector;
-    for (const auto& [name, value] : ToVariables(*agent)) io_.out << name << "=" << value << "\n";
-    io_.out << absl::StrJoin(command_, " ") << "\n";
+    // Quoted for a shell, so that the lines can be pasted (or eval'd) to run the job by hand.
+    for (const auto& [name, value] : ToVariables(*agent)) {
+      io_.out << name << "=" << cli::ShellWord(value) << "\n";
+    }
+    io_.out << absl::StrJoin(command_, " ", [](std::string* out, const std::string& word) {
+      out->append(cli::ShellWord(word));
+    }) << "\n";
     return cli::kExitOk;
   }
 
