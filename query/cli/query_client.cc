@@ -30,8 +30,10 @@ absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view addres
 }
 
 absl::StatusOr<QueryClient> QueryClient::Create(std::string address, absl::Duration timeout) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxQueryResponseBytes);
   absl::StatusOr<ServiceCaller<v1::Query>> caller =
-      ServiceCaller<v1::Query>::Create(std::move(address), timeout, {}, &FromGrpcStatus);
+      ServiceCaller<v1::Query>::Create(std::move(address), timeout, args, &FromGrpcStatus);
   if (!caller.ok()) return caller.status();
   return QueryClient(*std::move(caller));
 }

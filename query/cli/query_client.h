@@ -18,6 +18,11 @@
 
 namespace memtrace::cli {
 
+// The largest answer a QueryClient takes. GetRollups returns every row of a job in one message:
+// 16 ranks x 2000 steps is already 7.6 MB, past gRPC's default 4 MiB, and it grows with
+// ranks x steps x tags.
+inline constexpr int kMaxQueryResponseBytes = 1 << 30;
+
 class QueryClient {
  public:
   // Prepares a channel to `address` (host:port); nothing is contacted until the first call.

@@ -27,8 +27,9 @@ int ClosedLoopbackPort() {
   return ntohs(addr.sin_port);
 }
 
-// Answers ListJobs with one job and ListRanks with NOT_FOUND for any job but "j1"; the other
-// RPCs stay unimplemented.
+// Answers ListJobs with one job and ListRanks with NOT_FOUND for any job but "j1"; GetRollups
+// with kBigRollupRows rows (over gRPC's default 4 MiB answer); the other RPCs stay
+// unimplemented.
 class SmallQueryService : public v1::Query::Service {
  public:
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
@@ -47,6 +48,18 @@ class SmallQueryService : public v1::Query::Service {
     response->add_ranks()->set_rank(3);
     return grpc::Status::OK;
   }
+  grpc::Status GetRollups(grpc::ServerContext*, const v1::GetRollupsRequest*,
+                          v1::GetRollupsResponse* response) override {
+    v1::RankRollups* rank = response->add_ranks();
+    for (int i = 0; i < kBigRollupRows; ++i) {
+      v1::StepRollup* row = rank->add_steps();
+      row->set_step(i);
+      for (int t = 0; t < 8; ++t) row->add_by_tag()->set_live_bytes(uint64_t{1} << 40);
+    }
+    return grpc::Status::OK;
+  }
+  // 16 ranks x 2000 steps of a simulated job made 7.6 MB.
+  static constexpr int kBigRollupRows = 100000;
 };
 
 class QueryClientTest : public ::testing::Test {
@@ -67,6 +80,18 @@ class QueryClientTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
+
+// The rollups of a job of some size (16 ranks x 2000 steps) exceed gRPC's default 4 MiB
+// limit on an answer; export and plot read them in one call.
+TEST_F(QueryClientTest, ReceivesRollupsLargerThanGrpcsDefaultLimit) {
+  absl::StatusOr<QueryClient> client = QueryClient::Create(Address(), absl::Seconds(30));
+  ASSERT_TRUE(client.ok());
+  absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetRollups(v1::GetRollupsRequest());
+  ASSERT_TRUE(rollups.ok()) << rollups.status();
+  ASSERT_EQ(rollups->ranks_size(), 1);
+  EXPECT_EQ(rollups->ranks(0).steps_size(), SmallQueryService::kBigRollupRows);
+  EXPECT_GT(rollups->ByteSizeLong(), size_t{4} << 20);
+}
 
 TEST_F(QueryClientTest, ReturnsTheCollectorsAnswer) {
   absl::StatusOr<QueryClient> client = QueryClient::Create(Address(), absl::Seconds(5));
