@@ -153,6 +153,21 @@ class RayRuntimeEnvTest(unittest.TestCase):
         self.assertEqual(env["env_vars"]["CUDA_INJECTION64_PATH"],
                          "/opt/memtrace/lib/libmemtrace_agent.so")
 
+    def test_a_library_path_given_must_be_absolute(self):
+        # As `memtrace ray-env`: the workers start in their own directories.
+        for kwargs, environ in (({"agent_lib": "lib/libmemtrace_agent.so"}, {}),
+                                ({}, {"MEMTRACE_AGENT_LIB": "libmemtrace_agent.so"}),
+                                ({"agent_lib": self.agent, "nvtx_lib": "nvtx.so"}, {}),
+                                ({"agent_lib": self.agent}, {"MEMTRACE_NVTX_LIB": "x/nvtx.so"})):
+            with self.assertRaisesRegex(ValueError, "give an absolute path", msg=repr(kwargs)):
+                self.ray.runtime_env("h:1", environ=environ, **kwargs)
+
+    def test_memtrace_nvtx_lib_is_taken_as_given(self):
+        with self.assertWarns(UserWarning):
+            env = self.ray.runtime_env("h:1", agent_lib=self.agent,
+                                       environ={"MEMTRACE_NVTX_LIB": "/opt/m/nvtx.so"})
+        self.assertEqual(env["env_vars"]["NVTX_INJECTION64_PATH"], "/opt/m/nvtx.so")
+
     def test_finds_the_agent_beside_memtrace_on_path(self):
         bindir = os.path.join(self.dir, "bin")
         os.mkdir(bindir)

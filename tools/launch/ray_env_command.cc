@@ -63,31 +63,38 @@ absl::StatusOr<EnvVars> RayEnvVariables(const RayEnvRequest& request, const EnvL
   if (absl::Status s = connect::CheckCollectorAddress("--collector", request.collector); !s.ok()) {
     return s;
   }
-  // An explicit --agent_lib / --nvtx_lib is the path on the Ray nodes, which this machine need
-  // not have (the command warns when it does not); only the default is looked up here.
-  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--agent_lib",
-                                                                              request.agent_lib},
-                                   {"--nvtx_lib", request.nvtx_lib}}) {
-    if (!path.empty() && path.front() != '/') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          flag, " ", path, ": give an absolute path (the workers start in their own directories)"));
+  // A library given (--agent_lib / --nvtx_lib, else $MEMTRACE_AGENT_LIB / $MEMTRACE_NVTX_LIB) is
+  // its path on the Ray nodes, which this machine need not have (the command warns when it does
+  // not): kept as given, but absolute. Only the default is looked up here.
+  struct GivenPath {
+    const char* source;
+    std::string path;
+  };
+  auto given = [&env](const char* flag, const std::string& from_flag, const char* variable) {
+    if (!from_flag.empty()) return GivenPath{flag, from_flag};
+    return GivenPath{variable, EnvNonEmpty(env, variable).value_or("")};
+  };
+  const GivenPath agent_lib = given("--agent_lib", request.agent_lib, kAgentLibraryEnv);
+  const GivenPath nvtx_lib = given("--nvtx_lib", request.nvtx_lib, kNvtxLibraryEnv);
+  for (const GivenPath& g : {agent_lib, nvtx_lib}) {
+    if (!g.path.empty() && g.path.front() != '/') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(g.source, " ", g.path,
+                       ": give an absolute path (the workers start in their own directories)"));
     }
   }
-  absl::StatusOr<std::string> lib = request.agent_lib.empty()
+  absl::StatusOr<std::string> lib = agent_lib.path.empty()
                                         ? FindAgentLibrary("", env, exe_path)
-                                        : absl::StatusOr<std::string>(request.agent_lib);
+                                        : absl::StatusOr<std::string>(agent_lib.path);
   if (!lib.ok()) {
     return absl::NotFoundError(
         absl::StrCat(lib.status().message(), "; pass --agent_lib with its path on the Ray nodes"));
   }
-  absl::StatusOr<std::string> nvtx = request.nvtx_lib.empty()
-                                         ? NvtxLibrary("", env, *lib)
-                                         : absl::StatusOr<std::string>(request.nvtx_lib);
-  if (!nvtx.ok()) return nvtx.status();
+  const std::string nvtx = nvtx_lib.path.empty() ? *lib : nvtx_lib.path;
 
   AgentEnvironment agent;
   agent.agent_library = *lib;
-  agent.nvtx_library = *nvtx;
+  agent.nvtx_library = nvtx;
   agent.collector = request.collector;
   agent.job.explicit_id = request.job;
   EnvVars settings = ForwardedAgentSettings(env);
@@ -121,9 +128,11 @@ cli::Command RayEnvCommand() {
                     &request.collector);
     flags.AddString("job", "NAME", "job id (default: each worker's RAY_JOB_ID)", &request.job);
     flags.AddString("agent_lib", "PATH",
-                    "agent library path on the nodes (default: found next to memtrace)",
+                    "agent library path on the nodes (default $MEMTRACE_AGENT_LIB, else found next "
+                    "to memtrace)",
                     &request.agent_lib);
-    flags.AddString("nvtx_lib", "PATH", "NVTX_INJECTION64_PATH (default: the agent library)",
+    flags.AddString("nvtx_lib", "PATH",
+                    "NVTX_INJECTION64_PATH (default $MEMTRACE_NVTX_LIB, else the agent library)",
                     &request.nvtx_lib);
     flags.AddRepeatable("env", "NAME=VALUE",
                         "one more variable for the workers (repeatable; not a per-worker rank)",
@@ -169,9 +178,11 @@ cli::Command RayEnvCommand() {
                << " is not in the agent's list of variables (a typo?)\n";
       }
     }
-    for (const std::string* path : {&request.agent_lib, &request.nvtx_lib}) {
-      if (!path->empty() && ::access(path->c_str(), R_OK) != 0) {
-        io.err << "memtrace ray-env: warning: " << *path
+    // A library found here exists; one given may be only on the nodes.
+    for (const auto& [name, value] : *vars) {
+      if ((name == kCudaInjectionVar || name == kNvtxInjectionVar) &&
+          ::access(value.c_str(), R_OK) != 0) {
+        io.err << "memtrace ray-env: warning: " << value
                << " is not on this machine: it must exist at that path on every Ray node\n";
       }
     }

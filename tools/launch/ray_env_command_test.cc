@@ -89,6 +89,32 @@ TEST(RayEnvVariablesTest, CollectorIsRequiredAndAMissingAgentIsNotFound) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// $MEMTRACE_AGENT_LIB / $MEMTRACE_NVTX_LIB stand for --agent_lib / --nvtx_lib, and are taken
+// as those are (as memtrace.ray.runtime_env takes them): paths on the nodes, kept as given
+// without this machine having them, but absolute.
+TEST(RayEnvVariablesTest, LibraryVariablesAreTakenAsTheFlagsAre) {
+  RayEnvRequest request;
+  request.collector = "head:7431";
+  EnvLookup env = MapEnvironment({{"MEMTRACE_AGENT_LIB", "/opt/m/libmemtrace_agent.so"},
+                                  {"MEMTRACE_NVTX_LIB", "/opt/m/libnvtx_inject.so"}});
+  absl::StatusOr<EnvVars> vars = RayEnvVariables(request, env, "/nowhere/memtrace");
+  ASSERT_TRUE(vars.ok()) << vars.status();
+  std::map<std::string, std::string> m = AsMap(*vars);
+  EXPECT_EQ(m["CUDA_INJECTION64_PATH"], "/opt/m/libmemtrace_agent.so");
+  EXPECT_EQ(m["NVTX_INJECTION64_PATH"], "/opt/m/libnvtx_inject.so");
+  // The flags win over the variables.
+  request.agent_lib = "/flag/libmemtrace_agent.so";
+  m = AsMap(*RayEnvVariables(request, env, ""));
+  EXPECT_EQ(m["CUDA_INJECTION64_PATH"], "/flag/libmemtrace_agent.so");
+  EXPECT_EQ(m["NVTX_INJECTION64_PATH"], "/opt/m/libnvtx_inject.so");
+  request.agent_lib = "";
+  vars = RayEnvVariables(request, MapEnvironment({{"MEMTRACE_AGENT_LIB", "rel/lib.so"}}), "");
+  EXPECT_EQ(vars.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(vars.status().message().find("MEMTRACE_AGENT_LIB rel/lib.so: give an absolute path"),
+            std::string::npos)
+      << vars.status();
+}
+
 // An address gRPC would dial on another port (99999 wraps) or on port 0 is refused by name.
 TEST(RayEnvVariablesTest, ACollectorAddressWithoutAValidPortIsRefused) {
   RayEnvRequest request;

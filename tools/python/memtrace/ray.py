@@ -43,18 +43,27 @@ def _candidates(memtrace_binary):
     ]
 
 
+def _given_library(source, path, stacklevel):
+    """A library path given by `source`: its path on the Ray nodes, kept as given (a symlink
+    there may point elsewhere than here), but absolute (the workers start in their own
+    directories); as `memtrace ray-env`, only a warning when this machine lacks it."""
+    if not isinstance(path, str) or not os.path.isabs(path):
+        raise ValueError("memtrace.ray.runtime_env: %s %r: give an absolute path (the workers "
+                         "start in their own directories)" % (source, path))
+    if not os.path.isfile(path):
+        warnings.warn("memtrace: %s is not on this machine: it must exist at that path on "
+                      "every Ray node" % (path,), stacklevel=stacklevel)
+    return path
+
+
 def find_agent_library(agent_lib=None, environ=None):
     """The agent library's absolute path: `agent_lib`, else $MEMTRACE_AGENT_LIB, else found next
     to the `memtrace` binary on PATH. FileNotFoundError names what was tried."""
     environ = os.environ if environ is None else environ
-    explicit = agent_lib or environ.get("MEMTRACE_AGENT_LIB") or None
-    if explicit is not None:
-        # A path on the Ray nodes, kept as given (a symlink there may point elsewhere than
-        # here); as `memtrace ray-env --agent_lib`, only a warning when this machine lacks it.
-        if not os.path.isfile(explicit):
-            warnings.warn("memtrace: %s is not on this machine: it must exist at that path on "
-                          "every Ray node" % (explicit,), stacklevel=3)
-        return os.path.abspath(explicit)
+    if agent_lib:
+        return _given_library("agent_lib", agent_lib, 4)
+    if environ.get("MEMTRACE_AGENT_LIB"):
+        return _given_library("MEMTRACE_AGENT_LIB", environ["MEMTRACE_AGENT_LIB"], 4)
     binary = shutil.which("memtrace", path=environ.get("PATH"))
     tried = _candidates(os.path.realpath(binary)) if binary else []
     for candidate in tried:
@@ -83,8 +92,9 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
     environ: where defaults and the forwarded agent settings (MEMTRACE_BATCH_EVENTS, ...) are
       read from (default os.environ).
 
-    Raises ValueError for invalid arguments, FileNotFoundError when no agent library is given
-    and none is found; warns when a library given is not on this machine.
+    Raises ValueError for invalid arguments (a library path given that is not absolute
+    included), FileNotFoundError when no agent library is given and none is found; warns when
+    a library given is not on this machine.
     """
     environ = os.environ if environ is None else environ
     _check_str("collector", collector)
@@ -116,15 +126,12 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
                              % (name, value))
 
     agent = find_agent_library(agent_lib, environ)
-    if nvtx_lib is None:
-        nvtx_lib = environ.get("MEMTRACE_NVTX_LIB") or None
-    if nvtx_lib is None:
-        nvtx = agent
+    if nvtx_lib is not None:
+        nvtx = _given_library("nvtx_lib", nvtx_lib, 3)
+    elif environ.get("MEMTRACE_NVTX_LIB"):
+        nvtx = _given_library("MEMTRACE_NVTX_LIB", environ["MEMTRACE_NVTX_LIB"], 3)
     else:
-        if not os.path.isfile(nvtx_lib):
-            warnings.warn("memtrace: %s is not on this machine: it must exist at that path on "
-                          "every Ray node" % (nvtx_lib,), stacklevel=2)
-        nvtx = os.path.abspath(nvtx_lib)
+        nvtx = agent
 
     env_vars = {
         _agent_env.CUDA_INJECTION_VAR: agent,
