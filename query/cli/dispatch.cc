@@ -71,8 +71,8 @@ std::string TopLevelHelp(absl::Span<const Command> commands, const CommandIo& io
   AddCommonFlags(io, common, &unused);
   absl::StrAppend(&out,
                   "\nCommon flags (the query commands; some take a subset or other\n"
-                  "defaults, e.g. the analyses: table|json, 30s; import/export/run have their "
-                  "own --format\nand flags):\n",
+                  "defaults, e.g. the analyses: table|json, 30s; import and export have their "
+                  "own --format,\nrun, ray-env and plot flags of their own):\n",
                   common.Describe(),
                   "\nRun 'memtrace help COMMAND' for a command's own flags.\nErrors print one line "
                   "on stderr; exit code 1 for a failed request, 2 for a "
@@ -111,7 +111,7 @@ int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& a
   const std::string& name = args[i];
   std::vector<std::string> rest(args.begin() + i + 1, args.end());
   if (name == "help") {
-    if (rest.empty()) {
+    if (rest.empty() || rest.front() == "help") {
       io.out << TopLevelHelp(commands, io);
       return kExitOk;
     }

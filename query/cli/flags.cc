@@ -182,8 +182,9 @@ std::string FlagSet::Describe() const {
   std::vector<std::string> lefts;
   size_t width = 0;
   for (const Flag& flag : flags_) {
-    lefts.push_back(
-        absl::StrCat("  --", flag.name, flag.value_name.empty() ? "" : " ", flag.value_name));
+    // A one-letter flag is shown as it is usually typed, "-o FILE" ("--o" works too).
+    lefts.push_back(absl::StrCat(flag.name.size() == 1 ? "  -" : "  --", flag.name,
+                                 flag.value_name.empty() ? "" : " ", flag.value_name));
     width = std::max(width, lefts.back().size());
   }
   std::string out;

@@ -119,6 +119,17 @@ TEST(FlagSetTest, DescribesFlagsInRegistrationOrderAligned) {
             "  --timeout DURATION   RPC deadline\n");
 }
 
+TEST(FlagSetTest, DescribesAOneLetterFlagWithOneDashAndParsesBoth) {
+  std::string out;
+  FlagSet flags;
+  flags.AddString("o", "FILE", "output file", &out);
+  EXPECT_EQ(flags.Describe(), "  -o FILE   output file\n");
+  ASSERT_TRUE(flags.Parse({"-o", "a"}).ok());
+  EXPECT_EQ(out, "a");
+  ASSERT_TRUE(flags.Parse({"--o", "b"}).ok());
+  EXPECT_EQ(out, "b");
+}
+
 TEST(ParseBytesTest, AcceptsIntegersAndBinaryUnits) {
   EXPECT_EQ(*ParseBytes("1048576"), 1048576u);
   EXPECT_EQ(*ParseBytes("256MiB"), 256ull << 20);

@@ -18,7 +18,7 @@ constexpr char kUsage[] =
     "Which rank's memory left the cohort first, and at which step. Per step, every rank's\n"
     "memory (the step floor by default: what it keeps once transients are freed) is compared\n"
     "with the median of all ranks; a rank diverges when it stays outside the cohort (robust z\n"
-    ">= --min-z against the cohort's MAD, and at least --min-excess bytes or 2% of the median)\n"
+    ">= --min-z against the cohort's MAD, and at least --min-excess bytes and 2% of the median)\n"
     "for --persistence steps in a row, so one spike does not count. Each rank is measured\n"
     "from its own baseline (its level at the start of the first steps after --warmup), so a\n"
     "rank that always held more is listed as an offset, not as diverged (--absolute compares\n"
