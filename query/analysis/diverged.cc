@@ -33,14 +33,20 @@ uint64_t ToBytes(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(std::llro
 // Per rank and grid step, rank-major, as few bytes as the test needs: at 1024 ranks x 200 steps
 // these arrays are most of the memory a cold query touches first.
 struct Grid {
-  Grid(const std::vector<const RankStepMetrics*>& selected, Metric metric)
+  // A rank's own first `warmup_steps` grid steps are left out, as if it had no point there: a
+  // rank that restarted (a Ray actor restarted alone) or joined late warms up again where the
+  // others are long past theirs, and its warm-up, taken for its baseline, read as a divergence.
+  Grid(const std::vector<const RankStepMetrics*>& selected, Metric metric, uint32_t warmup_steps)
       : ranks(selected),
         steps(BuildStepGrid(selected)),
         R(selected.size()),
         S(steps.steps.size()),
         value(R * S, kMissing) {
     for (size_t r = 0; r < R; ++r) {
+      if (ranks[r]->size() == 0) continue;
+      const size_t warm_from = size_t{steps.index[r][0]} + warmup_steps;
       for (size_t i = 0; i < ranks[r]->size(); ++i) {
+        if (steps.index[r][i] < warm_from) continue;
         value[r * S + steps.index[r][i]] = static_cast<double>(ranks[r]->Value(i, metric));
       }
     }
@@ -50,7 +56,7 @@ struct Grid {
   const StepGrid steps;
   const size_t R;  // ranks
   const size_t S;  // grid steps
-  // Absolute metric; NaN where the rank has no point.
+  // Absolute metric; NaN where the rank has no point or is in its own warm-up.
   std::vector<double> value;
 };
 
@@ -293,7 +299,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
         absl::StrCat("a cohort needs at least 3 ranks; job '", job.job_id, "' has ", ranks.size());
     return report;
   }
-  const Grid g(ranks, params.metric);
+  const Grid g(ranks, params.metric, params.warmup_steps);
 
   std::vector<double> baseline(g.R, 0);
   if (params.relative_to_baseline) {

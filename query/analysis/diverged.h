@@ -37,8 +37,9 @@ struct DivergenceParams {
   double min_z = 3.5;
   uint64_t min_excess_bytes = 64 * kMiB;
   double min_excess_fraction = 0.02;
-  // Steps at the start of the job that are not compared: optimizer state and allocator caches
-  // are still being created.
+  // Steps at the start of each rank that are not compared: optimizer state and allocator caches
+  // are still being created. Counted from the rank's own first step, so a rank that restarted
+  // or joined late warms up again.
   uint32_t warmup_steps = 5;
   uint32_t baseline_steps = 5;
   bool relative_to_baseline = true;

@@ -238,5 +238,30 @@ TEST(DivergenceTest, ARankWithNoPointAfterWarmUpIsNoOffset) {
   EXPECT_EQ(second.offsets[0].rank, 0u);
 }
 
+// Rank 3's process restarted at step 50 (a Ray actor restarted alone): its first steps there are
+// its own warm-up (Adam state after its first step, 4 GiB of caches over its first 4). Counted as
+// compared steps, they made its baseline, and it "diverged above" from there on.
+TEST(DivergenceTest, ARestartedRankWarmsUpAgainBeforeItIsCompared) {
+  sim::JobSpec spec = sim::HealthyJob();
+  spec.warmup_bytes = 4 * kGiB;
+  spec.warmup_steps = 4;
+  spec.restarts.push_back({3, 50});
+  JobTimeline job = Simulate(spec).timeline;
+  ASSERT_EQ(job.ranks.size(), 9u);  // rank 3's two attempts
+  DivergenceReport report = FindDivergence(job);
+  EXPECT_EQ(report.status, DivergenceStatus::kNoneDiverged) << report.message;
+  EXPECT_TRUE(report.diverged.empty());
+  EXPECT_TRUE(report.offsets.empty());
+  EXPECT_EQ(report.first_step, 5);
+
+  // A leak on the restarted rank after its warm-up is still found, at its onset.
+  spec.growths.push_back({3, sim::kLeakTag, sim::kLeakSource, 30, 256 * kMiB});
+  DivergenceReport leak = FindDivergence(Simulate(spec).timeline);
+  ASSERT_EQ(leak.diverged.size(), 1u) << leak.message;
+  EXPECT_EQ(leak.diverged[0].rank, 3u);
+  EXPECT_EQ(leak.diverged[0].attempt, 1u);
+  EXPECT_LE(std::abs(leak.diverged[0].onset_step - 80), 3);
+}
+
 }  // namespace
 }  // namespace memtrace::analysis

@@ -71,7 +71,8 @@ class GrowthFitter {
 
 // Fits one rank's rows from `first_step` on: its metric for --by rank, else each tag's or
 // source's live bytes (0 in steps where the group is absent). `x` and `series` are scratch.
-// False when the rank has no row from `first_step` on.
+// False when the rank has fewer than min_points rows from `first_step` on: none of its series
+// could grow.
 bool FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& params,
              GrowthFitter& fitter, std::vector<double>& x,
              absl::flat_hash_map<NameId, std::vector<double>>& series,
@@ -80,6 +81,7 @@ bool FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& para
                                 [](const StepPoint& p, int64_t step) { return p.step < step; });
   size_t n = static_cast<size_t>(r.steps.end() - begin);
   if (n == 0) return false;
+  const bool could_grow = n >= params.min_points;
   x.clear();
   for (auto it = begin; it != r.steps.end(); ++it) x.push_back(static_cast<double>(it->step));
   if (params.by == GrowthBy::kRank) {
@@ -89,7 +91,7 @@ bool FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& para
       y.push_back(static_cast<double>(MetricValue(*it, params.rank_metric)));
     }
     fitter.Fit(r.rank, x, y, aggregates[0]);
-    return true;
+    return could_grow;
   }
   // Dense per-group series: a step where the group is absent held 0 bytes of it.
   for (auto& [name, y] : series) y.assign(n, 0.0);
@@ -105,7 +107,7 @@ bool FitRank(const RankTimeline& r, int64_t first_step, const GrowthParams& para
     bool any = std::any_of(y.begin(), y.end(), [](double v) { return v != 0; });
     if (any) fitter.Fit(r.rank, x, y, aggregates[name]);
   }
-  return true;
+  return could_grow;
 }
 
 // The report's rows for one group's growing ranks (sorted fastest first): one per rank for the
@@ -184,12 +186,18 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   std::map<NameId, Aggregate> aggregates;
   std::vector<double> x;
   absl::flat_hash_map<NameId, std::vector<double>> series;
-  // "All ranks" means all that have points in the window: a rank that died early or has not
-  // started its attempt yet cannot grow, and would make growth every running rank shares read
-  // as a leak on some.
+  // "All ranks" means all that could grow: a rank that died early, has not started its attempt
+  // yet, or is still in its own warm-up has too few points, and would make growth every running
+  // rank shares read as a leak on some.
   uint32_t in_window = 0;
-  for (const RankTimeline* r : ranks) {
-    if (FitRank(*r, first_step, params, fitter, x, series, aggregates)) ++in_window;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i]->steps.empty()) continue;
+    // Warm-up counts from the rank's own first step, as in diverged: a rank that restarted or
+    // joined late creates its optimizer state and caches again there.
+    const size_t warm_from = size_t{grid.index[i][0]} + params.warmup_steps;
+    if (warm_from >= grid.steps.size()) continue;
+    const int64_t rank_from = std::max(first_step, grid.steps[warm_from]);
+    if (FitRank(*ranks[i], rank_from, params, fitter, x, series, aggregates)) ++in_window;
   }
   report.groups_examined = fitter.examined();
 

@@ -10,8 +10,9 @@
 //   - it still rises in the later half of the fit (StillRising: not one jump, then flat).
 // This floor is what keeps allocator jitter, spikes and one-off jumps off the list. Groups are
 // ranked by bytes/step summed over the ranks where they grow, and classified as growing on all
-// ranks of the job that have points in the window (gradients kept on every rank) or on some (a
-// leak on one rank).
+// ranks of the job that could grow (min_points steps in the window after their own warm-up:
+// gradients kept on every rank) or on some (a leak on one rank). Warm-up counts from each
+// rank's own first step: a rank that restarted or joined late warms up again.
 #ifndef MEMTRACE_QUERY_ANALYSIS_GROWTH_H_
 #define MEMTRACE_QUERY_ANALYSIS_GROWTH_H_
 

@@ -97,6 +97,28 @@ TEST(GrowthTest, ARankThatDiedBeforeTheWindowDoesNotMakeSharedGrowthLookPartial)
   EXPECT_EQ(one.groups[0].scope, GrowthScope::kSomeRanks);
 }
 
+// Rank 3 restarted near the end: at step 96 it has only its own warm-up in the window, at step 90
+// too few points after it (5 < min_points) to grow. Neither can show growth every other rank
+// shares, so it is still growth on all ranks, not a leak on 7 of 8.
+TEST(GrowthTest, ARankThatRestartedLateDoesNotMakeSharedGrowthLookPartial) {
+  for (int64_t restart_at : {96, 90}) {
+    sim::JobSpec spec = sim::GradAccumulationJob();
+    spec.restarts.push_back({3, restart_at});
+    GrowthReport report = FindGrowth(Simulate(spec).timeline);
+    ASSERT_EQ(report.groups.size(), 1u) << restart_at;
+    EXPECT_EQ(report.groups[0].name, "fsdp:grads");
+    EXPECT_EQ(report.groups[0].ranks_growing, 7u) << restart_at;
+    EXPECT_EQ(report.groups[0].scope, GrowthScope::kAllRanks) << restart_at;
+  }
+  // Restarted early enough to grow again, it is one of the 8.
+  sim::JobSpec spec = sim::GradAccumulationJob();
+  spec.restarts.push_back({3, 50});
+  GrowthReport report = FindGrowth(Simulate(spec).timeline);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].ranks_growing, 8u);
+  EXPECT_EQ(report.groups[0].scope, GrowthScope::kAllRanks);
+}
+
 TEST(GrowthTest, HealthyJobWithNoiseAndSpikesGrowsNowhere) {
   JobTimeline job = Simulate(sim::HealthyJob()).timeline;
   for (GrowthBy by : {GrowthBy::kTag, GrowthBy::kRank, GrowthBy::kTagRank, GrowthBy::kSource,

@@ -1,6 +1,7 @@
 #include "query/analysis/sim/job_simulator.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -78,6 +79,13 @@ std::vector<Block> Contents(const JobSpec& spec, uint32_t rank, int64_t step, Mo
     if (o.rank == rank) out.push_back({o.tag, kTorch, "", o.bytes, 0, 0, 1});
   }
   int64_t through = moment == Moment::kFloor ? step - 1 : step;  // last step whose memory is in
+  if (spec.warmup_bytes > 0 && spec.warmup_steps > 0 && through >= 0) {
+    const int64_t filled = std::min(through + 1, spec.warmup_steps);
+    out.push_back({"allocator:warmup", kTorch, "",
+                   spec.warmup_bytes * static_cast<uint64_t>(filled) /
+                       static_cast<uint64_t>(spec.warmup_steps),
+                   0, filled - 1, 1});
+  }
   for (const Growth& g : spec.growths) {
     if (!OnRank(g.rank, rank) || through < g.start_step) continue;
     uint64_t n = static_cast<uint64_t>(through - g.start_step + 1);
@@ -193,6 +201,14 @@ int64_t FirstOverflowStep(const JobSpec& spec, uint32_t rank, int64_t max_steps,
 RankLiveSet LiveAtMoment(const JobSpec& spec, uint32_t rank, int64_t step, Moment moment,
                          const std::string* in_phase);
 
+// The step at which `rank`'s process restarted, or one past any step when it did not.
+int64_t RestartStep(const JobSpec& spec, uint32_t rank) {
+  for (const Restart& r : spec.restarts) {
+    if (r.rank == rank) return r.at_step;
+  }
+  return std::numeric_limits<int64_t>::max();
+}
+
 }  // namespace
 
 SimulatedJob Simulate(const JobSpec& spec) {
@@ -215,11 +231,19 @@ SimulatedJob Simulate(const JobSpec& spec) {
     rank.allocator = "segments";
     // Hosts' clocks differ by up to a millisecond.
     int64_t skew = static_cast<int64_t>(Uniform(spec.seed, r, -1, 3) * 2e6) - 1'000'000;
+    const int64_t restart_at = RestartStep(spec, r);
     for (int64_t s = 0; s <= last_step; ++s) {
+      if (s == restart_at) {
+        if (!rank.steps.empty()) job.timeline.ranks.push_back(rank);
+        rank.steps.clear();
+        rank.attempt = 1;
+      }
+      // The step as the rank's process counts its memory: a restarted one begins again.
+      const int64_t own = s >= restart_at ? s - restart_at : s;
       bool overflow = false;
-      std::vector<Block> floor = Contents(spec, r, s, Moment::kFloor, true, nullptr);
-      std::vector<Block> peak = Contents(spec, r, s, Moment::kPeak, true, &overflow);
-      std::vector<Block> end = Contents(spec, r, s, Moment::kEnd, true, nullptr);
+      std::vector<Block> floor = Contents(spec, r, own, Moment::kFloor, true, nullptr);
+      std::vector<Block> peak = Contents(spec, r, own, Moment::kPeak, true, &overflow);
+      std::vector<Block> end = Contents(spec, r, own, Moment::kEnd, true, nullptr);
       StepPoint p;
       p.step = s;
       p.start_ns = spec.start_ns + s * spec.step_ns + skew;
@@ -229,7 +253,7 @@ SimulatedJob Simulate(const JobSpec& spec) {
       p.peak_bytes = std::max({Total(floor), Total(peak), Total(end)});
       p.end_bytes = Total(end);
       for (const Block& b : peak) {
-        if (b.first_step == s) {
+        if (b.first_step == own) {
           uint64_t n = b.first_step == b.last_step ? b.pieces : 1;
           p.allocs += n;
           p.alloc_bytes +=
@@ -248,8 +272,9 @@ SimulatedJob Simulate(const JobSpec& spec) {
       uint64_t base = Total(floor);
       uint64_t retained_now = 0;
       for (const Block& b : end) {
-        if (!b.phase.empty() && b.last_step == s) {
-          retained_now += b.first_step == b.last_step ? b.bytes : b.bytes / (s - b.first_step + 1);
+        if (!b.phase.empty() && b.last_step == own) {
+          retained_now +=
+              b.first_step == b.last_step ? b.bytes : b.bytes / (own - b.first_step + 1);
         }
       }
       for (const Phase& ph : spec.phases) {

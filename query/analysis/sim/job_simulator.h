@@ -63,6 +63,15 @@ struct Offset {
   uint64_t bytes = 0;
 };
 
+// `rank`'s process restarted at `at_step` (a Ray actor restarted alone, an elastic rejoin): its
+// steps before are attempt 0, those from at_step on attempt 1, whose memory begins again as in
+// the job's first step (Adam state is created after it; growths count from its own start).
+// Rollups only: LiveAt and OOM planting ignore restarts.
+struct Restart {
+  uint32_t rank = 0;
+  int64_t at_step = 0;
+};
+
 struct JobSpec {
   std::string job_id = "sim-job";
   uint32_t ranks = 8;
@@ -80,6 +89,11 @@ struct JobSpec {
   uint64_t cache_noise_bytes = 128 * kMiB;
   uint64_t activation_bytes = 14 * kGiB;
   uint64_t activation_noise_bytes = 512 * kMiB;
+  // Memory that fills over a process's first warmup_steps steps and then stays (the caching
+  // allocator's reserve, cuBLAS workspaces, NCCL channels created lazily): an equal share of
+  // warmup_bytes more at the end of each of those steps. 0 = none.
+  uint64_t warmup_bytes = 0;
+  int64_t warmup_steps = 0;
   // The allocation that fails at an OOM.
   uint64_t oom_request_bytes = 1 * kGiB;
   // When a rank's peak would exceed device_total - context_bytes it records an OOM in that step,
@@ -89,6 +103,7 @@ struct JobSpec {
   std::vector<Spike> spikes;
   std::vector<Phase> phases;
   std::vector<Offset> offsets;
+  std::vector<Restart> restarts;
 };
 
 struct PlantedOom {

@@ -47,7 +47,7 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 kPositiveNumber, [p](double v) { p->set_min_z(v); });
   AddBytesFlag(flags, "min-excess", "smallest difference from the cohort (default 64MiB)",
                [p](uint64_t v) { p->set_min_excess_bytes(v); });
-  AddUint32Flag(flags, "warmup", "N", "first steps not compared (default 5)",
+  AddUint32Flag(flags, "warmup", "N", "first steps of each rank not compared (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
   flags.Add("absolute", "", "compare raw bytes instead of each rank's change since its baseline",
             [p](absl::string_view v) {

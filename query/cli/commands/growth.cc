@@ -39,7 +39,7 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                                {"source", v1::GROWTH_BY_SOURCE},
                                {"source,rank", v1::GROWTH_BY_SOURCE_RANK}},
                               "grouping (default tag)", [p](v1::GrowthBy by) { p->set_by(by); });
-  AddUint32Flag(flags, "warmup", "N", "first steps not fitted (default 5)",
+  AddUint32Flag(flags, "warmup", "N", "first steps of each rank not fitted (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
   AddUint32Flag(flags, "window", "N", "fit only the last N steps (default all after warm-up)",
                 [p](uint32_t v) { p->set_window_steps(v); });
