@@ -253,6 +253,7 @@ void RankState::OnPhaseBegin(uint32_t phase_id) {
   // close: without a bound, a stream of distinct PHASE_BEGINs costs cubic time.
   if (open_phases_.size() >= kMaxOpenPhases) {
     ++anomalies_.phase_too_deep;
+    ++ignored_phases_[phase_id];
     return;
   }
   open_phases_.push_back(phase_id);
@@ -264,6 +265,14 @@ void RankState::OnPhaseBegin(uint32_t phase_id) {
 }
 
 void RankState::OnPhaseEnd(uint32_t phase_id) {
+  // Ranges nest: while a BEGIN of this phase was ignored for depth, the next END of it is that
+  // one's. Matched by name alone, it closed an outer range of the same name, whose own END then
+  // found nothing open.
+  if (auto ignored = ignored_phases_.find(phase_id); ignored != ignored_phases_.end()) {
+    if (--ignored->second == 0) ignored_phases_.erase(ignored);
+    ++anomalies_.phase_unmatched;
+    return;
+  }
   auto it = std::find(open_phases_.rbegin(), open_phases_.rend(), phase_id);
   if (it == open_phases_.rend()) {
     ++anomalies_.phase_unmatched;
@@ -573,6 +582,14 @@ std::string RankState::Serialize() const {
   SaveTouchedGroups(kinds_, rec.mutable_kinds());
   for (uint32_t id : open_phases_) rec.add_open_phases(id);
   rec.set_phases_after_loss(phases_after_loss_);
+  std::vector<std::pair<uint32_t, uint32_t>> ignored(ignored_phases_.begin(),
+                                                     ignored_phases_.end());
+  std::sort(ignored.begin(), ignored.end());  // a checkpoint's bytes do not depend on hashing
+  for (const auto& [id, count] : ignored) {
+    IgnoredPhase* p = rec.add_ignored_phases();
+    p->set_phase_id(id);
+    p->set_count(count);
+  }
   SaveAccumulator(step_, rec.mutable_step());
   SaveAccumulator(bucket_, rec.mutable_bucket());
   rec.set_current_step(current_step_);
@@ -679,6 +696,9 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.RestoreGroups(rec);
   s.open_phases_.assign(rec.open_phases().begin(), rec.open_phases().end());
   s.phases_after_loss_ = rec.phases_after_loss();
+  for (const auto& p : rec.ignored_phases()) {
+    if (p.count() > 0) s.ignored_phases_[p.phase_id()] += p.count();
+  }
   s.current_step_ = rec.current_step();
   s.has_step_marker_ = rec.has_step_marker();
   s.events_applied_ = rec.events_applied();

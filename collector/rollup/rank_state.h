@@ -90,7 +90,7 @@ bool IsHostMemoryKind(uint32_t memory_kind);
 class RankState {
  public:
   // Phases open at once; a PHASE_BEGIN beyond it is ignored and counted
-  // (RankAnomalies::phase_too_deep).
+  // (RankAnomalies::phase_too_deep), and so is the PHASE_END that ends it (phase_unmatched).
   static constexpr size_t kMaxOpenPhases = 64;
 
   // `bucket_ns` > 0 is the width of a time bucket: bucket index = floor(ts / bucket_ns).
@@ -243,6 +243,9 @@ class RankState {
   // A LOSS came while phases were open, and they have not all closed since: a BEGIN of a phase
   // still open ends that one first (its END was probably lost), instead of nesting in it.
   bool phases_after_loss_ = false;
+  // Per phase, BEGINs ignored for depth whose END has not come: the next ENDs of that phase are
+  // theirs, not an open outer one's. Bounded by the string table's ids.
+  absl::flat_hash_map<uint32_t, uint32_t> ignored_phases_;
   bool allocation_phases_known_ = true;
   Accumulator step_;
   Accumulator bucket_;

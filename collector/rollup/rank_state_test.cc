@@ -437,6 +437,36 @@ TEST(RankStateTest, PhasesOpenAtOnceAreBoundedAndTheRestCounted) {
   EXPECT_EQ(restored->anomalies().phase_unmatched, 1u);
 }
 
+// A range nested too deep is ignored, and so is its END: it belongs to the ignored BEGIN, not to
+// an outer open range of the same name, which stays open until its own END (also after a
+// checkpoint taken in between).
+TEST(RankStateTest, TheEndOfAPhaseIgnoredForDepthLeavesTheOuterOneOpen) {
+  constexpr uint32_t kOuter = 7;
+  Script s;
+  s.PhaseBegin(kOuter);
+  for (uint32_t id = 100; id < 100 + RankState::kMaxOpenPhases - 1; ++id) s.PhaseBegin(id);
+  s.PhaseBegin(kOuter);  // the 65th: too deep
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  ASSERT_EQ(state.anomalies().phase_too_deep, 1u);
+  absl::StatusOr<RankState> restored = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  for (RankState* st : {&state, &*restored}) {
+    Script end;
+    end.PhaseEnd(kOuter);  // the ignored one's
+    st->Apply(end.events(), nullptr);
+    ASSERT_EQ(st->open_phases().size(), RankState::kMaxOpenPhases);
+    EXPECT_EQ(st->open_phases().front(), kOuter);
+    EXPECT_EQ(st->anomalies().phase_unmatched, 1u);
+    Script rest;
+    for (uint32_t id = 100 + RankState::kMaxOpenPhases - 2; id >= 100; --id) rest.PhaseEnd(id);
+    rest.PhaseEnd(kOuter);  // the outer one's own END closes it, matched
+    st->Apply(rest.events(), nullptr);
+    EXPECT_TRUE(st->open_phases().empty());
+    EXPECT_EQ(st->anomalies().phase_unmatched, 1u);
+  }
+}
+
 // The step's highest device-used sample keeps the live bytes of its moment, so the memory used
 // outside traced allocations is known even when no sample lands on the step's peak; a
 // checkpoint keeps it.
