@@ -33,9 +33,10 @@ uint64_t ToBytes(double v) { return v <= 0 ? 0 : static_cast<uint64_t>(std::llro
 // Per rank and grid step, rank-major, as few bytes as the test needs: at 1024 ranks x 200 steps
 // these arrays are most of the memory a cold query touches first.
 struct Grid {
-  // A rank's own first `warmup_steps` grid steps are left out, as if it had no point there: a
-  // rank that restarted (a Ray actor restarted alone) or joined late warms up again where the
-  // others are long past theirs, and its warm-up, taken for its baseline, read as a divergence.
+  // A rank's own first `warmup_steps` points are left out, as if it had none there (as leaks,
+  // headroom and peak count warm-up): a rank that restarted (a Ray actor restarted alone) or
+  // joined late warms up again where the others are long past theirs, and its warm-up, taken
+  // for its baseline, read as a divergence. No step before the job's warmup_steps-th has a value.
   Grid(const std::vector<const RankStepMetrics*>& selected, Metric metric, uint32_t warmup_steps)
       : ranks(selected),
         steps(BuildStepGrid(selected)),
@@ -43,10 +44,7 @@ struct Grid {
         S(steps.steps.size()),
         value(R * S, kMissing) {
     for (size_t r = 0; r < R; ++r) {
-      if (ranks[r]->size() == 0) continue;
-      const size_t warm_from = size_t{steps.index[r][0]} + warmup_steps;
-      for (size_t i = 0; i < ranks[r]->size(); ++i) {
-        if (steps.index[r][i] < warm_from) continue;
+      for (size_t i = warmup_steps; i < ranks[r]->size(); ++i) {
         value[r * S + steps.index[r][i]] = static_cast<double>(ranks[r]->Value(i, metric));
       }
     }

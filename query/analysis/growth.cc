@@ -190,14 +190,12 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
   // yet, or is still in its own warm-up has too few points, and would make growth every running
   // rank shares read as a leak on some.
   uint32_t in_window = 0;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i]->steps.empty()) continue;
-    // Warm-up counts from the rank's own first step, as in diverged: a rank that restarted or
+  for (const RankTimeline* r : ranks) {
+    // Warm-up is the rank's own first points, as in diverged and leaks: a rank that restarted or
     // joined late creates its optimizer state and caches again there.
-    const size_t warm_from = size_t{grid.index[i][0]} + params.warmup_steps;
-    if (warm_from >= grid.steps.size()) continue;
-    const int64_t rank_from = std::max(first_step, grid.steps[warm_from]);
-    if (FitRank(*ranks[i], rank_from, params, fitter, x, series, aggregates)) ++in_window;
+    if (r->steps.size() <= params.warmup_steps) continue;
+    const int64_t rank_from = std::max(first_step, r->steps[params.warmup_steps].step);
+    if (FitRank(*r, rank_from, params, fitter, x, series, aggregates)) ++in_window;
   }
   report.groups_examined = fitter.examined();
 
