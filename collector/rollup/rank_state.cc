@@ -124,6 +124,7 @@ void RankAnomalies::ToProto(v1::AnomalyCounts* out) const {
   out->set_step_backwards(step_backwards);
   out->set_phase_unmatched(phase_unmatched);
   out->set_phase_too_deep(phase_too_deep);
+  out->set_time_future(time_future);
 }
 
 RankAnomalies RankAnomalies::FromProto(const v1::AnomalyCounts& counts) {
@@ -135,6 +136,7 @@ RankAnomalies RankAnomalies::FromProto(const v1::AnomalyCounts& counts) {
   a.step_backwards = counts.step_backwards();
   a.phase_unmatched = counts.phase_unmatched();
   a.phase_too_deep = counts.phase_too_deep();
+  a.time_future = counts.time_future();
   return a;
 }
 
@@ -151,6 +153,20 @@ void RankState::Apply(absl::Span<const Event> events, ClosedRollups* closed) {
 }
 
 void RankState::Apply(const Event& e, ClosedRollups* closed) {
+  if (e.ts_ns <= time_horizon_ns_) {
+    ApplyAtItsTime(e, closed);
+    return;
+  }
+  // Taken as a time, one garbage timestamp years ahead moved the open time bucket there (every
+  // later event then counted in it), and the checkpoints' time with it (a replay to a time
+  // after the event stopped before it).
+  ++anomalies_.time_future;
+  Event held = e;
+  held.ts_ns = events_applied_ == 0 ? time_horizon_ns_ : last_ts_ns_;
+  ApplyAtItsTime(held, closed);
+}
+
+void RankState::ApplyAtItsTime(const Event& e, ClosedRollups* closed) {
   AdvanceClock(e, closed);
   switch (e.kind) {
     case EventKind::kAlloc:

@@ -55,10 +55,11 @@ struct RankAnomalies {
   uint64_t step_backwards = 0;
   uint64_t phase_unmatched = 0;
   uint64_t phase_too_deep = 0;
+  uint64_t time_future = 0;
 
   uint64_t total() const {
     return free_unknown + alloc_over_live + unmap_unknown + time_backwards + step_backwards +
-           phase_unmatched + phase_too_deep;
+           phase_unmatched + phase_too_deep + time_future;
   }
   void ToProto(v1::AnomalyCounts* out) const;
   static RankAnomalies FromProto(const v1::AnomalyCounts& counts);
@@ -113,6 +114,15 @@ class RankState {
   // estimate): an event whose shifted time falls before the open bucket counts in the open one.
   void SetClockOffset(int64_t offset_ns) { clock_offset_ns_ = offset_ns; }
   int64_t clock_offset_ns() const { return clock_offset_ns_; }
+
+  // The latest timestamp (rank clock) taken as a time; none (kNoTimeHorizon) until set. An
+  // event stamped past it is a clock gone wrong, not a moment: it is counted
+  // (RankAnomalies::time_future) and applied as if at the time of the event before it (the
+  // horizon when it is the first), so that it moves no rollup, no bucket and no checkpoint
+  // time there. The store sets the collector's receive time plus a margin for each batch and
+  // keeps it in the batch's block, so a replay holds the same events. Not checkpointed.
+  void SetTimeHorizon(int64_t horizon_ns) { time_horizon_ns_ = horizon_ns; }
+  int64_t time_horizon_ns() const { return time_horizon_ns_; }
 
   int64_t bucket_ns() const { return bucket_ns_; }
   uint64_t live_bytes() const { return live_bytes_; }
@@ -200,6 +210,8 @@ class RankState {
   // Fills `out`, which must be empty (new or cleared).
   void Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out) const;
   PhaseStat* FindPhase(Accumulator* acc, uint32_t id);
+  // Apply() of an event at a time (its own, or the one it is held at).
+  void ApplyAtItsTime(const Event& e, ClosedRollups* closed);
   // Before any event's own effect: the first event opens the rollups, a later one may close the
   // time bucket; counters and the clock move to it.
   void AdvanceClock(const Event& e, ClosedRollups* closed);
@@ -229,6 +241,7 @@ class RankState {
 
   int64_t bucket_ns_;
   int64_t clock_offset_ns_ = 0;
+  int64_t time_horizon_ns_ = kNoTimeHorizon;
   // Events (rank clock) before this fall in the open bucket, as long as the offset is still
   // bucket_end_offset_. Derived; not checkpointed (the first event after a load recomputes it).
   int64_t bucket_ends_before_ = std::numeric_limits<int64_t>::min();

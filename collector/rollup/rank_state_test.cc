@@ -608,6 +608,55 @@ TEST(RankStateTest, TimeGoingBackIsCountedAndStaysInTheOpenBucket) {
   EXPECT_EQ(restored->max_ts_ns(), 5 * kSecond);
 }
 
+TEST(RankStateTest, AnEventStampedPastTheHorizonIsHeldAtTheTimeOfTheOneBeforeIt) {
+  constexpr int64_t kYear2200 = int64_t{7'258'118'400} * kSecond;  // a clock gone wrong
+  constexpr int64_t kMs = 1'000'000;
+  Script s;
+  s.At(1 * kSecond).Alloc(0x1, 1).Step(1);
+  s.At(kYear2200).Alloc(0x2, 1).Step(2);
+  s.At(2 * kSecond + 500 * kMs).Alloc(0x3, 1).Step(3);
+  RankState state(kSecond);
+  state.SetTimeHorizon(10 * kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  EXPECT_EQ(state.anomalies().time_future, 2u);
+  EXPECT_EQ(state.anomalies().time_backwards, 0u);
+  EXPECT_EQ(state.anomalies().total(), 2u);
+  EXPECT_EQ(state.max_ts_ns(), 2 * kSecond + 501 * kMs);
+  // The time bucket moved from 1 s to 2 s, as the events after the garbage say, with the held
+  // allocation in the first.
+  ASSERT_EQ(closed.buckets.size(), 1);
+  EXPECT_EQ(closed.buckets[0].step(), 1);
+  EXPECT_EQ(closed.buckets[0].allocs(), 2u);
+  EXPECT_EQ(state.current_bucket(), 2);
+  // Step 2 began where its held marker was: at the event before it.
+  ASSERT_EQ(closed.steps.size(), 3);
+  EXPECT_EQ(closed.steps[1].end_ns(), 1 * kSecond + 1 * kMs);
+  EXPECT_EQ(closed.steps[2].step(), 2);
+  EXPECT_EQ(closed.steps[2].start_ns(), 1 * kSecond + 1 * kMs);
+  EXPECT_EQ(closed.steps[2].end_ns(), 2 * kSecond + 501 * kMs);
+  EXPECT_EQ(state.allocations().at(0x2).ts_ns, 1 * kSecond + 1 * kMs);
+  // The count survives a checkpoint; the horizon is the store's to set again.
+  absl::StatusOr<RankState> restored = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->anomalies().time_future, 2u);
+  EXPECT_EQ(restored->time_horizon_ns(), kNoTimeHorizon);
+
+  // A first event past it has no event before it: it is held at the horizon.
+  Script first;
+  first.At(kYear2200).Alloc(0x1, 1);
+  RankState held(kSecond);
+  held.SetTimeHorizon(10 * kSecond);
+  held.Apply(first.events(), nullptr);
+  EXPECT_EQ(held.first_ts_ns(), 10 * kSecond);
+  EXPECT_EQ(held.current_bucket(), 10);
+  // Without a horizon, a timestamp is a time however late.
+  RankState unbounded(kSecond);
+  unbounded.Apply(first.events(), nullptr);
+  EXPECT_EQ(unbounded.anomalies().time_future, 0u);
+  EXPECT_EQ(unbounded.first_ts_ns(), kYear2200);
+}
+
 TEST(RankStateTest, NegativeTimestampsUseFloorBuckets) {
   Script s;
   s.At(-1).Alloc(0x1, 1);

@@ -501,6 +501,8 @@ absl::StatusOr<RankState> EventStore::Replay(const rocksdb::Snapshot* snapshot,
     if (!block.ok()) return block.status();
     // The clock offset the block was first applied with (see Append).
     if (block->clock.has_value()) state.SetClockOffset(block->clock->offset_ns);
+    // The horizon too, so that a timestamp held as no time then is held now.
+    state.SetTimeHorizon(block->time_horizon_ns);
     for (const Event& e : block->events) {
       if (state.events_applied() > 0 && e.seq <= state.last_seq()) continue;
       state.Apply(e, nullptr);
@@ -622,6 +624,11 @@ absl::Status EventStore::PutEvents(
     clock = ClockEstimate{summary.clock().offset_ns(), summary.clock().round_trip_ns()};
     state.SetClockOffset(clock->offset_ns);
   }
+  // The latest time these events can have happened at is about now, in the rank's clock.
+  const int64_t horizon =
+      SaturatingAdd(SaturatingSub(options_.now_ns(), clock.has_value() ? clock->offset_ns : 0),
+                    clock.has_value() ? kFutureMarginNs : kFutureMarginWithoutClockNs);
+  state.SetTimeHorizon(horizon);
   // Per-thread and cleared, not fresh: its rows' messages are reused batch after batch. But
   // not without bound: each stream has a handler thread, and a batch that closed thousands of
   // rows (a step marker every few events) must not leave them behind on every one of them.
@@ -636,12 +643,14 @@ absl::Status EventStore::PutEvents(
     }
   } release_rows;
   state.Apply(events, &closed);
-  PutBlock(stream, events, whole_batch_bytes, clock.has_value() ? &*clock : nullptr, batch);
+  PutBlock(stream, events, whole_batch_bytes, clock.has_value() ? &*clock : nullptr, horizon,
+           batch);
   return PutRollups(stream, closed, batch);
 }
 
 void EventStore::PutBlock(Stream* stream, absl::Span<const Event> events,
                           absl::string_view whole_batch_bytes, const ClockEstimate* clock,
+                          int64_t time_horizon_ns,
                           rocksdb::WriteBatch* batch) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
   // Per-thread scratch: a stream's blocks are alike in size, and fresh buffers of a few
   // hundred KiB per batch cost page faults.
@@ -650,6 +659,7 @@ void EventStore::PutBlock(Stream* stream, absl::Span<const Event> events,
   if (whole_batch_bytes.empty() || !AppendEventsOnly(whole_batch_bytes, clock, &block)) {
     AppendBatchWire(events, {}, nullptr, clock, &block);
   }
+  AppendTimeHorizonField(time_horizon_ns, &block);
   thread_local std::string compressed;
   const absl::string_view value = CompressBlock(block, &compressed);
   StreamRecord& record = stream->record;

@@ -69,7 +69,17 @@ struct EventStoreOptions {
   // checkpoint (jobs without step markers), and when a stream closes.
   uint32_t checkpoint_every_steps = 50;
   uint64_t checkpoint_every_events = uint64_t{1} << 21;
+  // The collector's clock (CLOCK_REALTIME ns) when a batch is stored: with the margins below,
+  // it gives the batch's time horizon (RankState::SetTimeHorizon). Tests set their own.
+  std::function<int64_t()> now_ns = RealtimeNanos;
 };
+
+// How far past the collector's clock (in the rank's clock) a timestamp may be and still be a
+// time: the agent's clock estimate is good to a round trip, so a timestamp well after the
+// batch arrived is a clock gone wrong. Without an estimate (a first batch, an importer), a
+// host's clock may be hours off (a time zone): only a day past is taken as garbage.
+inline constexpr int64_t kFutureMarginNs = int64_t{10} * 60 * 1'000'000'000;
+inline constexpr int64_t kFutureMarginWithoutClockNs = int64_t{24} * 3600 * 1'000'000'000;
 
 // What OpenStream() tells the Ingest service.
 struct OpenedStream {
@@ -241,8 +251,10 @@ class EventStore {
   // bytes when `events` are all of it, else empty. On an error the caller must ForgetState.
   absl::Status PutEvents(Stream* stream, absl::Span<const Event> events,
                          absl::string_view whole_batch_bytes, rocksdb::WriteBatch* batch) const;
+  // The block records the clock estimate and time horizon the events were applied with.
   void PutBlock(Stream* stream, absl::Span<const Event> events, absl::string_view whole_batch_bytes,
-                const ClockEstimate* clock, rocksdb::WriteBatch* batch) const;
+                const ClockEstimate* clock, int64_t time_horizon_ns,
+                rocksdb::WriteBatch* batch) const;
   absl::Status PutRollups(Stream* stream, const ClosedRollups& closed,
                           rocksdb::WriteBatch* batch) const;
   // The stream's summary after `events` (just applied) and the agent's latest counters.

@@ -614,6 +614,70 @@ TEST(EventStoreTest, ACheckpointPastAnEarlierLaterEventIsNotWhereAReplayToATimeS
   }
 }
 
+// MakeEvents(first, count), with event 42 (an allocation) stamped at `ts_ns` when it is among
+// them.
+DecodedBatch BatchWithEvent42At(uint64_t first, uint64_t count, int64_t ts_ns) {
+  std::vector<Event> events = MakeEvents(first, count);
+  for (Event& e : events) {
+    if (e.seq == 42) e.ts_ns = ts_ns;
+  }
+  return Batch(std::move(events));
+}
+
+TEST(EventStoreTest, AFarFutureTimestampIsNoTimeWhenStoredNorAfterARestart) {
+  constexpr int64_t kYear2200 = int64_t{7'258'118'400} * 1'000'000'000;
+  const std::string dir = TestDir("future");
+  EventStoreOptions options = Options(dir);
+  options.bucket_ns = 20 * kMs;
+  options.now_ns = [] { return kT0 + 1'000 * kMs; };
+  // The reference: event 42 at the time of event 41, where the garbage one is to be held.
+  EventStoreOptions reference_options = options;
+  reference_options.dir = dir + "-reference";
+  auto reference = OpenOrDie(reference_options);
+  absl::StatusOr<OpenedStream> ref = reference->OpenStream(Identity("job", 2));
+  ASSERT_TRUE(ref.ok());
+  for (uint64_t first = 1; first <= 197; first += 7) {
+    ASSERT_TRUE(reference->Append(ref->key, BatchWithEvent42At(first, 7, kT0 + 41 * kMs)).ok());
+  }
+  {
+    // Up to event 48, and the collector dies: no checkpoint after event 42 (every 3 steps), so
+    // the restart replays its block.
+    auto store = OpenOrDie(options);
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 2));
+    ASSERT_TRUE(s.ok());
+    for (uint64_t first = 1; first <= 43; first += 7) {
+      ASSERT_TRUE(store->Append(s->key, BatchWithEvent42At(first, 7, kYear2200)).ok());
+    }
+  }
+  auto store = OpenOrDie(options);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 2));
+  ASSERT_TRUE(s.ok()) << s.status();
+  for (uint64_t first = 50; first <= 197; first += 7) {
+    ASSERT_TRUE(store->Append(s->key, BatchWithEvent42At(first, 7, kYear2200)).ok());
+  }
+  const v1::RankSummary summary = RankOf(*store, "job", 2);
+  EXPECT_EQ(summary.anomaly_counts().time_future(), 1u);
+  EXPECT_EQ(summary.anomaly_counts().time_backwards(), 0u);
+  EXPECT_EQ(summary.last_ts_ns(), kT0 + 203 * kMs);
+  EXPECT_GE(ExpectSameRows(*store, *reference, RollupAxis::kTime), 10);
+  EXPECT_GE(ExpectSameRows(*store, *reference, RollupAxis::kStep), 20);
+  // A replay to a time after it does not stop at it, from a checkpoint before it or not.
+  for (uint64_t at : {45, 150}) {
+    absl::StatusOr<LiveSnapshot> live = store->LiveAllocations(
+        "job", 2, std::nullopt, LivePoint{LivePoint::Kind::kAtTime, kT0 + int64_t(at) * kMs});
+    ASSERT_TRUE(live.ok()) << live.status();
+    EXPECT_EQ(live->seq, at);
+    EXPECT_EQ(live->live_bytes, ExpectedLive(at)) << "at " << at;
+  }
+  // The raw event keeps its timestamp.
+  absl::StatusOr<StoredEvents> stored = store->ReadEvents("job", 2, 0, 42, 1);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->events.size(), 1u);
+  EXPECT_EQ(stored->events[0].ts_ns, kYear2200);
+  ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
+}
+
 TEST(EventStoreTest, LiveAllocationsAtACollectorTimeShiftsItByTheRanksClockOffset) {
   auto store = OpenOrDie(Options(TestDir("live-collector-time")));
   ASSERT_NE(store, nullptr);

@@ -165,6 +165,9 @@ absl::StatusOr<DecodedBatch> DecodeBatch(const v1::EventBatch& batch, const Batc
     if (!clock.ok()) return clock.status();
     out.clock = *clock;
   }
+  if (batch.collector_time_horizon_ns() != 0) {
+    out.time_horizon_ns = batch.collector_time_horizon_ns();
+  }
   return out;
 }
 

@@ -31,6 +31,9 @@ struct DecodedBatch {
   std::vector<StringDef> strings;
   AgentCounterValues counters;
   std::optional<ClockEstimate> clock;
+  // EventBatch.collector_time_horizon_ns: in a block the collector stored, the latest timestamp
+  // it took as a time (RankState::SetTimeHorizon); none (unset or 0) is the largest int64.
+  int64_t time_horizon_ns = kNoTimeHorizon;
 };
 
 // Encodes `events` (which must have strictly increasing seq) into `out`, replacing its contents.

@@ -26,6 +26,7 @@ enum Field : uint32_t {
   kStrings = 15,
   kCounters = 16,
   kClock = 17,
+  kTimeHorizon = 18,
 };
 enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
 
@@ -216,6 +217,7 @@ struct WireBatch {
   std::vector<absl::string_view> strings;
   std::optional<absl::string_view> counters;
   std::optional<absl::string_view> clock;
+  int64_t time_horizon_ns = 0;  // as on the wire: 0 is none
 };
 
 // One top-level field as it sits in the bytes.
@@ -296,6 +298,9 @@ bool Split(absl::string_view bytes, WireBatch* out) {
       // A second occurrence merges into the first: protobuf's business.
       if (f.type != kLengthDelimited || slot.has_value()) return false;
       slot = f.body;
+    } else if (f.number == kTimeHorizon) {
+      if (f.type != kVarint) return false;
+      out->time_horizon_ns = static_cast<int64_t>(f.value);  // the last one, as protobuf reads
     }
     // Any other field number is unknown: skipped, as protobuf skips it.
     return true;
@@ -321,7 +326,9 @@ bool AppendEventsOnly(absl::string_view batch, const ClockEstimate* clock, std::
   const size_t start = out->size();
   out->reserve(start + batch.size() + 24);
   const bool ok = ForEachField(batch, [&](const WireField& f) {
-    if (f.number != kStrings && f.number != kCounters && f.number != kClock) {
+    // An agent's horizon too: the store writes its own (AppendTimeHorizonField).
+    if (f.number != kStrings && f.number != kCounters && f.number != kClock &&
+        f.number != kTimeHorizon) {
       out->append(f.whole.data(), f.whole.size());
     }
     return true;
@@ -351,6 +358,11 @@ void AppendCountersField(const AgentCounterValues& c, std::string* out) {
         AppendVarintField(5, c.cupti_records_dropped, body);
       },
       out);
+}
+
+void AppendTimeHorizonField(int64_t horizon_ns, std::string* out) {
+  if (horizon_ns == kNoTimeHorizon) return;
+  AppendVarintField(kTimeHorizon, static_cast<uint64_t>(horizon_ns), out);
 }
 
 void AppendClockField(const ClockEstimate& clock, std::string* out) {
@@ -497,6 +509,8 @@ absl::Status DecodeWire(absl::string_view bytes, const BatchLimits& limits, Stop
     return fallback();
   }
 
+  // Before the events: where a prefix decode stops depends on it.
+  out->time_horizon_ns = wire.time_horizon_ns != 0 ? wire.time_horizon_ns : kNoTimeHorizon;
   const uint32_t n = wire.count;
   if (absl::Status s = ci::CheckShape(n, strings.size(), sizes, wire.first_seq, limits); !s.ok()) {
     return s;
@@ -551,10 +565,12 @@ absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
 absl::Status DecodeBatchWirePrefix(absl::string_view bytes, const BatchLimits& limits,
                                    const DecodeCutoff& cutoff, DecodedBatch* out,
                                    bool* stopped) {
+  // A timestamp past the batch's horizon is no time (RankState holds it at the time of the event
+  // before it): it never stops the decode, and neither does it in RankState's clock.
   return DecodeWire(
       bytes, limits,
-      [&cutoff](uint64_t seq, int64_t ts_ns) {
-        return seq > cutoff.last_seq || ts_ns > cutoff.max_ts_ns;
+      [&cutoff, out](uint64_t seq, int64_t ts_ns) {
+        return seq > cutoff.last_seq || (ts_ns > cutoff.max_ts_ns && ts_ns <= out->time_horizon_ns);
       },
       out, stopped);
 }

@@ -37,6 +37,8 @@ void AppendBatchWire(absl::Span<const Event> events, absl::Span<const StringDef>
 // latest counters and clock estimate each time it writes it.
 void AppendCountersField(const AgentCounterValues& counters, std::string* out);
 void AppendClockField(const ClockEstimate& clock, std::string* out);
+// The collector's time horizon (field 18) for a block it stores; nothing for kNoTimeHorizon.
+void AppendTimeHorizonField(int64_t horizon_ns, std::string* out);
 
 // Decodes EventBatch wire bytes as ParseFromArray + DecodeBatch(batch, limits) would. Bytes
 // that do not parse as an EventBatch are INVALID_ARGUMENT "not a valid memtrace.v1.EventBatch
@@ -49,7 +51,9 @@ absl::Status DecodeBatchWire(absl::string_view bytes, const BatchLimits& limits,
                              DecodedBatch* out);
 
 // Where a decode may stop: before the first event whose seq is above last_seq or whose
-// timestamp is above max_ts_ns. A replay up to a moment needs only that prefix of a block.
+// timestamp is above max_ts_ns, unless that timestamp is also past the batch's time horizon
+// (DecodedBatch::time_horizon_ns: no time, held at the one before it). A replay up to a moment
+// needs only that prefix of a block.
 struct DecodeCutoff {
   uint64_t last_seq = UINT64_MAX;
   int64_t max_ts_ns = INT64_MAX;
@@ -64,10 +68,10 @@ absl::Status DecodeBatchWirePrefix(absl::string_view bytes, const BatchLimits& l
                                    const DecodeCutoff& cutoff, DecodedBatch* out, bool* stopped);
 
 // Appends the events of the EventBatch bytes `batch` without re-encoding them: its fields but
-// strings, counters and clock (15, 16, 17), followed by `clock` when not null. This is what
-// AppendBatchWire(events, {}, nullptr, clock) writes for the same events (the same bytes when
-// `batch` was written by AppendBatchWire), for the collector's store, which keeps a received
-// batch whole. False, appending nothing, when `batch` is not in the canonical shape
+// strings, counters, clock and time horizon (15, 16, 17, 18), followed by `clock` when not null.
+// This is what AppendBatchWire(events, {}, nullptr, clock) writes for the same events (the same
+// bytes when `batch` was written by AppendBatchWire), for the collector's store, which keeps a
+// received batch whole. False, appending nothing, when `batch` is not in the canonical shape
 // DecodeBatchWire reads itself (the caller then encodes the decoded events).
 bool AppendEventsOnly(absl::string_view batch, const ClockEstimate* clock, std::string* out);
 

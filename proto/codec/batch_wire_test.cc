@@ -42,6 +42,7 @@ void ExpectSameAsReference(const std::string& bytes, const BatchLimits& limits =
   EXPECT_EQ(got->counters.events_recorded, want->counters.events_recorded);
   EXPECT_EQ(got->counters.cupti_records_dropped, want->counters.cupti_records_dropped);
   EXPECT_EQ(got->clock, want->clock);
+  EXPECT_EQ(got->time_horizon_ns, want->time_horizon_ns);
 }
 
 std::vector<Event> RandomEvents(std::mt19937_64& rng, int n, bool gaps) {
@@ -422,6 +423,57 @@ TEST(BatchWireTest, APrefixIsTheWholeDecodeCutAtTheFirstEventPastTheCutoff) {
     EXPECT_EQ(got.counters.events_lost, whole->counters.events_lost);
     EXPECT_EQ(got.clock, whole->clock);
   }
+}
+
+TEST(BatchWireTest, TheStoresTimeHorizonIsReadAsProtobufReadsItAndAnAgentsIsNotKept) {
+  std::mt19937_64 rng(23);
+  const std::vector<Event> events = RandomEvents(rng, 200, true);
+  const ClockEstimate clock{-42, 7};
+  std::string block;
+  AppendBatchWire(events, {}, nullptr, &clock, &block);
+  EXPECT_EQ(DecodeBatchWire(block)->time_horizon_ns, kNoTimeHorizon);
+  std::string with_horizon = block;
+  AppendTimeHorizonField(int64_t{1} << 62, &with_horizon);
+  EXPECT_EQ(DecodeBatchWire(with_horizon)->time_horizon_ns, int64_t{1} << 62);
+  ExpectSameAsReference(with_horizon);
+  // Twice: the last one, as protobuf reads a scalar; and a negative one.
+  std::string twice = with_horizon;
+  AppendTimeHorizonField(-5, &twice);
+  EXPECT_EQ(DecodeBatchWire(twice)->time_horizon_ns, -5);
+  ExpectSameAsReference(twice);
+  // None is written as none.
+  std::string none = block;
+  AppendTimeHorizonField(kNoTimeHorizon, &none);
+  EXPECT_EQ(none, block);
+  // What an agent sends in the field is not the store's: the store's block drops it.
+  std::string kept;
+  ASSERT_TRUE(AppendEventsOnly(with_horizon, &clock, &kept));
+  EXPECT_EQ(kept, block);
+}
+
+TEST(BatchWireTest, APrefixDoesNotStopAtATimestampPastTheHorizon) {
+  std::vector<Event> events;
+  for (uint64_t seq = 1; seq <= 10; ++seq) {
+    Event e;
+    e.seq = seq;
+    e.kind = EventKind::kAlloc;
+    e.ts_ns = static_cast<int64_t>(seq) * 1000;
+    events.push_back(e);
+  }
+  events[4].ts_ns = 1'000'000;  // past the horizon below: no time
+  std::string bytes;
+  AppendBatchWire(events, {}, nullptr, nullptr, &bytes);
+  DecodeCutoff cutoff;
+  cutoff.max_ts_ns = 7000;
+  DecodedBatch got;
+  bool stopped = false;
+  ASSERT_TRUE(DecodeBatchWirePrefix(bytes, BatchLimits(), cutoff, &got, &stopped).ok());
+  EXPECT_EQ(got.events.size(), 4u) << "without a horizon, every timestamp is a time";
+  AppendTimeHorizonField(500'000, &bytes);
+  ASSERT_TRUE(DecodeBatchWirePrefix(bytes, BatchLimits(), cutoff, &got, &stopped).ok());
+  EXPECT_EQ(got.events.size(), 7u);
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(got.time_horizon_ns, 500'000);
 }
 
 TEST(BatchWireTest, APrefixReportsAnInvalidEventBeforeTheCutoffAndNeedNotReadPastIt) {

@@ -6,6 +6,7 @@
 #define MEMTRACE_PROTO_CODEC_EVENT_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace memtrace {
@@ -113,6 +114,10 @@ struct ClockEstimate {
     return offset_ns == o.offset_ns && round_trip_ns == o.round_trip_ns;
   }
 };
+
+// A time horizon (RankState::SetTimeHorizon, EventBatch.collector_time_horizon_ns) that no
+// timestamp is past.
+inline constexpr int64_t kNoTimeHorizon = std::numeric_limits<int64_t>::max();
 
 const char* EventKindName(EventKind kind);
 
