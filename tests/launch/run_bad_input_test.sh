@@ -114,6 +114,62 @@ wait "$run"
 expect_eq "exit code of a job killed by the forwarded SIGTERM" "$?" "143"
 echo "ok: SIGTERM forwarded"
 
+# 7c. Without a terminal (a batch scheduler, timeout(1), setsid) a SIGINT sent to memtrace run's
+# whole process group reaches the job once, and so does one sent to memtrace run alone; the
+# job's worker (a process of the job's group, like torchrun's) gets it once too. The job counts
+# each delivery (a byte on Python's wakeup fd per signal: its handler may run once for two).
+cat >"$WORK/count_sigint.py" <<'PY'
+import os, select, signal, subprocess, sys, time
+out, workers = sys.argv[1], int(sys.argv[2])
+r, w = os.pipe()
+os.set_blocking(w, False)
+signal.signal(signal.SIGINT, lambda *_: None)
+signal.set_wakeup_fd(w)
+children = [subprocess.Popen([sys.executable, sys.argv[0], out + ".worker", "0"],
+                             stdout=subprocess.PIPE) for _ in range(workers)]
+for child in children:
+    child.stdout.readline()
+print("ready", flush=True)
+count, first, end = 0, None, time.time() + 20
+# A second copy would come right after the first: wait 1.5 s for it.
+while time.time() < end and (first is None or time.time() < first + 1.5):
+    if select.select([r], [], [], 0.05)[0]:
+        count += len(os.read(r, 64))
+        first = first or time.time()
+with open(out, "w") as f:
+    f.write("%d\n" % count)
+for child in children:
+    child.wait()
+PY
+# start_in_new_session OUT ERR COMMAND...: COMMAND in a session and process group of its own,
+# without a terminal. Sets RUN, its pid and group id. A background command of this shell starts
+# with SIGINT and SIGQUIT ignored (POSIX, without job control): put back first.
+start_in_new_session() {
+  out=$1 err=$2
+  shift 2
+  python3 -c 'import os, signal, sys
+for s in (signal.SIGINT, signal.SIGQUIT):
+    signal.signal(s, signal.SIG_DFL)
+os.setsid()
+os.execvp(sys.argv[1], sys.argv[1:])' "$@" >"$out" 2>"$err" &
+  RUN=$!
+}
+for target in group process; do
+  start_in_new_session "$WORK/c7c-$target.out" "$WORK/c7c-$target.err" "$MEMTRACE" run \
+    --collector "$CLOSED" --timeout 200ms --no_agent -- \
+    python3 "$WORK/count_sigint.py" "$WORK/count-$target" 1
+  wait_for_line "$WORK/c7c-$target.out" "ready" 20
+  expect_eq "memtrace run's process group" "$(ps -o pgid= -p "$RUN" | tr -d ' ')" "$RUN"
+  if [ "$target" = group ]; then kill -INT "-$RUN"; else kill -INT "$RUN"; fi
+  wait "$RUN"
+  expect_eq "exit code after a SIGINT to the $target" "$?" "0"
+  expect_eq "SIGINTs the job got, sent to memtrace run's $target" "$(cat "$WORK/count-$target")" "1"
+  expect_eq "SIGINTs the job's worker got, sent to memtrace run's $target" \
+    "$(cat "$WORK/count-$target.worker")" "1"
+  expect_grep "$WORK/c7c-$target.err" "passed signal 2"
+done
+echo "ok: without a terminal, a SIGINT to memtrace run's group or to it reaches the job once"
+
 # 8a. A local collector for workers on other nodes (a wildcard listen address) starts, in
 # plaintext with a warning, and the job runs (the collector refuses plaintext off loopback unless
 # told it may, and memtrace run did not tell it: the job never started).

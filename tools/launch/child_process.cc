@@ -86,6 +86,24 @@ std::string PathOf(const std::vector<std::string>& env) {
   return "/usr/local/bin:/usr/bin:/bin";  // glibc's execvp default, roughly
 }
 
+// Called in the child once it leads its own group. A signal sent to the caller's group between
+// fork and setpgid reached the child too, and waits there, blocked, for exec to unblock it; the
+// caller got its own copy (it blocks what it waits for) and decides what to pass on, so the
+// child's copy would be a second one. Setting a pending signal's action to SIG_IGN discards it
+// (POSIX sigaction), and the action is then put back as it was. Async-signal-safe.
+void DropSignalsFromTheCallersGroup() {
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP || sigismember(&pending, sig) != 1) continue;
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    struct sigaction previous;
+    if (sigaction(sig, &ignore, &previous) == 0) sigaction(sig, &previous, nullptr);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ResolveCommand(const std::string& name, const std::string& path) {
@@ -134,7 +152,10 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
   if (pid == 0) {
     // Child: async-signal-safe calls only.
     close(pipe_fds[0]);
-    if (options.new_process_group) setpgid(0, 0);
+    if (options.new_process_group) {
+      setpgid(0, 0);
+      DropSignalsFromTheCallersGroup();
+    }
     if (options.die_with_parent) {
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(1);  // the parent died before prctl

@@ -35,7 +35,10 @@ struct SpawnOptions {
   EnvVars env;
   // The signal mask the child starts with (the caller may block signals it waits for).
   sigset_t signal_mask;
-  // Own process group, so a terminal's Ctrl-C reaches the job but not this child.
+  // Own process group, so that nothing sent to the caller's group (a terminal's Ctrl-C,
+  // `kill -INT -PGID`) reaches the child. One sent there between fork and the child's setpgid
+  // that the calling thread blocks is dropped in the child, not delivered at exec: the caller
+  // got it too and takes it afterwards. The child leads its group before Spawn returns.
   bool new_process_group = false;
   // SIGTERM to the child when the calling thread's process dies.
   bool die_with_parent = false;

@@ -59,7 +59,9 @@ constexpr char kUsage[] =
     "launcher's id is shared, like torchrun's --rdzv_id).\n"
     "\n"
     "Signals sent to memtrace (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2) are passed on to\n"
-    "COMMAND; a terminal's Ctrl-C reaches it directly.";
+    "COMMAND. In a terminal's foreground COMMAND shares memtrace's process group and gets\n"
+    "Ctrl-C directly; otherwise (no terminal, timeout(1), a scheduler) it runs in a group of\n"
+    "its own, and a signal sent to memtrace's group reaches its group once, passed on.";
 
 struct RunOptions {
   std::string collector;
@@ -499,10 +501,15 @@ int Runner::Run() {
     RemoveTree(work_dir_);
     return 128 + *stop;
   }
+  const JobGroup job_group = ChooseJobGroup();
   SpawnOptions spawn;
   spawn.argv = command_;
   spawn.env = ToVariables(*agent);
   spawn.signal_mask = signals.original_mask();
+  spawn.new_process_group = job_group == JobGroup::kOwn;
+  // In a group of its own the job no longer dies with memtrace run's group (a scheduler's
+  // final SIGKILL to the group): it must not run on untraced and unsupervised.
+  spawn.die_with_parent = job_group == JobGroup::kOwn;
   io_.err.flush();
   job_started_ = absl::Now();
   absl::StatusOr<pid_t> job = Spawn(spawn);
@@ -514,6 +521,7 @@ int Runner::Run() {
   }
 
   SuperviseOptions supervise;
+  supervise.job_group = job_group;
   supervise.tick =
       local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1)) : o_.health_interval;
   supervise.on_tick = [this] { Tick(); };

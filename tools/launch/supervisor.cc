@@ -1,8 +1,10 @@
 #include "tools/launch/supervisor.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -19,6 +21,19 @@ bool SentByProcess(const siginfo_t& info) {
   return info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
 }
 
+// A job in its own group hears nothing of what reaches memtrace run's group, the terminal's
+// signals included (a Ctrl-C after `fg` arrives as SI_KERNEL), so then all are passed on.
+bool ShouldPassOn(const siginfo_t& info, JobGroup group) {
+  return group == JobGroup::kOwn || SentByProcess(info);
+}
+
+// A job of its own group gets the signal in its whole group: one sent to memtrace run's group
+// would have reached every process there without memtrace (torchrun's workers too, which count
+// on it as on a terminal's Ctrl-C). One sent to memtrace's pid alone looks the same (SI_USER)
+// and goes the same way. A job in memtrace's group gets it in its own process only, as before:
+// its group is memtrace's.
+void PassOn(pid_t job, int sig, JobGroup group) { kill(group == JobGroup::kOwn ? -job : job, sig); }
+
 timespec WaitTimespec(absl::Duration d) {
   d = std::max(d, absl::Milliseconds(1));
   timespec ts;
@@ -28,6 +43,16 @@ timespec WaitTimespec(absl::Duration d) {
 }
 
 }  // namespace
+
+JobGroup ChooseJobGroup() {
+  // /dev/tty is the controlling terminal however stdin, stdout and stderr are redirected (a run
+  // logging to a file still gets the terminal's Ctrl-C); it does not open without one.
+  const int tty = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0) return JobGroup::kOwn;
+  const bool foreground = tcgetpgrp(tty) == getpgrp();
+  close(tty);
+  return foreground ? JobGroup::kShared : JobGroup::kOwn;
+}
 
 ScopedSignalBlock::ScopedSignalBlock() {
   sigemptyset(&blocked_);
@@ -83,8 +108,8 @@ int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOpt
     siginfo_t info;
     int sig = sigtimedwait(&signals.blocked(), &info, &wait);
     if (sig <= 0 || sig == SIGCHLD) continue;
-    if (SentByProcess(info)) {
-      kill(job, sig);
+    if (ShouldPassOn(info, options.job_group)) {
+      PassOn(job, sig, options.job_group);
       if (options.on_forward) options.on_forward(sig, info.si_pid);
     }
   }

@@ -2,11 +2,9 @@
 // signals are blocked in every thread (block them before any thread starts, gRPC's included)
 // and taken synchronously with sigtimedwait.
 //
-// Forwarding: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to memtrace by another
-// process (kill, Slurm, Kubernetes, a scheduler) are sent on to the job. The same signals from
-// the terminal (Ctrl-C, Ctrl-\) are not: the kernel already delivered them to the whole
-// foreground process group, the job included, and a second copy would make launchers such as
-// torchrun abort their own orderly shutdown.
+// Forwarding (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) depends on where the job runs
+// (JobGroup), so that a signal reaches it once: a second SIGINT makes launchers such as torchrun
+// abort their own orderly shutdown.
 #ifndef MEMTRACE_TOOLS_LAUNCH_SUPERVISOR_H_
 #define MEMTRACE_TOOLS_LAUNCH_SUPERVISOR_H_
 
@@ -19,6 +17,25 @@
 #include "absl/time/time.h"
 
 namespace memtrace::launch {
+
+// Which process group the job runs in.
+enum class JobGroup {
+  // memtrace run's own, which is the terminal's foreground group: a terminal's Ctrl-C or Ctrl-\
+  // reaches the job directly and is not passed on; only signals a process sent to memtrace
+  // (kill, Slurm, Kubernetes) are, to the job's process.
+  kShared,
+  // One the job leads: nothing sent to memtrace run's group reaches it, so every forwarded
+  // signal is passed on, whoever sent it, to the job's whole group.
+  kOwn,
+};
+
+// kShared when this process's group is the foreground group of its controlling terminal, so
+// that the terminal's signals and job control (Ctrl-C, Ctrl-Z, fg) reach the job as they would
+// without memtrace. kOwn otherwise (no terminal: a batch scheduler, timeout(1), setsid, a
+// container; or started in the background), where signals come from processes, and one sent to
+// memtrace's whole group would otherwise reach a job in that group twice: directly and passed
+// on. Async-signal-safe.
+JobGroup ChooseJobGroup();
 
 // Blocks the forwarded signals and SIGCHLD in the calling thread for its lifetime (threads
 // created meanwhile inherit the mask), and sets SIGCHLD's disposition to the default: one
@@ -54,9 +71,12 @@ struct SuperviseOptions {
   absl::Duration tick = absl::Seconds(5);
   // Called for each signal passed on to the job: (signal number, sender pid).
   std::function<void(int, pid_t)> on_forward;
+  // Where the job was spawned (a kOwn job leads its group): decides which signals are passed
+  // on, and to whom.
+  JobGroup job_group = JobGroup::kShared;
 };
 
-// Waits until `job` ends and returns its waitpid status; forwards signals (see above) while
+// Waits until `job` ends and returns its waitpid status; forwards signals (see JobGroup) while
 // waiting. Requires a live ScopedSignalBlock `signals` in the calling thread. A job that is no
 // longer this process's child (reaped by someone else) reads as exit code 1: unknown.
 int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOptions& options);

@@ -1,23 +1,35 @@
 #include "tools/launch/supervisor.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 #include "tools/launch/child_process.h"
 
 namespace memtrace::launch {
 namespace {
 
-pid_t Start(const ScopedSignalBlock& signals, const std::string& script) {
+pid_t Start(const ScopedSignalBlock& signals, const std::string& script,
+            JobGroup group = JobGroup::kShared) {
   SpawnOptions options;
   options.argv = {"sh", "-c", script};
   options.signal_mask = signals.original_mask();
+  options.new_process_group = group == JobGroup::kOwn;
   absl::StatusOr<pid_t> pid = Spawn(options);
   EXPECT_TRUE(pid.ok()) << pid.status();
   return pid.ok() ? *pid : -1;
@@ -72,6 +84,154 @@ TEST(SuperviseJobTest, TicksWhileTheJobRuns) {
   options.on_tick = [&] { ++ticks; };
   SuperviseJob(job, signals, options);
   EXPECT_GE(ticks, 3);
+}
+
+// Queues `sig` the way the kernel sends a terminal's Ctrl-C: si_code SI_KERNEL, which a
+// thread may only forge for itself, so this runs in the thread that then supervises.
+void QueueAsTheTerminal(int sig) {
+  siginfo_t info = {};
+  info.si_signo = sig;
+  info.si_code = SI_KERNEL;
+  ASSERT_EQ(syscall(SYS_rt_sigqueueinfo, getpid(), sig, &info), 0) << strerror(errno);
+}
+
+bool WaitForFile(const std::string& path) {
+  for (int i = 0; i < 400; ++i) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    absl::SleepFor(absl::Milliseconds(25));
+  }
+  return false;
+}
+
+// Ends with 0 after about 1 s, with 7 on SIGINT; creates `ready` once it handles SIGINT.
+std::string JobExitingOnSigint(const std::string& ready) {
+  return absl::StrCat("trap 'exit 7' INT; touch ", ready,
+                      "; i=0; while [ $i -lt 20 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+}
+
+TEST(SuperviseJobTest, ATerminalSignalIsNotPassedOnToAJobInOurGroup) {
+  const std::string ready = test_util::UniqueDir("supervise") + "/ready";
+  ScopedSignalBlock signals;
+  pid_t job = Start(signals, JobExitingOnSigint(ready));
+  ASSERT_TRUE(WaitForFile(ready));
+  // The kernel gave the job its own copy (here: none, so the job runs to its end).
+  QueueAsTheTerminal(SIGINT);
+  std::atomic<int> forwarded{0};
+  SuperviseOptions options;
+  options.on_forward = [&](int sig, pid_t) { forwarded = sig; };
+  int status = SuperviseJob(job, signals, options);
+  EXPECT_EQ(ExitCodeOf(status), 0);
+  EXPECT_EQ(forwarded.load(), 0);
+}
+
+TEST(SuperviseJobTest, AJobInItsOwnGroupGetsATerminalSignalToo) {
+  const std::string ready = test_util::UniqueDir("supervise") + "/ready";
+  ScopedSignalBlock signals;
+  pid_t job = Start(signals, JobExitingOnSigint(ready), JobGroup::kOwn);
+  ASSERT_TRUE(WaitForFile(ready));
+  // Ctrl-C after `fg` of a run started in the background: only memtrace's group gets it.
+  QueueAsTheTerminal(SIGINT);
+  std::atomic<int> forwarded{0};
+  SuperviseOptions options;
+  options.job_group = JobGroup::kOwn;
+  options.on_forward = [&](int sig, pid_t) { forwarded = sig; };
+  int status = SuperviseJob(job, signals, options);
+  EXPECT_EQ(ExitCodeOf(status), 7);
+  EXPECT_EQ(forwarded.load(), SIGINT);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Gone, or a zombie nobody reaped yet.
+bool Ended(pid_t pid) {
+  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  if (stat.empty()) return true;
+  size_t paren = stat.rfind(')');
+  return paren != std::string::npos && stat.substr(paren + 2, 1) == "Z";
+}
+
+TEST(SuperviseJobTest, AJobInItsOwnGroupGetsTheSignalInItsWholeGroup) {
+  // A launcher's worker (torchrun's) shares its group and expects what the group gets.
+  const std::string worker_pid_file = test_util::UniqueDir("supervise") + "/worker.pid";
+  ScopedSignalBlock signals;
+  pid_t job = Start(signals,
+                    absl::StrCat("sleep 30 & echo $! >", worker_pid_file, ".tmp; mv ",
+                                 worker_pid_file, ".tmp ", worker_pid_file, "; wait"),
+                    JobGroup::kOwn);
+  SuperviseOptions options;
+  options.job_group = JobGroup::kOwn;
+  std::thread sender([&] {
+    for (int i = 0; i < 200 && ReadFile(worker_pid_file).empty(); ++i) {
+      absl::SleepFor(absl::Milliseconds(25));
+    }
+    kill(getpid(), SIGTERM);
+  });
+  int status = SuperviseJob(job, signals, options);
+  sender.join();
+  EXPECT_EQ(ExitCodeOf(status), 128 + SIGTERM);
+  const pid_t worker = std::atoi(ReadFile(worker_pid_file).c_str());
+  ASSERT_GT(worker, 0);
+  bool ended = Ended(worker);
+  for (int i = 0; i < 100 && !ended; ++i) {
+    absl::SleepFor(absl::Milliseconds(20));
+    ended = Ended(worker);
+  }
+  EXPECT_TRUE(ended) << "the job's worker " << worker << " did not get the SIGTERM";
+  if (!ended) kill(worker, SIGKILL);
+}
+
+// A new pseudo-terminal's follower side, made the calling session leader's controlling terminal.
+// Its foreground group is then the leader's.
+bool TakeNewTerminal() {
+  int leader = posix_openpt(O_RDWR | O_NOCTTY);
+  if (leader < 0 || grantpt(leader) != 0 || unlockpt(leader) != 0) return false;
+  char name[128];
+  if (ptsname_r(leader, name, sizeof(name)) != 0) return false;
+  int follower = open(name, O_RDWR | O_NOCTTY);
+  return follower >= 0 && ioctl(follower, TIOCSCTTY, 0) == 0;
+}
+
+enum class Place { kNoTerminal, kTerminalForeground, kTerminalBackground };
+
+// ChooseJobGroup's answer in a process placed `where`, in a session of its own (exit code 1:
+// kShared, 2: kOwn, 3: the set-up failed).
+int ChooseJobGroupIn(Place where) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setsid() < 0) _exit(3);
+    if (where != Place::kNoTerminal && !TakeNewTerminal()) _exit(3);
+    // The session leader is in the foreground; a process of another group of its session is not.
+    if (where == Place::kTerminalBackground && fork() != 0) {
+      int status = 0;
+      wait(&status);
+      _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 3);
+    }
+    if (where == Place::kTerminalBackground && setpgid(0, 0) != 0) _exit(3);
+    _exit(ChooseJobGroup() == JobGroup::kShared ? 1 : 2);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(ChooseJobGroupTest, SharedInTheForegroundOfTheControllingTerminal) {
+  // Whatever stdin, stdout and stderr are: here none of them is that terminal.
+  EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalForeground), 1);
+}
+
+TEST(ChooseJobGroupTest, OwnWithoutAControllingTerminal) {
+  // Under a batch scheduler, setsid, a container.
+  EXPECT_EQ(ChooseJobGroupIn(Place::kNoTerminal), 2);
+}
+
+TEST(ChooseJobGroupTest, OwnInTheBackgroundOfTheControllingTerminal) {
+  // Under timeout(1), which moves itself and memtrace into a group of their own, or after `&`.
+  EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalBackground), 2);
 }
 
 TEST(ScopedSignalBlockTest, AStopSignalThatArrivedWhileBlockedIsTakenOnce) {
