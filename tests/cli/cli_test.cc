@@ -306,6 +306,14 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
       r.err, absl::StrCat("memtrace jobs: cannot reach collector at ", down, ": ")))
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // A simulated run stamped a year ahead would be no time at the collector (time_future): the
+  // simulator refuses it before it connects.
+  const int64_t next_year = absl::ToUnixNanos(absl::Now() + absl::Hours(24 * 365));
+  ProcessResult sim =
+      RunProcess({kSim, "--collector", down, "--steps", "10", "--start", absl::StrCat(next_year)});
+  EXPECT_EQ(sim.exit_code, 2) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "--start: step 10 would be stamped 8760h")) << sim.err;
+  EXPECT_EQ(std::count(sim.err.begin(), sim.err.end(), '\n'), 1) << sim.err;
 }
 
 TEST_F(CliTest, HelpListsTheCommands) {

@@ -158,7 +158,7 @@ void RegisterFlags(cli::FlagSet* flags, SimFlags* f) {
   flags->AddDuration("step", "DURATION", "simulated time per step (default 1s)", &f->step);
   flags->AddString("start", "NS",
                    "simulated time of step 0 in ns since the epoch (default: now - steps * step, "
-                   "or now with --speed)",
+                   "or now with --speed); no step may be stamped more than 10m after it is sent",
                    &f->start);
   flags->Add("speed", "X",
              "0: as fast as possible (default); 1: simulated time runs at wall-clock speed",
@@ -235,6 +235,18 @@ absl::Status ResolveOptions(SimFlags* f, absl::Time now) {
     if (!absl::SimpleAtoi(f->start, &w.start_ns) || w.start_ns <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--start: '", f->start, "' is not a positive integer"));
+    }
+    // The collector holds a timestamp more than 10 minutes past its arrival as no time
+    // (collector/README.md, "Clocks"): a run stamped so would collapse into one instant there.
+    const absl::Duration run = w.steps * f->step;
+    const absl::Time last_sent = options.speed > 0 ? now + run / options.speed : now;
+    const absl::Time last_stamped = absl::FromUnixNanos(w.start_ns) + run;
+    if (last_stamped > last_sent + absl::Minutes(10)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--start: step ", w.steps, " would be stamped ",
+          absl::FormatDuration(absl::Trunc(last_stamped - last_sent, absl::Seconds(1))),
+          " after it is sent; the collector takes timestamps more than 10m past their arrival "
+          "as a clock gone wrong (anomaly time_future)"));
     }
   } else {
     // As fast as possible: the simulated run ends about now, so times look recent.

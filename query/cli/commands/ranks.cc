@@ -1,6 +1,10 @@
 #include "query/cli/commands/ranks.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "query/cli/query_client.h"
 
 namespace memtrace::cli {
@@ -19,11 +23,28 @@ constexpr char kUsage[] =
     "--durability async or a damaged write-ahead log, which no agent can resend; agents count\n"
     "both in lost as well once they reconnect, so the two overlap and do not add up), the\n"
     "time of the last acknowledged batch, live bytes, the current step, anomalies the\n"
-    "collector counted (frees of unknown addresses, double frees, time going back) and OOM\n"
-    "events.\n"
+    "collector counted (frees of unknown addresses, double frees, time going back,\n"
+    "timestamps far past when the collector received them, ...) and OOM events.\n"
     "With --format json or csv also: world size, pid, device, launcher, first and last\n"
-    "event time, and the agent's clock estimate (collector clock minus the rank's, and the\n"
-    "round trip it was measured over, in ns; empty when the agent sent none).";
+    "event time, the agent's clock estimate (collector clock minus the rank's, and the\n"
+    "round trip it was measured over, in ns; empty when the agent sent none), and the\n"
+    "anomalies by kind (anomaly_kinds: 'kind=count' for each kind counted, as named in\n"
+    "memtrace.v1.AnomalyCounts).";
+
+// "time_future=3 free_unknown=1": each kind of AnomalyCounts counted, in field order. By
+// reflection, so that a kind added to the proto shows without a change here.
+std::string AnomalyKinds(const v1::AnomalyCounts& counts) {
+  std::string out;
+  const google::protobuf::Descriptor* descriptor = counts.GetDescriptor();
+  const google::protobuf::Reflection* reflection = counts.GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* field = descriptor->field(i);
+    if (field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_UINT64) continue;
+    const uint64_t count = reflection->GetUInt64(counts, field);
+    if (count != 0) absl::StrAppend(&out, out.empty() ? "" : " ", field->name(), "=", count);
+  }
+  return out;
+}
 
 // Sequence numbers start at 1 and every stored event has its own, so those up to the durable
 // one that were never stored are the difference.
@@ -81,6 +102,7 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                                  {"step", ColumnType::kInt},
                                  {"anomalies", ColumnType::kInt},
                                  {"ooms", ColumnType::kInt}});
+  if (detailed) columns.push_back({"anomaly_kinds", ColumnType::kText});
   Table table(std::move(columns));
   for (const v1::RankSummary& rank : response.ranks()) {
     const v1::RankIdentity& id = rank.identity();
@@ -103,6 +125,7 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                 uint64_t{rank.counters().spool_bytes()}, MissingEvents(rank),
                 int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
                 int64_t{rank.current_step()}, uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
+    if (detailed) row.push_back(AnomalyKinds(rank.anomaly_counts()));
     table.AddRow(std::move(row));
   }
   return table;

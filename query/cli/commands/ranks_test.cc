@@ -31,6 +31,8 @@ v1::ListRanksResponse OneRank() {
   rank->set_live_bytes(3ull << 30);
   rank->set_current_step(99);
   rank->set_anomalies(2);
+  rank->mutable_anomaly_counts()->set_free_unknown(1);
+  rank->mutable_anomaly_counts()->set_time_future(1);
   rank->set_ooms(1);
   return response;
 }
@@ -52,9 +54,9 @@ TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
             "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
             "clock_offset_ns,clock_round_trip_ns,"
             "identified_by,events,durable_seq,complete,lost,unacked,missing,last_ack,live,step,"
-            "anomalies,ooms\n"
+            "anomalies,ooms,anomaly_kinds\n"
             "5,sim-node-0,5,0,8,4242,5,simulator,0,0,,,env,900,1000,true,3,4096,100,"
-            "1700000000000000000,3221225472,99,2,1\n");
+            "1700000000000000000,3221225472,99,2,1,free_unknown=1 time_future=1\n");
 }
 
 TEST(RanksTableTest, DetailedFormHasTheAgentsClockEstimateWhenThereIsOne) {
