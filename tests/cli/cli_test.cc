@@ -312,8 +312,21 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
   ProcessResult sim =
       RunProcess({kSim, "--collector", down, "--steps", "10", "--start", absl::StrCat(next_year)});
   EXPECT_EQ(sim.exit_code, 2) << sim.err;
-  EXPECT_TRUE(absl::StrContains(sim.err, "--start: step 10 would be stamped 8760h")) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "--start: the last step would be stamped 8760h"))
+      << sim.err;
   EXPECT_EQ(std::count(sim.err.begin(), sim.err.end(), '\n'), 1) << sim.err;
+  // At half wall-clock speed sending falls behind the stamps: step 0 leads the most.
+  const int64_t in_an_hour = absl::ToUnixNanos(absl::Now() + absl::Hours(1));
+  sim = RunProcess({kSim, "--collector", down, "--steps", "1000", "--speed", "0.5", "--start",
+                    absl::StrCat(in_an_hour)});
+  EXPECT_EQ(sim.exit_code, 2) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "--start: step 0 would be stamped 59m")) << sim.err;
+  // An invalid workload is reported as such, not as a --start beyond reach.
+  sim =
+      RunProcess({kSim, "--collector", down, "--steps", "-5", "--start", absl::StrCat(next_year)});
+  EXPECT_EQ(sim.exit_code, 2) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "steps")) << sim.err;
+  EXPECT_FALSE(absl::StrContains(sim.err, "--start")) << sim.err;
 }
 
 TEST_F(CliTest, HelpListsTheCommands) {

@@ -170,6 +170,49 @@ for target in group process; do
 done
 echo "ok: without a terminal, a SIGINT to memtrace run's group or to it reaches the job once"
 
+# 7d. In a terminal, a run started with `&` and brought back with `fg` gets the terminal, its
+# job included: the job reads a line typed there (a job of a group of its own would have stopped
+# for good on SIGTTIN). An interactive bash on a pseudo-terminal, driven as a user would type.
+cat >"$WORK/fg_job.py" <<'PY'
+import os, pty, re, select, signal, subprocess, sys, time
+memtrace, closed, out_path = sys.argv[1:4]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+seen = b""
+def read_until(pattern, seconds):
+    global seen
+    end = time.time() + seconds
+    while not re.search(pattern.encode(), seen) and time.time() < end:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                return
+def type_line(line):
+    os.write(fd, (line + "\n").encode())
+type_line("%s run --collector %s --timeout 200ms --no_agent -- "
+          "bash -c 'read x; echo got:$x; exit 7' &" % (memtrace, closed))
+read_until("runs untraced", 20)
+type_line("fg")
+time.sleep(1)
+type_line("hello")
+read_until("got:hello", 10)
+# Typed ahead: bash reads it once memtrace run has ended (the echo of the typed line has "$?").
+type_line("echo exit-code:$?")
+read_until("exit-code:[0-9]", 20)
+# Everything of the terminal's session, a job stopped for good included (the shell leads it).
+subprocess.call(["pkill", "-KILL", "-s", str(pid)])
+os.kill(pid, signal.SIGKILL)
+os.waitpid(pid, 0)
+with open(out_path, "wb") as f:
+    f.write(seen)
+PY
+python3 "$WORK/fg_job.py" "$MEMTRACE" "$CLOSED" "$WORK/c7d.out"
+expect_grep "$WORK/c7d.out" "got:hello"
+expect_grep "$WORK/c7d.out" "exit-code:7"
+echo "ok: a run started with & and brought back with fg reads the terminal"
+
 # 8a. A local collector for workers on other nodes (a wildcard listen address) starts, in
 # plaintext with a warning, and the job runs (the collector refuses plaintext off loopback unless
 # told it may, and memtrace run did not tell it: the job never started).

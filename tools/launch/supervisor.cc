@@ -22,7 +22,8 @@ bool SentByProcess(const siginfo_t& info) {
 }
 
 // A job in its own group hears nothing of what reaches memtrace run's group, the terminal's
-// signals included (a Ctrl-C after `fg` arrives as SI_KERNEL), so then all are passed on.
+// signals included (should memtrace's group come to the terminal's foreground later, a Ctrl-C
+// arrives as SI_KERNEL), so then all are passed on.
 bool ShouldPassOn(const siginfo_t& info, JobGroup group) {
   return group == JobGroup::kOwn || SentByProcess(info);
 }
@@ -51,7 +52,12 @@ JobGroup ChooseJobGroup() {
   if (tty < 0) return JobGroup::kOwn;
   const bool foreground = tcgetpgrp(tty) == getpgrp();
   close(tty);
-  return foreground ? JobGroup::kShared : JobGroup::kOwn;
+  // A background group this process leads is a shell's job (`&`): `fg` gives the terminal to
+  // this group, and a job of a group of its own would never get it (reading the terminal, it
+  // would stop for good). One led by another process was made by that process (timeout(1)),
+  // which signals the group.
+  const bool shell_job = getpgrp() == getpid();
+  return foreground || shell_job ? JobGroup::kShared : JobGroup::kOwn;
 }
 
 ScopedSignalBlock::ScopedSignalBlock() {

@@ -20,21 +20,23 @@ namespace memtrace::launch {
 
 // Which process group the job runs in.
 enum class JobGroup {
-  // memtrace run's own, which is the terminal's foreground group: a terminal's Ctrl-C or Ctrl-\
-  // reaches the job directly and is not passed on; only signals a process sent to memtrace
-  // (kill, Slurm, Kubernetes) are, to the job's process.
+  // memtrace run's own, which a shell gives the terminal to (it is the foreground group, or a
+  // background job the shell can `fg`): a terminal's Ctrl-C or Ctrl-\ reaches the job directly
+  // and is not passed on; only signals a process sent to memtrace (kill, Slurm, Kubernetes)
+  // are, to the job's process.
   kShared,
   // One the job leads: nothing sent to memtrace run's group reaches it, so every forwarded
   // signal is passed on, whoever sent it, to the job's whole group.
   kOwn,
 };
 
-// kShared when this process's group is the foreground group of its controlling terminal, so
+// kShared where a shell's job control applies: this process's group is the foreground group of
+// its controlling terminal, or a background group this process leads (started with `&`), so
 // that the terminal's signals and job control (Ctrl-C, Ctrl-Z, fg) reach the job as they would
-// without memtrace. kOwn otherwise (no terminal: a batch scheduler, timeout(1), setsid, a
-// container; or started in the background), where signals come from processes, and one sent to
-// memtrace's whole group would otherwise reach a job in that group twice: directly and passed
-// on. Async-signal-safe.
+// without memtrace. kOwn otherwise: no terminal (a batch scheduler, setsid, a container), or a
+// background group another process leads (timeout(1)); there signals come from processes, and
+// one sent to memtrace's whole group would otherwise reach a job in that group twice: directly
+// and passed on. Async-signal-safe.
 JobGroup ChooseJobGroup();
 
 // Blocks the forwarded signals and SIGCHLD in the calling thread for its lifetime (threads

@@ -129,7 +129,8 @@ TEST(SuperviseJobTest, AJobInItsOwnGroupGetsATerminalSignalToo) {
   ScopedSignalBlock signals;
   pid_t job = Start(signals, JobExitingOnSigint(ready), JobGroup::kOwn);
   ASSERT_TRUE(WaitForFile(ready));
-  // Ctrl-C after `fg` of a run started in the background: only memtrace's group gets it.
+  // Ctrl-C once memtrace's group (led by another process, as under timeout(1)) comes to the
+  // foreground: only memtrace's group gets it.
   QueueAsTheTerminal(SIGINT);
   std::atomic<int> forwarded{0};
   SuperviseOptions options;
@@ -196,7 +197,14 @@ bool TakeNewTerminal() {
   return follower >= 0 && ioctl(follower, TIOCSCTTY, 0) == 0;
 }
 
-enum class Place { kNoTerminal, kTerminalForeground, kTerminalBackground };
+enum class Place {
+  kNoTerminal,
+  kTerminalForeground,
+  // A group of its own in the background, as a shell starts a job with `&`.
+  kTerminalBackgroundLeader,
+  // A background group its parent leads, as under timeout(1).
+  kTerminalBackgroundFollower,
+};
 
 // ChooseJobGroup's answer in a process placed `where`, in a session of its own (exit code 1:
 // kShared, 2: kOwn, 3: the set-up failed).
@@ -206,12 +214,19 @@ int ChooseJobGroupIn(Place where) {
     if (setsid() < 0) _exit(3);
     if (where != Place::kNoTerminal && !TakeNewTerminal()) _exit(3);
     // The session leader is in the foreground; a process of another group of its session is not.
-    if (where == Place::kTerminalBackground && fork() != 0) {
-      int status = 0;
-      wait(&status);
-      _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 3);
+    if (where == Place::kTerminalBackgroundLeader || where == Place::kTerminalBackgroundFollower) {
+      if (fork() != 0) {
+        int status = 0;
+        wait(&status);
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 3);
+      }
+      if (setpgid(0, 0) != 0) _exit(3);
+      if (where == Place::kTerminalBackgroundFollower && fork() != 0) {
+        int status = 0;
+        wait(&status);
+        _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 3);
+      }
     }
-    if (where == Place::kTerminalBackground && setpgid(0, 0) != 0) _exit(3);
     _exit(ChooseJobGroup() == JobGroup::kShared ? 1 : 2);
   }
   int status = 0;
@@ -229,9 +244,14 @@ TEST(ChooseJobGroupTest, OwnWithoutAControllingTerminal) {
   EXPECT_EQ(ChooseJobGroupIn(Place::kNoTerminal), 2);
 }
 
-TEST(ChooseJobGroupTest, OwnInTheBackgroundOfTheControllingTerminal) {
-  // Under timeout(1), which moves itself and memtrace into a group of their own, or after `&`.
-  EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalBackground), 2);
+TEST(ChooseJobGroupTest, SharedAsAShellsBackgroundJob) {
+  // Started with `&`: `fg` gives the terminal to this group, which must hold the job too.
+  EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalBackgroundLeader), 1);
+}
+
+TEST(ChooseJobGroupTest, OwnInABackgroundGroupAnotherProcessLeads) {
+  // Under timeout(1), which moves itself into a group of its own and signals that group.
+  EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalBackgroundFollower), 2);
 }
 
 TEST(ScopedSignalBlockTest, AStopSignalThatArrivedWhileBlockedIsTakenOnce) {

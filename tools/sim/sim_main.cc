@@ -236,15 +236,24 @@ absl::Status ResolveOptions(SimFlags* f, absl::Time now) {
       return absl::InvalidArgumentError(
           absl::StrCat("--start: '", f->start, "' is not a positive integer"));
     }
+    // Checked on a valid workload only: --steps -5 is reported as that, not as a --start.
+    if (absl::Status s = ValidateWorkload(w); !s.ok()) return s;
     // The collector holds a timestamp more than 10 minutes past its arrival as no time
     // (collector/README.md, "Clocks"): a run stamped so would collapse into one instant there.
+    // Step k is stamped start + k * step and sent at now + k * step / speed (at now, as fast as
+    // possible); the lead is linear in k, so it is largest at step 0 (--speed below 1: sending
+    // falls behind the stamps) or at the end of the run (otherwise).
     const absl::Duration run = w.steps * f->step;
-    const absl::Time last_sent = options.speed > 0 ? now + run / options.speed : now;
-    const absl::Time last_stamped = absl::FromUnixNanos(w.start_ns) + run;
-    if (last_stamped > last_sent + absl::Minutes(10)) {
+    const absl::Time start = absl::FromUnixNanos(w.start_ns);
+    const absl::Duration first_lead = start - now;
+    const absl::Duration last_lead =
+        (start + run) - (options.speed > 0 ? now + run / options.speed : now);
+    const bool first_leads_more = first_lead >= last_lead;
+    const absl::Duration lead = first_leads_more ? first_lead : last_lead;
+    if (lead > absl::Minutes(10)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--start: step ", w.steps, " would be stamped ",
-          absl::FormatDuration(absl::Trunc(last_stamped - last_sent, absl::Seconds(1))),
+          "--start: ", first_leads_more ? "step 0" : "the last step", " would be stamped ",
+          absl::FormatDuration(absl::Trunc(lead, absl::Seconds(1))),
           " after it is sent; the collector takes timestamps more than 10m past their arrival "
           "as a clock gone wrong (anomaly time_future)"));
     }

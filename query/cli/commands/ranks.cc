@@ -31,7 +31,7 @@ constexpr char kUsage[] =
     "anomalies by kind (anomaly_kinds: 'kind=count' for each kind counted, as named in\n"
     "memtrace.v1.AnomalyCounts).";
 
-// "time_future=3 free_unknown=1": each kind of AnomalyCounts counted, in field order. By
+// "free_unknown=1 time_future=3": each kind of AnomalyCounts counted, in field order. By
 // reflection, so that a kind added to the proto shows without a change here.
 std::string AnomalyKinds(const v1::AnomalyCounts& counts) {
   std::string out;
