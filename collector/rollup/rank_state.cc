@@ -162,7 +162,7 @@ void RankState::Apply(const Event& e, ClosedRollups* closed) {
   // after the event stopped before it).
   ++anomalies_.time_future;
   Event held = e;
-  held.ts_ns = events_applied_ == 0 ? time_horizon_ns_ : last_ts_ns_;
+  held.ts_ns = TimeWithinHorizon(e.ts_ns, time_horizon_ns_, events_applied_ > 0, last_ts_ns_);
   ApplyAtItsTime(held, closed);
 }
 

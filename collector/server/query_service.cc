@@ -146,6 +146,11 @@ grpc::Status QueryService::ReadEvents(grpc::ServerContext*, const v1::ReadEvents
   EncodeBatch(stored->events, stored->strings, AgentCounterValues(), response->mutable_batch());
   response->mutable_batch()->clear_counters();
   response->set_next_seq(stored->next_seq);
+  for (const TimeHorizonRun& run : stored->time_horizons) {
+    v1::TimeHorizonRun* out = response->add_time_horizons();
+    out->set_events(run.events);
+    out->set_horizon_ns(run.horizon_ns);
+  }
   return grpc::Status::OK;
 }
 

@@ -1127,6 +1127,11 @@ absl::StatusOr<StoredEvents> EventStore::ReadEvents(absl::string_view job_id, ui
         break;
       }
       out.events.push_back(e);
+      if (out.time_horizons.empty() ||
+          out.time_horizons.back().horizon_ns != block->time_horizon_ns) {
+        out.time_horizons.push_back({0, block->time_horizon_ns});
+      }
+      ++out.time_horizons.back().events;
     }
   }
   if (absl::Status st = FromRocks(it->status(), absl::StrCat("reading blocks of ", where));

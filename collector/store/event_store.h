@@ -139,8 +139,17 @@ struct LiveSnapshot {
   bool allocation_phases_known = false;
 };
 
+// `events` consecutive events stored with one time horizon (DecodedBatch::time_horizon_ns).
+struct TimeHorizonRun {
+  uint32_t events = 0;
+  int64_t horizon_ns = kNoTimeHorizon;
+};
+
 struct StoredEvents {
+  // As the agent sent them: timestamps past their horizon included.
   std::vector<Event> events;
+  // The horizon each event was stored with, in runs that cover `events` in order.
+  std::vector<TimeHorizonRun> time_horizons;
   std::vector<StringDef> strings;
   // Where to continue reading; 0 when nothing more is stored.
   uint64_t next_seq = 0;

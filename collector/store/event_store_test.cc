@@ -674,6 +674,25 @@ TEST(EventStoreTest, AFarFutureTimestampIsNoTimeWhenStoredNorAfterARestart) {
   ASSERT_TRUE(stored.ok()) << stored.status();
   ASSERT_EQ(stored->events.size(), 1u);
   EXPECT_EQ(stored->events[0].ts_ns, kYear2200);
+  // With the horizon it was stored with, which places it where the rollups do: every event at
+  // the reference's time.
+  absl::StatusOr<StoredEvents> all = store->ReadEvents("job", 2, 0, 1, 0);
+  absl::StatusOr<StoredEvents> expected = reference->ReadEvents("job", 2, 0, 1, 0);
+  ASSERT_TRUE(all.ok() && expected.ok());
+  ASSERT_EQ(all->events.size(), 203u);
+  ASSERT_EQ(expected->events.size(), 203u);
+  size_t i = 0;
+  int64_t previous_ts_ns = 0;
+  for (const TimeHorizonRun& run : all->time_horizons) {
+    EXPECT_EQ(run.horizon_ns, kT0 + 1'000 * kMs + 24 * 3600 * int64_t{1'000'000'000});
+    for (uint32_t k = 0; k < run.events && i < all->events.size(); ++k, ++i) {
+      const int64_t ts =
+          TimeWithinHorizon(all->events[i].ts_ns, run.horizon_ns, i > 0, previous_ts_ns);
+      EXPECT_EQ(ts, expected->events[i].ts_ns) << "seq " << all->events[i].seq;
+      previous_ts_ns = ts;
+    }
+  }
+  EXPECT_EQ(i, all->events.size());
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
   ASSERT_TRUE(reference->CloseStream(ref->key, true).ok());
 }

@@ -119,6 +119,17 @@ struct ClockEstimate {
 // timestamp is past.
 inline constexpr int64_t kNoTimeHorizon = std::numeric_limits<int64_t>::max();
 
+// The time the collector takes an event stamped `ts_ns` at, when its batch's time horizon is
+// `horizon_ns` (collector/README.md, "Clocks"): its own when within the horizon, else the time
+// taken for the event before it in the stream (`previous_ts_ns`), or the horizon itself for a
+// stream's first event (`has_previous` false). One rule for the rollups and for every reader of
+// raw events, so that they place an event at the same time.
+inline int64_t TimeWithinHorizon(int64_t ts_ns, int64_t horizon_ns, bool has_previous,
+                                 int64_t previous_ts_ns) {
+  if (ts_ns <= horizon_ns) return ts_ns;
+  return has_previous ? previous_ts_ns : horizon_ns;
+}
+
 const char* EventKindName(EventKind kind);
 
 // Now on the clock events carry: CLOCK_REALTIME in ns, the clock CUPTI stamps activity records

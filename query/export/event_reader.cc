@@ -1,5 +1,7 @@
 #include "query/export/event_reader.h"
 
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "proto/codec/batch_codec.h"
 #include "proto/connect/client_channel.h"
@@ -7,6 +9,30 @@
 #include "query/cli/query_client.h"
 
 namespace memtrace::exporter {
+namespace {
+
+// Each event's time horizon, from the page's runs. INVALID_ARGUMENT when the runs do not cover
+// the page's events exactly; none at all is a collector older than them: no horizon.
+absl::StatusOr<std::vector<int64_t>> HorizonOfEach(const v1::ReadEventsResponse& page,
+                                                   size_t events) {
+  std::vector<int64_t> horizons;
+  if (page.time_horizons_size() == 0) {
+    horizons.assign(events, kNoTimeHorizon);
+    return horizons;
+  }
+  horizons.reserve(events);
+  for (const v1::TimeHorizonRun& run : page.time_horizons()) {
+    if (run.events() > events - horizons.size()) break;
+    horizons.insert(horizons.end(), run.events(), run.horizon_ns());
+  }
+  if (horizons.size() != events) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("its time horizons do not cover its ", events, " events"));
+  }
+  return horizons;
+}
+
+}  // namespace
 
 absl::StatusOr<EventReader> EventReader::Create(const std::string& address,
                                                 absl::Duration timeout) {
@@ -34,6 +60,9 @@ absl::Status EventReader::ForEach(const std::string& job_id, uint32_t rank, uint
   BatchLimits limits;
   limits.max_strings = 1 << 20;
   uint64_t from = 1;
+  // Carried from page to page: an event past its horizon takes the time of the one before.
+  bool has_previous = false;
+  int64_t previous_ts_ns = 0;
   while (true) {
     v1::ReadEventsRequest request;
     request.set_job_id(job_id);
@@ -50,7 +79,18 @@ absl::Status EventReader::ForEach(const std::string& job_id, uint32_t rank, uint
       return absl::InvalidArgumentError(absl::StrCat("events of rank ", rank, " from seq ", from,
                                                      " do not decode: ", batch.status().message()));
     }
-    for (const Event& e : batch->events) on_event(e);
+    absl::StatusOr<std::vector<int64_t>> horizons = HorizonOfEach(response, batch->events.size());
+    if (!horizons.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("events of rank ", rank, " from seq ", from,
+                                                     ": ", horizons.status().message()));
+    }
+    for (size_t i = 0; i < batch->events.size(); ++i) {
+      Event e = batch->events[i];
+      e.ts_ns = TimeWithinHorizon(e.ts_ns, (*horizons)[i], has_previous, previous_ts_ns);
+      has_previous = true;
+      previous_ts_ns = e.ts_ns;
+      on_event(e);
+    }
     if (response.next_seq() == 0) return absl::OkStatus();
     if (response.next_seq() <= from) {
       return absl::InternalError(absl::StrCat("ReadEvents of rank ", rank, " did not advance past seq ",

@@ -1,5 +1,5 @@
-// Reads a stream's raw stored events back from the collector (Query.ReadEvents), page by page,
-// so an exporter can walk millions of events without holding them.
+// Reads a stream's stored events back from the collector (Query.ReadEvents), page by page, so
+// an exporter can walk millions of events without holding them.
 #ifndef MEMTRACE_QUERY_EXPORT_EVENT_READER_H_
 #define MEMTRACE_QUERY_EXPORT_EVENT_READER_H_
 
@@ -23,7 +23,10 @@ class EventReader {
   // `timeout`. INVALID_ARGUMENT for an empty address.
   static absl::StatusOr<EventReader> Create(const std::string& address, absl::Duration timeout);
 
-  // Calls `on_event` for every stored event of (job, rank, attempt) in sequence order.
+  // Calls `on_event` for every stored event of (job, rank, attempt) in sequence order, at the
+  // time the collector takes it at: one stamped past the time horizon it was stored with (a
+  // clock gone wrong, counted as anomaly time_future) at the time of the event before it, as
+  // the rollups place it (TimeWithinHorizon).
   // Errors are the collector's, in the CLI's words (cli::FromGrpcStatus), or INVALID_ARGUMENT
   // for a page that does not decode. Thread-safe.
   absl::Status ForEach(const std::string& job_id, uint32_t rank, uint32_t attempt,

@@ -106,6 +106,7 @@ void CheckWireAgrees(const uint8_t* data, size_t size, const memtrace::BatchLimi
   }
   Check(fast->strings == slow->strings, "DecodeBatchWire strings equal");
   Check(fast->clock == slow->clock, "DecodeBatchWire clock equal");
+  Check(fast->time_horizon_ns == slow->time_horizon_ns, "DecodeBatchWire time horizon equal");
   Check(fast->counters.events_recorded == slow->counters.events_recorded &&
             fast->counters.events_lost == slow->counters.events_lost &&
             fast->counters.spool_bytes == slow->counters.spool_bytes &&
