@@ -114,7 +114,7 @@ wait "$run"
 expect_eq "exit code of a job killed by the forwarded SIGTERM" "$?" "143"
 echo "ok: SIGTERM forwarded"
 
-# 7c. Without a terminal (a batch scheduler, timeout(1), setsid) a SIGINT sent to memtrace run's
+# 7c. Without a terminal (a batch scheduler, setsid) a SIGINT sent to memtrace run's
 # whole process group reaches the job once, and so does one sent to memtrace run alone; the
 # job's worker (a process of the job's group, like torchrun's) gets it once too. The job counts
 # each delivery (a byte on Python's wakeup fd per signal: its handler may run once for two).
@@ -171,11 +171,13 @@ done
 echo "ok: without a terminal, a SIGINT to memtrace run's group or to it reaches the job once"
 
 # 7d. In a terminal, a run started with `&` and brought back with `fg` gets the terminal, its
-# job included: the job reads a line typed there (a job of a group of its own would have stopped
-# for good on SIGTTIN). An interactive bash on a pseudo-terminal, driven as a user would type.
+# job included: the job, stopped on SIGTTIN as it read in the background, reads a line typed
+# after `fg` (a job of a group of its own would have stopped for good). Started by the shell
+# itself, and under a subshell that leads the group. An interactive bash on a pseudo-terminal,
+# driven as a user would type.
 cat >"$WORK/fg_job.py" <<'PY'
 import os, pty, re, select, signal, subprocess, sys, time
-memtrace, closed, out_path = sys.argv[1:4]
+command_line, out_path = sys.argv[1:3]
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
@@ -191,9 +193,10 @@ def read_until(pattern, seconds):
                 return
 def type_line(line):
     os.write(fd, (line + "\n").encode())
-type_line("%s run --collector %s --timeout 200ms --no_agent -- "
-          "bash -c 'read x; echo got:$x; exit 7' &" % (memtrace, closed))
-read_until("runs untraced", 20)
+type_line(command_line + " &")
+# The job's own line (the echo of the typed one has "$((6*7))"): it reads next, in the background.
+read_until("ready:42", 20)
+time.sleep(0.5)
 type_line("fg")
 time.sleep(1)
 type_line("hello")
@@ -208,10 +211,15 @@ os.waitpid(pid, 0)
 with open(out_path, "wb") as f:
     f.write(seen)
 PY
-python3 "$WORK/fg_job.py" "$MEMTRACE" "$CLOSED" "$WORK/c7d.out"
-expect_grep "$WORK/c7d.out" "got:hello"
-expect_grep "$WORK/c7d.out" "exit-code:7"
-echo "ok: a run started with & and brought back with fg reads the terminal"
+FG_RUN="$MEMTRACE run --collector $CLOSED --timeout 200ms --no_agent -- \
+bash -c 'echo ready:\$((6*7)); read x; echo got:\$x; exit 7'"
+for form in shell subshell; do
+  if [ "$form" = shell ]; then line=$FG_RUN; else line="( $FG_RUN; exit \$? )"; fi
+  python3 "$WORK/fg_job.py" "$line" "$WORK/c7d-$form.out"
+  expect_grep "$WORK/c7d-$form.out" "got:hello"
+  expect_grep "$WORK/c7d-$form.out" "exit-code:7"
+done
+echo "ok: a run started with & (by the shell or a subshell) and brought back with fg reads the terminal"
 
 # 8a. A local collector for workers on other nodes (a wildcard listen address) starts, in
 # plaintext with a warning, and the job runs (the collector refuses plaintext off loopback unless

@@ -59,9 +59,9 @@ constexpr char kUsage[] =
     "launcher's id is shared, like torchrun's --rdzv_id).\n"
     "\n"
     "Signals sent to memtrace (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2) are passed on to\n"
-    "COMMAND. In a terminal's foreground COMMAND shares memtrace's process group and gets\n"
-    "Ctrl-C directly; otherwise (no terminal, timeout(1), a scheduler) it runs in a group of\n"
-    "its own, and a signal sent to memtrace's group reaches its group once, passed on.";
+    "COMMAND. In a terminal (foreground or background) COMMAND shares memtrace's process group\n"
+    "and gets Ctrl-C and job control directly; without one (a scheduler, setsid) it runs in a\n"
+    "group of its own, and a signal sent to memtrace's group reaches its group once, passed on.";
 
 struct RunOptions {
   std::string collector;
@@ -522,6 +522,7 @@ int Runner::Run() {
 
   SuperviseOptions supervise;
   supervise.job_group = job_group;
+  if (job_group == JobGroup::kShared) supervise.hangup_senders = {getppid(), getsid(0)};
   supervise.tick =
       local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1)) : o_.health_interval;
   supervise.on_tick = [this] { Tick(); };

@@ -21,11 +21,15 @@ bool SentByProcess(const siginfo_t& info) {
   return info.si_code == SI_USER || info.si_code == SI_QUEUE || info.si_code == SI_TKILL;
 }
 
-// A job in its own group hears nothing of what reaches memtrace run's group, the terminal's
-// signals included (should memtrace's group come to the terminal's foreground later, a Ctrl-C
-// arrives as SI_KERNEL), so then all are passed on.
-bool ShouldPassOn(const siginfo_t& info, JobGroup group) {
-  return group == JobGroup::kOwn || SentByProcess(info);
+// A job in its own group hears nothing of what reaches memtrace run's group, so then all are
+// passed on. A job in memtrace's group got the terminal's signals itself, and a shell's
+// hangup: a shell (bash, zsh) whose terminal closes sends SIGHUP to each of its jobs' groups.
+bool ShouldPassOn(const siginfo_t& info, const SuperviseOptions& options) {
+  if (options.job_group == JobGroup::kOwn) return true;
+  if (!SentByProcess(info)) return false;
+  const std::vector<pid_t>& shells = options.hangup_senders;
+  return info.si_signo != SIGHUP ||
+         std::find(shells.begin(), shells.end(), info.si_pid) == shells.end();
 }
 
 // A job of its own group gets the signal in its whole group: one sent to memtrace run's group
@@ -50,14 +54,11 @@ JobGroup ChooseJobGroup() {
   // logging to a file still gets the terminal's Ctrl-C); it does not open without one.
   const int tty = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
   if (tty < 0) return JobGroup::kOwn;
-  const bool foreground = tcgetpgrp(tty) == getpgrp();
   close(tty);
-  // A background group this process leads is a shell's job (`&`): `fg` gives the terminal to
-  // this group, and a job of a group of its own would never get it (reading the terminal, it
-  // would stop for good). One led by another process was made by that process (timeout(1)),
-  // which signals the group.
-  const bool shell_job = getpgrp() == getpid();
-  return foreground || shell_job ? JobGroup::kShared : JobGroup::kOwn;
+  // In the background too: `fg` gives the terminal to the group memtrace run is in (whichever
+  // process leads it: a shell's `&`, a subshell, a wrapper), and a job of a group of its own
+  // would never get it (reading the terminal, it would stop for good on SIGTTIN).
+  return JobGroup::kShared;
 }
 
 ScopedSignalBlock::ScopedSignalBlock() {
@@ -114,7 +115,7 @@ int SuperviseJob(pid_t job, const ScopedSignalBlock& signals, const SuperviseOpt
     siginfo_t info;
     int sig = sigtimedwait(&signals.blocked(), &info, &wait);
     if (sig <= 0 || sig == SIGCHLD) continue;
-    if (ShouldPassOn(info, options.job_group)) {
+    if (ShouldPassOn(info, options)) {
       PassOn(job, sig, options.job_group);
       if (options.on_forward) options.on_forward(sig, info.si_pid);
     }

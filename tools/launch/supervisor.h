@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -20,23 +21,21 @@ namespace memtrace::launch {
 
 // Which process group the job runs in.
 enum class JobGroup {
-  // memtrace run's own, which a shell gives the terminal to (it is the foreground group, or a
-  // background job the shell can `fg`): a terminal's Ctrl-C or Ctrl-\ reaches the job directly
-  // and is not passed on; only signals a process sent to memtrace (kill, Slurm, Kubernetes)
-  // are, to the job's process.
+  // memtrace run's own, which a shell gives the terminal to (the foreground group, or one the
+  // shell can `fg`): a terminal's Ctrl-C or Ctrl-\ reaches the job directly and is not passed
+  // on; only signals a process sent to memtrace (kill, Slurm, Kubernetes) are, to the job's
+  // process.
   kShared,
   // One the job leads: nothing sent to memtrace run's group reaches it, so every forwarded
   // signal is passed on, whoever sent it, to the job's whole group.
   kOwn,
 };
 
-// kShared where a shell's job control applies: this process's group is the foreground group of
-// its controlling terminal, or a background group this process leads (started with `&`), so
-// that the terminal's signals and job control (Ctrl-C, Ctrl-Z, fg) reach the job as they would
-// without memtrace. kOwn otherwise: no terminal (a batch scheduler, setsid, a container), or a
-// background group another process leads (timeout(1)); there signals come from processes, and
-// one sent to memtrace's whole group would otherwise reach a job in that group twice: directly
-// and passed on. Async-signal-safe.
+// kShared when this process has a controlling terminal, in the foreground or not, so that the
+// terminal's signals and job control (Ctrl-C, Ctrl-Z, fg, reading the terminal after fg) reach
+// the job as they would without memtrace. kOwn without one (a batch scheduler, setsid, a
+// container), where signals come from processes, and one sent to memtrace's whole group would
+// otherwise reach a job in that group twice: directly and passed on. Async-signal-safe.
 JobGroup ChooseJobGroup();
 
 // Blocks the forwarded signals and SIGCHLD in the calling thread for its lifetime (threads
@@ -76,6 +75,10 @@ struct SuperviseOptions {
   // Where the job was spawned (a kOwn job leads its group): decides which signals are passed
   // on, and to whom.
   JobGroup job_group = JobGroup::kShared;
+  // kShared: processes whose SIGHUP is not passed on, because they sent it to the whole group
+  // (the shell that started memtrace run and its session's leader, which pass a terminal's
+  // hangup on to their jobs' groups). Noted at the start: a shell exits right after.
+  std::vector<pid_t> hangup_senders;
 };
 
 // Waits until `job` ends and returns its waitpid status; forwards signals (see JobGroup) while

@@ -129,8 +129,8 @@ TEST(SuperviseJobTest, AJobInItsOwnGroupGetsATerminalSignalToo) {
   ScopedSignalBlock signals;
   pid_t job = Start(signals, JobExitingOnSigint(ready), JobGroup::kOwn);
   ASSERT_TRUE(WaitForFile(ready));
-  // Ctrl-C once memtrace's group (led by another process, as under timeout(1)) comes to the
-  // foreground: only memtrace's group gets it.
+  // Whatever reaches memtrace's group is passed on, sent by the kernel too (si_code
+  // SI_KERNEL): the job hears none of it otherwise.
   QueueAsTheTerminal(SIGINT);
   std::atomic<int> forwarded{0};
   SuperviseOptions options;
@@ -139,6 +139,38 @@ TEST(SuperviseJobTest, AJobInItsOwnGroupGetsATerminalSignalToo) {
   int status = SuperviseJob(job, signals, options);
   EXPECT_EQ(ExitCodeOf(status), 7);
   EXPECT_EQ(forwarded.load(), SIGINT);
+}
+
+// Queues `sig` as sent by process `from` (kill(2) records the sender's pid), to ourselves.
+void QueueAsSentBy(int sig, pid_t from) {
+  siginfo_t info = {};
+  info.si_signo = sig;
+  info.si_code = SI_USER;
+  info.si_pid = from;
+  ASSERT_EQ(syscall(SYS_rt_sigqueueinfo, getpid(), sig, &info), 0) << strerror(errno);
+}
+
+TEST(SuperviseJobTest, AShellsHangupToOurGroupIsNotPassedOnAgain) {
+  const std::string ready = test_util::UniqueDir("supervise") + "/ready";
+  ScopedSignalBlock signals;
+  pid_t job = Start(signals, absl::StrCat("trap 'exit 9' HUP; ", JobExitingOnSigint(ready)));
+  ASSERT_TRUE(WaitForFile(ready));
+  constexpr pid_t kShell = 4242;
+  // The terminal closed: the shell sent SIGHUP to the group, and the job got its own copy
+  // (here: none, so it runs to its end). A SIGHUP from anyone else is passed on.
+  QueueAsSentBy(SIGHUP, kShell);
+  std::vector<int> forwarded;
+  SuperviseOptions options;
+  options.hangup_senders = {kShell};
+  options.on_forward = [&](int sig, pid_t) { forwarded.push_back(sig); };
+  EXPECT_EQ(ExitCodeOf(SuperviseJob(job, signals, options)), 0);
+  EXPECT_TRUE(forwarded.empty());
+
+  job = Start(signals, absl::StrCat("trap 'exit 9' HUP; ", JobExitingOnSigint(ready + "2")));
+  ASSERT_TRUE(WaitForFile(ready + "2"));
+  QueueAsSentBy(SIGHUP, kShell + 1);
+  EXPECT_EQ(ExitCodeOf(SuperviseJob(job, signals, options)), 9);
+  EXPECT_EQ(forwarded, std::vector<int>{SIGHUP});
 }
 
 std::string ReadFile(const std::string& path) {
@@ -202,7 +234,7 @@ enum class Place {
   kTerminalForeground,
   // A group of its own in the background, as a shell starts a job with `&`.
   kTerminalBackgroundLeader,
-  // A background group its parent leads, as under timeout(1).
+  // A background group its parent leads, as under a subshell started with `&`.
   kTerminalBackgroundFollower,
 };
 
@@ -244,14 +276,11 @@ TEST(ChooseJobGroupTest, OwnWithoutAControllingTerminal) {
   EXPECT_EQ(ChooseJobGroupIn(Place::kNoTerminal), 2);
 }
 
-TEST(ChooseJobGroupTest, SharedAsAShellsBackgroundJob) {
-  // Started with `&`: `fg` gives the terminal to this group, which must hold the job too.
+TEST(ChooseJobGroupTest, SharedInTheBackgroundOfTheControllingTerminal) {
+  // Started with `&`, as the leader of its group or under a subshell or a wrapper that leads
+  // it: `fg` gives the terminal to this group, which must hold the job too.
   EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalBackgroundLeader), 1);
-}
-
-TEST(ChooseJobGroupTest, OwnInABackgroundGroupAnotherProcessLeads) {
-  // Under timeout(1), which moves itself into a group of its own and signals that group.
-  EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalBackgroundFollower), 2);
+  EXPECT_EQ(ChooseJobGroupIn(Place::kTerminalBackgroundFollower), 1);
 }
 
 TEST(ScopedSignalBlockTest, AStopSignalThatArrivedWhileBlockedIsTakenOnce) {
