@@ -221,6 +221,41 @@ for form in shell subshell; do
 done
 echo "ok: a run started with & (by the shell or a subshell) and brought back with fg reads the terminal"
 
+# 7e. The terminal of a run started with `&` closes: the shell sends SIGHUP to the job's group,
+# and the job gets it once (memtrace run does not pass the shell's copy on again).
+cat >"$WORK/hup_job.py" <<'PY'
+import os, pty, re, select, sys, time
+command_line = sys.argv[1]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+seen, end = b"", time.time() + 20
+os.write(fd, (command_line + " &\n").encode())
+while b"ready:42" not in seen and time.time() < end:
+    if select.select([fd], [], [], 0.1)[0]:
+        seen += os.read(fd, 4096)
+os.close(fd)  # the terminal goes away: the kernel hangs up the shell, which hangs up its jobs
+os.waitpid(pid, 0)
+PY
+cat >"$WORK/count_sighup.py" <<'PY'
+import signal, sys, time
+count = [0]
+def counted(*_):
+    count[0] += 1
+signal.signal(signal.SIGHUP, counted)
+print("ready:%d" % (6 * 7), flush=True)
+end = time.time() + 3
+while time.time() < end:
+    time.sleep(0.05)
+with open(sys.argv[1], "w") as f:
+    f.write("%d\n" % count[0])
+PY
+python3 "$WORK/hup_job.py" "$MEMTRACE run --collector $CLOSED --timeout 200ms --no_agent -- \
+python3 $WORK/count_sighup.py $WORK/c7e.count"
+wait_for_line "$WORK/c7e.count" "[0-9]" 20
+expect_eq "SIGHUPs the job got when its terminal closed" "$(cat "$WORK/c7e.count")" "1"
+echo "ok: a closed terminal's hangup reaches a background run's job once"
+
 # 8a. A local collector for workers on other nodes (a wildcard listen address) starts, in
 # plaintext with a warning, and the job runs (the collector refuses plaintext off loopback unless
 # told it may, and memtrace run did not tell it: the job never started).
