@@ -1,5 +1,6 @@
 #include "collector/server/query_service.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,10 @@
 namespace memtrace::collector {
 
 namespace {
+
+// The most GetRollups answers with: the memtrace CLI takes 1 GiB, and protobuf serializes no
+// message past 2 GiB.
+constexpr uint64_t kMaxRollupsBytes = uint64_t{1} << 30;
 
 grpc::Status RequireJob(const std::string& job_id) {
   if (!job_id.empty()) return grpc::Status::OK;
@@ -41,8 +46,10 @@ grpc::Status QueryService::ListRanks(grpc::ServerContext*, const v1::ListRanksRe
 grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequest* request,
                                     v1::TimelineResponse* response) {
   if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
+  RollupSelection selection;
+  if (request->has_rank()) selection.ranks = {request->rank()};
   absl::StatusOr<v1::GetRollupsResponse> rollups =
-      store_->Rollups(request->job_id(), AxisOf(request->axis()));
+      store_->Rollups(request->job_id(), AxisOf(request->axis()), selection);
   if (!rollups.ok()) return ToGrpcStatus(rollups.status());
   response->set_bucket_ns(rollups->bucket_ns());
   bool rank_seen = false;
@@ -75,8 +82,14 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
 grpc::Status QueryService::GetRollups(grpc::ServerContext*, const v1::GetRollupsRequest* request,
                                       v1::GetRollupsResponse* response) {
   if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
+  RollupSelection selection;
+  selection.ranks.assign(request->ranks().begin(), request->ranks().end());
+  // Past protobuf's 2 GiB a message does not serialize at all.
+  selection.max_bytes = request->max_response_bytes() != 0
+                            ? std::min<uint64_t>(request->max_response_bytes(), kMaxRollupsBytes)
+                            : kMaxRollupsBytes;
   absl::StatusOr<v1::GetRollupsResponse> rollups =
-      store_->Rollups(request->job_id(), AxisOf(request->axis()));
+      store_->Rollups(request->job_id(), AxisOf(request->axis()), selection);
   if (!rollups.ok()) return ToGrpcStatus(rollups.status());
   *response = std::move(*rollups);
   return grpc::Status::OK;

@@ -982,19 +982,39 @@ void ShiftRowTimes(int64_t shift_ns, v1::StepRollup* row) {
 }  // namespace
 
 absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job_id,
-                                                           RollupAxis axis) const {
+                                                           RollupAxis axis,
+                                                           const RollupSelection& selection) const {
   v1::GetRollupsResponse out;
   int64_t bucket_ns = 0;
   v1::RankRollups* current = nullptr;
+  const std::vector<uint32_t>& wanted = selection.ranks;
+  // Serialized bytes so far, a field's tag and length included (at most 6 bytes over a small
+  // message's). Checked at each rank: the rows of one rank are held before the answer is
+  // refused, not the whole job's.
+  uint64_t bytes = 0;
+  auto check_size = [&]() -> absl::Status {
+    if (selection.max_bytes == 0 || bytes <= selection.max_bytes) return absl::OkStatus();
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the rollups of job \"", job_id, "\"",
+        wanted.empty() ? "" : absl::StrCat(" for ", wanted.size(), " rank(s)"),
+        " exceed max_response_bytes (", selection.max_bytes, " bytes): ask for fewer ranks"));
+  };
   absl::Status s = VisitRollups(
       job_id, axis, RollupDetail::kFull, &bucket_ns,
       [&](const v1::RankRollups& rank) {
+        if (absl::Status st = check_size(); !st.ok()) return st;
         current = out.add_ranks();
         *current = rank;
+        if (selection.max_bytes != 0) bytes += rank.ByteSizeLong() + 6;
         return absl::OkStatus();
       },
-      [&](const v1::StepRollup& row) { *current->add_steps() = row; });
+      [&](const v1::StepRollup& row) {
+        *current->add_steps() = row;
+        if (selection.max_bytes != 0) bytes += row.ByteSizeLong() + 6;
+      },
+      wanted);
   if (!s.ok()) return s;
+  if (absl::Status st = check_size(); !st.ok()) return st;
   out.set_bucket_ns(bucket_ns);
   return out;
 }
@@ -1002,7 +1022,8 @@ absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job
 absl::Status EventStore::VisitRollups(
     absl::string_view job_id, RollupAxis axis, RollupDetail detail, int64_t* bucket_ns,
     const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
-    const std::function<void(const v1::StepRollup&)>& on_row) const {
+    const std::function<void(const v1::StepRollup&)>& on_row,
+    const std::vector<uint32_t>& only_ranks) const {
   absl::StatusOr<JobRecord> job = FindJob(job_id);
   if (!job.ok()) return job.status();
   *bucket_ns = job->bucket_ns();
@@ -1021,6 +1042,10 @@ absl::Status EventStore::VisitRollups(
   if (detail == RollupDetail::kScalars) series.reset(db_->NewIterator(ro, handles_[kSeries]));
   for (const StreamRecord& r : *records) {
     const v1::RankSummary& summary = r.summary();
+    if (!only_ranks.empty() &&
+        std::find(only_ranks.begin(), only_ranks.end(), summary.rank()) == only_ranks.end()) {
+      continue;
+    }
     const StreamKey key{job->job_no(), summary.rank(), summary.identity().attempt()};
     header.Clear();
     header.set_rank(summary.rank());

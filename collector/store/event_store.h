@@ -155,6 +155,14 @@ struct StoredEvents {
   uint64_t next_seq = 0;
 };
 
+// Which of a job's rollups EventStore::Rollups returns, and how many bytes of them at most.
+struct RollupSelection {
+  // Stored rank numbers (RankSummary.rank), every attempt of each; empty: every rank.
+  std::vector<uint32_t> ranks;
+  // The serialized size the answer may reach; 0: no bound.
+  uint64_t max_bytes = 0;
+};
+
 class EventStore {
  public:
   // Opens (creating when missing) the store at options.dir. Fails with a message naming the
@@ -199,7 +207,10 @@ class EventStore {
   absl::StatusOr<std::vector<v1::RankSummary>> ListRanks(absl::string_view job_id) const;
   // Every stream of the job with its rollup rows on `axis` (step or time-bucket order), its
   // identity and string table; bucket_ns in the response is the job's bucket width.
-  absl::StatusOr<v1::GetRollupsResponse> Rollups(absl::string_view job_id, RollupAxis axis) const;
+  // With `selection`, only its ranks, and RESOURCE_EXHAUSTED once the rows would exceed its
+  // max_bytes.
+  absl::StatusOr<v1::GetRollupsResponse> Rollups(absl::string_view job_id, RollupAxis axis,
+                                                 const RollupSelection& selection = {}) const;
   // The same rows without holding them: for each stream of the job, `on_rank` gets its rank,
   // attempt, identity and string table (no steps), then `on_row` gets its rows in key order,
   // parsed into one message that is reused from row to row (a 1024-rank job has 200 k rows:
@@ -207,11 +218,13 @@ class EventStore {
   // receives the job's bucket width. A callback's error stops the scan and is returned.
   // With RollupDetail::kScalars the rows have no by_tag / by_source / by_phase and the string
   // tables are left out; they come from the series family (rollup_series.h), a fraction of the
-  // bytes, for every stream that has one.
+  // bytes, for every stream that has one. `only_ranks` (stored rank numbers), when not empty,
+  // leaves the other ranks unread.
   absl::Status VisitRollups(absl::string_view job_id, RollupAxis axis, RollupDetail detail,
                             int64_t* bucket_ns,
                             const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
-                            const std::function<void(const v1::StepRollup&)>& on_row) const;
+                            const std::function<void(const v1::StepRollup&)>& on_row,
+                            const std::vector<uint32_t>& only_ranks = {}) const;
   // Up to `limit` stored events of one stream with seq >= from_seq, in order.
   absl::StatusOr<StoredEvents> ReadEvents(absl::string_view job_id, uint32_t rank, uint32_t attempt,
                                           uint64_t from_seq, uint32_t limit) const;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "collector/store/key_codec.h"
 #include "gtest/gtest.h"
 #include "rocksdb/convenience.h"
@@ -514,6 +515,35 @@ TEST(EventStoreTest, StepRollupsAreStoredPerStepWithTheOpenOneRewritten) {
   EXPECT_EQ(rollups->ranks(0).steps(2).end_bytes(), ExpectedLive(28));
   EXPECT_EQ(rollups->bucket_ns(), 1'000'000'000);
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+TEST(EventStoreTest, RollupsOfSomeRanksAndWithinABound) {
+  auto store = OpenOrDie(Options(TestDir("rollups-selected")));
+  ASSERT_NE(store, nullptr);
+  for (int32_t rank : {0, 1, 2}) {
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", rank));
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(1, 25))).ok());
+    ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  }
+  absl::StatusOr<v1::GetRollupsResponse> all = store->Rollups("job", RollupAxis::kStep);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->ranks_size(), 3);
+  RollupSelection selection;
+  selection.ranks = {2, 0};
+  absl::StatusOr<v1::GetRollupsResponse> some = store->Rollups("job", RollupAxis::kStep, selection);
+  ASSERT_TRUE(some.ok()) << some.status();
+  ASSERT_EQ(some->ranks_size(), 2);  // in the store's order, as in the whole job's answer
+  EXPECT_EQ(some->ranks(0).SerializeAsString(), all->ranks(0).SerializeAsString());
+  EXPECT_EQ(some->ranks(1).SerializeAsString(), all->ranks(2).SerializeAsString());
+  // The bound counts what the answer serializes to (a few bytes over, per message).
+  selection.ranks.clear();
+  selection.max_bytes = all->ByteSizeLong() * 2;
+  EXPECT_TRUE(store->Rollups("job", RollupAxis::kStep, selection).ok());
+  selection.max_bytes = all->ByteSizeLong() / 2;
+  absl::Status refused = store->Rollups("job", RollupAxis::kStep, selection).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_TRUE(absl::StrContains(refused.message(), "max_response_bytes")) << refused;
 }
 
 TEST(EventStoreTest, SeedsAtTheFirstMarkersInstantLeaveNoStepZeroRowWhateverTheBatches) {

@@ -1,10 +1,25 @@
 #include "query/cli/query_client.h"
 
+#include <algorithm>
+#include <functional>
+#include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 
 namespace memtrace::cli {
+namespace {
+
+// The collector's refusal of an answer past max_response_bytes (not gRPC's own of a message
+// past the channel's limit, which asking again would only repeat).
+bool TooBigForOneAnswer(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kResourceExhausted &&
+         absl::StrContains(status.message(), "max_response_bytes");
+}
+
+}  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view address,
                             absl::string_view rpc, absl::Duration timeout) {
@@ -56,6 +71,54 @@ absl::StatusOr<v1::TimelineResponse> QueryClient::Timeline(
 absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetRollups(
     const v1::GetRollupsRequest& request) const {
   return caller_.Call("GetRollups", request, &v1::Query::Stub::GetRollups);
+}
+
+absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(
+    const std::string& job_id, v1::TimelineAxis axis, uint64_t max_response_bytes) const {
+  v1::GetRollupsRequest request;
+  request.set_job_id(job_id);
+  request.set_axis(axis);
+  request.set_max_response_bytes(max_response_bytes);
+  absl::StatusOr<v1::GetRollupsResponse> whole = GetRollups(request);
+  if (whole.ok() || !TooBigForOneAnswer(whole.status())) return whole;
+
+  absl::StatusOr<v1::ListRanksResponse> listed = ListRanks(job_id);
+  if (!listed.ok()) return listed.status();
+  std::set<uint32_t> distinct;
+  for (const v1::RankSummary& r : listed->ranks()) distinct.insert(r.rank());
+  const std::vector<uint32_t> ranks(distinct.begin(), distinct.end());
+  v1::GetRollupsResponse out;
+  // Halves until each part fits; parts come back in rank order, as one answer would.
+  std::function<absl::Status(absl::Span<const uint32_t>)> fetch =
+      [&](absl::Span<const uint32_t> part) -> absl::Status {
+    request.mutable_ranks()->Assign(part.begin(), part.end());
+    absl::StatusOr<v1::GetRollupsResponse> got = GetRollups(request);
+    if (!got.ok()) {
+      if (!TooBigForOneAnswer(got.status())) return got.status();
+      if (part.size() == 1) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("the rollups of rank ", part[0], " of job \"", job_id, "\" alone exceed ",
+                         max_response_bytes, " bytes, the most one answer may hold"));
+      }
+      const size_t half = part.size() / 2;
+      if (absl::Status s = fetch(part.subspan(0, half)); !s.ok()) return s;
+      return fetch(part.subspan(half));
+    }
+    for (v1::RankRollups& rank : *got->mutable_ranks()) {
+      if (std::find(part.begin(), part.end(), rank.rank()) == part.end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("the collector at ", address(),
+                         " answered GetRollups for ranks it was not asked for: "
+                         "it is older than this memtrace, and job \"",
+                         job_id, "\" is too big for one answer"));
+      }
+      *out.add_ranks() = std::move(rank);
+    }
+    out.set_bucket_ns(got->bucket_ns());
+    return absl::OkStatus();
+  };
+  if (absl::Status s = fetch(ranks); !s.ok()) return s;
+  return out;
 }
 
 }  // namespace memtrace::cli

@@ -4,9 +4,11 @@
 #ifndef MEMTRACE_QUERY_CLI_QUERY_CLIENT_H_
 #define MEMTRACE_QUERY_CLI_QUERY_CLIENT_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,9 +20,9 @@
 
 namespace memtrace::cli {
 
-// The largest answer a QueryClient takes. GetRollups returns every row of a job in one message:
-// 16 ranks x 2000 steps is already 7.6 MB, past gRPC's default 4 MiB, and it grows with
-// ranks x steps x tags.
+// The largest answer a QueryClient takes. GetRollups of a whole job is 7.6 MB already at 16
+// ranks x 2000 steps, past gRPC's default 4 MiB, and it grows with ranks x steps x tags
+// (GetJobRollups asks for fewer ranks at a time past this).
 inline constexpr int kMaxQueryResponseBytes = 1 << 30;
 
 class QueryClient {
@@ -34,6 +36,13 @@ class QueryClient {
   absl::StatusOr<v1::ListRanksResponse> ListRanks(const std::string& job_id) const;
   absl::StatusOr<v1::TimelineResponse> Timeline(const v1::TimelineRequest& request) const;
   absl::StatusOr<v1::GetRollupsResponse> GetRollups(const v1::GetRollupsRequest& request) const;
+  // Every rank's rollups of `job_id` on `axis`, in as many GetRollups calls as it takes for each
+  // answer to stay within `max_response_bytes`: the whole job in one when it fits, else half
+  // its ranks at a time, and so on. RESOURCE_EXHAUSTED when one rank alone does not fit;
+  // FAILED_PRECONDITION from a collector that ignores GetRollupsRequest.ranks.
+  absl::StatusOr<v1::GetRollupsResponse> GetJobRollups(
+      const std::string& job_id, v1::TimelineAxis axis,
+      uint64_t max_response_bytes = kMaxQueryResponseBytes - (1 << 20)) const;
 
   const std::string& address() const { return caller_.address(); }
 

@@ -128,10 +128,8 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
 
   absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(f.collector, f.timeout);
   if (!client.ok()) return cli::ReportError(io, client.status(), self.name);
-  v1::GetRollupsRequest request;
-  request.set_job_id(f.job);
-  request.set_axis(f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP);
-  absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetRollups(request);
+  absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetJobRollups(
+      f.job, f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP);
   if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
   FineSeriesMap fine;
   if (f.raw) {

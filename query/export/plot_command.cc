@@ -31,10 +31,7 @@ constexpr uint32_t kMaxRank = 1 << 24;
 
 absl::StatusOr<analysis::JobTimeline> FetchTimeline(const cli::QueryClient& client,
                                                     const std::string& job, v1::TimelineAxis axis) {
-  v1::GetRollupsRequest request;
-  request.set_job_id(job);
-  request.set_axis(axis);
-  absl::StatusOr<v1::GetRollupsResponse> rollups = client.GetRollups(request);
+  absl::StatusOr<v1::GetRollupsResponse> rollups = client.GetJobRollups(job, axis);
   if (!rollups.ok()) return rollups.status();
   return analysis::TimelineFromRollups(job, *rollups, axis);
 }
