@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "collector/server/status_util.h"
@@ -46,32 +47,35 @@ grpc::Status QueryService::ListRanks(grpc::ServerContext*, const v1::ListRanksRe
 grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequest* request,
                                     v1::TimelineResponse* response) {
   if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
-  RollupSelection selection;
-  if (request->has_rank()) selection.ranks = {request->rank()};
-  absl::StatusOr<v1::GetRollupsResponse> rollups =
-      store_->Rollups(request->job_id(), AxisOf(request->axis()), selection);
-  if (!rollups.ok()) return ToGrpcStatus(rollups.status());
-  response->set_bucket_ns(rollups->bucket_ns());
-  bool rank_seen = false;
-  for (const v1::RankRollups& rank : rollups->ranks()) {
-    if (request->has_rank() && rank.rank() != request->rank()) continue;
-    rank_seen = true;
-    v1::RankTimelineProto* out = response->add_ranks();
-    out->set_rank(rank.rank());
-    out->set_attempt(rank.attempt());
-    for (const v1::StepRollup& r : rank.steps()) {
-      if (request->from_ns() != 0 && r.end_ns() < request->from_ns()) continue;
-      if (request->to_ns() != 0 && r.start_ns() > request->to_ns()) continue;
-      v1::TimelinePoint* p = out->add_points();
-      p->set_key(r.step());
-      p->set_start_ns(r.start_ns());
-      p->set_end_ns(r.end_ns());
-      p->set_floor_bytes(r.floor_bytes());
-      p->set_peak_bytes(r.peak_bytes());
-      p->set_end_bytes(r.end_bytes());
-    }
-  }
-  if (request->has_rank() && !rank_seen) {
+  std::vector<uint32_t> only_ranks;
+  if (request->has_rank()) only_ranks = {request->rank()};
+  int64_t bucket_ns = 0;
+  v1::RankTimelineProto* out = nullptr;
+  // The scalars only (a timeline shows no tags): from the series family where a stream has
+  // one, a fraction of the full rows' bytes.
+  absl::Status visited = store_->VisitRollups(
+      request->job_id(), AxisOf(request->axis()), RollupDetail::kScalars, &bucket_ns,
+      [&](const v1::RankRollups& rank) {
+        out = response->add_ranks();
+        out->set_rank(rank.rank());
+        out->set_attempt(rank.attempt());
+        return absl::OkStatus();
+      },
+      [&](const v1::StepRollup& r) {
+        if (request->from_ns() != 0 && r.end_ns() < request->from_ns()) return;
+        if (request->to_ns() != 0 && r.start_ns() > request->to_ns()) return;
+        v1::TimelinePoint* p = out->add_points();
+        p->set_key(r.step());
+        p->set_start_ns(r.start_ns());
+        p->set_end_ns(r.end_ns());
+        p->set_floor_bytes(r.floor_bytes());
+        p->set_peak_bytes(r.peak_bytes());
+        p->set_end_bytes(r.end_bytes());
+      },
+      only_ranks);
+  if (!visited.ok()) return ToGrpcStatus(visited);
+  response->set_bucket_ns(bucket_ns);
+  if (request->has_rank() && response->ranks_size() == 0) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job \"", request->job_id(),
                                                                   "\" has no rank ",
                                                                   request->rank()));

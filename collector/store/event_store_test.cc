@@ -544,6 +544,20 @@ TEST(EventStoreTest, RollupsOfSomeRanksAndWithinABound) {
   absl::Status refused = store->Rollups("job", RollupAxis::kStep, selection).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
   EXPECT_TRUE(absl::StrContains(refused.message(), "max_response_bytes")) << refused;
+  // Whatever the bound, an answer given fits in it (the last rank's rows are counted too), and
+  // one is refused only when the whole would not fit.
+  const uint64_t whole = all->ByteSizeLong();
+  for (uint64_t bound = whole / 4; bound <= whole + 64; bound += 7) {
+    selection.max_bytes = bound;
+    absl::StatusOr<v1::GetRollupsResponse> got =
+        store->Rollups("job", RollupAxis::kStep, selection);
+    if (got.ok()) {
+      EXPECT_LE(got->ByteSizeLong(), bound);
+      EXPECT_EQ(got->ranks_size(), 3);
+    } else {
+      EXPECT_EQ(got.status().code(), absl::StatusCode::kResourceExhausted) << got.status();
+    }
+  }
 }
 
 TEST(EventStoreTest, SeedsAtTheFirstMarkersInstantLeaveNoStepZeroRowWhateverTheBatches) {

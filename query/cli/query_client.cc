@@ -75,6 +75,7 @@ absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetRollups(
 
 absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(
     const std::string& job_id, v1::TimelineAxis axis, uint64_t max_response_bytes) const {
+  if (max_response_bytes == 0) max_response_bytes = kMaxQueryResponseBytes - (1 << 20);
   v1::GetRollupsRequest request;
   request.set_job_id(job_id);
   request.set_axis(axis);
@@ -87,6 +88,8 @@ absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(
   std::set<uint32_t> distinct;
   for (const v1::RankSummary& r : listed->ranks()) distinct.insert(r.rank());
   const std::vector<uint32_t> ranks(distinct.begin(), distinct.end());
+  // No ranks to divide (an empty selection is every rank): the refusal stands.
+  if (ranks.empty()) return whole.status();
   v1::GetRollupsResponse out;
   // Halves until each part fits; parts come back in rank order, as one answer would.
   std::function<absl::Status(absl::Span<const uint32_t>)> fetch =

@@ -38,8 +38,11 @@ class QueryClient {
   absl::StatusOr<v1::GetRollupsResponse> GetRollups(const v1::GetRollupsRequest& request) const;
   // Every rank's rollups of `job_id` on `axis`, in as many GetRollups calls as it takes for each
   // answer to stay within `max_response_bytes`: the whole job in one when it fits, else half
-  // its ranks at a time, and so on. RESOURCE_EXHAUSTED when one rank alone does not fit;
-  // FAILED_PRECONDITION from a collector that ignores GetRollupsRequest.ranks.
+  // its ranks at a time, and so on (a rank with all its attempts is the smallest part). Each
+  // part is read at its own moment: of a job still running, later parts are newer, and a rank
+  // that appears after the first refusal is left out. RESOURCE_EXHAUSTED when one rank alone
+  // does not fit; FAILED_PRECONDITION from a collector that ignores GetRollupsRequest.ranks.
+  // 0 bytes: the default.
   absl::StatusOr<v1::GetRollupsResponse> GetJobRollups(
       const std::string& job_id, v1::TimelineAxis axis,
       uint64_t max_response_bytes = kMaxQueryResponseBytes - (1 << 20)) const;
