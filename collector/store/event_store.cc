@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <system_error>
 
 #include "absl/strings/match.h"
@@ -989,20 +990,36 @@ absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job
   v1::RankRollups* current = nullptr;
   const std::vector<uint32_t>& wanted = selection.ranks;
   // Serialized bytes so far, a field's tag and length included (at most 6 bytes over a small
-  // message's). Checked at each rank: the rows of one rank are held before the answer is
-  // refused, not the whole job's.
+  // message's). Checked as each rank ends: the rows of one rank are held before the answer is
+  // refused or cut, not the whole job's. A page ends at a rank's boundary, every attempt in it.
   uint64_t bytes = 0;
-  auto check_size = [&]() -> absl::Status {
+  int rank_begins_at = 0;
+  std::optional<uint32_t> next_rank;
+  auto close_rank = [&]() -> absl::Status {
     if (selection.max_bytes == 0 || bytes <= selection.max_bytes) return absl::OkStatus();
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the rollups of job \"", job_id, "\"",
-        wanted.empty() ? "" : absl::StrCat(" for ", wanted.size(), " rank(s)"),
-        " exceed max_response_bytes (", selection.max_bytes, " bytes): ask for fewer ranks"));
+    if (selection.partial && rank_begins_at == 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the rollups of rank ", out.ranks(0).rank(), " of job \"", job_id,
+          "\" alone exceed max_response_bytes (", selection.max_bytes, " bytes)"));
+    }
+    if (!selection.partial) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the rollups of job \"", job_id, "\"",
+          wanted.empty() ? "" : absl::StrCat(" for ", wanted.size(), " rank(s)"),
+          " exceed max_response_bytes (", selection.max_bytes, " bytes): ask for fewer ranks"));
+    }
+    // The ranks before this one fit (checked as each ended); this one starts the next page.
+    next_rank = out.ranks(rank_begins_at).rank();
+    out.mutable_ranks()->DeleteSubrange(rank_begins_at, out.ranks_size() - rank_begins_at);
+    return absl::CancelledError("the page is full");  // stops the scan; not an error
   };
   absl::Status s = VisitRollups(
       job_id, axis, RollupDetail::kFull, &bucket_ns,
       [&](const v1::RankRollups& rank) {
-        if (absl::Status st = check_size(); !st.ok()) return st;
+        if (current != nullptr && rank.rank() != current->rank()) {
+          if (absl::Status st = close_rank(); !st.ok()) return st;
+          rank_begins_at = out.ranks_size();
+        }
         current = out.add_ranks();
         *current = rank;
         if (selection.max_bytes != 0) bytes += rank.ByteSizeLong() + 6;
@@ -1012,9 +1029,14 @@ absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job
         *current->add_steps() = row;
         if (selection.max_bytes != 0) bytes += row.ByteSizeLong() + 6;
       },
-      wanted);
-  if (!s.ok()) return s;
-  if (absl::Status st = check_size(); !st.ok()) return st;
+      wanted, selection.from_rank);
+  if (!next_rank.has_value()) {
+    if (!s.ok()) return s;
+    if (current != nullptr) {
+      if (absl::Status st = close_rank(); !st.ok() && !next_rank.has_value()) return st;
+    }
+  }
+  if (next_rank.has_value()) out.set_next_rank(*next_rank);
   out.set_bucket_ns(bucket_ns);
   return out;
 }
@@ -1023,7 +1045,7 @@ absl::Status EventStore::VisitRollups(
     absl::string_view job_id, RollupAxis axis, RollupDetail detail, int64_t* bucket_ns,
     const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
     const std::function<void(const v1::StepRollup&)>& on_row,
-    const std::vector<uint32_t>& only_ranks) const {
+    const std::vector<uint32_t>& only_ranks, uint32_t from_rank) const {
   absl::StatusOr<JobRecord> job = FindJob(job_id);
   if (!job.ok()) return job.status();
   *bucket_ns = job->bucket_ns();
@@ -1042,6 +1064,7 @@ absl::Status EventStore::VisitRollups(
   if (detail == RollupDetail::kScalars) series.reset(db_->NewIterator(ro, handles_[kSeries]));
   for (const StreamRecord& r : *records) {
     const v1::RankSummary& summary = r.summary();
+    if (summary.rank() < from_rank) continue;
     if (!only_ranks.empty() &&
         std::find(only_ranks.begin(), only_ranks.end(), summary.rank()) == only_ranks.end()) {
       continue;

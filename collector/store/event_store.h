@@ -159,8 +159,12 @@ struct StoredEvents {
 struct RollupSelection {
   // Stored rank numbers (RankSummary.rank), every attempt of each; empty: every rank.
   std::vector<uint32_t> ranks;
+  // Only ranks >= this (with `ranks`, both apply): where a page starts.
+  uint32_t from_rank = 0;
   // The serialized size the answer may reach; 0: no bound.
   uint64_t max_bytes = 0;
+  // Past max_bytes: the whole ranks that fit and next_rank, instead of RESOURCE_EXHAUSTED.
+  bool partial = false;
 };
 
 class EventStore {
@@ -208,7 +212,8 @@ class EventStore {
   // Every stream of the job with its rollup rows on `axis` (step or time-bucket order), its
   // identity and string table; bucket_ns in the response is the job's bucket width.
   // With `selection`, only its ranks, and RESOURCE_EXHAUSTED once the rows would exceed its
-  // max_bytes.
+  // max_bytes; with selection.partial, the ranks before the one that would exceed it and
+  // next_rank set to that one (still RESOURCE_EXHAUSTED when it is the first).
   absl::StatusOr<v1::GetRollupsResponse> Rollups(absl::string_view job_id, RollupAxis axis,
                                                  const RollupSelection& selection = {}) const;
   // The same rows without holding them: for each stream of the job, `on_rank` gets its rank,
@@ -219,12 +224,13 @@ class EventStore {
   // With RollupDetail::kScalars the rows have no by_tag / by_source / by_phase and the string
   // tables are left out; they come from the series family (rollup_series.h), a fraction of the
   // bytes, for every stream that has one. `only_ranks` (stored rank numbers), when not empty,
-  // leaves the other ranks unread.
+  // and `from_rank` leave the other ranks unread. Streams come in (rank, attempt) order.
   absl::Status VisitRollups(absl::string_view job_id, RollupAxis axis, RollupDetail detail,
                             int64_t* bucket_ns,
                             const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
                             const std::function<void(const v1::StepRollup&)>& on_row,
-                            const std::vector<uint32_t>& only_ranks = {}) const;
+                            const std::vector<uint32_t>& only_ranks = {},
+                            uint32_t from_rank = 0) const;
   // Up to `limit` stored events of one stream with seq >= from_seq, in order.
   absl::StatusOr<StoredEvents> ReadEvents(absl::string_view job_id, uint32_t rank, uint32_t attempt,
                                           uint64_t from_seq, uint32_t limit) const;

@@ -560,6 +560,69 @@ TEST(EventStoreTest, RollupsOfSomeRanksAndWithinABound) {
   }
 }
 
+TEST(EventStoreTest, PagesOfRollupsEndAtRankBoundariesAndTogetherAreTheWhole) {
+  auto store = OpenOrDie(Options(TestDir("rollups-paged")));
+  ASSERT_NE(store, nullptr);
+  // Rank 1 has two attempts: a page holds both or neither.
+  for (auto [rank, attempt] : std::vector<std::pair<int32_t, uint32_t>>{
+           {0, 0}, {1, 0}, {1, 1}, {2, 0}, {3, 0}, {4, 0}}) {
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", rank, attempt));
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE(store->Append(s->key, Batch(MakeEvents(1, 25))).ok());
+    ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  }
+  absl::StatusOr<v1::GetRollupsResponse> all = store->Rollups("job", RollupAxis::kStep);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->ranks_size(), 6);
+  EXPECT_FALSE(all->has_next_rank());
+  const uint64_t whole = all->ByteSizeLong();
+  uint64_t largest_rank = 0;  // the bytes of one rank, both attempts of rank 1 together
+  for (int i = 0; i < all->ranks_size(); ++i) {
+    uint64_t bytes = all->ranks(i).ByteSizeLong();
+    if (i + 1 < all->ranks_size() && all->ranks(i + 1).rank() == all->ranks(i).rank()) {
+      bytes += all->ranks(++i).ByteSizeLong();
+    }
+    largest_rank = std::max(largest_rank, bytes);
+  }
+  int paged_bounds = 0;
+  for (uint64_t bound = largest_rank / 2; bound <= whole + 64; bound += 11) {
+    SCOPED_TRACE(bound);
+    RollupSelection selection;
+    selection.max_bytes = bound;
+    selection.partial = true;
+    v1::GetRollupsResponse joined;
+    int pages = 0;
+    absl::Status status;
+    for (;;) {
+      absl::StatusOr<v1::GetRollupsResponse> page =
+          store->Rollups("job", RollupAxis::kStep, selection);
+      if (!page.ok()) {
+        status = page.status();
+        break;
+      }
+      ++pages;
+      EXPECT_LE(page->ByteSizeLong(), bound);
+      ASSERT_GT(page->ranks_size(), 0);
+      for (const v1::RankRollups& r : page->ranks()) *joined.add_ranks() = r;
+      joined.set_bucket_ns(page->bucket_ns());
+      if (!page->has_next_rank()) break;
+      ASSERT_GT(page->next_rank(), page->ranks(page->ranks_size() - 1).rank());
+      selection.from_rank = page->next_rank();
+    }
+    if (!status.ok()) {
+      // Only a rank larger than the bound on its own is refused, and it is named.
+      EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+      EXPECT_TRUE(absl::StrContains(status.message(), "alone exceed max_response_bytes"))
+          << status;
+      EXPECT_LT(bound, largest_rank + 64);
+      continue;
+    }
+    EXPECT_EQ(joined.SerializeAsString(), all->SerializeAsString());
+    if (pages > 1) ++paged_bounds;
+  }
+  EXPECT_GT(paged_bounds, 0);
+}
+
 TEST(EventStoreTest, SeedsAtTheFirstMarkersInstantLeaveNoStepZeroRowWhateverTheBatches) {
   // The importer's seeds (memory there before the trace began) and the first ProfilerStep come
   // at one instant; the agent may cut a batch between them. One batch or two, the seeds are

@@ -62,7 +62,8 @@ TEST_F(JobRollupsTest, ARankTooBigAloneIsReportedByName) {
       client_->GetJobRollups("big", v1::TIMELINE_AXIS_STEP, 100);
   EXPECT_EQ(parts.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_TRUE(absl::StrContains(parts.status().message(),
-                                "the rollups of rank 0 of job \"big\" alone exceed 100 bytes"))
+                                "the rollups of rank 0 of job \"big\" alone exceed "
+                                "max_response_bytes (100 bytes)"))
       << parts.status();
 }
 

@@ -1,25 +1,12 @@
 #include "query/cli/query_client.h"
 
-#include <algorithm>
-#include <functional>
-#include <set>
+#include <cstdint>
+#include <optional>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/types/span.h"
 
 namespace memtrace::cli {
-namespace {
-
-// The collector's refusal of an answer past max_response_bytes (not gRPC's own of a message
-// past the channel's limit, which asking again would only repeat).
-bool TooBigForOneAnswer(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kResourceExhausted &&
-         absl::StrContains(status.message(), "max_response_bytes");
-}
-
-}  // namespace
 
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view address,
                             absl::string_view rpc, absl::Duration timeout) {
@@ -80,47 +67,39 @@ absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(
   request.set_job_id(job_id);
   request.set_axis(axis);
   request.set_max_response_bytes(max_response_bytes);
-  absl::StatusOr<v1::GetRollupsResponse> whole = GetRollups(request);
-  if (whole.ok() || !TooBigForOneAnswer(whole.status())) return whole;
-
-  absl::StatusOr<v1::ListRanksResponse> listed = ListRanks(job_id);
-  if (!listed.ok()) return listed.status();
-  std::set<uint32_t> distinct;
-  for (const v1::RankSummary& r : listed->ranks()) distinct.insert(r.rank());
-  const std::vector<uint32_t> ranks(distinct.begin(), distinct.end());
-  // No ranks to divide (an empty selection is every rank): the refusal stands.
-  if (ranks.empty()) return whole.status();
+  request.set_partial(true);
   v1::GetRollupsResponse out;
-  // Halves until each part fits; parts come back in rank order, as one answer would.
-  std::function<absl::Status(absl::Span<const uint32_t>)> fetch =
-      [&](absl::Span<const uint32_t> part) -> absl::Status {
-    request.mutable_ranks()->Assign(part.begin(), part.end());
-    absl::StatusOr<v1::GetRollupsResponse> got = GetRollups(request);
-    if (!got.ok()) {
-      if (!TooBigForOneAnswer(got.status())) return got.status();
-      if (part.size() == 1) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("the rollups of rank ", part[0], " of job \"", job_id, "\" alone exceed ",
-                         max_response_bytes, " bytes, the most one answer may hold"));
+  for (bool first = true;; first = false) {
+    absl::StatusOr<v1::GetRollupsResponse> page = GetRollups(request);
+    if (!page.ok()) return page.status();
+    // Pages come in rank order, each after the one before: a collector that ignored from_rank
+    // would send the first ranks again, for ever.
+    const int64_t last = out.ranks_size() == 0 ? -1 : out.ranks(out.ranks_size() - 1).rank();
+    for (const v1::RankRollups& rank : page->ranks()) {
+      if (rank.rank() < request.from_rank() || (!first && rank.rank() <= last)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the collector at ", address(), " answered GetRollups of job \"", job_id,
+            "\" from rank ", request.from_rank(), " with rank ", rank.rank(),
+            ": it is older than this memtrace, and the job is too big for one answer"));
       }
-      const size_t half = part.size() / 2;
-      if (absl::Status s = fetch(part.subspan(0, half)); !s.ok()) return s;
-      return fetch(part.subspan(half));
     }
-    for (v1::RankRollups& rank : *got->mutable_ranks()) {
-      if (std::find(part.begin(), part.end(), rank.rank()) == part.end()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("the collector at ", address(),
-                         " answered GetRollups for ranks it was not asked for: "
-                         "it is older than this memtrace, and job \"",
-                         job_id, "\" is too big for one answer"));
-      }
-      *out.add_ranks() = std::move(rank);
+    const std::optional<uint32_t> next =
+        page->has_next_rank() ? std::optional<uint32_t>(page->next_rank()) : std::nullopt;
+    if (first) {
+      out = *std::move(page);
+    } else {
+      for (v1::RankRollups& rank : *page->mutable_ranks()) *out.add_ranks() = std::move(rank);
+      out.set_bucket_ns(page->bucket_ns());
     }
-    out.set_bucket_ns(got->bucket_ns());
-    return absl::OkStatus();
-  };
-  if (absl::Status s = fetch(ranks); !s.ok()) return s;
+    if (!next.has_value()) break;
+    if (*next <= request.from_rank()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the collector at ", address(), " paged GetRollups of job \"", job_id, "\" from rank ",
+          request.from_rank(), " to rank ", *next, ", not forward"));
+    }
+    request.set_from_rank(*next);
+  }
+  out.clear_next_rank();
   return out;
 }
 

@@ -22,7 +22,7 @@ namespace memtrace::cli {
 
 // The largest answer a QueryClient takes. GetRollups of a whole job is 7.6 MB already at 16
 // ranks x 2000 steps, past gRPC's default 4 MiB, and it grows with ranks x steps x tags
-// (GetJobRollups asks for fewer ranks at a time past this).
+// (GetJobRollups pages by ranks past this).
 inline constexpr int kMaxQueryResponseBytes = 1 << 30;
 
 class QueryClient {
@@ -37,12 +37,11 @@ class QueryClient {
   absl::StatusOr<v1::TimelineResponse> Timeline(const v1::TimelineRequest& request) const;
   absl::StatusOr<v1::GetRollupsResponse> GetRollups(const v1::GetRollupsRequest& request) const;
   // Every rank's rollups of `job_id` on `axis`, in as many GetRollups calls as it takes for each
-  // answer to stay within `max_response_bytes`: the whole job in one when it fits, else half
-  // its ranks at a time, and so on (a rank with all its attempts is the smallest part). Each
-  // part is read at its own moment: of a job still running, later parts are newer, and a rank
-  // that appears after the first refusal is left out. RESOURCE_EXHAUSTED when one rank alone
-  // does not fit; FAILED_PRECONDITION from a collector that ignores GetRollupsRequest.ranks.
-  // 0 bytes: the default.
+  // answer to stay within `max_response_bytes`: the collector answers with the whole ranks that
+  // fit and where to go on (GetRollupsRequest.partial), a rank with all its attempts being the
+  // smallest page. Each page is read at its own moment: of a job still running, later pages
+  // are newer. RESOURCE_EXHAUSTED when one rank alone does not fit; FAILED_PRECONDITION from a
+  // collector that does not page forward. 0 bytes: the default.
   absl::StatusOr<v1::GetRollupsResponse> GetJobRollups(
       const std::string& job_id, v1::TimelineAxis axis,
       uint64_t max_response_bytes = kMaxQueryResponseBytes - (1 << 20)) const;
