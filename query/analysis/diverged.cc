@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -59,7 +60,7 @@ struct Grid {
 };
 
 // Each rank's own baseline: its level at the start of its first baseline_steps points after
-// warm-up, read off their Theil-Sen line. A rank that was already rising then (a leak from step
+// warm-up, read off their Theil-Sen line when they lie on one. A rank that was already rising then (a leak from step
 // 5) is measured from where it started; their median put its baseline mid-rise, which hid the
 // first steps of the leak and reported the rest as an offset it never had. `change`: how much
 // that line moved over those points. NaN for a rank with no point after warm-up (it started
@@ -83,8 +84,25 @@ std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
       continue;
     }
     const TrendFit line = fitter.Fit(xs, window);
-    baseline[r] = line.intercept + line.slope * xs.front();
-    (*change)[r] = line.slope * (xs.back() - xs.front());
+    // A level that stepped inside the window (an allocation kept from step 7 on) is no line:
+    // the line through it starts below the rank's real start and ends above it, which dated a
+    // divergence at step 8 back to the window's first step with a fraction of its excess. The
+    // level at the start is then the median of the first points, the change that of the last
+    // points minus it.
+    double worst_residual = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      worst_residual = std::max(
+          worst_residual, std::fabs(window[i] - (line.intercept + line.slope * xs[i])));
+    }
+    if (worst_residual <= Threshold(params, Median(window)) / 4) {
+      baseline[r] = line.intercept + line.slope * xs.front();
+      (*change)[r] = line.slope * (xs.back() - xs.front());
+      continue;
+    }
+    std::vector<double> first(window.begin(), window.begin() + 3);
+    std::vector<double> last(window.end() - 3, window.end());
+    baseline[r] = MedianInPlace(absl::MakeSpan(first));
+    (*change)[r] = MedianInPlace(absl::MakeSpan(last)) - baseline[r];
   }
   return baseline;
 }
@@ -93,16 +111,19 @@ std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
 // whose baseline steps already rose by a divergence's worth more than the cohort's did was
 // leaking before the comparison began, which is no offset (growth all ranks share moves none of
 // them apart).
-void FindOffsets(const Grid& g, const std::vector<double>& baseline,
-                 const std::vector<double>& change, const DivergenceParams& params,
-                 DivergenceReport& report) {
+// Returns, per offset found (in report.offsets' order), how far that rank's baseline steps moved
+// beyond the cohort's, in units of the offset threshold, on the offset's side.
+std::vector<double> FindOffsets(const Grid& g, const std::vector<double>& baseline,
+                                const std::vector<double>& change, const DivergenceParams& params,
+                                DivergenceReport& report) {
+  std::vector<double> drift;
   std::vector<double> baselines, changes;
   for (size_t r = 0; r < g.R; ++r) {
     if (std::isnan(baseline[r])) continue;
     baselines.push_back(baseline[r]);
     changes.push_back(change[r]);
   }
-  if (baselines.size() < 3) return;
+  if (baselines.size() < 3) return drift;
   Spread b = RobustSpread(baselines);
   const double threshold = Threshold(params, b.median);
   const double cohort_change = Median(changes);
@@ -113,8 +134,29 @@ void FindOffsets(const Grid& g, const std::vector<double>& baseline,
     if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {
       report.offsets.push_back({g.ranks[r]->rank, ToBytes(baseline[r]), ToBytes(b.median),
                                 static_cast<int64_t>(std::llround(offset))});
+      drift.push_back((change[r] - cohort_change) * (offset > 0 ? 1 : -1) / threshold);
     }
   }
+  return drift;
+}
+
+// An offset of a rank that then diverged on the same side, and whose baseline steps already
+// moved that way by a quarter of the threshold more than the cohort's, is what the rank leaked
+// before the comparison began (a leak too slow for FindOffsets' own test of its change), not
+// an amount it always held: the report said both of one leak.
+void DropOffsetsOfRanksAlreadyDiverging(const std::vector<double>& drift,
+                                        DivergenceReport& report) {
+  std::vector<RankOffset> kept;
+  for (size_t i = 0; i < report.offsets.size(); ++i) {
+    const RankOffset& o = report.offsets[i];
+    const int32_t side = o.offset_bytes > 0 ? 1 : -1;
+    const bool diverged_so =
+        std::any_of(report.diverged.begin(), report.diverged.end(),
+                    [&](const RankDivergence& d) { return d.rank == o.rank && d.direction == side; });
+    if (diverged_so && drift[i] > 0.25) continue;
+    kept.push_back(o);
+  }
+  report.offsets = std::move(kept);
 }
 
 // Each cell's deviation from the cohort (NaN: the rank has no value or the step is not
@@ -300,10 +342,11 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   const Grid g(ranks, params.metric, params.warmup_steps);
 
   std::vector<double> baseline(g.R, 0);
+  std::vector<double> offset_drift;
   if (params.relative_to_baseline) {
     std::vector<double> change;
     baseline = RankBaselines(g, params, &change);
-    FindOffsets(g, baseline, change, params, report);
+    offset_drift = FindOffsets(g, baseline, change, params, report);
   }
   const CohortDeviation cohort = CompareWithCohort(g, baseline, params, report);
   if (report.steps_compared == 0) {
@@ -319,6 +362,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
       report.diverged.push_back(*std::move(d));
     }
   }
+  DropOffsetsOfRanksAlreadyDiverging(offset_drift, report);
   Summarize(report);
   return report;
 }

@@ -71,6 +71,32 @@ TEST(DivergenceTest, ALeakFromBeforeTheComparedStepsIsNotAlsoAnOffset) {
   EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
 }
 
+// Rank 3 keeps 8 GiB from step 8 on, inside its baseline steps (5..9): the onset is step 8 with
+// 8 GiB more, not the first baseline step with a fraction of it (a line through a step starts
+// below the level before it).
+TEST(DivergenceTest, ALevelThatStepsInsideTheBaselineStepsDivergesWhereItStepped) {
+  JobTimeline job = Simulate(sim::HealthyJob()).timeline;
+  for (StepPoint& p : job.ranks[3].steps) {
+    if (p.step >= 8) p.floor_bytes += 8 * kGiB;
+  }
+  DivergenceReport report = FindDivergence(job);
+  ASSERT_EQ(report.diverged.size(), 1u) << report.message;
+  EXPECT_EQ(report.diverged[0].rank, 3u);
+  EXPECT_EQ(report.diverged[0].onset_step, 8) << report.message;
+  EXPECT_NEAR(double(report.diverged[0].excess_bytes), 8.0 * kGiB, 256.0 * kMiB);
+  EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
+}
+
+// A leak of 96 MiB a step from step 0 moves the rank's baseline by less than the offset
+// threshold (2% of ~21 GiB); the rank diverges, and is not also "a rank that always held a
+// different amount" because of what it leaked before the comparison began.
+TEST(DivergenceTest, ASlowLeakFromTheStartIsADivergenceNotAlsoAnOffset) {
+  DivergenceReport report = FindDivergence(Simulate(sim::LeakJob(3, 0, 96 * kMiB)).timeline);
+  ASSERT_EQ(report.diverged.size(), 1u) << report.message;
+  EXPECT_EQ(report.diverged[0].rank, 3u);
+  EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
+}
+
 TEST(DivergenceTest, ListsFollowersInOnsetOrder) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   spec.growths.push_back({2, "leak:other", "libfoo.so", 60, 256 * kMiB});
