@@ -78,6 +78,12 @@ JobAnalyses AnalyzeJob(const JobTimeline& job, const CompareParams& params) {
     if (r->steps.empty()) continue;
     floors.push_back(static_cast<double>(r->steps.back().floor_bytes));
     out.steps = std::max<int64_t>(out.steps, static_cast<int64_t>(r->steps.size()));
+    for (const StepPoint& p : r->steps) {
+      if (p.peak_bytes > out.max_peak_bytes) {
+        out.max_peak_bytes = p.peak_bytes;
+        out.max_peak_rank = r->rank;
+      }
+    }
   }
   if (!floors.empty()) out.final_floor_bytes = static_cast<uint64_t>(Median(floors));
   return out;
@@ -147,9 +153,20 @@ void AddLeaksItem(const CompareReport& report, std::vector<CompareItem>& items) 
   items.push_back(it);
 }
 
-// Each peak group of either job: the highest peak and its rank in each.
+// The highest step peak of each job, then each peak group of either job: the highest peak and
+// its rank in each.
 void AddPeakItems(const CompareReport& report, const CompareParams& params,
                   std::vector<CompareItem>& items) {
+  const auto peak_text = [](const JobAnalyses& j) {
+    return j.max_peak_bytes == 0
+               ? std::string("-")
+               : absl::StrCat(FormatBytes(j.max_peak_bytes), " (rank ", j.max_peak_rank, ")");
+  };
+  CompareItem job_peak{"peak", "highest step peak", peak_text(report.a), peak_text(report.b)};
+  job_peak.a_value = report.a.max_peak_bytes;
+  job_peak.b_value = report.b.max_peak_bytes;
+  job_peak.changed = Differs(job_peak.a_value, job_peak.b_value, params.min_change_fraction);
+  items.push_back(job_peak);
   const auto describe = [](const PeakSummary& s, Side, std::string* text, double* value) {
     *value = s.max_peak_bytes;
     *text = absl::StrCat(FormatBytes(*value), " (rank ", s.max_rank, ")");

@@ -33,6 +33,10 @@ struct JobAnalyses {
   HeadroomReport headroom;
   // Median over ranks of each rank's last floor.
   uint64_t final_floor_bytes = 0;
+  // The highest step peak of any rank, and that rank: compared whatever the peak grouping
+  // (a job without phases has no phase peaks to compare).
+  uint64_t max_peak_bytes = 0;
+  uint32_t max_peak_rank = 0;
   uint32_t ranks = 0;
   int64_t steps = 0;  // steps of the longest rank
 };

@@ -93,5 +93,19 @@ TEST(CompareTest, ALowerRolloutPeakIsReported) {
   EXPECT_FALSE(u->changed);
 }
 
+// Neither job has phases, so there are no phase peaks: the job's highest step peak still shows
+// a 30 GiB spike added in B (it read "0 differences").
+TEST(CompareTest, AHigherPeakInAJobWithoutPhasesIsReported) {
+  sim::JobSpec a = sim::HealthyJob();
+  sim::JobSpec b = sim::HealthyJob();
+  b.spikes.push_back({-1, "eval", 10, 3, 30 * kGiB});
+  CompareReport report = CompareJobs(sim::Simulate(a).timeline, sim::Simulate(b).timeline);
+  const CompareItem* p = Find(report, "peak", "highest step peak");
+  ASSERT_NE(p, nullptr);
+  EXPECT_TRUE(p->changed);
+  EXPECT_GT(p->b_value - p->a_value, 25.0 * kGiB);  // ~30 GiB; the highest steps differ in noise
+  EXPECT_EQ(report.items.front().subject, "highest step peak");  // changed items first
+}
+
 }  // namespace
 }  // namespace memtrace::analysis

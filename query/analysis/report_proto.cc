@@ -569,6 +569,8 @@ void ToProto(const JobAnalyses& r, v1::JobAnalyses* out) {
   ToProto(r.peak, out->mutable_peak());
   ToProto(r.headroom, out->mutable_headroom());
   out->set_final_floor_bytes(r.final_floor_bytes);
+  out->set_max_peak_bytes(r.max_peak_bytes);
+  out->set_max_peak_rank(r.max_peak_rank);
   out->set_ranks(r.ranks);
   out->set_steps(r.steps);
 }
