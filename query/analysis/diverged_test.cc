@@ -97,6 +97,22 @@ TEST(DivergenceTest, ASlowLeakFromTheStartIsADivergenceNotAlsoAnOffset) {
   EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
 }
 
+// With no warm-up the job's first step, where every rank's floor is 0 (nothing was allocated
+// before it began), is a baseline step: a leak from step 2 is found where it left the cohort,
+// not at step 0 where every rank held 0 B.
+TEST(DivergenceTest, WithoutWarmUpAnEmptyFirstStepDoesNotDateALeakBack) {
+  JobTimeline job = Simulate(sim::LeakJob(1, 2, 256 * kMiB)).timeline;
+  for (RankTimeline& r : job.ranks) r.steps[0].floor_bytes = 0;
+  DivergenceParams params;
+  params.warmup_steps = 0;
+  DivergenceReport report = FindDivergence(job, params);
+  ASSERT_EQ(report.diverged.size(), 1u) << report.message;
+  EXPECT_EQ(report.diverged[0].rank, 1u);
+  EXPECT_GE(report.diverged[0].onset_step, 3) << report.message;
+  EXPECT_LE(report.diverged[0].onset_step, 6) << report.message;
+  EXPECT_GT(report.diverged[0].value_bytes, 0u);
+}
+
 TEST(DivergenceTest, ListsFollowersInOnsetOrder) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   spec.growths.push_back({2, "leak:other", "libfoo.so", 60, 256 * kMiB});
