@@ -199,6 +199,21 @@ void AddFloorItem(const CompareReport& report, const CompareParams& params,
   items.push_back(it);
 }
 
+// How each job's rows are keyed. Rates per step and per time bucket are not the same number: a
+// job without step markers compared with one that has them reads "256 MiB/bucket" beside
+// "256 MiB/step", which is no sameness, so the keys are the first item, changed when they differ.
+CompareItem AxisItem(const JobTimeline& a, const JobTimeline& b) {
+  const auto keyed = [](const JobTimeline& j) {
+    return j.time_axis ? absl::StrCat(FormatDuration(static_cast<double>(j.bucket_ns)), " time buckets")
+                       : std::string("steps");
+  };
+  CompareItem it{"axis", "compared by", keyed(a), keyed(b)};
+  it.a_value = a.time_axis ? static_cast<double>(a.bucket_ns) : 0;
+  it.b_value = b.time_axis ? static_cast<double>(b.bucket_ns) : 0;
+  it.changed = it.a != it.b;
+  return it;
+}
+
 }  // namespace
 
 CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const CompareParams& params) {
@@ -208,6 +223,7 @@ CompareReport CompareJobs(const JobTimeline& a, const JobTimeline& b, const Comp
   report.a = AnalyzeJob(a, params);
   report.b = AnalyzeJob(b, params);
   std::vector<CompareItem>& items = report.items;
+  items.push_back(AxisItem(a, b));
   AddDivergedItem(report, items);
   AddGrowthItems(report, params, items);
   AddLeaksItem(report, items);

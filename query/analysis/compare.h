@@ -43,7 +43,7 @@ struct JobAnalyses {
 
 // One line of the comparison: what is compared, and how it reads on each side.
 struct CompareItem {
-  std::string analysis;  // "diverged", "growth", "leaks", "peak", "headroom", "floor"
+  std::string analysis;  // "axis", "diverged", "growth", "leaks", "peak", "headroom", "floor"
   std::string subject;   // e.g. "first rank", a tag name, a phase name
   std::string a;         // human-readable value for job A ("-" when absent)
   std::string b;

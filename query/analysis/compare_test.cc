@@ -107,5 +107,24 @@ TEST(CompareTest, AHigherPeakInAJobWithoutPhasesIsReported) {
   EXPECT_EQ(report.items.front().subject, "highest step peak");  // changed items first
 }
 
+// A job without step markers (keyed by time bucket) against one with them: the same growth per
+// key is no sameness, and the report says first that the two are keyed differently.
+TEST(CompareTest, JobsKeyedDifferentlySayFirstHow) {
+  JobTimeline stepped = sim::Simulate(sim::LeakJob(5, 30)).timeline;
+  JobTimeline bucketed = stepped;
+  bucketed.job_id = "bucketed";
+  bucketed.time_axis = true;
+  bucketed.bucket_ns = 1'000'000'000;
+  CompareReport report = CompareJobs(stepped, bucketed);
+  ASSERT_FALSE(report.items.empty());
+  EXPECT_EQ(report.items.front().analysis, "axis");
+  EXPECT_TRUE(report.items.front().changed);
+  EXPECT_EQ(report.items.front().a, "steps");
+  EXPECT_EQ(report.items.front().b, "1 s time buckets");
+  const CompareItem* same = Find(CompareJobs(stepped, stepped), "axis", "compared by");
+  ASSERT_NE(same, nullptr);
+  EXPECT_FALSE(same->changed);
+}
+
 }  // namespace
 }  // namespace memtrace::analysis

@@ -24,8 +24,8 @@ void AddAnalysisFlags(const CommandIo& io, FlagSet& flags, AnalysisOptions* opti
 void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis) {
   AddChoiceFlag<v1::TimelineAxis>(
       flags, "axis", {{"step", v1::TIMELINE_AXIS_STEP}, {"time", v1::TIMELINE_AXIS_TIME}},
-      "compare ranks by step (default; time buckets when the job has no step markers) or by "
-      "the collector's time buckets",
+      "step: compare ranks by step, or by time buckets when the job has no step markers (the "
+      "default; the report then says so); time: by the collector's time buckets",
       [axis](v1::TimelineAxis a) { *axis = a; });
 }
 
