@@ -11,8 +11,10 @@ namespace memtrace::cli {
 
 absl::StatusOr<int64_t> ParseTimeArg(absl::string_view text, absl::Time now) {
   auto bad = [&text]() {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "'", text, "' is not a time: use ns since the epoch, now, now-15m, -90s or RFC 3339"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text,
+                     "' is not a time: use ns since the epoch, now, now-15m, -90s, RFC 3339 or "
+                     "2026-12-02 16:54:03 (UTC, as memtrace prints times)"));
   };
   int64_t ns = 0;
   if (absl::SimpleAtoi(text, &ns)) {
@@ -33,6 +35,14 @@ absl::StatusOr<int64_t> ParseTimeArg(absl::string_view text, absl::Time now) {
   absl::Time t;
   std::string error;
   if (absl::ParseTime(absl::RFC3339_full, std::string(text), &t, &error)) {
+    return absl::ToUnixNanos(t);
+  }
+  // What the tables print: "2026-12-05 18:19:34.123", UTC without saying so. RFC 3339 allows
+  // the space; a time with no offset is taken as UTC, the zone of every time memtrace prints.
+  std::string pasted(text);
+  if (pasted.size() > 10 && pasted[10] == ' ') pasted[10] = 'T';
+  if (absl::ParseTime("%Y-%m-%d%ET%H:%M:%E*S", pasted, absl::UTCTimeZone(), &t, &error) ||
+      absl::ParseTime(absl::RFC3339_full, pasted, &t, &error)) {
     return absl::ToUnixNanos(t);
   }
   return bad();

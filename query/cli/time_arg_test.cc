@@ -26,9 +26,18 @@ TEST(ParseTimeArgTest, ParsesRfc3339WithFractionAndOffset) {
   EXPECT_EQ(*ParseTimeArg("2025-12-02T17:54:03.5+01:00", kNow), 1'764'694'443'500'000'000);
 }
 
+// A time as the tables print it (UTC, no zone, a space) pastes back as the same instant.
+TEST(ParseTimeArgTest, TakesTimesAsTheTablesPrintThemAsUtc) {
+  EXPECT_EQ(*ParseTimeArg("2025-12-02 16:54:03", kNow), 1'764'694'443'000'000'000);
+  EXPECT_EQ(*ParseTimeArg("2025-12-02 16:54:03.250", kNow), 1'764'694'443'250'000'000);
+  EXPECT_EQ(*ParseTimeArg("2025-12-02T16:54:03", kNow), 1'764'694'443'000'000'000);
+  EXPECT_EQ(*ParseTimeArg("2025-12-02 17:54:03+01:00", kNow), 1'764'694'443'000'000'000);
+}
+
 TEST(ParseTimeArgTest, RejectsEverythingElseNamingTheText) {
   for (const char* text :
-       {"", "abc", "now-", "now-abc", "+5m", "-", "-12", "nowish", "2025-13-02T16:54:03Z"}) {
+       {"", "abc", "now-", "now-abc", "+5m", "-", "-12", "nowish", "2025-13-02T16:54:03Z",
+        "2025-12-02", "2025-12-02 16:54", "2025-12-02  16:54:03", "2025-12-02 16:54:03 UTC"}) {
     absl::StatusOr<int64_t> t = ParseTimeArg(text, kNow);
     ASSERT_FALSE(t.ok()) << text;
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);

@@ -27,7 +27,8 @@ constexpr char kUsage[] =
     "ran and closed. Candidates count steps (also with --axis time), so a job without step\n"
     "markers has none.\n"
     "\n"
-    "TIME: ns since the epoch, now, now-15m, -90s, or RFC 3339 (2026-12-02T16:54:03Z), in\n"
+    "TIME: ns since the epoch, now, now-15m, -90s, RFC 3339 (2026-12-02T16:54:03Z), or a\n"
+    "time as memtrace prints it (2026-12-02 16:54:03.250, UTC), in\n"
     "the collector's clock: each rank is read at it in its own clock, shifted by the offset\n"
     "its agent measured (memtrace ranks), so hosts whose clocks disagree still line up.";
 

@@ -26,7 +26,8 @@ constexpr char kUsage[] =
     "markers is shown by time bucket unless --by is given (a note on stderr says so).\n"
     "\n"
     "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
-    "RFC 3339 (2026-12-02T16:54:03Z). --steps, --every and --wide only shape what is printed.";
+    "RFC 3339 (2026-12-02T16:54:03Z), or a time as memtrace prints it (2026-12-02\n"
+    "16:54:03.250, UTC). --steps, --every and --wide only shape what is printed.";
 
 bool InKeyRange(int64_t key, const TimelineView& view) {
   return (!view.first_key || key >= *view.first_key) && (!view.last_key || key <= *view.last_key);

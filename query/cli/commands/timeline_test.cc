@@ -150,7 +150,8 @@ TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
             "memtrace timeline: --by: 'hour' is not step or time\n"},
            {{"--job", "j", "--from", "yesterday"},
             "memtrace timeline: --from: 'yesterday' is not a time: use ns since the epoch, now, "
-            "now-15m, -90s or RFC 3339\n"},
+            "now-15m, -90s, RFC 3339 or "
+            "2026-12-02 16:54:03 (UTC, as memtrace prints times)\n"},
            {{"--job", "j", "--from", "200", "--to", "100"},
             "memtrace timeline: --from (200) is after --to (100)\n"},
            {{"--job", "j", "--every", "0"},
