@@ -411,9 +411,9 @@ absl::StatusOr<KinetoTrace> Parse(Stream& stream, absl::string_view name, bool c
                                             compressed ? " of the decompressed data" : "", ": ",
                                             rapidjson::GetParseError_En(result.Code())));
   }
+  // A bad file, as malformed JSON is (exit code 1), not a bad command line (INVALID_ARGUMENT: 2).
   if (!handler.saw_trace_events()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ": not a Chrome trace: no traceEvents array"));
+    return absl::DataLossError(absl::StrCat(name, ": not a Chrome trace: no traceEvents array"));
   }
   return trace;
 }

@@ -142,7 +142,7 @@ TEST(KinetoParserTest, TruncatedJsonIsAnErrorAtTheEnd) {
 TEST(KinetoParserTest, WellFormedJsonWithoutTraceEventsIsRefused) {
   auto trace = ParseKinetoJson(R"({"schemaVersion": 1})", "other.json");
   ASSERT_FALSE(trace.ok());
-  EXPECT_EQ(trace.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(trace.status().code(), absl::StatusCode::kDataLoss);  // exit 1, as malformed JSON
   EXPECT_NE(trace.status().message().find("no traceEvents"), std::string::npos);
 }
 
@@ -181,7 +181,7 @@ TEST(KinetoParserTest, HeaderErrorsAreTheParsersForWhatItReads) {
             std::string::npos)
       << broken.status();
   auto other = ReadKinetoJsonHeader(R"({"schemaVersion": 1})", "other.json");
-  EXPECT_EQ(other.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kDataLoss);
   auto missing = ReadKinetoHeader(test_util::TmpPath("no-such-trace.json"));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
 }

@@ -53,7 +53,7 @@ absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const std::string&
   RankChoice choice;
   if (info.rank.has_value()) {
     if (*info.rank < 0) {
-      return absl::InvalidArgumentError(
+      return absl::DataLossError(
           absl::StrCat(path, ": distributedInfo.rank is ", *info.rank, ", not a rank"));
     }
     choice.rank = *info.rank;
