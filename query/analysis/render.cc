@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "query/analysis/units.h"
+#include "query/cli/text_escape.h"
 
 namespace memtrace::analysis {
 namespace {
@@ -77,7 +78,10 @@ std::string Z(double z) {
 
 std::string Bytes(uint64_t b) { return FormatBytes(static_cast<double>(b)); }
 std::string Signed(int64_t b) { return FormatSignedBytes(static_cast<double>(b)); }
-std::string OrDash(const std::string& s) { return s.empty() ? "-" : s; }
+// Names come from the job (ids, NVTX tags, hosts): a control character in one is escaped, not
+// printed (a newline would start a line of its own).
+std::string OrDash(const std::string& s) { return s.empty() ? "-" : cli::TerminalText(s); }
+std::string Printable(const std::string& s) { return cli::TerminalText(s); }
 
 }  // namespace
 
@@ -95,7 +99,7 @@ std::string FormatRankList(std::vector<uint32_t> ranks) {
 }
 
 std::string RenderDivergence(const v1::DivergenceReport& r) {
-  std::string out = absl::StrCat("job ", r.job_id(), ": ", r.message(), "\n");
+  std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ", Printable(r.message()), "\n");
   if (r.status() == v1::DIVERGENCE_STATUS_TOO_FEW_RANKS ||
       r.status() == v1::DIVERGENCE_STATUS_TOO_FEW_STEPS) {
     return out;
@@ -139,7 +143,7 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
 std::string RenderGrowth(const v1::GrowthReport& r) {
   static const char* const kBy[] = {"tag", "rank", "tag,rank", "source", "source,rank"};
   std::string by = r.by() >= 0 && r.by() < 5 ? kBy[r.by()] : "tag";
-  std::string out = absl::StrCat("job ", r.job_id(), ": ");
+  std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ");
   if (r.groups_size() == 0) {
     absl::StrAppend(&out, "nothing grows (by ", by, ", ",
                     Window(r.first_step(), r.last_step(), r.bucket_ns()), ", ", r.groups_examined(),
@@ -192,7 +196,7 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
 std::string RenderLeaks(const v1::LeakReport& r) {
   static const char* const kCurve[] = {"plateau", "spikes", "leak", "too short"};
   std::string out = absl::StrCat(
-      "job ", r.job_id(), ": ",
+      "job ", Printable(r.job_id()), ": ",
       r.leaking_ranks() == 0 ? std::string("no rank leaks")
                              : absl::StrCat(r.leaking_ranks(), " of ", r.ranks(),
                                             r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak"),
@@ -274,7 +278,7 @@ std::string RenderLive(const v1::LiveReport& r) {
   // Without step markers every step is 0: the moment is its time alone.
   const bool steps = !r.no_step_markers();
   std::string out = absl::StrCat(
-      "job ", r.job_id(), ": rank ", r.rank(),
+      "job ", Printable(r.job_id()), ": rank ", r.rank(),
       r.attempt() > 0 || r.oom_before_restart() ? absl::StrCat(" attempt ", r.attempt()) : "",
       " at ",
       steps ? absl::StrCat("step ", r.at_step(), " (", Time(r.at_ns()), ")") : Time(r.at_ns()));
@@ -324,8 +328,8 @@ std::string RenderLive(const v1::LiveReport& r) {
 std::string RenderPeak(const v1::PeakReport& r) {
   static const char* const kBy[] = {"phase", "tag", "source", "rank"};
   std::string by = r.by() >= 0 && r.by() < 4 ? kBy[r.by()] : "phase";
-  std::string out =
-      absl::StrCat("job ", r.job_id(), ": peak by ", by, " over ", r.ranks(), " ranks\n");
+  std::string out = absl::StrCat("job ", Printable(r.job_id()), ": peak by ", by, " over ",
+                                 r.ranks(), " ranks\n");
   if (r.summaries_size() == 0) {
     absl::StrAppend(&out, "no ", by, " recorded",
                     r.by() == v1::PEAK_BY_PHASE ? " (the job has no NVTX phase ranges)\n" : "\n");
@@ -336,23 +340,28 @@ std::string RenderPeak(const v1::PeakReport& r) {
   const bool by_rank = r.by() == v1::PEAK_BY_RANK;
   const int64_t bucket_ns = r.bucket_ns();
   const std::string when = bucket_ns > 0 ? "bucket" : "step";
-  std::vector<std::string> summary_header = {">max peak", ">rank", ">" + when, ">median rank",
-                                             ">lowest rank", ">ranks"};
+  std::vector<std::string> summary_header = {">max peak",    ">rank",        ">" + when,
+                                             ">median rank", ">lowest rank", ">ranks"};
   if (!by_rank) summary_header.insert(summary_header.begin(), by);
   TextTable s(summary_header);
   for (const v1::PeakSummary& p : r.summaries()) {
-    std::vector<std::string> row = {Bytes(p.max_peak_bytes()), absl::StrCat(p.max_rank()),
+    std::vector<std::string> row = {Bytes(p.max_peak_bytes()),
+                                    absl::StrCat(p.max_rank()),
                                     FormatKeyValue(p.max_step(), bucket_ns),
                                     Bytes(p.median_rank_peak_bytes()),
-                                    Bytes(p.min_rank_peak_bytes()), absl::StrCat(p.ranks())};
+                                    Bytes(p.min_rank_peak_bytes()),
+                                    absl::StrCat(p.ranks())};
     if (!by_rank) row.insert(row.begin(), OrDash(p.group()));
     s.Add(row);
   }
   out += s.Render();
   out += "\n";
-  std::vector<std::string> entry_header = {
-      ">rank", ">peak", ">at " + when, ">typical peak",
-      by == "phase" ? ">at close" : ">at " + when + " end", ">" + when + "s"};
+  std::vector<std::string> entry_header = {">rank",
+                                           ">peak",
+                                           ">at " + when,
+                                           ">typical peak",
+                                           by == "phase" ? ">at close" : ">at " + when + " end",
+                                           ">" + when + "s"};
   if (!by_rank) entry_header.insert(entry_header.begin(), by);
   TextTable e(entry_header);
   for (const v1::PeakEntry& p : r.entries()) {
@@ -370,7 +379,7 @@ std::string RenderPeak(const v1::PeakReport& r) {
 }
 
 std::string RenderHeadroom(const v1::HeadroomReport& r) {
-  std::string out = absl::StrCat("job ", r.job_id(), ": ");
+  std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ");
   uint32_t ooms = 0;
   uint32_t full = 0;
   for (const v1::RankHeadroom& h : r.entries()) {

@@ -56,6 +56,7 @@ std::string HumanText(const Cell& cell, ColumnType type) {
     default:
       break;
   }
+  if (const std::string* text = std::get_if<std::string>(&cell)) return TerminalText(*text);
   return RawText(cell);
 }
 

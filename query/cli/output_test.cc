@@ -113,6 +113,17 @@ TEST(WriteJsonTest, EscapesControlCharacters) {
   EXPECT_EQ(out.str(), "[\n  {\"text\": \"a\\nb\\u0001\"}\n]\n");
 }
 
+// A job id with a newline stays on its row (JSON and CSV quote it; the table escapes it).
+TEST(WriteTextTest, EscapesControlCharactersSoEachRowIsOneLine) {
+  Table table({{"job", ColumnType::kText}, {"ranks", ColumnType::kInt}});
+  table.AddRow({std::string("new\nline\x1b"), uint64_t{3}});
+  std::ostringstream out;
+  WriteText(table, out);
+  EXPECT_EQ(out.str(),
+            "job            ranks\n"
+            "new\\nline\\x1b      3\n");
+}
+
 TEST(WriteJsonTest, WritesAnEmptyArrayForNoRows) {
   std::ostringstream out;
   WriteJson(Table({{"a", ColumnType::kText}}), out);

@@ -78,6 +78,26 @@ std::string XmlEscaped(absl::string_view text) {
   return out;
 }
 
+std::string TerminalText(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += absl::StrFormat("\\x%02x", u);
+    }
+  }
+  return out;
+}
+
 std::string ShellWord(absl::string_view text) {
   const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||

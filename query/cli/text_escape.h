@@ -31,6 +31,11 @@ std::string XmlEscaped(absl::string_view text);
 // it holds.
 std::string ShellWord(absl::string_view text);
 
+// `text` safe to print in a line of a text table or report: control characters (a newline in a
+// job id would start a row of its own) as C escapes, \n \r \t by name and the others as \xNN;
+// everything else unchanged.
+std::string TerminalText(absl::string_view text);
+
 }  // namespace memtrace::cli
 
 #endif  // MEMTRACE_QUERY_CLI_TEXT_ESCAPE_H_

@@ -32,6 +32,12 @@ TEST(TextEscapeTest, XmlEscapedUsesEntitiesAndDropsCharactersXmlForbids) {
             "ab\tc\nd");
 }
 
+TEST(TextEscapeTest, TerminalTextEscapesControlCharactersOnly) {
+  EXPECT_EQ(TerminalText("run-7 \"a\\b\" \xc3\xa9"), "run-7 \"a\\b\" \xc3\xa9");
+  EXPECT_EQ(TerminalText("new\nline\r\tend"), "new\\nline\\r\\tend");
+  EXPECT_EQ(TerminalText(std::string("a\0b\x1b[31m\x7f", 9)), "a\\x00b\\x1b[31m\\x7f");
+}
+
 TEST(TextEscapeTest, ShellWordQuotesOnlyWhatTheShellWouldChange) {
   EXPECT_EQ(ShellWord("/usr/bin/python3"), "/usr/bin/python3");
   EXPECT_EQ(ShellWord("--nproc_per_node"), "--nproc_per_node");
