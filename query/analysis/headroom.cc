@@ -38,7 +38,7 @@ void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHead
 // medians of what rides on the floor.
 struct ForecastWindow {
   std::vector<double> x, floor;  // step, floor bytes
-  uint64_t transient_bytes = 0;  // peak above the floor
+  uint64_t transient_bytes = 0;  // the highest peak above the floor
   uint64_t overhead_bytes = 0;   // device memory used outside traced allocations
   double step_ns = 0;            // the time a step takes
 };
@@ -73,8 +73,12 @@ ForecastWindow WindowOf(const RankTimeline& rank, const HeadroomParams& params) 
       period.push_back(double(p.end_ns - p.start_ns));
     }
   }
+  // The highest, not the typical: an eval or checkpoint spike every 10 steps is what runs out of
+  // memory first (a rank forecast full at step ~186 from its median step ran out at step 119, on
+  // a spike).
   if (!transient.empty()) {
-    w.transient_bytes = static_cast<uint64_t>(std::max(0.0, Median(transient)));
+    w.transient_bytes =
+        static_cast<uint64_t>(std::max(0.0, *std::max_element(transient.begin(), transient.end())));
   }
   if (!overhead.empty()) w.overhead_bytes = static_cast<uint64_t>(Median(overhead));
   if (!period.empty()) w.step_ns = Median(period);

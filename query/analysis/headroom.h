@@ -5,7 +5,8 @@
 // began to rise when it was flat before, current_trend.h; still rising lately) must pass the same
 // significance floor as `growth` (fitted growth >= min_growth_bytes, trend z >= min_trend_z);
 // otherwise the rank is flat and gets no forecast. The forecast is the step at which the trend
-// floor plus the rank's typical transient (median peak - floor) reaches the usable capacity:
+// floor plus the rank's highest transient in the window (peak - floor: a periodic eval or
+// checkpoint spike runs out of memory before a typical step does) reaches the usable capacity:
 // capacity minus the device memory used outside traced allocations (the median over the window's
 // steps of the highest device-used sample minus the live bytes when it was taken). Capacity is the
 // given one, else the largest device_total the rank's samples reported; without either there is no
@@ -56,7 +57,7 @@ struct RankHeadroom {
   uint64_t last_floor_bytes = 0;
   // The highest peak of the last 3 steps (or buckets): the last may have only begun.
   uint64_t last_peak_bytes = 0;
-  uint64_t transient_bytes = 0;  // median peak - floor in the window
+  uint64_t transient_bytes = 0;  // the highest peak - floor in the window
   // Usable capacity minus the latest peak (0 when already over).
   uint64_t headroom_bytes = 0;
   double floor_bytes_per_step = 0;

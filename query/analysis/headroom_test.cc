@@ -39,6 +39,26 @@ TEST(HeadroomTest, PlantedLinearLeakForecastsTheCapacityStepWithinTenPercent) {
   }
 }
 
+// An eval pass every 10 steps needs 18 GiB more: the rank runs out of memory on such a step,
+// long before a typical step's peak would reach the capacity. The forecast is that step (at
+// most one period early), not where the median step gets.
+TEST(HeadroomTest, APeriodicSpikeIsWhatRunsOutFirst) {
+  sim::JobSpec spec = sim::LeakJob(2, 10, 200 * kMiB, 8, 60);
+  spec.spikes.push_back({-1, "eval", 10, 0, 18 * kGiB});
+  const int64_t planted = sim::PlantedCapacityStep(spec, 2);
+  ASSERT_GT(planted, 60);
+  sim::JobSpec without_spikes = spec;
+  without_spikes.spikes.clear();
+  ASSERT_GT(sim::PlantedCapacityStep(without_spikes, 2), planted + 50);
+  HeadroomReport report = ForecastHeadroom(sim::Simulate(spec).timeline);
+  ASSERT_EQ(report.forecasts, 1u);
+  const RankHeadroom& h = report.entries[0];
+  EXPECT_EQ(h.rank, 2u);
+  EXPECT_LE(h.forecast_step, planted);
+  EXPECT_GE(h.forecast_step, planted - 12) << "planted " << planted;
+  EXPECT_GE(h.transient_bytes, 18 * kGiB);
+}
+
 TEST(HeadroomTest, ALeakThatStartsLateIsForecastAtItsOwnRate) {
   // 256 MiB a step from step 55 of 80: the last 50 steps are mostly flat, and one line over
   // them forecast the capacity ~160 steps late.
