@@ -60,11 +60,11 @@ struct Grid {
 };
 
 // Each rank's own baseline: its level at the start of its first baseline_steps points after
-// warm-up, read off their Theil-Sen line when they lie on one. A rank that was already rising then (a leak from step
-// 5) is measured from where it started; their median put its baseline mid-rise, which hid the
-// first steps of the leak and reported the rest as an offset it never had. `change`: how much
-// that line moved over those points. NaN for a rank with no point after warm-up (it started
-// late, died early, or has no rows yet): it has no baseline, and is compared nowhere.
+// warm-up, read off their Theil-Sen line when they lie on one. A rank that was already rising then
+// (a leak from step 5) is measured from where it started; their median put its baseline mid-rise,
+// which hid the first steps of the leak and reported the rest as an offset it never had. `change`:
+// how much that line moved over those points. NaN for a rank with no point after warm-up (it
+// started late, died early, or has no rows yet): it has no baseline, and is compared nowhere.
 std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
                                   std::vector<double>* change) {
   std::vector<double> baseline(g.R, 0);
@@ -91,8 +91,8 @@ std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
     // points minus it.
     double worst_residual = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
-      worst_residual = std::max(
-          worst_residual, std::fabs(window[i] - (line.intercept + line.slope * xs[i])));
+      worst_residual =
+          std::max(worst_residual, std::fabs(window[i] - (line.intercept + line.slope * xs[i])));
     }
     if (worst_residual <= Threshold(params, Median(window)) / 4) {
       baseline[r] = line.intercept + line.slope * xs.front();
@@ -150,22 +150,99 @@ void DropOffsetsOfRanksAlreadyDiverging(const std::vector<double>& drift,
   for (size_t i = 0; i < report.offsets.size(); ++i) {
     const RankOffset& o = report.offsets[i];
     const int32_t side = o.offset_bytes > 0 ? 1 : -1;
-    const bool diverged_so =
-        std::any_of(report.diverged.begin(), report.diverged.end(),
-                    [&](const RankDivergence& d) { return d.rank == o.rank && d.direction == side; });
+    const bool diverged_so = std::any_of(
+        report.diverged.begin(), report.diverged.end(),
+        [&](const RankDivergence& d) { return d.rank == o.rank && d.direction == side; });
     if (diverged_so && drift[i] > 0.25) continue;
     kept.push_back(o);
   }
   report.offsets = std::move(kept);
 }
 
+// What a step's ranks are compared with: a change since baseline, the noise around it, and the
+// metric's median among the ranks it comes from (the report's "cohort" column).
+struct Reference {
+  double change = 0;
+  double scale = 0;
+  double value = 0;
+  // The ranks split in two and the reference is the group that kept its baseline: how many.
+  uint32_t split_ranks = 0;
+};
+
+// Vectors ReferenceOf reuses from step to step (a 2000-step job asks 2000 times).
+struct ReferenceScratch {
+  std::vector<double> nth, low_rel, high_rel, low_value, high_value;
+  std::vector<size_t> order;
+};
+
+// Usually every rank's median. But when a third or more of the ranks sit on each side of a gap
+// wider than the threshold and than the noise within either side (the widest such gap), the median
+// lands in the gap (half the ranks leak: none is outside it, "no rank diverged") or on the side
+// that moved (two of three leak: the healthy one read as diverged below). The reference is then the
+// side whose change since baseline is nearer 0, the one that did not move. A minority under a third
+// is left to the median, which names it.
+Reference ReferenceOf(const std::vector<double>& rel, const std::vector<double>& value,
+                      double value_median, double threshold, double min_z,
+                      ReferenceScratch& scratch) {
+  const Spread everyone = RobustSpread(rel);
+  const Reference all{everyone.median, everyone.scale, value_median, 0};
+  const size_t n = rel.size();
+  const size_t side = (n + 2) / 3;  // the fewest ranks a side may hold
+  // The gap lies between the side-th smallest change and the side-th largest: at most steps
+  // those are closer than the threshold, and the sort below is skipped (O(n)).
+  std::vector<double>& nth = scratch.nth;
+  nth.assign(rel.begin(), rel.end());
+  std::nth_element(nth.begin(), nth.begin() + (side - 1), nth.end());
+  const double lowest_cut = nth[side - 1];
+  std::nth_element(nth.begin(), nth.begin() + (n - side), nth.end());
+  if (nth[n - side] - lowest_cut < threshold) return all;
+  std::vector<size_t>& order = scratch.order;
+  order.resize(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rel[a] < rel[b]; });
+  // The widest gap with at least `side` ranks on each side of it.
+  size_t cut = 0;
+  double gap = 0;
+  for (size_t i = side; i + side <= n; ++i) {
+    const double g = rel[order[i]] - rel[order[i - 1]];
+    if (g > gap) {
+      gap = g;
+      cut = i;
+    }
+  }
+  if (gap < threshold) return all;
+  std::vector<double>& low_rel = scratch.low_rel;
+  std::vector<double>& high_rel = scratch.high_rel;
+  std::vector<double>& low_value = scratch.low_value;
+  std::vector<double>& high_value = scratch.high_value;
+  low_rel.clear();
+  high_rel.clear();
+  low_value.clear();
+  high_value.clear();
+  for (size_t i = 0; i < n; ++i) {
+    const bool low = i < cut;
+    (low ? low_rel : high_rel).push_back(rel[order[i]]);
+    (low ? low_value : high_value).push_back(value[order[i]]);
+  }
+  const Spread low = RobustSpread(low_rel), high = RobustSpread(high_rel);
+  if (gap < min_z * std::max(low.scale, high.scale)) return all;
+  const bool low_stayed = std::fabs(low.median) != std::fabs(high.median)
+                              ? std::fabs(low.median) < std::fabs(high.median)
+                              : low_rel.size() >= high_rel.size();
+  const Spread& stayed = low_stayed ? low : high;
+  return Reference{stayed.median, stayed.scale, Median(low_stayed ? low_value : high_value),
+                   static_cast<uint32_t>(low_stayed ? low_rel.size() : high_rel.size())};
+}
+
 // Each cell's deviation from the cohort (NaN: the rank has no value or the step is not
 // compared), and +1 / -1 when outside the cohort on that side, 0 inside. Per step: the byte
-// threshold, the cohort's spread (from which a cell's robust z follows) and median.
+// threshold, the reference's spread (from which a cell's robust z follows) and median, and
+// how many ranks it was when the ranks split (0: all of them).
 struct CohortDeviation {
   std::vector<double> deviation;
   std::vector<int8_t> flag;
   std::vector<double> threshold, scale, cohort_median;
+  std::vector<uint32_t> split_ranks;
 };
 
 // Compares every rank with the cohort in each step after warm-up that has 3 ranks; sets the
@@ -178,7 +255,9 @@ CohortDeviation CompareWithCohort(const Grid& g, const std::vector<double>& base
   c.threshold.assign(g.S, 0);
   c.scale.assign(g.S, 0);
   c.cohort_median.assign(g.S, kMissing);
-  std::vector<double> rel, work;
+  c.split_ranks.assign(g.S, 0);
+  std::vector<double> rel, work, work_copy;
+  ReferenceScratch scratch;
   std::vector<size_t> members;
   bool first = true;
   for (size_t s = params.warmup_steps; s < g.S; ++s) {
@@ -193,13 +272,18 @@ CohortDeviation CompareWithCohort(const Grid& g, const std::vector<double>& base
       work.push_back(v);
     }
     if (members.size() < 3) continue;
-    c.cohort_median[s] = MedianInPlace(absl::MakeSpan(work));
-    Spread spread = RobustSpread(rel);
-    c.threshold[s] = Threshold(params, c.cohort_median[s]);
-    c.scale[s] = spread.scale;
+    // The threshold scales with every rank's median, split or not: the bar stays where it was.
+    work_copy.assign(work.begin(), work.end());  // `work` stays in rank order for ReferenceOf
+    const double value_median = MedianInPlace(absl::MakeSpan(work_copy));
+    c.threshold[s] = Threshold(params, value_median);
+    const Reference ref =
+        ReferenceOf(rel, work, value_median, c.threshold[s], params.min_z, scratch);
+    c.cohort_median[s] = ref.value;
+    c.scale[s] = ref.scale;
+    c.split_ranks[s] = ref.split_ranks;
     for (size_t m = 0; m < members.size(); ++m) {
       const size_t at = members[m] * g.S + s;
-      const double d = rel[m] - spread.median;
+      const double d = rel[m] - ref.change;
       c.deviation[at] = d;
       if (std::fabs(d) >= c.threshold[s] && std::fabs(RobustZ(d, c.scale[s])) >= params.min_z) {
         c.flag[at] = d > 0 ? 1 : -1;
@@ -364,6 +448,18 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   }
   DropOffsetsOfRanksAlreadyDiverging(offset_drift, report);
   Summarize(report);
+  if (!report.diverged.empty()) {
+    const std::vector<int64_t>& keys = g.steps.steps;
+    const size_t s =
+        std::lower_bound(keys.begin(), keys.end(), report.diverged[0].onset_step) - keys.begin();
+    if (s < g.S && cohort.split_ranks[s] > 0) {
+      const uint32_t stayed = cohort.split_ranks[s];
+      absl::StrAppend(&report.message, " (the ranks split in two groups there: compared with ",
+                      stayed == 1 ? "the one that kept its baseline"
+                                  : absl::StrCat("the ", stayed, " that kept theirs"),
+                      ")");
+    }
+  }
   return report;
 }
 

@@ -1,7 +1,9 @@
 #include "query/analysis/diverged.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "query/analysis/sim/job_simulator.h"
@@ -111,6 +113,54 @@ TEST(DivergenceTest, WithoutWarmUpAnEmptyFirstStepDoesNotDateALeakBack) {
   EXPECT_GE(report.diverged[0].onset_step, 3) << report.message;
   EXPECT_LE(report.diverged[0].onset_step, 6) << report.message;
   EXPECT_GT(report.diverged[0].value_bytes, 0u);
+}
+
+// `leakers` each leak 256 MiB a step from step 20.
+JobTimeline JobWithLeaksOn(uint32_t ranks, std::vector<int32_t> leakers) {
+  sim::JobSpec spec = sim::HealthyJob(ranks);
+  for (int32_t r : leakers) {
+    spec.growths.push_back({r, sim::kLeakTag, "libtorch_cuda.so", 20, 256 * kMiB});
+  }
+  return Simulate(spec).timeline;
+}
+
+std::vector<uint32_t> DivergedRanks(const DivergenceReport& report) {
+  std::vector<uint32_t> ranks;
+  for (const RankDivergence& d : report.diverged) ranks.push_back(d.rank);
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+// Half the ranks leak alike: the median sits between the halves and none is outside the cohort
+// by it. The ranks split in two, and the half that moved is named against the half that did not.
+TEST(DivergenceTest, HalfTheRanksLeakingAreNamedAgainstTheHalfThatDidNot) {
+  DivergenceReport report = FindDivergence(JobWithLeaksOn(8, {1, 2, 3, 4}));
+  ASSERT_EQ(report.status, DivergenceStatus::kDiverged) << report.message;
+  EXPECT_EQ(DivergedRanks(report), (std::vector<uint32_t>{1, 2, 3, 4})) << report.message;
+  for (const RankDivergence& d : report.diverged) {
+    EXPECT_EQ(d.direction, 1);
+    EXPECT_GE(d.onset_step, 20);
+    EXPECT_LE(d.onset_step, 26);
+  }
+  EXPECT_NE(report.message.find("split in two groups there: compared with the 4 that kept theirs"),
+            std::string::npos)
+      << report.message;
+}
+
+// Two of three ranks leak: the median follows them, and the healthy rank read as diverged below.
+TEST(DivergenceTest, TwoOfThreeLeakingAreNamedNotTheRankThatStayed) {
+  DivergenceReport report = FindDivergence(JobWithLeaksOn(3, {1, 2}));
+  EXPECT_EQ(DivergedRanks(report), (std::vector<uint32_t>{1, 2})) << report.message;
+  for (const RankDivergence& d : report.diverged) EXPECT_EQ(d.direction, 1);
+}
+
+// Seven of eight ranks grow and one does not: under a third of the ranks, the one is the odd one
+// out, named below the cohort as before.
+TEST(DivergenceTest, ALoneRankThatStaysWhileTheRestGrowIsTheOneNamed) {
+  DivergenceReport report = FindDivergence(JobWithLeaksOn(8, {0, 1, 2, 4, 5, 6, 7}));
+  ASSERT_EQ(DivergedRanks(report), (std::vector<uint32_t>{3})) << report.message;
+  EXPECT_EQ(report.diverged[0].direction, -1);
+  EXPECT_EQ(report.message.find("split"), std::string::npos) << report.message;
 }
 
 TEST(DivergenceTest, ListsFollowersInOnsetOrder) {
