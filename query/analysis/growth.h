@@ -49,7 +49,7 @@ enum class GrowthScope { kAllRanks, kSomeRanks };
 struct RankGrowth {
   uint32_t rank = 0;
   double bytes_per_step = 0;
-  double growth_bytes = 0;   // bytes_per_step x steps spanned by the fit
+  double growth_bytes = 0;   // bytes_per_step x steps from first_step to last_step
   uint64_t first_bytes = 0;  // the series at the fit's first and last step
   uint64_t last_bytes = 0;
   double trend_z = 0;

@@ -181,6 +181,20 @@ TEST(GrowthTest, ALeakOverMostOfTheWindowIsMeasuredFromWhereItStarted) {
   EXPECT_NEAR(static_cast<double>(g.growth_bytes), 69.0 * 256 * kMiB, 3.0 * 256 * kMiB);
 }
 
+// The tag appears at step 10, five steps into the window: too few flat points for the fit to
+// split them off, so the line spans the window, but the growth is counted from where it rose
+// (it read 94 steps' worth of a leak 89 steps long).
+TEST(GrowthTest, ATagThatAppearsAFewStepsIntoTheWindowGrowsFromThere) {
+  JobTimeline job = Simulate(sim::LeakJob(5, 10, 256 * kMiB)).timeline;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 1u);
+  ASSERT_EQ(report.groups[0].ranks.size(), 1u);
+  const RankGrowth& g = report.groups[0].ranks[0];
+  EXPECT_NEAR(static_cast<double>(g.first_step), 10, 1);
+  EXPECT_NEAR(g.growth_bytes, 89.0 * 256 * kMiB, 2.0 * 256 * kMiB);
+  EXPECT_LE(g.growth_bytes, static_cast<double>(g.last_bytes));
+}
+
 TEST(GrowthTest, ATagThatJumpedOnceThenStayedIsNotGrowth) {
   sim::JobSpec spec = sim::HealthyJob();
   // Rank 1 keeps 4 GiB of its rollout's memory from step 50 on: one jump, then flat.

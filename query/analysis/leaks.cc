@@ -88,9 +88,23 @@ std::vector<int64_t> FindSpikes(const CurvePoints& p, const CurrentTrend& trend,
   Spread s = RobustSpread(over);
   double cut = s.median + std::max(static_cast<double>(params.min_spike_bytes),
                                    params.spike_mad_factor * s.scale);
+  // The floor's distance from its fit, to tell a level that stepped up from a spike: memory
+  // allocated in step i and kept raises step i's peak above its floor (the floor is the step's
+  // lowest point, before the allocation), then the floors after it.
+  std::vector<double> residual(n), scratch;
+  for (size_t i = 0; i < n; ++i) residual[i] = p.floor[i] - fitted(i);
+  const auto median_residual = [&](size_t begin, size_t end) {
+    scratch.assign(residual.begin() + begin, residual.begin() + end);
+    return MedianInPlace(absl::MakeSpan(scratch));
+  };
   std::vector<int64_t> spikes;
   for (size_t i = 0; i < n; ++i) {
     if (over[i] <= cut) continue;
+    if (i + 1 < n && i > 0 &&
+        median_residual(i + 1, std::min(n, i + 4)) - median_residual(i >= 3 ? i - 3 : 0, i) >=
+            0.5 * (over[i] - s.median)) {
+      continue;  // the floors after it kept half of it or more: a step up, not a spike
+    }
     spikes.push_back(static_cast<int64_t>(p.x[i]));
     uint64_t excess = ToBytes(over[i] - s.median);
     if (excess > e.max_spike_excess_bytes) {
@@ -135,7 +149,14 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
   // The floor's trend since it started: a leak that began after a flat stretch has its own rate.
   const CurrentTrend trend = FitCurrentTrend(p.x, p.floor, params.min_points, fitter);
   const bool leak = FloorLeaks(p, trend, params, fitter, e);
-  const std::vector<int64_t> spikes = FindSpikes(p, trend, params, e);
+  // Spikes stand out from the floor's fit, which is flat before where the floor rose: a flat
+  // start too short for FitCurrentTrend to split off, measured along the line, put the floor
+  // that far under it there, and the first steps' peaks read as spikes.
+  CurrentTrend along = trend;
+  if (along.onset == 0) {
+    along.onset = ShortFlatStart(p.x, p.floor, trend.fit, params.min_points, fitter);
+  }
+  const std::vector<int64_t> spikes = FindSpikes(p, along, params, e);
   bool spiky = !spikes.empty() && spikes.size() <= params.max_spike_fraction * n;
   out.curve = leak ? CurveClass::kLeak : spiky ? CurveClass::kSpikes : CurveClass::kPlateau;
   return out;
@@ -332,8 +353,8 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
     // A time-axis job without its steps: no warm-up to count from, so no candidates (survivors
     // do not need one).
     const int64_t candidates_from = it != warmup_end.end() ? it->second
-                                    : job.time_axis ? std::numeric_limits<int64_t>::max()
-                                                    : int64_t{params.warmup_steps};
+                                    : job.time_axis        ? std::numeric_limits<int64_t>::max()
+                                                           : int64_t{params.warmup_steps};
     auto steps_of = rank_steps.find(set.rank);
     FindCandidates(set, candidates_from, steps_of != rank_steps.end() ? &steps_of->second : nullptr,
                    params, report);

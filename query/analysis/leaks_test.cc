@@ -177,6 +177,37 @@ TEST(LeakTest, AFloorThatJumpedOnceThenStayedIsNotALeak) {
   EXPECT_GT(CurveOf(report, 1).evidence.floor_growth_bytes, 0);
 }
 
+// As above, but the 8 GiB are allocated during step 40 and kept: that step's floor (its lowest
+// point, before the allocation) is still the old one while its peak holds the new block. A
+// level that stepped up, not a spike at step 40.
+TEST(LeakTest, MemoryAllocatedInAStepAndKeptIsAStepUpNotASpike) {
+  sim::JobSpec spec;
+  spec.steps = 100;
+  spec.ranks = 4;
+  JobTimeline job = Simulate(spec).timeline;
+  for (StepPoint& p : job.ranks[1].steps) {
+    if (p.step >= 40) p.peak_bytes += 8 * kGiB;
+    if (p.step > 40) p.floor_bytes += 8 * kGiB;
+  }
+  LeakReport report = FindLeaks(job);
+  EXPECT_EQ(CurveOf(report, 1).curve, CurveClass::kPlateau);
+  EXPECT_EQ(CurveOf(report, 1).evidence.spike_steps, 0u);
+  // A spike the floors after it do not keep is still one.
+  JobTimeline spiked = Simulate(spec).timeline;
+  spiked.ranks[1].steps[40].peak_bytes += 8 * kGiB;
+  EXPECT_EQ(CurveOf(FindLeaks(spiked), 1).evidence.spike_steps, 1u);
+}
+
+// A leak from step 10, five steps into the window: the flat steps before it are no spikes (they
+// read as such against the line through the leak, which passes under them).
+TEST(LeakTest, TheFlatStepsBeforeALeakThatStartsSoonAreNotSpikes) {
+  const LeakReport report = FindLeaks(Simulate(sim::LeakJob(5, 10, 1 * kGiB, 8, 60)).timeline);
+  const RankCurve& c = CurveOf(report, 5);
+  EXPECT_EQ(c.curve, CurveClass::kLeak);
+  // Only the planted checkpoint every 50 steps is a spike on rank 5.
+  for (int64_t step : c.evidence.first_spikes) EXPECT_EQ(step % 50, 0) << step;
+}
+
 TEST(LeakTest, CandidatesAreThePlantedTagAllocatedOverManySteps) {
   sim::JobSpec spec = sim::LeakJob(5, 30, 128 * kMiB);
   JobTimeline job = Simulate(spec).timeline;
