@@ -40,6 +40,9 @@ class TransportSink : public RankImportSink {
       : transport_(std::move(transport)),
         collector_(std::move(collector)),
         drain_timeout_(drain_timeout) {}
+  // A sink dropped without Finish (the import stopped at an error) gives up at once: the
+  // Transport's own destructor would wait 5 s more for a collector that already did not answer.
+  ~TransportSink() override { (void)transport_->Shutdown(absl::ZeroDuration()); }
 
   void Record(const Event& event) override { transport_->Record(event); }
   uint32_t Intern(StringKind kind, std::string_view value) override {
@@ -89,20 +92,26 @@ class TransportSink : public RankImportSink {
         return absl::FailedPreconditionError(absl::StrCat(
             "the collector at ", collector_, " refused the import: ", stats.last_stream_error));
       }
-      if (!absl::IsDeadlineExceeded(flushed) || absl::Now() >= deadline) return Explain(flushed);
+      if (!absl::IsDeadlineExceeded(flushed) || absl::Now() >= deadline) {
+        return Explain(flushed.code());
+      }
     }
   }
 
   static constexpr absl::Duration kDrainSlice = absl::Milliseconds(200);
 
-  absl::Status Explain(const absl::Status& s) const {
-    const std::string said = transport_->stats().last_stream_error;
+  // The whole wait's outcome (the last slice's own message named its 200 ms).
+  absl::Status Explain(absl::StatusCode code) const {
+    const TransportStats stats = transport_->stats();
+    const std::string& said = stats.last_stream_error;
     return absl::Status(
-        s.code(), absl::StrCat("events not durable at the collector at ", collector_, " within ",
-                               absl::FormatDuration(drain_timeout_),
-                               said.empty() ? " (is it running? --collector): "
-                                            : absl::StrCat(" (it said ", said, "): "),
-                               s.message()));
+        code,
+        absl::StrCat(
+            "events not durable at the collector at ", collector_, " within ",
+            absl::FormatDuration(drain_timeout_),
+            said.empty() ? " (is it running? --collector)" : absl::StrCat(" (it said ", said, ")"),
+            ": ", stats.last_seq - std::min(stats.durable_seq, stats.last_seq), " of ",
+            stats.last_seq, " events not acknowledged", stats.connected ? "" : ", not connected"));
   }
 
   std::unique_ptr<Transport> transport_;

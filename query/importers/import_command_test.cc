@@ -228,6 +228,25 @@ TEST(ImportCommandEmptyTraceTest, ATraceWithNoEventsIsNotSaidToBeAlreadyThere) {
   EXPECT_EQ(run.out.find("already"), std::string::npos) << run.out;
 }
 
+// Nothing listens: the import gives up after --drain-timeout, not 5 s later (the Transport's
+// own shutdown wait), and says what its whole wait came to, not its last 200 ms slice's.
+TEST(ImportCommandUnreachableTest, ACollectorThatIsNotThereFailsWithinTheDrainTimeout) {
+  const std::string file = test_util::TmpPath("unreachable_rank0.json");
+  std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1, "tid": 1,)"
+                      << R"( "ts": 10, "s": "t", "args": {"Device Type": 1, "Device Id": 0,)"
+                      << R"( "Addr": 4096, "Bytes": 64, "Total Allocated": 64,)"
+                      << R"( "Total Reserved": 64, "Ev Idx": 1}}]})";
+  const absl::Time started = absl::Now();
+  CommandRun run = Import({"--job", "j", "--format", "kineto", "--collector", "127.0.0.1:1",
+                           "--drain-timeout", "1s", file});
+  const absl::Duration took = absl::Now() - started;
+  EXPECT_EQ(run.code, cli::kExitError);
+  EXPECT_LT(took, absl::Milliseconds(2500));
+  EXPECT_NE(run.err.find("within 1s"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(" events not acknowledged, not connected"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("ms ("), std::string::npos) << run.err;
+}
+
 TEST(ImportCommandUsageTest, BadCommandLinesAreUsageErrors) {
   EXPECT_EQ(Import({"--format", "kineto", "a.json"}).code, cli::kExitUsage);
   CommandRun no_format = Import({"--job", "j", "a.json"});
