@@ -144,6 +144,13 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   static const char* const kBy[] = {"tag", "rank", "tag,rank", "source", "source,rank"};
   std::string by = r.by() >= 0 && r.by() < 5 ? kBy[r.by()] : "tag";
   std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ");
+  if (r.groups_size() == 0 && r.groups_examined() == 0) {
+    // No window to show ("steps 0..0"): the warm-up or the window left too few points.
+    absl::StrAppend(&out, "nothing to fit (by ", by, "): no series has ", r.params().min_points(),
+                    " points after each rank's first ", r.params().warmup_steps(),
+                    " steps (--warmup)\n");
+    return out;
+  }
   if (r.groups_size() == 0) {
     absl::StrAppend(&out, "nothing grows (by ", by, ", ",
                     Window(r.first_step(), r.last_step(), r.bucket_ns()), ", ", r.groups_examined(),
@@ -331,8 +338,14 @@ std::string RenderPeak(const v1::PeakReport& r) {
   std::string out = absl::StrCat("job ", Printable(r.job_id()), ": peak by ", by, " over ",
                                  r.ranks(), " ranks\n");
   if (r.summaries_size() == 0) {
-    absl::StrAppend(&out, "no ", by, " recorded",
-                    r.by() == v1::PEAK_BY_PHASE ? " (the job has no NVTX phase ranges)\n" : "\n");
+    // The warm-up may have left out every step the job has: then nothing "was recorded" is
+    // not what happened.
+    const uint32_t warmup = r.params().warmup_steps();
+    absl::StrAppend(
+        &out, "no ", by, " recorded",
+        warmup > 0 ? absl::StrCat(" after each rank's first ", warmup, " steps (--warmup)") : "",
+        r.by() == v1::PEAK_BY_PHASE && warmup == 0 ? " (the job has no NVTX phase ranges)\n"
+                                                   : "\n");
     return out;
   }
   out += "\n";

@@ -62,6 +62,29 @@ TEST(RenderTest, GrowthTableSaysWhereItGrows) {
   EXPECT_TRUE(Has(RenderGrowth(none), "nothing grows"));
 }
 
+// A warm-up past every step the job has: the reports say so, not "no tag recorded" nor a
+// window of "steps 0..0".
+TEST(RenderTest, AWarmUpPastTheJobSaysSo) {
+  const JobTimeline job = sim::Simulate(sim::HealthyJob(4, 10)).timeline;
+  PeakParams peak_params;
+  peak_params.by = PeakBy::kTag;
+  peak_params.warmup_steps = 100;
+  v1::PeakReport peak;
+  ToProto(FindPeaks(job, peak_params), &peak);
+  EXPECT_TRUE(Has(RenderPeak(peak), "no tag recorded after each rank's first 100 steps (--warmup)"))
+      << RenderPeak(peak);
+  GrowthParams growth_params;
+  growth_params.warmup_steps = 1000;
+  v1::GrowthReport growth;
+  ToProto(FindGrowth(job, growth_params), &growth);
+  const std::string text = RenderGrowth(growth);
+  EXPECT_TRUE(Has(text,
+                  "nothing to fit (by tag): no series has 8 points after each rank's "
+                  "first 1000 steps (--warmup)"))
+      << text;
+  EXPECT_FALSE(Has(text, "0..0")) << text;
+}
+
 // A job without step markers: windows, onsets and forecasts are times, not bucket indexes.
 TEST(RenderTest, TimeBucketJobsAreShownInTime) {
   JobTimeline job = sim::Simulate(sim::LeakJob(5, 30, 256 * kMiB, 8, 100)).timeline;
