@@ -41,7 +41,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                               "grouping (default tag)", [p](v1::GrowthBy by) { p->set_by(by); });
   AddUint32Flag(flags, "warmup", "N", "first steps of each rank not fitted (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
-  AddUint32Flag(flags, "window", "N", "fit only the last N steps (default all after warm-up)",
+  AddUint32Flag(flags, "window", "N",
+                "fit only the last N steps (default, and 0: all after warm-up)",
                 [p](uint32_t v) { p->set_window_steps(v); });
   AddBytesFlag(flags, "min-growth", "least growth over the window that counts (default 64MiB)",
                [p](uint64_t v) { p->set_min_growth_bytes(v); });
@@ -62,6 +63,10 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   request.set_axis(axis);
   if (request.job_id().empty()) {
     return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
+  }
+  // A series per rank exists only --by rank; elsewhere the metric would be ignored.
+  if (p->has_rank_metric() && p->by() != v1::GROWTH_BY_RANK) {
+    return ReportError(io, absl::InvalidArgumentError("--metric applies to --by rank only"), kName);
   }
   absl::StatusOr<AnalysisClient> client =
       AnalysisClient::Create(options.collector, options.timeout);

@@ -45,7 +45,7 @@ TEST(GrowthCommandTest, SendsWindowAndThresholds) {
   std::string out;
   ASSERT_EQ(Growth(server,
                    {"--job", "j", "--warmup", "1", "--window", "30", "--min-growth", "128MiB",
-                    "--min-z", "2", "--metric", "end"},
+                    "--min-z", "2", "--by", "rank", "--metric", "end"},
                    &out),
             kExitOk);
   const v1::GrowthParams& p = server.growth_request.params();
@@ -54,6 +54,12 @@ TEST(GrowthCommandTest, SendsWindowAndThresholds) {
   EXPECT_EQ(p.min_growth_bytes(), 128u << 20);
   EXPECT_DOUBLE_EQ(p.min_trend_z(), 2);
   EXPECT_EQ(p.rank_metric(), v1::ANALYSIS_METRIC_END);
+  // --metric shapes --by rank's series only: elsewhere it is refused, not ignored.
+  const int calls = server.calls;
+  std::string err;
+  EXPECT_EQ(Growth(server, {"--job", "j", "--metric", "peak"}, &out, &err), kExitUsage);
+  EXPECT_EQ(err, "memtrace growth: --metric applies to --by rank only\n");
+  EXPECT_EQ(server.calls, calls);
 }
 
 TEST(GrowthCommandTest, RefusesATrendThresholdThatIsNotAFinitePositiveNumber) {

@@ -38,7 +38,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
               p->set_capacity_bytes(*bytes);
               return absl::OkStatus();
             });
-  AddUint32Flag(flags, "recent", "N", "steps the trend is fitted over (default 50)",
+  AddUint32Flag(flags, "recent", "N",
+                "steps the trend is fitted over (default 50; 0: all after warm-up)",
                 [p](uint32_t v) { p->set_recent_steps(v); });
   AddUint32Flag(flags, "warmup", "N", "first steps left out (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });

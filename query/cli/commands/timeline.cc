@@ -130,7 +130,8 @@ struct TimelineArgs {
   std::string from;
   std::string to;
   TimelineView view;
-  bool by_given = false;  // --by was on the command line: keep that axis whatever the job has
+  bool by_given = false;     // --by was on the command line: keep that axis whatever the job has
+  bool value_given = false;  // --value was: it shapes --wide only
 };
 
 // analysis::HasStepMarkers (query/analysis/timeline.h) for the Timeline RPC's answer: some rank
@@ -205,6 +206,7 @@ void RegisterTimelineFlags(FlagSet* flags, TimelineArgs& a) {
                  &a.view.wide);
   flags->Add(
       "value", "floor|peak|end", "what --wide shows (default end)", [&a](absl::string_view v) {
+        a.value_given = true;
         if (v == "floor") {
           a.view.value = TimelineValue::kFloor;
         } else if (v == "peak") {
@@ -250,6 +252,11 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
   if (a.job.empty()) {
     return ReportError(io, absl::InvalidArgumentError("--job is required"), "timeline");
+  }
+  if (a.value_given && !a.view.wide) {
+    // The long table shows floor, peak and end already; the flag would change nothing.
+    return ReportError(io, absl::InvalidArgumentError("--value applies to --wide only"),
+                       "timeline");
   }
   absl::StatusOr<v1::TimelineRequest> request = TimelineRequestFor(a, io.now);
   if (!request.ok()) return ReportError(io, request.status(), "timeline");

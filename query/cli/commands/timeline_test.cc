@@ -144,6 +144,8 @@ TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
   };
   for (const Case& c : std::vector<Case>{
            {{"--rank", "1"}, "memtrace timeline: --job is required\n"},
+           {{"--job", "j", "--value", "peak"},
+            "memtrace timeline: --value applies to --wide only\n"},
            {{"--job", "j", "--rank", "abc"},
             "memtrace timeline: --rank: 'abc' is not a non-negative integer below 2^32\n"},
            {{"--job", "j", "--by", "hour"},
