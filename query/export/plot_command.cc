@@ -1,5 +1,8 @@
 #include "query/export/plot_command.h"
 
+#include <algorithm>
+#include <set>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -126,11 +129,21 @@ absl::Status CheckRanksExist(const analysis::JobTimeline& timeline, const std::s
   return absl::OkStatus();
 }
 
-// What a written plot shows, for stderr: ranks, the highlighted one, leaks.
+// What a written plot shows, for stderr: ranks (those --ranks kept, of all), the highlighted
+// one, leaks.
 std::string PlotSummary(const std::string& output, const analysis::JobTimeline& timeline,
-                        const PlotMarks& marks) {
+                        const std::set<uint32_t>& only_ranks, const PlotMarks& marks) {
+  size_t drawn = timeline.ranks.size();
+  if (!only_ranks.empty()) {
+    drawn =
+        std::count_if(timeline.ranks.begin(), timeline.ranks.end(),
+                      [&](const analysis::RankTimeline& r) { return only_ranks.count(r.rank); });
+  }
   return absl::StrCat(
-      "wrote ", output, ": ", timeline.ranks.size(), " ranks, ",
+      "wrote ", output, ": ",
+      drawn == timeline.ranks.size() ? absl::StrCat(drawn)
+                                     : absl::StrCat(drawn, " of ", timeline.ranks.size()),
+      " ranks, ",
       marks.highlighted_rank
           ? absl::StrCat(
                 "rank ", *marks.highlighted_rank, " highlighted (diverged at ",
@@ -174,7 +187,9 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
     return absl::OkStatus();
   });
   if (!written.ok()) return cli::ReportError(io, written, self.name);
-  if (f.output != "-") io.err << PlotSummary(f.output, *timeline, marks) << "\n";
+  if (f.output != "-") {
+    io.err << PlotSummary(f.output, *timeline, options->ranks, marks) << "\n";
+  }
   return cli::kExitOk;
 }
 

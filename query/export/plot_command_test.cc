@@ -158,6 +158,12 @@ TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {
   std::sort(ranks.begin(), ranks.end());
   EXPECT_EQ(ranks, (std::vector<std::string>{"0", "3", "4", "5"}));
   EXPECT_EQ(testing::Root(svg)["data-highlighted-rank"], std::to_string(kLeakRank));
+  // The line on stderr counts the ranks drawn, of the job's (it said "8 ranks").
+  const std::string path = test_util::TmpPath("ranks-summary.svg");
+  CommandRun run = Plot(
+      {"--job", "sim-leak", "-o", path, "--ranks", "0,3-5", "--collector", server_->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find(": 4 of 8 ranks, "), std::string::npos) << run.err;
 }
 
 TEST_F(PlotCommandTest, ErrorsNameWhatIsWrong) {
