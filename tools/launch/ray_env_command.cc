@@ -52,6 +52,11 @@ bool IsLoopback(const std::string& address) {
          absl::StartsWith(address, "[::1]");
 }
 
+// 0.0.0.0 and [::] are what a collector listens on (every interface), not a place to connect to.
+bool IsUnspecified(const std::string& address) {
+  return absl::StartsWith(address, "0.0.0.0:") || absl::StartsWith(address, "[::]:");
+}
+
 }  // namespace
 
 absl::StatusOr<EnvVars> RayEnvVariables(const RayEnvRequest& request, const EnvLookup& env,
@@ -146,23 +151,30 @@ cli::Command RayEnvCommand() {
     if (std::optional<int> done = cli::ParseCommandLine(self, flags, args, io)) return *done;
     // What the flags set wins over --env: refused rather than dropped without a word. (The
     // collector and the injection paths are always set; the job id only with --job.)
-    for (const auto& [name, value] : request.extra) {
-      const char* flag = name == kCollectorVar        ? "--collector"
-                         : name == kCudaInjectionVar  ? "--agent_lib"
-                         : name == kNvtxInjectionVar  ? "--nvtx_lib"
+    for (size_t i = 0; i < request.extra.size(); ++i) {
+      const std::string& name = request.extra[i].first;
+      for (size_t j = 0; j < i; ++j) {
+        if (request.extra[j].first == name) {
+          return cli::ReportError(
+              io, absl::InvalidArgumentError(absl::StrCat("--env ", name, " given twice")), kName);
+        }
+      }
+      const char* flag = name == kCollectorVar                       ? "--collector"
+                         : name == kCudaInjectionVar                 ? "--agent_lib"
+                         : name == kNvtxInjectionVar                 ? "--nvtx_lib"
                          : name == kJobIdVar && !request.job.empty() ? "--job"
                                                                      : nullptr;
       if (flag != nullptr) {
         return cli::ReportError(
-            io, absl::InvalidArgumentError(absl::StrCat("--env ", name, ": set by ", flag)),
-            kName);
+            io, absl::InvalidArgumentError(absl::StrCat("--env ", name, ": set by ", flag)), kName);
       }
       if (IsPerWorkerVariable(name)) {
         return cli::ReportError(
             io,
-            absl::InvalidArgumentError(absl::StrCat(
-                "--env ", name, ": Ray sets it per worker; one value for every worker would give "
-                                "them all the same identity, and the collector keeps only one")),
+            absl::InvalidArgumentError(
+                absl::StrCat("--env ", name,
+                             ": Ray sets it per worker; one value for every worker would give "
+                             "them all the same identity, and the collector keeps only one")),
             kName);
       }
     }
@@ -189,6 +201,10 @@ cli::Command RayEnvCommand() {
     if (IsLoopback(request.collector)) {
       io.err << "memtrace ray-env: warning: collector " << request.collector
              << " is a loopback address: only workers on this machine can reach it\n";
+    } else if (IsUnspecified(request.collector)) {
+      io.err << "memtrace ray-env: warning: collector " << request.collector
+             << " is a listening address (every interface), not one workers can connect to:"
+                " give the collector's host name or IP\n";
     }
     io.out << RuntimeEnvJson(*vars) << "\n";
     return cli::kExitOk;

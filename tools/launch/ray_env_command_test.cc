@@ -158,6 +158,20 @@ TEST(RayEnvCommandTest, WarnsAboutLoopbackCollectorAndUnknownMemtraceVariable) {
   EXPECT_NE(err.str().find("MEMTRACE_BATCH_EVENT is not in the agent's list"), std::string::npos);
 }
 
+TEST(RayEnvCommandTest, WarnsAboutAListeningAddressAndRefusesAVariableGivenTwice) {
+  setenv("MEMTRACE_AGENT_LIB", MakeAgent().c_str(), 1);
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "0.0.0.0:7431"}, io), 0);
+  EXPECT_NE(err.str().find("0.0.0.0:7431 is a listening address"), std::string::npos)
+      << err.str();
+  std::ostringstream out2, err2;
+  cli::CommandIo io2{out2, err2};
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "X=1", "--env", "X=2"}, io2), 2);
+  EXPECT_EQ(err2.str(), "memtrace ray-env: --env X given twice\n");
+  EXPECT_EQ(out2.str(), "");
+}
+
 TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
   std::ostringstream out, err;
   cli::CommandIo io{out, err};
