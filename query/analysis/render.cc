@@ -221,17 +221,23 @@ std::string RenderLeaks(const v1::LeakReport& r) {
       spikes = absl::StrCat(e.spike_steps(), " (max ", Signed(e.max_spike_excess_bytes()), " at ",
                             FormatKey(e.max_spike_step(), r.bucket_ns()),
                             e.spike_period_steps() > 0
-                                ? absl::StrCat(", every ~", e.spike_period_steps(), " steps")
+                                ? absl::StrCat(", every ~", e.spike_period_steps(),
+                                               e.spike_period_steps() == 1 ? " step" : " steps")
                                 : "",
                             ")");
     }
     int curve = c.curve() >= 0 && c.curve() < 4 ? c.curve() : 0;
+    // A rank with no point after warm-up has no floor or peak to show: "-", not "0 B".
+    const bool measured = e.points() > 0;
+    const auto bytes = [&](uint64_t b) { return measured ? Bytes(b) : std::string("-"); };
+    const auto rate = [&](double b) {
+      return measured ? FormatRate(b, r.bucket_ns()) : std::string("-");
+    };
     t.Add({absl::StrCat(c.rank()), kCurve[curve], OrDash(c.allocator()),
-           Bytes(e.floor_start_bytes()), Bytes(e.floor_end_bytes()),
-           FormatRate(e.floor_bytes_per_step(), r.bucket_ns()),
-           FormatRate(e.recent_bytes_per_step(), r.bucket_ns()),
+           bytes(e.floor_start_bytes()), bytes(e.floor_end_bytes()), rate(e.floor_bytes_per_step()),
+           rate(e.recent_bytes_per_step()),
            e.rising_since_step() >= 0 ? FormatKeyValue(e.rising_since_step(), r.bucket_ns()) : "-",
-           Bytes(e.median_peak_bytes()), spikes});
+           bytes(e.median_peak_bytes()), spikes});
   }
   out += t.Render();
   if (r.candidates_size() > 0) {

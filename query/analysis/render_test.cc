@@ -83,6 +83,13 @@ TEST(RenderTest, AWarmUpPastTheJobSaysSo) {
                   "first 1000 steps (--warmup)"))
       << text;
   EXPECT_FALSE(Has(text, "0..0")) << text;
+  LeakParams leak_params;
+  leak_params.warmup_steps = 100;
+  v1::LeakReport leaks;
+  ToProto(FindLeaks(job, {}, leak_params), &leaks);
+  const std::string curves = RenderLeaks(leaks);
+  EXPECT_TRUE(Has(curves, "too short")) << curves;
+  EXPECT_FALSE(Has(curves, "0 B")) << curves;  // no floor measured is no floor of 0 B
 }
 
 // A job without step markers: windows, onsets and forecasts are times, not bucket indexes.
