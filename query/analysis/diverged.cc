@@ -435,9 +435,10 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   const CohortDeviation cohort = CompareWithCohort(g, baseline, params, report);
   if (report.steps_compared == 0) {
     report.status = DivergenceStatus::kTooFewSteps;
-    report.message =
-        absl::StrCat("no step after the ", params.warmup_steps,
-                     " warm-up steps had 3 ranks to compare (job has ", g.S, " steps)");
+    // A job without step markers is compared by time bucket: say buckets, not steps.
+    const char* key = report.bucket_ns > 0 ? "time bucket" : "step";
+    report.message = absl::StrCat("no ", key, " after the ", params.warmup_steps, " warm-up ", key,
+                                  "s had 3 ranks to compare (job has ", g.S, " ", key, "s)");
     return report;
   }
   const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);

@@ -288,8 +288,17 @@ TEST(DivergenceTest, TwoRanksAreTooFewForACohort) {
 TEST(DivergenceTest, OnlyWarmUpStepsAreTooFewSteps) {
   sim::JobSpec spec = sim::HealthyJob();
   spec.steps = 4;
-  DivergenceReport report = FindDivergence(Simulate(spec).timeline);
+  JobTimeline job = Simulate(spec).timeline;
+  DivergenceReport report = FindDivergence(job);
   EXPECT_EQ(report.status, DivergenceStatus::kTooFewSteps);
+  EXPECT_EQ(report.message,
+            "no step after the 5 warm-up steps had 3 ranks to compare (job has 4 steps)");
+  // By time bucket (no step markers), the sentence says buckets.
+  job.time_axis = true;
+  job.bucket_ns = 1'000'000'000;
+  EXPECT_EQ(FindDivergence(job).message,
+            "no time bucket after the 5 warm-up time buckets had 3 ranks to compare (job has 4 "
+            "time buckets)");
 }
 
 TEST(DivergenceTest, StepsMissingOnARankNeitherCountNorBreakItsRun) {
