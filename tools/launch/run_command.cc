@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -13,6 +14,8 @@
 
 #include "absl/random/random.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "agent/identity/env.h"
@@ -201,6 +204,9 @@ class Runner {
   // The jobs the collector holds before the run, to tell afterwards what the run added; nullopt
   // (with a warning saying why) when it does not answer.
   std::optional<JobCounts> CountJobsBefore();
+  // A job the collector already holds from a run that ended, under the attempt this run's
+  // workers will use: warned about before the job starts (see the definition).
+  void WarnIfJobEnded(const JobCounts& before, const std::string& job);
   // After the job: the collector's health, what was recorded, the local collector stopped.
   void FinishRun(const std::optional<JobCounts>& before, const std::string& own_job);
   void StopLocalCollector();
@@ -220,6 +226,8 @@ class Runner {
   absl::Time local_died_at_;
   CollectorWatch watch_;
   absl::Time job_started_;
+  // Set by WarnIfJobEnded: the job this run reuses, to explain an empty run at its end.
+  std::string reused_job_;
 };
 
 absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
@@ -340,10 +348,51 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
     Say(absl::StrCat("job ", job, ": ", counts.second - previous,
                      " events recorded during this run (", counts.first, " rank(s) in the job)"));
   }
-  if (reported == 0) {
+  if (reported == 0 && !reused_job_.empty()) {
+    Say(absl::StrCat("no events were recorded for this run: job ", reused_job_,
+                     " was already stored by an earlier run (see the warning at the start)"));
+  } else if (reported == 0) {
     Say("no events were recorded for this run (the agent attaches at a process's first CUDA "
         "call; did the job use the GPU?)");
   }
+}
+
+// The collector keeps one stream per rank and attempt, and refuses a second process producing
+// one (docs/RELIABILITY.md, "Admission"): a rerun under the job id of a run that ended, same
+// attempt, records nothing, and said so only in the agents' logs (torchrun's log files, with
+// --redirects). A job whose streams at that attempt are all complete is such a run; one with a
+// stream still open is another node of this run, starting first. The job runs either way.
+void Runner::WarnIfJobEnded(const JobCounts& before, const std::string& job) {
+  auto it = before.find(job);
+  if (it == before.end() || it->second.first == 0) return;
+  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(o_.collector, o_.timeout);
+  if (!client.ok()) return;
+  absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job);
+  if (!ranks.ok()) return;
+  uint32_t attempt = 0;  // the workers': $MEMTRACE_ATTEMPT, else torchrun's first (restart 0)
+  if (std::optional<std::string> set = EnvNonEmpty(env_, "MEMTRACE_ATTEMPT")) {
+    if (!absl::SimpleAtoi(*set, &attempt)) return;  // the agent reports a bad value itself
+  }
+  uint32_t highest = 0;
+  std::vector<int32_t> held;
+  for (const v1::RankSummary& r : ranks->ranks()) {
+    highest = std::max(highest, r.identity().attempt());
+    if (r.identity().attempt() != attempt) continue;
+    if (!r.complete()) return;  // running: another node of this run
+    held.push_back(r.identity().rank());
+  }
+  if (held.empty()) return;
+  reused_job_ = job;
+  std::sort(held.begin(), held.end());
+  const size_t shown = std::min<size_t>(held.size(), 8);
+  Warn(absl::StrCat(
+      "job ", job, " already holds rank(s) ",
+      absl::StrJoin(held.begin(), held.begin() + shown, ","), held.size() > shown ? ",..." : "",
+      " of attempt ", attempt,
+      " from a run that ended: the collector refuses a second process for a rank and attempt, so "
+      "those ranks of this run would record nothing. Give this run another job id (--job), or "
+      "MEMTRACE_ATTEMPT=",
+      highest + 1, " to store it as a new attempt of the same job"));
 }
 
 absl::StatusOr<AgentEnvironment> Runner::PrepareAgent() {
@@ -491,6 +540,10 @@ int Runner::Run() {
   AnnounceJob(agent->job);
   if (agent->agent_library.empty()) Warn("--no_agent: the job runs untraced");
   const std::optional<JobCounts> before = CountJobsBefore();
+  // The job the workers record into, when this run knows it.
+  const std::string workers_job =
+      !agent->job.explicit_id.empty() ? agent->job.explicit_id : TorchrunRendezvousId(command_);
+  if (before.has_value() && !workers_job.empty()) WarnIfJobEnded(*before, workers_job);
 
   if (std::optional<int> stop = signals.TakeStopRequest()) {
     // Ctrl-C (or a TERM) while the collector was starting: the user stopped the run before
@@ -531,7 +584,7 @@ int Runner::Run() {
                      " on to the job"));
   };
   const int status = SuperviseJob(*job, signals, supervise);
-  FinishRun(before, agent->job.explicit_id);
+  FinishRun(before, workers_job);
   const int code = ExitCodeOf(status);
   if (WIFSIGNALED(status)) {
     Say(absl::StrCat("the job was ", DescribeWaitStatus(status), "; exit code ", code));

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "agent/identity/env_vars.h"
@@ -33,6 +34,30 @@ bool IsPerProcessVariable(const std::string& name) {
 std::string GenerateJobId(absl::Time now, uint32_t random) {
   return absl::StrCat("job-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::LocalTimeZone()), "-",
                       absl::StrFormat("%06x", random & 0xffffff));
+}
+
+std::string TorchrunRendezvousId(const std::vector<std::string>& command) {
+  if (command.empty()) return "";
+  bool torchrun = absl::EndsWith(command[0], "/torchrun") || command[0] == "torchrun";
+  for (size_t i = 1; i + 1 < command.size() && !torchrun; ++i) {
+    torchrun = command[i] == "-m" && (command[i + 1] == "torch.distributed.run" ||
+                                      command[i + 1] == "torch.distributed.launch");
+  }
+  if (!torchrun) return "";
+  for (size_t i = 1; i < command.size(); ++i) {
+    for (const absl::string_view flag : {"--rdzv_id", "--rdzv-id"}) {
+      std::string id;
+      if (command[i] == flag && i + 1 < command.size()) {
+        id = command[i + 1];
+      } else if (absl::StartsWith(command[i], absl::StrCat(flag, "="))) {
+        id = command[i].substr(flag.size() + 1);
+      } else {
+        continue;
+      }
+      return id == "none" ? "" : id;  // "none": torchrun's default, shared by every run
+    }
+  }
+  return "";
 }
 
 JobIdChoice ChooseJobId(const std::string& flag_job, const EnvLookup& env, absl::Time now,

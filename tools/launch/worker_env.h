@@ -48,6 +48,11 @@ struct JobIdChoice {
 JobIdChoice ChooseJobId(const std::string& flag_job, const EnvLookup& env, absl::Time now,
                         uint32_t random);
 
+// The job id torchrun gives its workers (TORCHELASTIC_RUN_ID) when `command` is torchrun (or
+// python -m torch.distributed.run / .launch) with --rdzv_id / --rdzv-id; "" otherwise and for
+// "none", torchrun's default, which every run shares.
+std::string TorchrunRendezvousId(const std::vector<std::string>& command);
+
 // "job-<yyyymmdd>-<hhmmss>-<6 hex digits of random>" in local time, e.g.
 // "job-20261202-171500-03fa2c".
 std::string GenerateJobId(absl::Time now, uint32_t random);

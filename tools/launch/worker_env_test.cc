@@ -16,6 +16,21 @@ std::map<std::string, std::string> AsMap(const EnvVars& vars) {
   return std::map<std::string, std::string>(vars.begin(), vars.end());
 }
 
+TEST(TorchrunRendezvousIdTest, ReadsTheIdTorchrunGivesItsWorkers) {
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--nnodes", "2", "--rdzv_id", "exp-7", "train.py"}),
+            "exp-7");
+  EXPECT_EQ(TorchrunRendezvousId({"/usr/bin/torchrun", "--rdzv-id=exp-8", "train.py"}), "exp-8");
+  EXPECT_EQ(TorchrunRendezvousId(
+                {"python3", "-m", "torch.distributed.run", "--rdzv_id", "exp-9", "train.py"}),
+            "exp-9");
+  // torchrun's default id is shared by every run; other launchers' flags are not torchrun's.
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--rdzv_id", "none", "train.py"}), "");
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--standalone", "train.py"}), "");
+  EXPECT_EQ(TorchrunRendezvousId({"mpirun", "--rdzv_id", "x", "train.py"}), "");
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--rdzv_id"}), "");
+  EXPECT_EQ(TorchrunRendezvousId({}), "");
+}
+
 TEST(JobIdTest, FlagThenMemtraceJobIdThenTorchelasticRunIdThenGenerated) {
   EnvLookup all = MapEnvironment({{"MEMTRACE_JOB_ID", "m"}, {"TORCHELASTIC_RUN_ID", "t"}});
   EXPECT_EQ(ChooseJobId("flag", all, kNow, 1).explicit_id, "flag");
@@ -36,11 +51,12 @@ TEST(JobIdTest, AUsersOwnDefaultJobIdIsTheFallbackInsteadOfAGeneratedOne) {
   EXPECT_EQ(choice.source, "MEMTRACE_DEFAULT_JOB_ID");
   EXPECT_EQ(ChooseJobId("", MapEnvironment({{"MEMTRACE_DEFAULT_JOB_ID", ""}}), kNow, 7).source,
             "generated");
-  EXPECT_EQ(ChooseJobId("", MapEnvironment({{"MEMTRACE_DEFAULT_JOB_ID", "mine"},
-                                            {"TORCHELASTIC_RUN_ID", "t"}}),
-                        kNow, 7)
-                .explicit_id,
-            "t");
+  EXPECT_EQ(
+      ChooseJobId(
+          "", MapEnvironment({{"MEMTRACE_DEFAULT_JOB_ID", "mine"}, {"TORCHELASTIC_RUN_ID", "t"}}),
+          kNow, 7)
+          .explicit_id,
+      "t");
 }
 
 TEST(JobIdTest, TorchrunDefaultRunIdNoneIsNotAJobId) {
