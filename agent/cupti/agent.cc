@@ -27,13 +27,15 @@ absl::StatusOr<TransportOptions> TransportFromEnv(const EnvLookup& env, AgentLog
   // Set but empty (an unset template variable) is not given, as everywhere in env.h.
   if (t.ok() || EnvNonEmpty(env, "MEMTRACE_JOB_ID").has_value()) return t;
   const ProcessFacts facts = CurrentProcessFacts();
-  const std::string job = absl::StrCat("local-", facts.host, "-", facts.pid);
-  EnvLookup with_job = [&env, job](const std::string& name) -> std::optional<std::string> {
-    if (name == "MEMTRACE_JOB_ID") return job;
+  EnvLookup with_job = [&env](const std::string& name) -> std::optional<std::string> {
+    if (name == "MEMTRACE_JOB_ID") return std::string("local");  // replaced below
     return env(name);
   };
   absl::StatusOr<TransportOptions> retry = TransportOptionsFromEnvironment(with_job, facts);
   if (retry.ok()) {
+    // A rank of a world of several shares its launcher's job (LocalJobId).
+    const std::string job = LocalJobId(facts, retry->identity.world_size());
+    retry->identity.set_job_id(job);
     log->Once("job_id", absl::StrCat("no job id in the environment (", t.status().message(),
                                      "); using MEMTRACE_JOB_ID=", job));
     return retry;

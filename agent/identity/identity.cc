@@ -115,9 +115,8 @@ absl::StatusOr<RankFields> ReadRankFields(const EnvLookup& env, const ProcessFac
           absl::StrCat(vars.world_size, "='0' is out of range: a job has at least one rank"));
     }
     if (world->has_value() && **rank >= **world) {
-      return absl::InvalidArgumentError(absl::StrCat(vars.rank, "='", **rank,
-                                                     "' is out of range: ", vars.world_size,
-                                                     " is ", **world));
+      return absl::InvalidArgumentError(absl::StrCat(
+          vars.rank, "='", **rank, "' is out of range: ", vars.world_size, " is ", **world));
     }
     if (local_world->has_value() && **local_world == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -125,9 +124,8 @@ absl::StatusOr<RankFields> ReadRankFields(const EnvLookup& env, const ProcessFac
     }
     if (local_world->has_value() && local_rank->has_value() && **local_rank >= **local_world) {
       return absl::InvalidArgumentError(absl::StrCat(vars.local_rank, "='", **local_rank,
-                                                     "' is out of range: ",
-                                                     vars.local_world_size, " is ",
-                                                     **local_world));
+                                                     "' is out of range: ", vars.local_world_size,
+                                                     " is ", **local_world));
     }
     out.launcher = vars.launcher;
     out.rank = static_cast<int32_t>(**rank);
@@ -193,7 +191,8 @@ absl::Status ReadDevice(const EnvLookup& env, int32_t local_rank, v1::RankIdenti
     }
     return absl::OkStatus();
   }
-  if (local_rank >= 0 && (!visible.has_value() || static_cast<size_t>(local_rank) < visible->size())) {
+  if (local_rank >= 0 &&
+      (!visible.has_value() || static_cast<size_t>(local_rank) < visible->size())) {
     id->set_device_index(local_rank);
     return absl::OkStatus();
   }
@@ -223,7 +222,8 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
   absl::StatusOr<std::string> job_id = ReadJobId(env);
   if (!job_id.ok()) return job_id.status();
 
-  absl::StatusOr<std::optional<int64_t>> attempt = EnvInteger(env, "MEMTRACE_ATTEMPT", 0, UINT32_MAX);
+  absl::StatusOr<std::optional<int64_t>> attempt =
+      EnvInteger(env, "MEMTRACE_ATTEMPT", 0, UINT32_MAX);
   if (!attempt.ok()) return attempt.status();
   if (!attempt->has_value()) {
     attempt = EnvInteger(env, "TORCHELASTIC_RESTART_COUNT", 0, UINT32_MAX);
@@ -253,6 +253,11 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
   id.set_launcher(launcher);
   id.set_agent_version(kAgentVersion);
   return id;
+}
+
+std::string LocalJobId(const ProcessFacts& facts, int64_t world_size) {
+  const uint32_t pid = world_size > 1 && facts.parent_pid > 1 ? facts.parent_pid : facts.pid;
+  return absl::StrCat("local-", facts.host, "-", pid);
 }
 
 absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env) {

@@ -71,6 +71,13 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
 // The same with CurrentProcessFacts().
 absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env);
 
+// The job id of a process whose environment names none: "local-<host>-<pid>" for a process of
+// its own, "local-<host>-<parent pid>" for a rank of a world of several (world_size > 1), so
+// that the ranks one launcher (torchrun's agent, srun's step daemon, mpirun's daemon) started
+// on a host share a job rather than each making one of its own. Ranks on several hosts still
+// need a job id given to share one.
+std::string LocalJobId(const ProcessFacts& facts, int64_t world_size);
+
 }  // namespace memtrace
 
 #endif  // MEMTRACE_AGENT_IDENTITY_IDENTITY_H_

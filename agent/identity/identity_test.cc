@@ -56,6 +56,20 @@ TEST(IdentityTest, ReadsEveryTorchrunField) {
   EXPECT_EQ(id->agent_version(), kAgentVersion);
 }
 
+// Without a job id in the environment: a process of its own is its own job; the ranks of a
+// world of several that one launcher started share the launcher's (their parent's) job.
+TEST(IdentityTest, ALocalJobIdIsTheLaunchersForARankOfSeveral) {
+  ProcessFacts facts;
+  facts.host = "node-3";
+  facts.pid = 4242;
+  facts.parent_pid = 4000;
+  EXPECT_EQ(LocalJobId(facts, 0), "local-node-3-4242");
+  EXPECT_EQ(LocalJobId(facts, 1), "local-node-3-4242");
+  EXPECT_EQ(LocalJobId(facts, 8), "local-node-3-4000");
+  facts.parent_pid = 1;  // reparented to init: no launcher left to share
+  EXPECT_EQ(LocalJobId(facts, 8), "local-node-3-4242");
+}
+
 TEST(IdentityTest, MemtraceJobIdOverridesTorchrunRunId) {
   auto env = TorchrunEnv();
   env["MEMTRACE_JOB_ID"] = "my-job";
@@ -301,7 +315,7 @@ TEST(IdentityTest, DeviceRuleExplicitThenSingleVisibleThenLocalRank) {
   EXPECT_EQ(FromMap(env)->device_index(), 1);
   env["CUDA_VISIBLE_DEVICES"] = "";
   EXPECT_EQ(FromMap(env)->device_index(), -1);  // no device visible at all
-  env["CUDA_VISIBLE_DEVICES"] = "0,-1,2";          // CUDA stops at the first negative entry
+  env["CUDA_VISIBLE_DEVICES"] = "0,-1,2";       // CUDA stops at the first negative entry
   EXPECT_EQ(FromMap(env)->device_index(), 0);
   env["LOCAL_RANK"] = "3";
   env["CUDA_VISIBLE_DEVICES"] = "0,1";
