@@ -185,8 +185,9 @@ Agent::~Agent() { Shutdown(); }
 
 void Agent::CompareClocks() {
   // Records carry CUPTI's timestamps, callback events the agent's CLOCK_REALTIME; RecordOrder
-  // may compare them only when they are one clock (the README's assumption, unverified on a
-  // GPU here). Otherwise only flushes release callback events, and the difference is logged.
+  // compares them. They are one clock on Linux by default (the README's assumption, unverified
+  // on a GPU here); when CUPTI's reads otherwise, records are shifted onto CLOCK_REALTIME by
+  // the offset measured here, and the offset is logged.
   const int64_t before = RealtimeNanos();
   const std::optional<int64_t> cupti = CuptiSession::Timestamp();
   const int64_t after = RealtimeNanos();
@@ -197,14 +198,17 @@ void Agent::CompareClocks() {
     return;
   }
   const int64_t skew = *cupti - (before + (after - before) / 2);
-  if (skew > -kSameClockNs && skew < kSameClockNs) {
-    order_->set_records_share_clock(true);
-    return;
+  if (skew <= -kSameClockNs || skew >= kSameClockNs) {
+    // cuptiGetTimestamp reads the records' clock (cupti.md): shifted by the offset, records land
+    // on CLOCK_REALTIME with steps, phases and samples, to within this measurement (and any
+    // drift of the two clocks after it).
+    translator_->SetClockShift(-skew);
+    log_->Once("clock",
+               absl::StrCat("CUPTI's clock reads ", absl::FormatDuration(absl::Nanoseconds(skew)),
+                            " from CLOCK_REALTIME: record timestamps are shifted onto "
+                            "it by that, measured once at start"));
   }
-  log_->Once("clock",
-             absl::StrCat("CUPTI's clock reads ", absl::FormatDuration(absl::Nanoseconds(skew)),
-                          " from CLOCK_REALTIME: record timestamps are not on the "
-                          "events' clock; steps and phases wait for flushes only"));
+  order_->set_records_share_clock(true);
 }
 
 void Agent::Shutdown() {

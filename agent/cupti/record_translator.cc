@@ -113,7 +113,7 @@ bool RecordTranslator::MemoryToEvent(const CUpti_ActivityMemory4& r, Event* out)
     vmm_records_skipped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  e.ts_ns = static_cast<int64_t>(r.timestamp);
+  e.ts_ns = RecordTime(r.timestamp);
   e.address = r.address;
   e.bytes = r.bytes;
   e.device = r.deviceId;
@@ -150,7 +150,7 @@ bool RecordTranslator::PoolToEvent(const CUpti_ActivityMemoryPool3& r, Event* ou
       invalid_records_.fetch_add(1, std::memory_order_relaxed);
       return false;
   }
-  e.ts_ns = static_cast<int64_t>(r.timestamp);
+  e.ts_ns = RecordTime(r.timestamp);
   e.address = r.address;
   e.bytes = r.size;
   e.device = r.deviceId;
@@ -163,7 +163,7 @@ bool RecordTranslator::MarkerToEvent(const CUpti_ActivityMarker2& r, Event* out)
   marker_records_.fetch_add(1, std::memory_order_relaxed);
   if (!markers_drive_steps_.load(std::memory_order_relaxed) || classifier_ == nullptr) return false;
   const uint32_t flags = static_cast<uint32_t>(r.flags);
-  const int64_t ts = static_cast<int64_t>(r.timestamp);
+  const int64_t ts = RecordTime(r.timestamp);
   if ((flags & CUPTI_ACTIVITY_FLAG_MARKER_END) != 0) {
     uint32_t phase_id = 0;
     {

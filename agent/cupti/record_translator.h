@@ -71,6 +71,11 @@ class RecordTranslator {
   // callbacks will deliver NVTX). Thread-safe.
   void SetMarkersDriveSteps(bool on) { markers_drive_steps_.store(on); }
 
+  // Adds `ns` to every record's timestamp from now on: CUPTI's clock, when it is not
+  // CLOCK_REALTIME (the callback events' and samples' clock), is shifted onto it by the offset
+  // the agent measured (cuptiGetTimestamp reads the records' clock). Thread-safe.
+  void SetClockShift(int64_t ns) { clock_shift_ns_.store(ns, std::memory_order_relaxed); }
+
   TranslatorStats stats() const;
 
  private:
@@ -81,11 +86,15 @@ class RecordTranslator {
   bool PoolToEvent(const CUpti_ActivityMemoryPool3& r, Event* out);
   bool MarkerToEvent(const CUpti_ActivityMarker2& r, Event* out);
   uint32_t SourceFromPath(const char* path);
+  int64_t RecordTime(uint64_t timestamp) const {
+    return static_cast<int64_t>(timestamp) + clock_shift_ns_.load(std::memory_order_relaxed);
+  }
 
   EventSink* sink_;
   const CorrelationTable* correlation_;
   const RangeClassifier* classifier_;
   std::atomic<bool> markers_drive_steps_;
+  std::atomic<int64_t> clock_shift_ns_{0};
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, uint32_t> source_ids_ ABSL_GUARDED_BY(mu_);

@@ -100,6 +100,28 @@ TEST_F(RecordTranslatorTest, AllocAndReleasePairByAddress) {
   EXPECT_EQ(translator_.stats().memory_records, 2u);
 }
 
+// CUPTI's clock measured 3 s ahead of CLOCK_REALTIME at start: every record kind is shifted
+// back onto it, where the callback events are.
+TEST_F(RecordTranslatorTest, AClockShiftMovesEveryRecordOntoTheEventsClock) {
+  translator_.SetMarkersDriveSteps(true);
+  translator_.SetClockShift(-3'000'000'000);
+  auto alloc =
+      MemoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x7f00a0000000, 64, 10);
+  auto pool =
+      PoolRecord(CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED, 0x7f00b0000000, 1 << 20);
+  pool.timestamp = 3'000'005'000;
+  auto step = MarkerRecord(CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 1, "step 7", 3'000'009'000);
+  translator_.Translate(AsActivity(&alloc));
+  translator_.Translate(AsActivity(&pool));
+  translator_.Translate(AsActivity(&step));
+  std::vector<Event> events = sink_.events();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].ts_ns, 1'700'000'000'000'000'010 - 3'000'000'000);
+  EXPECT_EQ(events[1].ts_ns, 5000);
+  EXPECT_EQ(events[2].kind, EventKind::kStep);
+  EXPECT_EQ(events[2].ts_ns, 9000);
+}
+
 TEST_F(RecordTranslatorTest, PoolAllocationIsMemoryKindPoolWithItsStream) {
   auto r = MemoryRecord(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0x1000, 512, 12);
   r.isAsync = 1;
@@ -307,8 +329,8 @@ TEST_F(RecordTranslatorTest, ABuffersEventsReachTheSinkInOrderAFewHundredAtATime
                                    0x10000 + 0x1000 * i, 4096, 1000 + i));
   }
   std::vector<uint8_t> buffer(kRecords * ((sizeof(CUpti_ActivityMemory4) + 7) & ~size_t{7}) + 8);
-  uint8_t* const aligned = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(buffer.data()) + 7) & ~uintptr_t{7});
+  uint8_t* const aligned =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buffer.data()) + 7) & ~uintptr_t{7});
   size_t used = 0;
   for (const CUpti_ActivityMemory4& r : records) {
     std::memcpy(aligned + used, &r, sizeof r);
