@@ -323,8 +323,9 @@ sed '$d' "$WORK/c12.out" >"$WORK/c12.env"
 tail -n 1 "$WORK/c12.out" >"$WORK/c12.cmd"
 got=$(sh -c ". '$WORK/c12.env'; . '$WORK/c12.cmd'")
 expect_eq "the dry run's command, run by a shell" "$got" "two words|it's|FOO=bar|\$HOME||"
-got=$(sh -c ". '$WORK/c12.env'; printf '%s' \"\$MEMTRACE_COLLECTOR\"")
-expect_eq "the dry run's collector, read by a shell" "$got" "<local collector started by memtrace run>"
+got=$(env -u MEMTRACE_COLLECTOR sh -c ". '$WORK/c12.env'; printf '%s' \"\${MEMTRACE_COLLECTOR-unset}\"")
+expect_eq "the dry run's collector, read by a shell" "$got" "unset"
+expect_grep "$WORK/c12.out" "^# MEMTRACE_COLLECTOR: none given; memtrace run would start a local collector"
 echo "ok: a dry run's lines run in a shell as given"
 
 # 8. Usage errors.

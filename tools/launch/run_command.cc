@@ -523,10 +523,16 @@ int Runner::Run() {
     }
   }
   if (o_.dry_run) {
-    agent->collector =
-        o_.collector.empty() ? "<local collector started by memtrace run>" : o_.collector;
+    agent->collector = o_.collector;
     // Quoted for a shell, so that the lines can be pasted (or eval'd) to run the job by hand.
+    // Without a collector there is no address to give (the local one's port is chosen when it
+    // starts): a comment says so, rather than a value the agent would refuse.
+    if (o_.collector.empty()) {
+      io_.out << "# MEMTRACE_COLLECTOR: none given; memtrace run would start a local collector. "
+                 "Set it to HOST:PORT of a running one to run these lines by hand\n";
+    }
     for (const auto& [name, value] : ToVariables(*agent)) {
+      if (name == kCollectorVar && value.empty()) continue;
       io_.out << name << "=" << cli::ShellWord(value) << "\n";
     }
     io_.out << absl::StrJoin(command_, " ", [](std::string* out, const std::string& word) {
