@@ -25,6 +25,8 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
        "counted)"},
       {"MEMTRACE_DEFAULT_JOB_ID", "memtrace",
        "job id used only when no launcher gives one (memtrace run sets it)"},
+      {"MEMTRACE_RUN_ID", "memtrace",
+       "the memtrace run that started this worker (memtrace run sets it), for its report"},
       // Read by the CUPTI layer (agent/cupti/agent_options.cc); see agent/cupti/README.md.
       {"MEMTRACE_DISABLE", "memtrace", "1: the injected agent does nothing"},
       {"MEMTRACE_SAMPLE_MS", "memtrace", "device/host memory sample period in ms (0 = off)"},

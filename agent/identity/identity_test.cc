@@ -54,6 +54,15 @@ TEST(IdentityTest, ReadsEveryTorchrunField) {
   EXPECT_EQ(id->device_index(), 1);  // LOCAL_RANK, no CUDA_VISIBLE_DEVICES
   EXPECT_EQ(id->launcher(), "torchrun");
   EXPECT_EQ(id->agent_version(), kAgentVersion);
+  EXPECT_EQ(id->run_id(), "");  // no memtrace run started it
+}
+
+TEST(IdentityTest, CarriesTheMemtraceRunThatStartedIt) {
+  std::map<std::string, std::string> env = TorchrunEnv();
+  env["MEMTRACE_RUN_ID"] = "00c0ffee00c0ffee";
+  absl::StatusOr<v1::RankIdentity> id = FromMap(env);
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(id->run_id(), "00c0ffee00c0ffee");
 }
 
 // Without a job id in the environment: a process of its own is its own job; the ranks of a

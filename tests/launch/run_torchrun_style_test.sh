@@ -87,4 +87,24 @@ grep -q "local collector" "$WORK/node0.err" && fail "--collector must not start 
 check_ranks "$COLLECTOR_ADDR" two-nodes 4 2 0
 stop_collector
 echo "ok: two nodes on one collector, 8 ranks with group ranks 0 and 1"
+
+# 4. A shared collector, and a job id memtrace run does not know (the workers' launcher names
+# it): the report counts the job this run's workers wrote to (MEMTRACE_RUN_ID), not another
+# team's job that grew meanwhile.
+start_collector "$WORK/data4"
+FAKE_RUN_ID=other-team MEMTRACE_COLLECTOR="$COLLECTOR_ADDR" \
+  "$FAKE_TORCHRUN" 1 "$WORKER" --hold_ms 1500 >"$WORK/other.out" 2>&1 &
+other=$!
+sleep 0.3
+FAKE_RUN_ID=ours "$MEMTRACE" run --collector "$COLLECTOR_ADDR" -- \
+  "$FAKE_TORCHRUN" 2 "$WORKER" --hold_ms 3000 >"$WORK/shared.out" 2>"$WORK/shared.err"
+expect_eq "exit code on the shared collector" "$?" "0"
+wait "$other"
+expect_eq "exit code of the other team's job" "$?" "0"
+"$VIEW" "$COLLECTOR_ADDR" ranks other-team >"$WORK/other.ranks" 2>/dev/null
+expect_eq "the other team's ranks" "$(wc -l <"$WORK/other.ranks" | tr -d ' ')" "1"
+expect_grep "$WORK/shared.err" "memtrace: job ours: 80 events recorded during this run (2 rank(s) in the job)"
+grep -q "other-team" "$WORK/shared.err" && fail "another job was counted as this run's: $(cat "$WORK/shared.err")"
+stop_collector
+echo "ok: on a shared collector the report counts this run's job only"
 echo PASS

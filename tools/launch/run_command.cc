@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agent/identity/env.h"
 #include "proto/connect/collector_address.h"
@@ -212,8 +213,10 @@ class Runner {
   void StopLocalCollector();
   void Tick();
   void ReportCollectorAtEnd();
-  // What the run added to `job` (or, without an id of its own, to any job) since `before`.
+  // What the run added to `job` (or, without an id of its own, to the jobs its workers wrote
+  // to) since `before`.
   void ReportRecorded(const JobCounts& before, const std::string& job);
+  std::vector<std::string> JobsOfThisRun(const std::vector<std::string>& jobs);
 
   RunOptions o_;
   std::vector<std::string> command_;
@@ -228,6 +231,8 @@ class Runner {
   absl::Time job_started_;
   // Set by WarnIfJobEnded: the job this run reuses, to explain an empty run at its end.
   std::string reused_job_;
+  // MEMTRACE_RUN_ID of this run's workers (RankIdentity.run_id).
+  std::string run_id_;
 };
 
 absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
@@ -337,13 +342,22 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
     Warn(absl::StrCat("cannot tell what was recorded: ", after.status().message()));
     return;
   }
-  int reported = 0;
+  // The jobs that grew during the run. With its own job id the run reports that job only:
+  // others may share the collector. Without one (the workers' launcher named it), the jobs
+  // with a rank this run's workers produced (RankIdentity.run_id), when agents say so.
+  std::vector<std::string> grew;
   for (const auto& [job, counts] : *after) {
-    // With its own job id the run reports that job only: others may share the collector.
     if (!own_job.empty() && job != own_job) continue;
     uint64_t previous = 0;
     if (auto it = before.find(job); it != before.end()) previous = it->second.second;
-    if (counts.second == previous) continue;
+    if (counts.second != previous) grew.push_back(job);
+  }
+  if (own_job.empty()) grew = JobsOfThisRun(grew);
+  int reported = 0;
+  for (const std::string& job : grew) {
+    const auto& counts = after->at(job);
+    uint64_t previous = 0;
+    if (auto it = before.find(job); it != before.end()) previous = it->second.second;
     ++reported;
     Say(absl::StrCat("job ", job, ": ", counts.second - previous,
                      " events recorded during this run (", counts.first, " rank(s) in the job)"));
@@ -355,6 +369,26 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
     Say("no events were recorded for this run (the agent attaches at a process's first CUDA "
         "call; did the job use the GPU?)");
   }
+}
+
+// Of `jobs`, those with a rank this run's workers produced. When none of them has a rank that
+// names any run (agents from before RankIdentity.run_id), all of them: the report cannot tell.
+std::vector<std::string> Runner::JobsOfThisRun(const std::vector<std::string>& jobs) {
+  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(o_.collector, o_.timeout);
+  if (!client.ok() || run_id_.empty()) return jobs;
+  std::vector<std::string> ours;
+  bool any_named = false;
+  for (const std::string& job : jobs) {
+    absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job);
+    if (!ranks.ok()) return jobs;
+    bool mine = false;
+    for (const v1::RankSummary& r : ranks->ranks()) {
+      any_named |= !r.identity().run_id().empty();
+      mine |= r.identity().run_id() == run_id_;
+    }
+    if (mine) ours.push_back(job);
+  }
+  return any_named ? ours : jobs;
 }
 
 // The collector keeps one stream per rank and attempt, and refuses a second process producing
@@ -412,6 +446,8 @@ absl::StatusOr<AgentEnvironment> Runner::PrepareAgent() {
   }
   absl::BitGen random;
   agent.job = ChooseJobId(o_.job, env_, absl::Now(), absl::Uniform<uint32_t>(random));
+  agent.run_id = absl::StrFormat("%016x", absl::Uniform<uint64_t>(random));
+  run_id_ = agent.run_id;
   return agent;
 }
 
@@ -532,7 +568,6 @@ int Runner::Run() {
                  "Set it to HOST:PORT of a running one to run these lines by hand\n";
     }
     for (const auto& [name, value] : ToVariables(*agent)) {
-      if (name == kCollectorVar && value.empty()) continue;
       io_.out << name << "=" << cli::ShellWord(value) << "\n";
     }
     io_.out << absl::StrJoin(command_, " ", [](std::string* out, const std::string& word) {

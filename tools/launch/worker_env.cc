@@ -128,6 +128,9 @@ EnvVars ToVariables(const AgentEnvironment& environment) {
     vars.emplace_back(AgentReadsVariable(kDefaultJobIdVar) ? kDefaultJobIdVar : kJobIdVar,
                       environment.job.fallback_id);
   }
+  if (!environment.run_id.empty() && AgentReadsVariable(kRunIdVar)) {
+    vars.emplace_back(kRunIdVar, environment.run_id);
+  }
   for (const auto& [name, value] : environment.settings) {
     bool duplicate = false;
     for (const auto& existing : vars) duplicate = duplicate || existing.first == name;

@@ -31,6 +31,7 @@ inline constexpr char kNvtxInjectionVar[] = "NVTX_INJECTION64_PATH";
 // A job id used only when no launcher gives one (torchrun's TORCHELASTIC_RUN_ID, Ray, Slurm,
 // Open MPI win over it); used when the agent lists it, else MEMTRACE_JOB_ID carries the id.
 inline constexpr char kDefaultJobIdVar[] = "MEMTRACE_DEFAULT_JOB_ID";
+inline constexpr char kRunIdVar[] = "MEMTRACE_RUN_ID";
 
 // How the job id of a run was decided.
 struct JobIdChoice {
@@ -63,6 +64,7 @@ struct AgentEnvironment {
   std::string nvtx_library;   // NVTX_INJECTION64_PATH; empty: not set
   std::string collector;      // MEMTRACE_COLLECTOR
   JobIdChoice job;
+  std::string run_id;  // MEMTRACE_RUN_ID: this run, for its report; empty: not set
   // Further variables (agent settings), in order; they come last and may not repeat the above.
   EnvVars settings;
 };

@@ -90,6 +90,16 @@ TEST(ToVariablesTest, InjectionCollectorAndJobInOrder) {
   EXPECT_EQ(vars[4].first, "MEMTRACE_BATCH_EVENTS");
 }
 
+TEST(ToVariablesTest, TheRunIdFollowsTheJobId) {
+  AgentEnvironment env;
+  env.collector = "h:1";
+  env.job.explicit_id = "j";
+  env.run_id = "00c0ffee00c0ffee";
+  EnvVars vars = ToVariables(env);
+  ASSERT_EQ(vars.size(), 3u);
+  EXPECT_EQ(vars[2], (std::pair<std::string, std::string>{"MEMTRACE_RUN_ID", "00c0ffee00c0ffee"}));
+}
+
 TEST(ToVariablesTest, WithoutAgentNoInjectionVariables) {
   AgentEnvironment env;
   env.collector = "h:1";
