@@ -327,6 +327,16 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
   EXPECT_EQ(sim.exit_code, 2) << sim.err;
   EXPECT_TRUE(absl::StrContains(sim.err, "steps")) << sim.err;
   EXPECT_FALSE(absl::StrContains(sim.err, "--start")) << sim.err;
+  // 3M events on 4 ranks make 936 layers whose rounded allocations take 80 GiB in step 0: every
+  // rank ran out of memory there and the run of 7155 events each reported success.
+  sim = RunProcess({kSim, "--collector", down, "--ranks", "4", "--steps", "200",
+                    "--events_per_rank", "3000000"});
+  EXPECT_EQ(sim.exit_code, 2) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "--events_per_rank 3000000: step 0 of the simulated "
+                                         "model (936 layers, "))
+      << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "every rank would run out of memory in it")) << sim.err;
+  EXPECT_EQ(std::count(sim.err.begin(), sim.err.end(), '\n'), 1) << sim.err;
 }
 
 TEST_F(CliTest, HelpListsTheCommands) {

@@ -11,85 +11,33 @@
 #include "absl/time/clock.h"
 #include "proto/codec/event.h"
 #include "proto/connect/collector_address.h"
+#include "tools/sim/paced_sink.h"
 
 namespace memtrace::sim {
 namespace {
 
-// Forwards to a Transport, holding the player back instead of letting the transport's bounded
-// queue overflow (a simulator can produce events far faster than any application), and pacing
-// events to wall time when speed > 0.
-class PacedSink : public EventSink {
- public:
-  PacedSink(Transport& transport, size_t queue_capacity, double speed, absl::Duration max_wait)
-      : transport_(transport),
-        backlog_limit_(std::max<size_t>(queue_capacity / 2, 1)),
-        speed_(speed),
-        max_wait_(max_wait) {}
-
-  void Record(const Event& event) override {
-    if (event.kind == EventKind::kStep) {
-      step_ = static_cast<int64_t>(event.aux);
-    } else if (event.kind == EventKind::kOom && !oom_step_.has_value()) {
-      oom_step_ = step_;
-    }
-    if (speed_ > 0) Pace(event.ts_ns);
-    if (++since_check_ >= 1024) {
-      since_check_ = 0;
-      HoldBackWhileBacklogged();
-    }
-    transport_.Record(event);
-  }
-
-  uint32_t Intern(StringKind kind, std::string_view value) override {
-    return transport_.Intern(kind, value);
-  }
-
-  // The step (its latest STEP marker) in which the rank recorded its first OOM event, if any.
-  std::optional<int64_t> oom_step() const { return oom_step_; }
-
- private:
-  void Pace(int64_t ts_ns) {
-    if (first_ts_ns_ == 0) {
-      first_ts_ns_ = ts_ns;
-      wall_start_ = absl::Now();
-    }
-    const absl::Time due =
-        wall_start_ + absl::Nanoseconds(static_cast<double>(ts_ns - first_ts_ns_) / speed_);
-    if (absl::Now() < due) absl::SleepFor(due - absl::Now());
-  }
-
-  void HoldBackWhileBacklogged() {
-    const absl::Time give_up = absl::Now() + max_wait_;
-    while (absl::Now() < give_up) {
-      TransportStats s = transport_.stats();
-      if (s.last_seq - std::min(s.last_seq, s.durable_seq) < backlog_limit_) return;
-      absl::SleepFor(absl::Milliseconds(1));
-    }
-  }
-
-  Transport& transport_;
-  const size_t backlog_limit_;
-  const double speed_;
-  const absl::Duration max_wait_;
-  size_t since_check_ = 0;
-  int64_t step_ = 0;
-  std::optional<int64_t> oom_step_;
-  int64_t first_ts_ns_ = 0;
-  absl::Time wall_start_;
-};
-
 // Why a rank's stream was not answered within connect_timeout. The transports run with
 // log_failures off, so this is the only place the collector's own refusal (a job with more
 // ranks than its --max_ranks_per_job, a rank another process already streams) reaches the user.
-absl::Status NotConnected(const SimulationOptions& options, int rank, const TransportStats& stats) {
+// `admitted`: the other ranks whose streams the collector had answered. It keeps them under the
+// job id, each claimed by this process (its admission refuses another producer of the same rank
+// and attempt), so a second try under the same --job is refused too.
+absl::Status NotConnected(const SimulationOptions& options, int rank, const TransportStats& stats,
+                          int admitted) {
+  const std::string after =
+      admitted == 0 ? ""
+                    : absl::StrCat("; ", admitted, " other rank", admitted == 1 ? " was" : "s were",
+                                   " admitted first and stay", admitted == 1 ? "s" : "",
+                                   " in job '", options.job_id,
+                                   "' without events: run again under another --job");
   if (stats.last_stream_refused) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("collector at ", options.collector_address, " refused the stream of rank ",
-                     rank, " of job '", options.job_id, "': ", stats.last_stream_error));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "collector at ", options.collector_address, " refused the stream of rank ", rank,
+        " of job '", options.job_id, "': ", stats.last_stream_error, after));
   }
   return absl::UnavailableError(absl::StrCat("cannot reach collector at ",
                                              options.collector_address, " within ",
-                                             absl::FormatDuration(options.connect_timeout)));
+                                             absl::FormatDuration(options.connect_timeout), after));
 }
 
 }  // namespace
@@ -127,12 +75,15 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
     return s;
   }
   const int ranks = options.workload.ranks;
+  const size_t queue_capacity = SimulatedQueueCapacity(ranks);
   std::vector<std::unique_ptr<Transport>> transports;
   for (int rank = 0; rank < ranks; ++rank) {
     TransportOptions t;
     t.collector_address = options.collector_address;
     t.identity = SimulatedIdentity(options, rank);
     t.log_failures = false;  // the runner reports failures itself, once per rank
+    t.queue_capacity = queue_capacity;
+    t.max_batch_events = SimulatedBatchEvents(queue_capacity);
     // The rank's host clock, as its events have it: the transport measures the collector's
     // clock against this one.
     const int64_t skew = ClockSkewNs(options.workload, rank);
@@ -152,9 +103,21 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
       stats = transports[rank]->stats();
     }
     if (!stats.connected) {
+      // The other ranks' Hellos went out together with this one: give their answers a moment
+      // to arrive, so that the count of ranks admitted is the collector's.
+      const absl::Time settle = std::min(connect_deadline, absl::Now() + absl::Seconds(1));
+      int admitted = 0;
+      for (const std::unique_ptr<Transport>& u : transports) {
+        TransportStats other = u->stats();
+        while (!other.connected && !other.last_stream_refused && absl::Now() < settle) {
+          absl::SleepFor(absl::Milliseconds(5));
+          other = u->stats();
+        }
+        admitted += other.connected;
+      }
       for (const std::unique_ptr<Transport>& u : transports)
         (void)u->Shutdown(absl::ZeroDuration());
-      return NotConnected(options, rank, stats);
+      return NotConnected(options, rank, stats, admitted);
     }
   }
   log(absl::StrCat("all ", ranks, " rank streams connected to ", options.collector_address));
@@ -164,8 +127,7 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
   for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank]() {
       Transport& transport = *transports[rank];
-      PacedSink sink(transport, TransportOptions().queue_capacity, options.speed,
-                     options.drain_timeout);
+      PacedSink sink(transport, queue_capacity, options.speed, options.drain_timeout);
       RankOutcome& outcome = outcomes[rank];
       outcome.rank = rank;
       outcome.status = PlayRank(options.workload, rank, sink);

@@ -26,7 +26,9 @@ struct SimulationOptions {
   double speed = 0;
   // How long to wait for the collector to answer each rank's stream first.
   absl::Duration connect_timeout = absl::Seconds(10);
-  // How long each rank waits at the end for its events to become durable.
+  // How long each rank waits at the end for its events to become durable, and, once per run,
+  // for a backlog that does not shrink mid-run (a collector gone away) before it stops waiting
+  // and lets the transport drop what does not fit as lost.
   absl::Duration drain_timeout = absl::Seconds(60);
 };
 

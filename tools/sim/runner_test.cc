@@ -7,7 +7,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/stream/fake_collector.h"
+#include "collector/server/collector_server.h"
 #include "gtest/gtest.h"
+#include "tests/util/test_dirs.h"
 
 namespace memtrace::sim {
 namespace {
@@ -98,6 +100,30 @@ TEST(RunSimulationTest, ReportsTheCollectorsRefusalRatherThanUnreachable) {
                 "sim-test already has 4 ranks, the limit")));
   // A refusal is final: it is reported as soon as it arrives, not after connect_timeout.
   EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+}
+
+TEST(RunSimulationTest, SaysWhenRanksAdmittedBeforeARefusalStayInTheJob) {
+  // A real collector that takes 2 ranks a job: rank 2 or 3 of 4 is refused after ranks 0 and 1
+  // (streamed by this process, for good) were admitted, so the same --job fails again.
+  collector::CollectorServerOptions server_options;
+  server_options.listen = "127.0.0.1:0";
+  server_options.store.dir = test_util::FreshDir("runner-rank-limit");
+  server_options.ingest_limits.max_ranks_per_job = 2;
+  absl::StatusOr<std::unique_ptr<collector::CollectorServer>> server =
+      collector::CollectorServer::Start(server_options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  SimulationOptions options;
+  options.job_id = "sim-limited";
+  options.workload.ranks = 4;
+  options.workload.steps = 3;
+  options.collector_address = (*server)->address();
+  absl::StatusOr<std::vector<RankOutcome>> run = RunSimulation(options, [](const std::string&) {});
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(run.status().message(), "--max_ranks_per_job")) << run.status();
+  EXPECT_TRUE(absl::StrContains(run.status().message(),
+                                "; 2 other ranks were admitted first and stay in job "
+                                "'sim-limited' without events: run again under another --job"))
+      << run.status();
 }
 
 TEST(RunSimulationTest, SaysInWhichStepARankRanOutOfMemory) {

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "query/cli/flags.h"
 #include "query/cli/output.h"
+#include "tools/sim/recording_sink.h"
 #include "tools/sim/runner.h"
 #include "tools/sim/workload.h"
 
@@ -214,7 +215,9 @@ void RegisterFlags(cli::FlagSet* flags, SimFlags* f) {
                      "node k's clock runs k x this ahead of true time (default 0; at most 1h)",
                      &f->skew);
   flags->AddDuration("drain_timeout", "DURATION",
-                     "how long each rank waits for its events to become durable (default 60s)",
+                     "how long each rank waits for its events to become durable at the end, and, once "
+                     "per run, for a collector that stops acknowledging mid-run before it drops "
+                     "what does not fit its queue as lost (default 60s)",
                      &f->drain);
 }
 
@@ -260,6 +263,37 @@ absl::Status ResolveOptions(SimFlags* f, absl::Time now) {
   } else {
     // As fast as possible: the simulated run ends about now, so times look recent.
     w.start_ns = absl::ToUnixNanos(options.speed > 0 ? now : now - w.steps * f->step);
+  }
+  return absl::OkStatus();
+}
+
+// A model too big for the device ends every rank in step 0 with an OOM nobody planted: a run of a
+// few thousand events where millions were asked for, reported as a success. Step 0 of rank 0,
+// without what was planted, is played into memory to find out (a few thousand events).
+absl::Status CheckModelFits(const WorkloadOptions& w, const WorkloadPlan& plan) {
+  WorkloadOptions healthy = w;
+  healthy.layers = plan.layers;  // derived from events per step, which steps = 1 changes
+  healthy.steps = 1;
+  healthy.leak_rank.reset();
+  healthy.also_leak.clear();
+  healthy.oom_rank.reset();
+  healthy.grad_accum = false;
+  healthy.rollout_leak_bytes = 0;
+  RecordingSink first_step;
+  // Options this trimming makes invalid leave the question open; the run then reports any OOM.
+  if (!PlayRank(healthy, 0, first_step).ok()) return absl::OkStatus();
+  for (const Event& e : first_step.events()) {
+    if (e.kind != EventKind::kOom) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        w.layers > 0 ? absl::StrCat("--layers ", w.layers)
+                     : absl::StrCat("--events_per_rank ", w.events_per_rank),
+        ": step 0 of the simulated model (", plan.layers, " layers, ",
+        cli::FormatBytes(plan.resident_bytes), " resident per rank) does not fit --device_bytes ",
+        cli::FormatBytes(w.device_total_bytes),
+        ": every rank would run out of memory in it, with nothing planted (allocations are rounded "
+        "as PyTorch's caching allocator does, so many small layers take more than the model). "
+        "Use fewer --layers or --events_per_rank, more --ranks, or a larger --device_bytes; plant "
+        "an OOM with --oom_rank"));
   }
   return absl::OkStatus();
 }
@@ -315,6 +349,7 @@ int Main(int argc, char** argv) {
   const WorkloadOptions& w = options.workload;
   absl::StatusOr<WorkloadPlan> plan = PlanWorkload(w);
   if (!plan.ok()) return Fail(plan.status());
+  if (absl::Status s = CheckModelFits(w, *plan); !s.ok()) return Fail(s);
 
   Log(absl::StrCat("simulated job '", options.job_id, "': ", w.ranks, " ranks x ", w.steps,
                    " steps, ", plan->layers, " layers, ~", w.events_per_rank,
