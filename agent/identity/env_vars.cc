@@ -11,7 +11,8 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
       {"MEMTRACE_DEVICE", "memtrace",
        "CUDA device ordinal of this process; overrides CUDA_VISIBLE_DEVICES / local rank"},
       {"MEMTRACE_QUEUE_EVENTS", "memtrace",
-       "events the in-process queue holds before dropping (default 1048576)"},
+       "events the in-process queue holds before dropping (default 1048576: 72 MiB, "
+       "allocated at start)"},
       {"MEMTRACE_BATCH_EVENTS", "memtrace", "most events per batch sent (default 16384)"},
       {"MEMTRACE_BATCH_DELAY_MS", "memtrace",
        "longest an event waits before its batch is sent, in ms (default 100)"},
