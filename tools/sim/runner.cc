@@ -16,6 +16,17 @@
 namespace memtrace::sim {
 namespace {
 
+// The transport's stats once its stream is answered (connected, or refused: a refusal is final,
+// the transport would retry it forever) or at `deadline`, whichever comes first.
+TransportStats AwaitHelloAnswer(const Transport& transport, absl::Time deadline) {
+  TransportStats stats = transport.stats();
+  while (!stats.connected && !stats.last_stream_refused && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+    stats = transport.stats();
+  }
+  return stats;
+}
+
 // Why a rank's stream was not answered within connect_timeout. The transports run with
 // log_failures off, so this is the only place the collector's own refusal (a job with more
 // ranks than its --max_ranks_per_job, a rank another process already streams) reaches the user.
@@ -96,24 +107,14 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
   // is down is one clear error rather than 8 ranks of silent losses.
   const absl::Time connect_deadline = absl::Now() + options.connect_timeout;
   for (int rank = 0; rank < ranks; ++rank) {
-    TransportStats stats = transports[rank]->stats();
-    // A refusal is final (the transport would retry it forever): no need to wait it out.
-    while (!stats.connected && !stats.last_stream_refused && absl::Now() < connect_deadline) {
-      absl::SleepFor(absl::Milliseconds(5));
-      stats = transports[rank]->stats();
-    }
+    const TransportStats stats = AwaitHelloAnswer(*transports[rank], connect_deadline);
     if (!stats.connected) {
       // The other ranks' Hellos went out together with this one: give their answers a moment
       // to arrive, so that the count of ranks admitted is the collector's.
       const absl::Time settle = std::min(connect_deadline, absl::Now() + absl::Seconds(1));
       int admitted = 0;
       for (const std::unique_ptr<Transport>& u : transports) {
-        TransportStats other = u->stats();
-        while (!other.connected && !other.last_stream_refused && absl::Now() < settle) {
-          absl::SleepFor(absl::Milliseconds(5));
-          other = u->stats();
-        }
-        admitted += other.connected;
+        admitted += AwaitHelloAnswer(*u, settle).connected;
       }
       for (const std::unique_ptr<Transport>& u : transports)
         (void)u->Shutdown(absl::ZeroDuration());
