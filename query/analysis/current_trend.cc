@@ -156,6 +156,54 @@ bool RisesEnough(absl::Span<const double> x, absl::Span<const double> y, const C
   return *hi - *lo >= min_growth;
 }
 
+std::optional<CurrentTrend> RecentRise(absl::Span<const double> x, absl::Span<const double> y,
+                                       double min_growth, TheilSen& fitter) {
+  const size_t n = std::min(x.size(), y.size());
+  if (n < kMinRecentRises + 2) return std::nullopt;
+  std::vector<double> diffs(n - 1);
+  for (size_t i = 1; i < n; ++i) diffs[i - 1] = y[i] - y[i - 1];
+  const Spread noise = RobustSpread(diffs);
+  const double cut = noise.median + 2 * noise.scale;
+  size_t rises = 0;
+  while (rises < diffs.size() && diffs[diffs.size() - 1 - rises] > cut) ++rises;
+  // A run back to the first point is a rise over the whole window: FitCurrentTrend's to judge.
+  if (rises < kMinRecentRises || rises == diffs.size()) return std::nullopt;
+  const size_t onset = n - rises;
+  const double total = y[n - 1] - y[onset - 1];
+  if (total < min_growth) return std::nullopt;
+  const double mean_rise = total / static_cast<double>(rises);
+  for (size_t i = onset; i < n; ++i) {
+    if (y[i] - y[i - 1] < 0.25 * mean_rise) return std::nullopt;
+  }
+  CurrentTrend trend;
+  trend.onset = onset;
+  trend.fit = fitter.Fit(x.subspan(onset, rises), y.subspan(onset, rises));
+  trend.recent = true;
+  return trend;
+}
+
+RiseFit FitRise(absl::Span<const double> x, absl::Span<const double> y, size_t min_points,
+                double min_growth, double min_trend_z, TheilSen& fitter) {
+  RiseFit out;
+  out.trend = FitCurrentTrend(x, y, min_points, fitter);
+  out.rising = RisesEnough(x, y, out.trend, min_growth, min_trend_z) &&
+               StillRising(out.trend.fit, FitLaterHalf(x, y, out.trend, fitter));
+  // A split keeps min_points on its trending side, so a rise shorter than that is fitted from
+  // flat points before it (a rate diluted by them, an onset early), when it is fitted at all.
+  const size_t n = std::min(x.size(), y.size());
+  const size_t min_part = std::max<size_t>(min_points, 3);
+  const bool split_at_its_limit =
+      out.trend.onset > 0 ? out.trend.onset + min_part >= n : n < 2 * min_part;
+  if (!out.rising || split_at_its_limit) {
+    std::optional<CurrentTrend> recent = RecentRise(x, y, min_growth, fitter);
+    if (recent.has_value() && recent->onset > out.trend.onset) {
+      out.trend = *recent;
+      out.rising = true;
+    }
+  }
+  return out;
+}
+
 bool StillRising(const TrendFit& whole, const TrendFit& later_half) {
   return later_half.slope >= 0.25 * whole.slope && later_half.trend_z >= 2.0;
 }

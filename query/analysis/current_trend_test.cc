@@ -1,6 +1,7 @@
 #include "query/analysis/current_trend.h"
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -158,6 +159,50 @@ TEST(CurrentTrendTest, RisesEnoughNeedsTheGrowthTheSignificanceAndTheRange) {
   EXPECT_FALSE(RisesEnough(leak.x, leak.y, stretched, 8192 * kMiB, 3));
   Series flat = FlatThenRising(100, 1000, 0);
   EXPECT_FALSE(RisesEnough(flat.x, flat.y, FitCurrentTrend(flat.x, flat.y, 8, fitter), kMiB, 3));
+}
+
+// The last few steps of a fast leak: too few points for FitCurrentTrend's split (8 a side) or
+// for trend z to reach 3 (an unbroken rise of 5 points has z 2.4). In a noisy series that read
+// as no rise at all; in this clean one, as a rise from 8 points before the end.
+TEST(CurrentTrendTest, ARiseOverTheLastFewStepsIsARecentRise) {
+  TheilSen fitter;
+  for (size_t from : {93, 95, 97}) {
+    SCOPED_TRACE(from);
+    Series s = FlatThenRising(100, from, 1024 * kMiB);
+    // The split keeps 8 points: it starts the rise early.
+    EXPECT_EQ(FitCurrentTrend(s.x, s.y, 8, fitter).onset, 92u);
+    std::optional<CurrentTrend> recent = RecentRise(s.x, s.y, 64 * kMiB, fitter);
+    ASSERT_TRUE(recent.has_value());
+    EXPECT_TRUE(recent->recent);
+    EXPECT_EQ(recent->onset, from);  // the point before it, from - 1, is the last flat one
+    EXPECT_NEAR(recent->fit.slope, 1024 * kMiB, 8 * kMiB);
+    RiseFit rise = FitRise(s.x, s.y, 8, 64 * kMiB, 3, fitter);
+    EXPECT_TRUE(rise.rising);
+    EXPECT_EQ(rise.trend.onset, from);
+  }
+}
+
+TEST(CurrentTrendTest, WhatIsNotARecentRise) {
+  TheilSen fitter;
+  // Two rises: a step up and one more is not yet a run.
+  Series two = FlatThenRising(100, 98, 1024 * kMiB);
+  EXPECT_FALSE(RecentRise(two.x, two.y, 64 * kMiB, fitter).has_value());
+  // Rises smaller than min_growth in all.
+  Series small = FlatThenRising(100, 95, 8 * kMiB);
+  EXPECT_FALSE(RecentRise(small.x, small.y, 64 * kMiB, fitter).has_value());
+  // Rises within the step-to-step noise (jitter of up to 3 MiB against rises of 1 MiB).
+  Series noisy = FlatThenRising(100, 95, 1 * kMiB);
+  EXPECT_FALSE(RecentRise(noisy.x, noisy.y, 0, fitter).has_value());
+  // Small rises and then one jump: a jump.
+  Series jump = FlatThenRising(100, 95, 16 * kMiB, 10'000 * kMiB);
+  jump.y.back() += 4096 * kMiB;
+  EXPECT_FALSE(RecentRise(jump.x, jump.y, 64 * kMiB, fitter).has_value());
+  // A rise from the first point is the whole window's trend, not a recent one.
+  Series all = FlatThenRising(100, 0, 64 * kMiB);
+  EXPECT_FALSE(RecentRise(all.x, all.y, 64 * kMiB, fitter).has_value());
+  // A flat series.
+  Series flat = FlatThenRising(100, 1000, 0);
+  EXPECT_FALSE(RecentRise(flat.x, flat.y, 0, fitter).has_value());
 }
 
 }  // namespace

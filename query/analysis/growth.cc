@@ -42,11 +42,11 @@ class GrowthFitter {
     if (*hi > 0) ++agg.ranks_with_group;
     if (y.size() < params_.min_points || *hi - *lo < min_growth_) return;
     // The growth since it started: a leak that began late in the window has its own rate.
-    CurrentTrend trend = FitCurrentTrend(x, y, params_.min_points, fitter_);
-    const TrendFit& f = trend.fit;
-    if (!RisesEnough(x, y, trend, min_growth_, params_.min_trend_z)) return;
     // One jump, then flat, fits a rising line too; a growth keeps rising.
-    if (!StillRising(f, FitLaterHalf(x, y, trend, fitter_))) return;
+    RiseFit rise = FitRise(x, y, params_.min_points, min_growth_, params_.min_trend_z, fitter_);
+    if (!rise.rising) return;
+    CurrentTrend& trend = rise.trend;
+    const TrendFit& f = trend.fit;
     // A flat start too short for FitCurrentTrend to split off (a tag that appeared a few steps
     // into the window) grew nothing: counting the line's rate over it read +34 GiB for 30.
     if (trend.onset == 0) trend.onset = ShortFlatStart(x, y, f, params_.min_points, fitter_);

@@ -7,7 +7,9 @@
 //   - it spans at least min_points steps and its range (max - min) is >= min_growth_bytes;
 //   - the fitted growth (slope x steps spanned by the fit) is >= min_growth_bytes;
 //   - its Kendall trend statistic is >= min_trend_z (a monotone rise noise rarely makes);
-//   - it still rises in the later half of the fit (StillRising: not one jump, then flat).
+//   - it still rises in the later half of the fit (StillRising: not one jump, then flat);
+// or it ends on a RecentRise (current_trend.h: each of its last 3+ steps rose out of the noise,
+// too few points for the trend statistic), which is then the fit (FitRise).
 // This floor is what keeps allocator jitter, spikes and one-off jumps off the list. Groups are
 // ranked by bytes/step summed over the ranks where they grow, and classified as growing on all
 // ranks of the job that could grow (min_points steps in the window after their own warm-up:

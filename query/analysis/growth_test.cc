@@ -195,6 +195,19 @@ TEST(GrowthTest, ATagThatAppearsAFewStepsIntoTheWindowGrowsFromThere) {
   EXPECT_LE(g.growth_bytes, static_cast<double>(g.last_bytes));
 }
 
+TEST(GrowthTest, ATagThatGrewOverTheLastFewStepsGrows) {
+  // 1 GiB a step from step 96 of 100: four rises, too few for the trend test; no growth read.
+  JobTimeline job = Simulate(sim::LeakJob(5, 96, 1 * kGiB)).timeline;
+  GrowthReport report = FindGrowth(job);
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].name, sim::kLeakTag);
+  ASSERT_EQ(report.groups[0].ranks.size(), 1u);
+  const RankGrowth& g = report.groups[0].ranks[0];
+  EXPECT_EQ(g.rank, 5u);
+  EXPECT_EQ(g.first_step, 96);
+  EXPECT_NEAR(g.bytes_per_step, 1.0 * kGiB, 0.05 * kGiB);
+}
+
 TEST(GrowthTest, ATagThatJumpedOnceThenStayedIsNotGrowth) {
   sim::JobSpec spec = sim::HealthyJob();
   // Rank 1 keeps 4 GiB of its rollout's memory from step 50 on: one jump, then flat.

@@ -137,12 +137,13 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   // The trend since the floor began to rise (a leak that started late in the window has its own
   // rate, and the forecast follows it), also shown for a rank already out of memory or at its
   // capacity: how fast it got there.
-  CurrentTrend trend;
+  RiseFit rise;
   const bool fitted = window.x.size() >= params.min_points;
   if (fitted) {
-    trend = FitCurrentTrend(window.x, window.floor, params.min_points, fitter);
-    h.floor_bytes_per_step = trend.fit.slope;
-    h.trend_z = trend.fit.trend_z;
+    rise = FitRise(window.x, window.floor, params.min_points,
+                   static_cast<double>(params.min_growth_bytes), params.min_trend_z, fitter);
+    h.floor_bytes_per_step = rise.trend.fit.slope;
+    h.trend_z = rise.trend.fit.trend_z;
   }
   const auto oom = std::find_if(rank.steps.begin(), rank.steps.end(),
                                 [](const StepPoint& p) { return p.ooms > 0; });
@@ -156,12 +157,10 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     h.status = HeadroomStatus::kAtCapacity;
   } else if (!fitted) {
     h.status = HeadroomStatus::kTooShort;
-  } else if (!RisesEnough(window.x, window.floor, trend,
-                          static_cast<double>(params.min_growth_bytes), params.min_trend_z) ||
-             !StillRising(trend.fit, FitLaterHalf(window.x, window.floor, trend, fitter))) {
+  } else if (!rise.rising) {
     h.status = HeadroomStatus::kFlat;
   } else {
-    ForecastReach(trend.fit, params, usable, &h);
+    ForecastReach(rise.trend.fit, params, usable, &h);
   }
   return h;
 }

@@ -74,6 +74,22 @@ TEST(HeadroomTest, ALeakThatStartsLateIsForecastAtItsOwnRate) {
       << "forecast " << h.forecast_step << " planted " << planted;
 }
 
+TEST(HeadroomTest, ALeakOfTheLastFewStepsIsForecast) {
+  // 1 GiB a step from step 95 of 100: too few steps for the trend test, so the rank read as
+  // flat while it was 60-odd steps from running out.
+  sim::JobSpec spec = sim::LeakJob(4, 95, 1 * kGiB, 8, 100);
+  int64_t planted = sim::PlantedCapacityStep(spec, 4);
+  ASSERT_GT(planted, 100);
+  HeadroomReport report = ForecastHeadroom(sim::Simulate(spec).timeline);
+  EXPECT_EQ(report.forecasts, 1u);
+  const RankHeadroom& h = report.entries[0];
+  EXPECT_EQ(h.rank, 4u);
+  ASSERT_EQ(h.status, HeadroomStatus::kForecast);
+  EXPECT_NEAR(h.floor_bytes_per_step, 1.0 * kGiB, 0.05 * kGiB);
+  EXPECT_LE(std::abs(double(h.forecast_step - planted)), 0.1 * planted)
+      << "forecast " << h.forecast_step << " planted " << planted;
+}
+
 TEST(HeadroomTest, ACapacityBelowWhatTheRankUsesIsNotAForecast) {
   sim::JobSpec spec = sim::LeakJob(3, 20, 200 * kMiB, 8, 150);
   HeadroomParams params;

@@ -35,9 +35,10 @@ CurvePoints PointsAfterWarmup(const RankTimeline& rank, size_t skip) {
   return p;
 }
 
-// Whether the floor leaks, with the fit's figures in `e`.
-bool FloorLeaks(const CurvePoints& p, const CurrentTrend& trend, const LeakParams& params,
+// Whether the floor leaks (`rise`, fitted to the floors), with the fit's figures in `e`.
+bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, const LeakParams& params,
                 TheilSen& fitter, CurveEvidence& e) {
+  const CurrentTrend& trend = rise.trend;
   const TrendFit& all = trend.fit;
   e.floor_bytes_per_step = all.slope;
   e.floor_growth_bytes = TrendGrowth(p.x, trend);
@@ -45,10 +46,7 @@ bool FloorLeaks(const CurvePoints& p, const CurrentTrend& trend, const LeakParam
   TrendFit recent = FitLaterHalf(p.x, p.floor, trend, fitter);
   e.recent_bytes_per_step = recent.slope;
   e.recent_trend_z = recent.trend_z;
-  const bool leak = RisesEnough(p.x, p.floor, trend, static_cast<double>(params.min_growth_bytes),
-                                params.min_trend_z) &&
-                    StillRising(all, recent);
-  if (leak) {
+  if (rise.rising) {
     // Where the fit says the rise began: the last point of the flat stretch before it (the step
     // whose run first kept memory), or the first point examined when the floor rose from it.
     // Counting back from the end while the floor stays above its start plus half of
@@ -60,7 +58,7 @@ bool FloorLeaks(const CurvePoints& p, const CurrentTrend& trend, const LeakParam
                              : ShortFlatStart(p.x, p.floor, all, params.min_points, fitter);
     e.rising_since_step = static_cast<int64_t>(p.x[onset > 0 ? onset - 1 : 0]);
   }
-  return leak;
+  return rise.rising;
 }
 
 // The steps whose peak stands out (see leaks.h), with their figures in `e`.
@@ -147,8 +145,11 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
     return out;
   }
   // The floor's trend since it started: a leak that began after a flat stretch has its own rate.
-  const CurrentTrend trend = FitCurrentTrend(p.x, p.floor, params.min_points, fitter);
-  const bool leak = FloorLeaks(p, trend, params, fitter, e);
+  const RiseFit rise = FitRise(p.x, p.floor, params.min_points,
+                               static_cast<double>(params.min_growth_bytes), params.min_trend_z,
+                               fitter);
+  const CurrentTrend& trend = rise.trend;
+  const bool leak = FloorLeaks(p, rise, params, fitter, e);
   // Spikes stand out from the floor's fit, which is flat before where the floor rose: a flat
   // start too short for FitCurrentTrend to split off, measured along the line, put the floor
   // that far under it there, and the first steps' peaks read as spikes.

@@ -5,8 +5,9 @@
 //   leak    the step floors rise: Theil-Sen slope > 0 with fitted growth >= min_growth_bytes and
 //           trend z >= min_trend_z over the window, or from where a floor flat until then began
 //           to rise (current_trend.h), and still rising in the second half of that fit (slope
-//           >= a quarter of the fit's, trend z >= 2). A floor that jumped once and then stayed
-//           is not a leak.
+//           >= a quarter of the fit's, trend z >= 2); or its last 3+ floors each rose out of the
+//           step-to-step noise, too few for those tests (RecentRise; FitRise in current_trend.h
+//           has the rule). A floor that jumped once and then stayed is not a leak.
 //   spikes  not a leak, and some steps' peaks stand above the floor's running median by more
 //           than max(min_spike_bytes, spike_mad_factor x the peaks' robust spread), in at most
 //           max_spike_fraction of the steps (more often than that is the job's normal peak).

@@ -78,6 +78,20 @@ TEST(LeakTest, ALeakFromAFewStepsAfterWarmupRisesSinceItsOwnStart) {
   EXPECT_LE(std::abs(leak.evidence.rising_since_step - 9), 1);
 }
 
+TEST(LeakTest, ALeakThatBeganAFewStepsBeforeTheEndIsALeak) {
+  // 1 GiB a step from step 95 of 100: four steps' rises, too few for the floor's fit to split
+  // off or for its trend test, so the rank read as no leak (its healthy spikes named instead).
+  for (int64_t start : {94, 96}) {
+    SCOPED_TRACE(start);
+    const LeakReport report = FindLeaks(Simulate(sim::LeakJob(6, start, 1 * kGiB)).timeline);
+    EXPECT_EQ(report.leaking_ranks, 1u);
+    const RankCurve& leak = CurveOf(report, 6);
+    EXPECT_EQ(leak.curve, CurveClass::kLeak);
+    EXPECT_EQ(leak.evidence.rising_since_step, start);
+    EXPECT_NEAR(leak.evidence.floor_bytes_per_step, 1.0 * kGiB, 0.05 * kGiB);
+  }
+}
+
 TEST(LeakTest, AWholeStepSpikeInTheFirstOrLastStepIsASpike) {
   // A checkpoint at the end of training (or in the step open now) holds 4 GiB for the whole
   // step: floor and peak both rise, and only the steps around it tell it from the floor.

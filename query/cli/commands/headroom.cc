@@ -20,7 +20,8 @@ constexpr char kUsage[] =
     "80.0 GiB at step ~412 (in ~37 min)\". The capacity is --capacity, else the device total\n"
     "the agent sampled; memory the device uses outside traced allocations (device used minus\n"
     "live bytes at the agent's samples) is subtracted. A floor without a significant rise (at\n"
-    "least --min-growth) gets no forecast; a rank that already hit an OOM, or whose peak\n"
+    "least --min-growth; or, over the last 3 or more steps, each step's rise standing out of\n"
+    "the step-to-step noise) gets no forecast; a rank that already hit an OOM, or whose peak\n"
     "already reaches the capacity, says so.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {

@@ -16,7 +16,7 @@ constexpr char kUsage[] =
     "\n"
     "Leak or spike? Each rank's curve is classified from its per-step rollups: leak (the\n"
     "step floor keeps rising: robust slope since it began to rise, significant, still rising\n"
-    "lately), spikes (peaks stand far above the floor in a few steps) or plateau. Leak\n"
+    "lately; or, over its last 3 or more steps, each rise standing out of the noise), spikes (peaks stand far above the floor in a few steps) or plateau. Leak\n"
     "candidates come from each rank's live set (now, or at --at TIME): allocations made\n"
     "after warm-up and still live across at least --min-boundaries step boundaries, grouped\n"
     "by tag and call site (source) with counts and bytes, largest first (--top per rank).\n"
