@@ -216,6 +216,11 @@ TEST(RankStateTest, EventsAtTheFirstMarkersInstantStartItsStep) {
   EXPECT_EQ(closed.steps[0].floor_bytes(), 10u);
   EXPECT_EQ(closed.steps[0].peak_bytes(), 11u);
   EXPECT_EQ(state.current_step(), 3);
+  // A live set dates them to that step too, not to a step 0 no rollup shows.
+  ASSERT_EQ(state.allocations().size(), 2u);
+  for (const auto& [address, allocation] : state.allocations()) {
+    EXPECT_EQ(allocation.step, 2) << address;
+  }
 }
 
 TEST(RankStateTest, EventsBeforeTheFirstMarkerAtOtherInstantsStayAStepOfTheirOwn) {
@@ -233,6 +238,9 @@ TEST(RankStateTest, EventsBeforeTheFirstMarkerAtOtherInstantsStayAStepOfTheirOwn
   EXPECT_EQ(closed.steps[0].end_bytes(), 10u);
   EXPECT_EQ(closed.steps[1].step(), 2);
   EXPECT_TRUE(closed.abandoned_steps.empty());
+  EXPECT_EQ(state.allocations().at(0x1).step, 0);
+  EXPECT_EQ(state.allocations().at(0x2).step, 0);
+  EXPECT_EQ(state.allocations().at(0x3).step, 2);
 }
 
 TEST(RankStateTest, FirstMarkerForStepZeroContinuesTheImplicitStep) {

@@ -8,12 +8,14 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/str_split.h"
 #include "collector/server/server_test_util.h"
 #include "gtest/gtest.h"
 #include "query/analysis/diverged.h"
 #include "query/analysis/leaks.h"
 #include "query/analysis/peak.h"
 #include "query/analysis/rollup_convert.h"
+#include "query/cli/commands/live.h"
 #include "query/cli/query_client.h"
 #include "query/importers/kineto_parser.h"
 #include "query/importers/shared_data.h"
@@ -165,6 +167,28 @@ TEST_F(ImportCommandTest, RealTracesLandInTheCollectorWithLiveBytesEqualToTotalA
   analysis::LeakReport leaks = analysis::FindLeaks(*job);
   EXPECT_EQ(leaks.curves.size(), 3u);
   EXPECT_EQ(leaks.leaking_ranks, 0u);
+
+  // The memory there before the trace began dates from its first step (ProfilerStep#2 in the
+  // HTA trace), not from a step 0 that no rollup shows.
+  std::ostringstream live_out, live_err;
+  cli::CommandIo live_io{live_out, live_err};
+  ASSERT_EQ(cli::LiveCommand().run(
+                {"--job", "kineto-real", "--rank", "1", "--collector", server->address()},
+                live_io),
+            0)
+      << live_err.str();
+  std::istringstream lines(live_out.str());
+  std::string line;
+  bool found = false;
+  while (std::getline(lines, line)) {
+    if (line.rfind(kBaselineTag, 0) != 0) continue;
+    found = true;
+    // tag, bytes (a number and a unit), allocations, since step, ...
+    std::vector<std::string> columns = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    ASSERT_GE(columns.size(), 5u) << live_out.str();
+    EXPECT_EQ(columns[4], "2") << "since step\n" << live_out.str();
+  }
+  EXPECT_TRUE(found) << live_out.str();
 }
 
 TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
