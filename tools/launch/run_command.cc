@@ -197,6 +197,17 @@ class Runner {
   }
   // The agent and NVTX libraries (none with --no_agent) and the job id for the workers.
   absl::StatusOr<AgentEnvironment> PrepareAgent();
+  // o_.collector: --collector, else $MEMTRACE_COLLECTOR, else empty (a local one); an address
+  // that is not HOST:PORT is an error naming where it came from.
+  absl::Status ChooseCollectorAddress();
+  // --dry_run: the workers' environment and the command, as shell lines.
+  int PrintDryRun(AgentEnvironment agent);
+  // The job is not started after all: the local collector stopped, the work dir removed.
+  void AbandonStart();
+  absl::StatusOr<pid_t> StartJob(const AgentEnvironment& agent, const sigset_t& child_mask,
+                                 JobGroup job_group);
+  // Waits for the job, passing signals on and ticking (Tick); its wait status.
+  int SuperviseToTheEnd(pid_t job, JobGroup job_group, const ScopedSignalBlock& signals);
   // Starts the local collector when no address was given, else looks at the given one (an
   // unreachable collector is a warning: the job runs anyway). Sets o_.collector.
   absl::Status ConnectCollector(const sigset_t& child_mask);
@@ -534,6 +545,67 @@ void Runner::StopLocalCollector() {
   local_.reset();
 }
 
+absl::Status Runner::ChooseCollectorAddress() {
+  const bool from_env = o_.collector.empty();
+  if (from_env) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
+  if (o_.collector.empty()) return absl::OkStatus();
+  // gRPC would dial "head:99999" on another port and report it unreachable.
+  return connect::CheckCollectorAddress(from_env ? "MEMTRACE_COLLECTOR" : "--collector",
+                                        o_.collector);
+}
+
+int Runner::PrintDryRun(AgentEnvironment agent) {
+  agent.collector = o_.collector;
+  // Quoted for a shell, so that the lines can be pasted (or eval'd) to run the job by hand.
+  // Without a collector there is no address to give (the local one's port is chosen when it
+  // starts): a comment says so, rather than a value the agent would refuse.
+  if (o_.collector.empty()) {
+    io_.out << "# MEMTRACE_COLLECTOR: none given; memtrace run would start a local collector. "
+               "Set it to HOST:PORT of a running one to run these lines by hand\n";
+  }
+  for (const auto& [name, value] : ToVariables(agent)) {
+    io_.out << name << "=" << cli::ShellWord(value) << "\n";
+  }
+  io_.out << absl::StrJoin(command_, " ", [](std::string* out, const std::string& word) {
+    out->append(cli::ShellWord(word));
+  }) << "\n";
+  return cli::kExitOk;
+}
+
+void Runner::AbandonStart() {
+  if (local_ != nullptr) local_->Stop(absl::Seconds(5));
+  RemoveTree(work_dir_);
+}
+
+absl::StatusOr<pid_t> Runner::StartJob(const AgentEnvironment& agent, const sigset_t& child_mask,
+                                       JobGroup job_group) {
+  SpawnOptions spawn;
+  spawn.argv = command_;
+  spawn.env = ToVariables(agent);
+  spawn.signal_mask = child_mask;
+  spawn.new_process_group = job_group == JobGroup::kOwn;
+  // In a group of its own the job no longer dies with memtrace run's group (a scheduler's
+  // final SIGKILL to the group): it must not run on untraced and unsupervised.
+  spawn.die_with_parent = job_group == JobGroup::kOwn;
+  io_.err.flush();
+  job_started_ = absl::Now();
+  return Spawn(spawn);
+}
+
+int Runner::SuperviseToTheEnd(pid_t job, JobGroup job_group, const ScopedSignalBlock& signals) {
+  SuperviseOptions supervise;
+  supervise.job_group = job_group;
+  if (job_group == JobGroup::kShared) supervise.hangup_senders = {getppid(), getsid(0)};
+  supervise.tick =
+      local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1)) : o_.health_interval;
+  supervise.on_tick = [this] { Tick(); };
+  supervise.on_forward = [this](int sig, pid_t from) {
+    Say(absl::StrCat("passed signal ", sig, " (", strsignal(sig), ") from pid ", from,
+                     " on to the job"));
+  };
+  return SuperviseJob(job, signals, supervise);
+}
+
 int Runner::Run() {
   // Before anything else: a missing command is the user's typo, report it like a shell does.
   std::string path = EnvNonEmpty(env_, "PATH").value_or("/usr/local/bin:/usr/bin:/bin");
@@ -547,34 +619,11 @@ int Runner::Run() {
 
   absl::StatusOr<AgentEnvironment> agent = PrepareAgent();
   if (!agent.ok()) return Fail(agent.status());
-  const bool collector_from_env = o_.collector.empty();
-  if (o_.collector.empty()) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
-  if (!o_.collector.empty()) {
-    // gRPC would dial "head:99999" on another port and report it unreachable.
-    if (absl::Status s = connect::CheckCollectorAddress(
-            collector_from_env ? "MEMTRACE_COLLECTOR" : "--collector", o_.collector);
-        !s.ok()) {
-      io_.err << "memtrace run: " << s.message() << "\n" << std::flush;
-      return cli::kExitUsage;
-    }
+  if (absl::Status s = ChooseCollectorAddress(); !s.ok()) {
+    io_.err << "memtrace run: " << s.message() << "\n" << std::flush;
+    return cli::kExitUsage;
   }
-  if (o_.dry_run) {
-    agent->collector = o_.collector;
-    // Quoted for a shell, so that the lines can be pasted (or eval'd) to run the job by hand.
-    // Without a collector there is no address to give (the local one's port is chosen when it
-    // starts): a comment says so, rather than a value the agent would refuse.
-    if (o_.collector.empty()) {
-      io_.out << "# MEMTRACE_COLLECTOR: none given; memtrace run would start a local collector. "
-                 "Set it to HOST:PORT of a running one to run these lines by hand\n";
-    }
-    for (const auto& [name, value] : ToVariables(*agent)) {
-      io_.out << name << "=" << cli::ShellWord(value) << "\n";
-    }
-    io_.out << absl::StrJoin(command_, " ", [](std::string* out, const std::string& word) {
-      out->append(cli::ShellWord(word));
-    }) << "\n";
-    return cli::kExitOk;
-  }
+  if (o_.dry_run) return PrintDryRun(*agent);
 
   if (absl::Status s = ConnectCollector(signals.original_mask()); !s.ok()) return Fail(s);
   agent->collector = o_.collector;
@@ -591,40 +640,17 @@ int Runner::Run() {
     // the job existed. Starting it now would lose that.
     io_.err << "memtrace run: " << strsignal(*stop) << " before the job started: not starting it\n"
             << std::flush;
-    if (local_ != nullptr) local_->Stop(absl::Seconds(5));
-    RemoveTree(work_dir_);
+    AbandonStart();
     return 128 + *stop;
   }
   const JobGroup job_group = ChooseJobGroup();
-  SpawnOptions spawn;
-  spawn.argv = command_;
-  spawn.env = ToVariables(*agent);
-  spawn.signal_mask = signals.original_mask();
-  spawn.new_process_group = job_group == JobGroup::kOwn;
-  // In a group of its own the job no longer dies with memtrace run's group (a scheduler's
-  // final SIGKILL to the group): it must not run on untraced and unsupervised.
-  spawn.die_with_parent = job_group == JobGroup::kOwn;
-  io_.err.flush();
-  job_started_ = absl::Now();
-  absl::StatusOr<pid_t> job = Spawn(spawn);
+  absl::StatusOr<pid_t> job = StartJob(*agent, signals.original_mask(), job_group);
   if (!job.ok()) {
     io_.err << "memtrace run: " << job.status().message() << "\n" << std::flush;
-    if (local_ != nullptr) local_->Stop(absl::Seconds(5));
-    RemoveTree(work_dir_);
+    AbandonStart();
     return ExitCodeForStartFailure(job.status());
   }
-
-  SuperviseOptions supervise;
-  supervise.job_group = job_group;
-  if (job_group == JobGroup::kShared) supervise.hangup_senders = {getppid(), getsid(0)};
-  supervise.tick =
-      local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1)) : o_.health_interval;
-  supervise.on_tick = [this] { Tick(); };
-  supervise.on_forward = [this](int sig, pid_t from) {
-    Say(absl::StrCat("passed signal ", sig, " (", strsignal(sig), ") from pid ", from,
-                     " on to the job"));
-  };
-  const int status = SuperviseJob(*job, signals, supervise);
+  const int status = SuperviseToTheEnd(*job, job_group, signals);
   FinishRun(before, workers_job);
   const int code = ExitCodeOf(status);
   if (WIFSIGNALED(status)) {
