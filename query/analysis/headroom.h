@@ -4,13 +4,14 @@
 // The floor's Theil-Sen slope over the last recent_steps (after warm-up; from where the floor
 // began to rise when it was flat before, current_trend.h; still rising lately) must pass the same
 // significance floor as `growth` (fitted growth >= min_growth_bytes, trend z >= min_trend_z; or
-// a RecentRise over the last few steps: FitRise in current_trend.h); otherwise the rank is flat and gets no forecast. The forecast is the step at which the trend
-// floor plus the rank's highest transient in the window (peak - floor: a periodic eval or
-// checkpoint spike runs out of memory before a typical step does) reaches the usable capacity:
-// capacity minus the device memory used outside traced allocations (the median over the window's
-// steps of the highest device-used sample minus the live bytes when it was taken). Capacity is the
-// given one, else the largest device_total the rank's samples reported; without either there is no
-// forecast. Time to it uses the median step period (start to next start) of the window.
+// a RecentRise over the last few steps: FitRise in current_trend.h); otherwise the rank is flat and
+// gets no forecast. The forecast is the step at which the trend floor plus the rank's highest
+// transient in the window (peak - floor: a periodic eval or checkpoint spike runs out of memory
+// before a typical step does) reaches the usable capacity: capacity minus the device memory used
+// outside traced allocations (the median over the window's steps of the highest device-used sample
+// minus the live bytes when it was taken). Capacity is the given one, else the largest device_total
+// the rank's samples reported; without either there is no forecast. Time to it uses the median step
+// period (start to next start) of the window.
 #ifndef MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
 #define MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
 

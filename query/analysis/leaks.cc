@@ -145,9 +145,9 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
     return out;
   }
   // The floor's trend since it started: a leak that began after a flat stretch has its own rate.
-  const RiseFit rise = FitRise(p.x, p.floor, params.min_points,
-                               static_cast<double>(params.min_growth_bytes), params.min_trend_z,
-                               fitter);
+  const RiseFit rise =
+      FitRise(p.x, p.floor, params.min_points, static_cast<double>(params.min_growth_bytes),
+              params.min_trend_z, fitter);
   const CurrentTrend& trend = rise.trend;
   const bool leak = FloorLeaks(p, rise, params, fitter, e);
   // Spikes stand out from the floor's fit, which is flat before where the floor rose: a flat

@@ -173,8 +173,7 @@ TEST_F(ImportCommandTest, RealTracesLandInTheCollectorWithLiveBytesEqualToTotalA
   std::ostringstream live_out, live_err;
   cli::CommandIo live_io{live_out, live_err};
   ASSERT_EQ(cli::LiveCommand().run(
-                {"--job", "kineto-real", "--rank", "1", "--collector", server->address()},
-                live_io),
+                {"--job", "kineto-real", "--rank", "1", "--collector", server->address()}, live_io),
             0)
       << live_err.str();
   std::istringstream lines(live_out.str());
