@@ -12,6 +12,9 @@
 // minus the live bytes when it was taken). Capacity is the given one, else the largest device_total
 // the rank's samples reported; without either there is no forecast. Time to it uses the median step
 // period (start to next start) of the window.
+// Limitation: a rank is a process, and one process with memory on several GPUs (a Kineto trace
+// naming several devices, DataParallel) has its live bytes summed over them but is compared
+// with one device's capacity, so its forecast comes early; --capacity can give their sum.
 #ifndef MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
 #define MEMTRACE_QUERY_ANALYSIS_HEADROOM_H_
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "query/importers/kineto_parser.h"
 #include "query/importers/progress_bar.h"
@@ -87,6 +88,11 @@ std::string FormatSummary(const KinetoFileSummary& s) {
                   e.tags, " tags (", e.tagged_allocs, " allocations tagged), rank ", s.rank.rank,
                   " of ", s.rank.world_size, " (", s.rank.rank_source, "), baseline ",
                   Gib(e.seeded_bytes), " seeded as ", e.seeded_allocations, " allocations");
+  if (e.cuda_devices.size() > 1) {
+    // One process's memory on several GPUs is one rank, as the agent records such a process.
+    absl::StrAppend(&line, ", CUDA devices ", absl::StrJoin(e.cuda_devices, " and "),
+                    " summed in this rank");
+  }
   if (e.total_allocated_mismatches > 0) {
     absl::StrAppend(&line, ", ", e.total_allocated_mismatches,
                     " events disagree with Total Allocated (events missing from the trace)");

@@ -98,6 +98,44 @@ TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
   EXPECT_NE(lines[1].find("rank 1 of 3 (file name)"), std::string::npos) << lines[1];
 }
 
+// One process holding memory on two GPUs (DataParallel, or a pipeline stage per device) is one
+// rank, as the agent records such a process; the summary says so rather than naming one device.
+TEST(KinetoImportTest, ATraceOnTwoDevicesIsOneRankAndSaysSo) {
+  std::string path = test_util::TmpPath("two_devices_rank0.json");
+  std::string events;
+  for (int device : {0, 1}) {
+    events += "{\"ph\": \"i\", \"name\": \"[memory]\", \"pid\": 42, \"tid\": 1, \"ts\": " +
+              std::to_string(10 + device) +
+              ", \"args\": {\"Addr\": " + std::to_string(4096 + device * 64) +
+              ", \"Bytes\": 64, \"Total Allocated\": 64, \"Total Reserved\": 2097152, "
+              "\"Device Type\": 1, \"Device Id\": " +
+              std::to_string(device) + "}},";
+  }
+  events.pop_back();
+  Write(path, "{\"traceEvents\": [" + events + "]}");
+  Recorder recorder;
+  std::vector<std::string> lines;
+  auto summaries =
+      ImportKinetoFiles({path}, {}, recorder.Factory(),
+                        [&](const KinetoFileSummary& s) { lines.push_back(FormatSummary(s)); });
+  ASSERT_TRUE(summaries.ok()) << summaries.status();
+  EXPECT_EQ(recorder.by_rank.size(), 1u);
+  EXPECT_EQ(recorder.identities[0].device_index, 0);
+  EXPECT_EQ((*summaries)[0].events.cuda_devices, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ((*summaries)[0].events.total_allocated_mismatches, 0u);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find(", CUDA devices 0 and 1 summed in this rank"), std::string::npos)
+      << lines[0];
+  // One device: nothing said.
+  Write(path, Trace(2, ""));
+  lines.clear();
+  ASSERT_TRUE(ImportKinetoFiles({path}, {}, recorder.Factory(), [&](const KinetoFileSummary& s) {
+                lines.push_back(FormatSummary(s));
+              }).ok());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].find("CUDA devices"), std::string::npos) << lines[0];
+}
+
 // A trace recorded without profile_memory has no [memory] events: the summary says how to get
 // them instead of only "0 memory events imported".
 TEST(KinetoImportTest, ATraceWithoutMemoryEventsSaysHowToRecordThem) {
