@@ -192,26 +192,25 @@ struct EventStore::Stream {
   std::optional<std::pair<int64_t, SeriesSegment>> series[2] ABSL_GUARDED_BY(mu);
 };
 
-absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOptions& options) {
-  if (options.dir.empty()) {
-    return absl::InvalidArgumentError("store directory is empty: a data directory is required");
-  }
-  if (options.bucket_ns <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("bucket_ns ", options.bucket_ns, " is not > 0"));
-  }
+namespace {
+
+// Creates `dir` (with parents) when missing and checks that the store can write there.
+absl::Status PrepareDataDir(const std::string& dir) {
   std::error_code ec;
-  std::filesystem::create_directories(options.dir, ec);
+  std::filesystem::create_directories(dir, ec);
   if (ec) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot create data directory ", options.dir, ": ", ec.message()));
+        absl::StrCat("cannot create data directory ", dir, ": ", ec.message()));
   }
-  if (access(options.dir.c_str(), W_OK | X_OK) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("data directory ", options.dir, " is not writable"));
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat("data directory ", dir, " is not writable"));
   }
+  return absl::OkStatus();
+}
 
+rocksdb::DBOptions StoreDbOptions(const std::string& dir) {
   rocksdb::DBOptions db_options;
-  db_options.info_log = OpenInfoLog(options.dir, rocksdb::InfoLogLevel::INFO_LEVEL);
+  db_options.info_log = OpenInfoLog(dir, rocksdb::InfoLogLevel::INFO_LEVEL);
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
   db_options.max_background_jobs = 2;
@@ -222,7 +221,10 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   // leader inserts for everyone instead; on a collector's few cores that costs nothing
   // measurable, and the hints halve the skip list's share (docs/PERFORMANCE.md).
   db_options.allow_concurrent_memtable_write = false;
+  return db_options;
+}
 
+std::vector<rocksdb::ColumnFamilyDescriptor> StoreFamilies() {
   const rocksdb::CompressionType compression = PickCompression();
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (size_t i = 0; i < kNumFamilies; ++i) {
@@ -254,9 +256,25 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
     }
     families.emplace_back(kFamilyNames[i], cf);
   }
+  return families;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOptions& options) {
+  if (options.dir.empty()) {
+    return absl::InvalidArgumentError("store directory is empty: a data directory is required");
+  }
+  if (options.bucket_ns <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("bucket_ns ", options.bucket_ns, " is not > 0"));
+  }
+  if (absl::Status s = PrepareDataDir(options.dir); !s.ok()) return s;
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = StoreFamilies();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, families, &handles, &raw);
+  rocksdb::Status s =
+      rocksdb::DB::Open(StoreDbOptions(options.dir), options.dir, families, &handles, &raw);
   if (!s.ok()) {
     // Only a held LOCK file means another process has the store; a corrupt store or a full disk
     // would send the reader looking for a collector that is not there.
