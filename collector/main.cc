@@ -191,57 +191,51 @@ absl::Status LoadLimits(CollectorServerOptions* options) {
   return absl::OkStatus();
 }
 
-int Run() {
-  CollectorServerOptions options;
-  options.listen = absl::GetFlag(FLAGS_listen);
-  options.store.dir = absl::GetFlag(FLAGS_data);
-  if (options.store.dir.empty()) {
-    return Fail("--data DIR is required: the directory of the RocksDB store");
+// The store's and the server's own flags (--listen, --data, --durability, message size,
+// buckets, checkpoints, query threads) into `options`; the first bad one's error.
+absl::Status LoadServerFlags(CollectorServerOptions* options) {
+  options->listen = absl::GetFlag(FLAGS_listen);
+  options->store.dir = absl::GetFlag(FLAGS_data);
+  if (options->store.dir.empty()) {
+    return absl::InvalidArgumentError("--data DIR is required: the directory of the RocksDB store");
   }
   absl::StatusOr<Durability> durability = ParseDurability(absl::GetFlag(FLAGS_durability));
-  if (!durability.ok()) return Fail(absl::StrCat("--durability: ", durability.status().message()));
-  options.store.durability = *durability;
+  if (!durability.ok())
+    return absl::InvalidArgumentError(
+        absl::StrCat("--durability: ", durability.status().message()));
+  options->store.durability = *durability;
   const int64_t max_message = absl::GetFlag(FLAGS_max_message_bytes);
   if (max_message <= 0 || max_message > (int64_t{1} << 31) - 1) {
-    return Fail(absl::StrCat("--max_message_bytes ", max_message, " is not in 1..2147483647"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_message_bytes ", max_message, " is not in 1..2147483647"));
   }
-  options.max_message_bytes = static_cast<int>(max_message);
+  options->max_message_bytes = static_cast<int>(max_message);
   const int64_t bucket_ms = absl::GetFlag(FLAGS_bucket_ms);
   if (bucket_ms <= 0 || bucket_ms > int64_t{1} << 40) {
-    return Fail(absl::StrCat("--bucket_ms ", bucket_ms, " is not in 1..", int64_t{1} << 40));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bucket_ms ", bucket_ms, " is not in 1..", int64_t{1} << 40));
   }
-  options.store.bucket_ns = bucket_ms * 1'000'000;
+  options->store.bucket_ns = bucket_ms * 1'000'000;
   const int64_t every_steps = absl::GetFlag(FLAGS_checkpoint_every_steps);
   const int64_t every_events = absl::GetFlag(FLAGS_checkpoint_every_events);
   if (every_steps < 0 || every_steps > UINT32_MAX || every_events < 0) {
-    return Fail("--checkpoint_every_steps and --checkpoint_every_events must be >= 0");
+    return absl::InvalidArgumentError(
+        "--checkpoint_every_steps and --checkpoint_every_events must be >= 0");
   }
-  options.store.checkpoint_every_steps = static_cast<uint32_t>(every_steps);
-  options.store.checkpoint_every_events = static_cast<uint64_t>(every_events);
+  options->store.checkpoint_every_steps = static_cast<uint32_t>(every_steps);
+  options->store.checkpoint_every_events = static_cast<uint64_t>(every_events);
   const int64_t query_threads = absl::GetFlag(FLAGS_query_threads);
   if (query_threads < 0 || query_threads > 256) {
-    return Fail(absl::StrCat("--query_threads ", query_threads, " is not in 0..256"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--query_threads ", query_threads, " is not in 0..256"));
   }
-  options.query_threads = static_cast<int>(query_threads);
-  if (absl::Status s = LoadLimits(&options); !s.ok()) return Fail(std::string(s.message()));
-  if (absl::Status s = LoadSecurity(&options); !s.ok()) return Fail(std::string(s.message()));
+  options->query_threads = static_cast<int>(query_threads);
+  return absl::OkStatus();
+}
 
-  // Block the stop signals before any thread starts, so that only sigwait() below sees them.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
-  absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
-  if (!server.ok()) return Fail(std::string(server.status().message()));
-  const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    if (absl::Status s = WritePortFile(port_file, (*server)->port()); !s.ok()) {
-      return Fail(std::string(s.message()));
-    }
-  }
-  std::printf("memtrace-collector listening on %s, data %s\n", (*server)->address().c_str(),
+// Where it listens (stdout: launchers read it) and how it is secured (stderr).
+void AnnounceListening(const CollectorServer& server, const CollectorServerOptions& options) {
+  std::printf("memtrace-collector listening on %s, data %s\n", server.address().c_str(),
               options.store.dir.c_str());
   std::fprintf(stderr, "memtrace-collector: %s, %s\n",
                options.security.tls() ? (options.security.tls_client_ca_pem.empty()
@@ -260,6 +254,30 @@ int Run() {
     }
   }
   std::fflush(stdout);
+}
+
+int Run() {
+  CollectorServerOptions options;
+  if (absl::Status s = LoadServerFlags(&options); !s.ok()) return Fail(std::string(s.message()));
+  if (absl::Status s = LoadLimits(&options); !s.ok()) return Fail(std::string(s.message()));
+  if (absl::Status s = LoadSecurity(&options); !s.ok()) return Fail(std::string(s.message()));
+
+  // Block the stop signals before any thread starts, so that only sigwait() below sees them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
+  if (!server.ok()) return Fail(std::string(server.status().message()));
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    if (absl::Status s = WritePortFile(port_file, (*server)->port()); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+  }
+  AnnounceListening(**server, options);
 
   int signal = 0;
   sigwait(&stop, &signal);
