@@ -200,18 +200,9 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   return out;
 }
 
-std::string RenderLeaks(const v1::LeakReport& r) {
+// One row per rank: its curve and the evidence for it.
+std::string RenderCurves(const v1::LeakReport& r) {
   static const char* const kCurve[] = {"plateau", "spikes", "leak", "too short"};
-  std::string out = absl::StrCat(
-      "job ", Printable(r.job_id()), ": ",
-      r.leaking_ranks() == 0 ? std::string("no rank leaks")
-                             : absl::StrCat(r.leaking_ranks(), " of ", r.ranks(),
-                                            r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak"),
-      // As diverged and growth say it; candidates need steps to count warm-up and boundaries.
-      r.no_step_markers() ? absl::StrCat(" (no step markers: compared ", r.bucket_ns() / 1'000'000,
-                                         " ms time buckets; no leak candidates)")
-                          : "",
-      "\n\n");
   TextTable t({">rank", "curve", "allocator", ">floor start", ">floor end", ">floor slope",
                ">recent slope", ">rising since", ">typical peak", "spikes"});
   for (const v1::RankCurve& c : r.curves()) {
@@ -239,51 +230,78 @@ std::string RenderLeaks(const v1::LeakReport& r) {
            e.rising_since_step() >= 0 ? FormatKeyValue(e.rising_since_step(), r.bucket_ns()) : "-",
            bytes(e.median_peak_bytes()), spikes});
   }
-  out += t.Render();
-  if (r.candidates_size() > 0) {
-    absl::StrAppend(&out, "\nleak candidates (allocated after warm-up, live across >= ",
-                    r.params().min_boundaries(), " step boundaries):\n");
-    TextTable c({">rank", "tag", "source", ">allocations", ">bytes", ">steps", ">oldest", ">newest",
-                 ">at step"});
-    for (const v1::LeakCandidate& l : r.candidates()) {
-      c.Add({absl::StrCat(l.rank()), OrDash(l.tag()), OrDash(l.source()), absl::StrCat(l.count()),
-             Bytes(l.bytes()), absl::StrCat(l.distinct_steps()), absl::StrCat(l.oldest_step()),
-             absl::StrCat(l.newest_step()), absl::StrCat(l.at_step())});
-    }
-    out += c.Render();
+  return t.Render();
+}
+
+// Live allocations made after warm-up that outlived min_boundaries steps.
+std::string RenderLeakCandidates(const v1::LeakReport& r) {
+  if (r.candidates_size() == 0) return "";
+  std::string out = absl::StrCat("\nleak candidates (allocated after warm-up, live across >= ",
+                                 r.params().min_boundaries(), " step boundaries):\n");
+  TextTable c({">rank", "tag", "source", ">allocations", ">bytes", ">steps", ">oldest", ">newest",
+               ">at step"});
+  for (const v1::LeakCandidate& l : r.candidates()) {
+    c.Add({absl::StrCat(l.rank()), OrDash(l.tag()), OrDash(l.source()), absl::StrCat(l.count()),
+           Bytes(l.bytes()), absl::StrCat(l.distinct_steps()), absl::StrCat(l.oldest_step()),
+           absl::StrCat(l.newest_step()), absl::StrCat(l.at_step())});
   }
-  if (r.phase_survivors_size() > 0) {
-    out += "\nmemory still live after its phase ended:\n";
-    // Without step markers every step is 0: the step columns would say nothing.
-    const bool steps = !r.no_step_markers();
-    std::vector<std::string> header = {">rank", "phase", "tag", "source", ">allocations", ">bytes"};
-    if (steps) header.insert(header.end(), {">steps", ">since step", ">at step"});
-    header.push_back("open now");
-    TextTable s(header);
-    for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
-      std::vector<std::string> row = {absl::StrCat(p.rank()),  p.phase(),
-                                      OrDash(p.tag()),         OrDash(p.source()),
-                                      absl::StrCat(p.count()), Bytes(p.bytes())};
-      if (steps) {
-        row.insert(row.end(), {absl::StrCat(p.distinct_steps()), absl::StrCat(p.oldest_step()),
-                               absl::StrCat(p.at_step())});
-      }
-      row.push_back(p.open_phases_size() > 0 ? absl::StrJoin(p.open_phases(), ",") : "-");
-      s.Add(row);
+  out += c.Render();
+  return out;
+}
+
+// From live sets: memory a phase allocated, live after that phase ended.
+std::string RenderPhaseSurvivors(const v1::LeakReport& r) {
+  if (r.phase_survivors_size() == 0) return "";
+  std::string out = "\nmemory still live after its phase ended:\n";
+  // Without step markers every step is 0: the step columns would say nothing.
+  const bool steps = !r.no_step_markers();
+  std::vector<std::string> header = {">rank", "phase", "tag", "source", ">allocations", ">bytes"};
+  if (steps) header.insert(header.end(), {">steps", ">since step", ">at step"});
+  header.push_back("open now");
+  TextTable s(header);
+  for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
+    std::vector<std::string> row = {absl::StrCat(p.rank()),  p.phase(),
+                                    OrDash(p.tag()),         OrDash(p.source()),
+                                    absl::StrCat(p.count()), Bytes(p.bytes())};
+    if (steps) {
+      row.insert(row.end(), {absl::StrCat(p.distinct_steps()), absl::StrCat(p.oldest_step()),
+                             absl::StrCat(p.at_step())});
     }
-    out += s.Render();
+    row.push_back(p.open_phases_size() > 0 ? absl::StrJoin(p.open_phases(), ",") : "-");
+    s.Add(row);
   }
-  if (r.phase_residues_size() > 0) {
-    out += "\nphase-tagged memory live at step ends (from rollups):\n";
-    TextTable s({">rank", "phase", ">steps", ">median", ">last", ">max"});
-    for (const v1::PhaseResidue& p : r.phase_residues()) {
-      s.Add({absl::StrCat(p.rank()), p.phase(),
-             absl::StrCat(p.residue_steps(), " of ", p.phase_steps()),
-             Bytes(p.median_residue_bytes()), Bytes(p.last_residue_bytes()),
-             Bytes(p.max_residue_bytes())});
-    }
-    out += s.Render();
+  out += s.Render();
+  return out;
+}
+
+// From rollups: phase-named tags still holding memory at the ends of its steps.
+std::string RenderPhaseResidues(const v1::LeakReport& r) {
+  if (r.phase_residues_size() == 0) return "";
+  std::string out = "\nphase-tagged memory live at step ends (from rollups):\n";
+  TextTable s({">rank", "phase", ">steps", ">median", ">last", ">max"});
+  for (const v1::PhaseResidue& p : r.phase_residues()) {
+    s.Add({absl::StrCat(p.rank()), p.phase(),
+           absl::StrCat(p.residue_steps(), " of ", p.phase_steps()),
+           Bytes(p.median_residue_bytes()), Bytes(p.last_residue_bytes()),
+           Bytes(p.max_residue_bytes())});
   }
+  out += s.Render();
+  return out;
+}
+
+std::string RenderLeaks(const v1::LeakReport& r) {
+  std::string out = absl::StrCat(
+      "job ", Printable(r.job_id()), ": ",
+      r.leaking_ranks() == 0 ? std::string("no rank leaks")
+                             : absl::StrCat(r.leaking_ranks(), " of ", r.ranks(),
+                                            r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak"),
+      // As diverged and growth say it; candidates need steps to count warm-up and boundaries.
+      r.no_step_markers() ? absl::StrCat(" (no step markers: compared ", r.bucket_ns() / 1'000'000,
+                                         " ms time buckets; no leak candidates)")
+                          : "",
+      "\n\n");
+  absl::StrAppend(&out, RenderCurves(r), RenderLeakCandidates(r), RenderPhaseSurvivors(r),
+                  RenderPhaseResidues(r));
   return out;
 }
 
