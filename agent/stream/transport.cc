@@ -612,7 +612,7 @@ Transport::Impl::Turn Transport::Impl::NextTurnLocked(StreamProgress* progress, 
     case Action::kWrite: {
       const SealedBatch& next = *turn.batch;
       turn.resume_after = written_through_;
-      turn.clock = clock_sync_.Current();
+      if (options_.send_clock_estimate) turn.clock = clock_sync_.Current();
       if (!outstanding) last_progress_ = now;  // the ack clock starts with the first write
       write_in_flight_ = true;
       written_through_ = next.last_seq;

@@ -76,6 +76,10 @@ struct TransportOptions {
   // ack received, to estimate the collector's clock against it (ClockSync). Empty: CLOCK_REALTIME,
   // the agent's event clock (agent/cupti/clock.h). The simulator and tests give skewed clocks.
   std::function<int64_t()> clock;
+  // Whether to send that estimate with the batches. False for events stamped on a clock that is
+  // not this process's at all: an importer replaying a trace recorded on another host, earlier.
+  // Its offset from the collector says nothing of theirs, so the collector keeps them as stamped.
+  bool send_clock_estimate = true;
 
   // Makes the store unacknowledged batches wait in. Empty: MakeBatchStore (spool.h), memory or
   // the spool as configured above. Tests give stores that stall, as a slow disk would.

@@ -718,6 +718,24 @@ TEST(TransportTest, EstimatesTheCollectorsClockAndSendsItWithEveryBatch) {
   EXPECT_LE(std::abs(s.last_clock->offset_ns + kSkew), s.last_clock->round_trip_ns / 2 + 1);
 }
 
+// An importer's events are stamped on the clock of the host that recorded the trace: this
+// process's offset from the collector must not travel with them.
+TEST(TransportTest, WithoutSendClockEstimateNoBatchCarriesOne) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.clock = [] { return RealtimeNanos() + 3'700'000'000; };
+  o.send_clock_estimate = false;
+  o.max_batch_events = 100;
+  auto t = StartOrDie(o);
+  for (uint64_t i = 0; i < 2000; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  const Stream s = collector.Snapshot();
+  EXPECT_GE(s.received.size(), 2u);
+  EXPECT_EQ(s.events.size(), 2000u);
+  EXPECT_FALSE(s.last_clock.has_value());
+}
+
 }  // namespace
 }  // namespace memtrace
 

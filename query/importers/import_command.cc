@@ -221,6 +221,9 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   id.set_launcher("kineto-import");
   id.set_agent_version("memtrace-import/1");
   transport_options.log_failures = false;
+  // The trace's timestamps are its own host's, from when it was recorded: shifting them by this
+  // host's offset from the collector moved every import by a different few ms.
+  transport_options.send_clock_estimate = false;
   absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(transport_options);
   if (!transport.ok()) return transport.status();
   return std::make_unique<TransportSink>(std::move(*transport), options.collector,

@@ -44,6 +44,7 @@ struct ProfilerView {
   int64_t last = 0;
   std::map<int64_t, int64_t> step_peak;
   std::map<int64_t, int64_t> step_max_reserved;
+  int64_t first_step_start_ns = 0;  // of the CPU timeline's first ProfilerStep
 };
 
 ProfilerView ViewOf(const std::string& path) {
@@ -62,6 +63,7 @@ ProfilerView ViewOf(const std::string& path) {
     if (!s.gpu) starts.push_back({s.range.start_ns, s.step});
   }
   std::sort(starts.begin(), starts.end());
+  if (!starts.empty()) view.first_step_start_ns = trace->base_time_ns + starts.front().first;
   int64_t current = cuda.empty() ? 0 : cuda.front().total_allocated - cuda.front().bytes;
   view.peak = current;
   size_t next = 0;
@@ -126,6 +128,9 @@ TEST_F(ImportCommandTest, RealTracesLandInTheCollectorWithLiveBytesEqualToTotalA
     EXPECT_TRUE(r.complete());
     EXPECT_EQ(r.anomalies(), 0u) << r.anomaly_counts().DebugString();
     EXPECT_EQ(static_cast<int64_t>(r.live_bytes()), views[r.rank()].last);
+    // Times as the trace has them: the importer's own offset from the collector is not the
+    // trace's (it shifted each import by a different few ms).
+    EXPECT_FALSE(r.has_clock()) << r.clock().DebugString();
   }
 
   auto rollups = client->GetRollups([] {
@@ -136,6 +141,10 @@ TEST_F(ImportCommandTest, RealTracesLandInTheCollectorWithLiveBytesEqualToTotalA
   ASSERT_TRUE(rollups.ok()) << rollups.status();
   for (const v1::RankRollups& rank : rollups->ranks()) {
     const ProfilerView& view = views[rank.rank()];
+    ASSERT_GT(rank.steps_size(), 0);
+    EXPECT_EQ(rank.steps(rank.steps_size() > 1 && rank.steps(0).step() == 0 ? 1 : 0).start_ns(),
+              view.first_step_start_ns)
+        << "rank " << rank.rank();
     for (const v1::StepRollup& step : rank.steps()) {
       auto it = view.step_peak.find(step.step());
       if (it == view.step_peak.end()) continue;  // before the first ProfilerStep
