@@ -328,6 +328,8 @@ void RankState::OnStep(const Event& e, ClosedRollups* closed) {
       if (closed != nullptr && step_.key != step) closed->abandoned_steps.push_back(step_.key);
       current_step_ = step;
       OpenAccumulator(&step_, step, e.ts_ns);
+      // So does the time bucket they fell in: its floor was the 0 before them.
+      OpenAccumulator(&bucket_, bucket_.key, e.ts_ns);
       // They were made in this step, too: a live set must not date them to a step 0 that no
       // rollup shows ("since step 0" for a trace whose first step is 2).
       for (auto* set : {&allocs_, &maps_}) {

@@ -216,6 +216,12 @@ TEST(RankStateTest, EventsAtTheFirstMarkersInstantStartItsStep) {
   EXPECT_EQ(closed.steps[0].floor_bytes(), 10u);
   EXPECT_EQ(closed.steps[0].peak_bytes(), 11u);
   EXPECT_EQ(state.current_step(), 3);
+  // So does the time bucket they fell in (its floor was 0, the state before them).
+  ASSERT_EQ(closed.buckets.size(), 0u);
+  const v1::StepRollup bucket = state.OpenBucketRollup();
+  EXPECT_EQ(bucket.start_bytes(), 10u);
+  EXPECT_EQ(bucket.floor_bytes(), 10u);
+  EXPECT_EQ(bucket.allocs(), 1u);
   // A live set dates them to that step too, not to a step 0 no rollup shows.
   ASSERT_EQ(state.allocations().size(), 2u);
   for (const auto& [address, allocation] : state.allocations()) {
