@@ -191,7 +191,7 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
     row.push_back(FormatRate(g.median_bytes_per_step(), r.bucket_ns()));
     row.push_back(scope);
     row.push_back(per_rank && r.by() != v1::GROWTH_BY_RANK
-                      ? absl::StrCat("tag on ", g.ranks_growing())
+                      ? absl::StrCat(name_header, " on ", g.ranks_growing())
                       : FormatRankList(ranks));
     row.push_back(FormatSignedBytes(growth));
     t.Add(row);

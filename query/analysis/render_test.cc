@@ -60,6 +60,17 @@ TEST(RenderTest, GrowthTableSaysWhereItGrows) {
   v1::GrowthReport none;
   ToProto(FindGrowth(sim::Simulate(sim::HealthyJob()).timeline), &none);
   EXPECT_TRUE(Has(RenderGrowth(none), "nothing grows"));
+
+  // Per rank, the row says what grows on how many ranks: a source, when grouped by source.
+  for (auto [by, name] : {std::pair{GrowthBy::kTagRank, "tag on 1"},
+                          std::pair{GrowthBy::kSourceRank, "source on 1"}}) {
+    GrowthParams params;
+    params.by = by;
+    v1::GrowthReport per_rank;
+    ToProto(FindGrowth(sim::Simulate(sim::LeakJob(5, 30)).timeline, params), &per_rank);
+    const std::string rows = RenderGrowth(per_rank);
+    EXPECT_TRUE(Has(rows, name)) << rows;
+  }
 }
 
 // A warm-up past every step the job has: the reports say so, not "no tag recorded" nor a
