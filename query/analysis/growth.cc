@@ -37,10 +37,12 @@ class GrowthFitter {
 
   void Fit(uint32_t rank, const std::vector<double>& x, const std::vector<double>& y,
            Aggregate& agg) {
-    ++examined_;
     auto [lo, hi] = std::minmax_element(y.begin(), y.end());
     if (*hi > 0) ++agg.ranks_with_group;
-    if (y.size() < params_.min_points || *hi - *lo < min_growth_) return;
+    // Too short to fit is not examined: "nothing grows" would claim what was never tested.
+    if (y.size() < params_.min_points) return;
+    ++examined_;
+    if (*hi - *lo < min_growth_) return;
     // The growth since it started: a leak that began late in the window has its own rate.
     // One jump, then flat, fits a rising line too; a growth keeps rising.
     RiseFit rise = FitRise(x, y, params_.min_points, min_growth_, params_.min_trend_z, fitter_);

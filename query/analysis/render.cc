@@ -147,8 +147,11 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   if (r.groups_size() == 0 && r.groups_examined() == 0) {
     // No window to show ("steps 0..0"): the warm-up or the window left too few points.
     absl::StrAppend(&out, "nothing to fit (by ", by, "): no series has ", r.params().min_points(),
-                    " points after each rank's first ", r.params().warmup_steps(),
-                    " steps (--warmup)\n");
+                    " points",
+                    r.params().window_steps() > 0
+                        ? absl::StrCat(" in the last ", r.params().window_steps(), " (--window)")
+                        : "",
+                    " after each rank's first ", r.params().warmup_steps(), " steps (--warmup)\n");
     return out;
   }
   if (r.groups_size() == 0) {

@@ -61,6 +61,17 @@ TEST(RenderTest, GrowthTableSaysWhereItGrows) {
   ToProto(FindGrowth(sim::Simulate(sim::HealthyJob()).timeline), &none);
   EXPECT_TRUE(Has(RenderGrowth(none), "nothing grows"));
 
+  // A window shorter than min_points fits nothing: that is said, not "nothing grows".
+  GrowthParams short_window;
+  short_window.window_steps = 7;
+  v1::GrowthReport unfitted;
+  ToProto(FindGrowth(sim::Simulate(sim::LeakJob(5, 30)).timeline, short_window), &unfitted);
+  EXPECT_EQ(unfitted.groups_examined(), 0u);
+  EXPECT_TRUE(Has(RenderGrowth(unfitted),
+                  "nothing to fit (by tag): no series has 8 points in the last 7 (--window) after "
+                  "each rank's first 5 steps (--warmup)"))
+      << RenderGrowth(unfitted);
+
   // Per rank, the row says what grows on how many ranks: a source, when grouped by source.
   for (auto [by, name] : {std::pair{GrowthBy::kTagRank, "tag on 1"},
                           std::pair{GrowthBy::kSourceRank, "source on 1"}}) {
