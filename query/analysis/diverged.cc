@@ -297,9 +297,18 @@ CohortDeviation CompareWithCohort(const Grid& g, const std::vector<double>& base
   return c;
 }
 
-// Rank r's divergence: the first run of k flagged compared steps on one side, if any.
+// The longest run of flagged steps of a job in which none reached k: what "no rank diverged"
+// must not hide (a rank out of the cohort for 78 steps under --persistence 200).
+struct ShortRun {
+  uint32_t rank = 0;
+  int64_t from_step = 0;
+  uint32_t flagged_steps = 0;
+};
+
+// Rank r's divergence: the first run of k flagged compared steps on one side, if any. Without
+// one, `longest` becomes this rank's longest run when it is longer.
 std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c, size_t r,
-                                        uint32_t k) {
+                                        uint32_t k, ShortRun* longest) {
   const size_t S = g.S;
   // Compared steps of this rank, in order; a step the rank (or the cohort) lacks is skipped:
   // it neither extends nor breaks a run.
@@ -329,6 +338,10 @@ std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c,
       run_len = flagged[s] != 0 ? 1 : 0;
     }
     if (run_len >= k) onset_pos = run_start;
+    if (run_len > longest->flagged_steps) {
+      *longest =
+          ShortRun{g.ranks[r]->rank, g.steps.steps[seq[run_start]], static_cast<uint32_t>(run_len)};
+    }
   }
   if (!onset_pos.has_value()) return std::nullopt;
   // The run from the onset: how long it lasted (with the same tolerance).
@@ -380,7 +393,7 @@ std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c,
 }
 
 // Orders the diverged ranks by onset and says what was found.
-void Summarize(DivergenceReport& report) {
+void Summarize(const ShortRun& longest, DivergenceReport& report) {
   std::sort(report.diverged.begin(), report.diverged.end(),
             [](const RankDivergence& a, const RankDivergence& b) {
               if (a.onset_step != b.onset_step) return a.onset_step < b.onset_step;
@@ -394,6 +407,19 @@ void Summarize(DivergenceReport& report) {
                         report.ranks, report.bucket_ns > 0 ? "time buckets" : "steps",
                         FormatKeyValue(report.first_step, report.bucket_ns),
                         FormatKeyValue(report.last_step, report.bucket_ns));
+    if (longest.flagged_steps >= 2) {
+      // Out of it, but for fewer than --persistence compared steps in a row. (One step out is
+      // a spike, which persistence is there to pass over.)
+      const char* unit = report.bucket_ns > 0 ? "bucket" : "step";
+      report.message = absl::StrFormat(
+          "no rank diverged for %u compared %ss in a row (--persistence) over %ss %s..%s; the "
+          "longest run out of the cohort was rank %u's: %u %s%s from %s",
+          report.params.persistence_steps, unit, unit,
+          FormatKeyValue(report.first_step, report.bucket_ns),
+          FormatKeyValue(report.last_step, report.bucket_ns), longest.rank, longest.flagged_steps,
+          unit, longest.flagged_steps == 1 ? "" : "s",
+          FormatKey(longest.from_step, report.bucket_ns));
+    }
   } else {
     const RankDivergence& d = report.diverged.front();
     report.status = DivergenceStatus::kDiverged;
@@ -442,13 +468,14 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
     return report;
   }
   const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
+  ShortRun longest;
   for (size_t r = 0; r < g.R; ++r) {
-    if (std::optional<RankDivergence> d = FindOnset(g, cohort, r, k)) {
+    if (std::optional<RankDivergence> d = FindOnset(g, cohort, r, k, &longest)) {
       report.diverged.push_back(*std::move(d));
     }
   }
   DropOffsetsOfRanksAlreadyDiverging(offset_drift, report);
-  Summarize(report);
+  Summarize(longest, report);
   if (!report.diverged.empty()) {
     const std::vector<int64_t>& keys = g.steps.steps;
     const size_t s =

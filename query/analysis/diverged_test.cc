@@ -364,5 +364,23 @@ TEST(DivergenceTest, ARestartedRankWarmsUpAgainBeforeItIsCompared) {
   EXPECT_LE(std::abs(leak.diverged[0].onset_step - 80), 3);
 }
 
+// Out of the cohort, but for fewer compared steps in a row than --persistence: "stayed within
+// the cohort" would have hidden a rank 61 steps above it.
+TEST(DivergedTest, ARunShorterThanThePersistenceIsNamed) {
+  DivergenceParams params;
+  params.persistence_steps = 200;
+  DivergenceReport report = FindDivergence(sim::Simulate(sim::LeakJob(5, 40)).timeline, params);
+  EXPECT_TRUE(report.diverged.empty());
+  EXPECT_NE(report.message.find("no rank diverged for 200 compared steps in a row "
+                                "(--persistence) over steps 5..99; the longest run out of the "
+                                "cohort was rank 5's: "),
+            std::string::npos)
+      << report.message;
+  // A job whose ranks left the cohort for single steps (spikes) says so as before.
+  const std::string healthy =
+      FindDivergence(sim::Simulate(sim::HealthyJob()).timeline, params).message;
+  EXPECT_NE(healthy.find("stayed within the cohort"), std::string::npos) << healthy;
+}
+
 }  // namespace
 }  // namespace memtrace::analysis
