@@ -17,12 +17,22 @@ bool Differs(double a, double b, double fraction) {
   return scale > 0 && std::fabs(a - b) > fraction * scale;
 }
 
-std::string FirstDivergence(const DivergenceReport& r) {
+// A moment of a job as the comparison shows it: "step 32", or on the time axis how far into the
+// job ("+1m20s into the job"; "~" for a forecast).
+std::string MomentInJob(int64_t key, int64_t bucket_ns, int64_t first_key,
+                        bool approximate = false) {
+  if (bucket_ns <= 0) return FormatKey(key, bucket_ns, approximate);
+  return absl::StrCat(approximate ? "~+" : "+",
+                      FormatDuration(static_cast<double>(key - first_key) * bucket_ns),
+                      " into the job");
+}
+
+std::string FirstDivergence(const DivergenceReport& r, int64_t first_key) {
   if (r.status == DivergenceStatus::kTooFewRanks) return "too few ranks";
   if (r.status == DivergenceStatus::kTooFewSteps) return "too few steps";
   if (r.diverged.empty()) return "none";
   const RankDivergence& d = r.diverged.front();
-  return absl::StrCat("rank ", d.rank, " at ", FormatKey(d.onset_step, r.bucket_ns),
+  return absl::StrCat("rank ", d.rank, " at ", MomentInJob(d.onset_step, r.bucket_ns, first_key),
                       r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")") : "");
 }
 
@@ -51,16 +61,17 @@ const RankHeadroom* Soonest(const HeadroomReport& r) {
   return nullptr;
 }
 
-std::string HeadroomText(const RankHeadroom* h, int64_t bucket_ns) {
+std::string HeadroomText(const RankHeadroom* h, int64_t bucket_ns, int64_t first_key) {
   if (h == nullptr) return "no forecast";
   if (h->status == HeadroomStatus::kOutOfMemory) {
-    return absl::StrCat("rank ", h->rank, " OOM at ", FormatKey(h->forecast_step, bucket_ns));
+    return absl::StrCat("rank ", h->rank, " OOM at ",
+                        MomentInJob(h->forecast_step, bucket_ns, first_key));
   }
   if (h->status == HeadroomStatus::kAtCapacity) {
     return absl::StrCat("rank ", h->rank, " at capacity");
   }
   return absl::StrCat("rank ", h->rank, " full at ",
-                      FormatKey(h->forecast_step, bucket_ns, /*approximate=*/true));
+                      MomentInJob(h->forecast_step, bucket_ns, first_key, /*approximate=*/true));
 }
 
 }  // namespace
@@ -73,9 +84,12 @@ JobAnalyses AnalyzeJob(const JobTimeline& job, const CompareParams& params) {
   out.peak = FindPeaks(job, params.peak);
   out.headroom = ForecastHeadroom(job, params.headroom);
   std::vector<double> floors;
+  bool first = true;
   for (const RankTimeline* r : SelectRanks(job, params.diverged.attempt)) {
     ++out.ranks;
     if (r->steps.empty()) continue;
+    out.first_key = first ? r->steps.front().step : std::min(out.first_key, r->steps.front().step);
+    first = false;
     floors.push_back(static_cast<double>(r->steps.back().floor_bytes));
     out.steps = std::max<int64_t>(out.steps, static_cast<int64_t>(r->steps.size()));
     for (const StepPoint& p : r->steps) {
@@ -95,11 +109,22 @@ enum class Side { kA, kB };
 
 // The first rank to diverge in each job, and how many did.
 void AddDivergedItem(const CompareReport& report, std::vector<CompareItem>& items) {
-  CompareItem it{"diverged", "first rank", FirstDivergence(report.a.diverged),
-                 FirstDivergence(report.b.diverged)};
+  CompareItem it{"diverged", "first rank", FirstDivergence(report.a.diverged, report.a.first_key),
+                 FirstDivergence(report.b.diverged, report.b.first_key)};
   it.a_value = report.a.diverged.diverged.size();
   it.b_value = report.b.diverged.diverged.size();
   it.changed = it.a != it.b;
+  const DivergenceReport& a = report.a.diverged;
+  const DivergenceReport& b = report.b.diverged;
+  if (it.changed && a.bucket_ns > 0 && b.bucket_ns == a.bucket_ns && a.status == b.status &&
+      a.diverged.size() == b.diverged.size() && !a.diverged.empty() &&
+      a.diverged[0].rank == b.diverged[0].rank) {
+    // Two runs of one job start at different phases of the wall-clock buckets: the same
+    // moment can fall a bucket apart.
+    const int64_t onset_a = a.diverged[0].onset_step - report.a.first_key;
+    const int64_t onset_b = b.diverged[0].onset_step - report.b.first_key;
+    it.changed = std::abs(onset_a - onset_b) > 1;
+  }
   items.push_back(it);
 }
 
@@ -180,11 +205,17 @@ void AddPeakItems(const CompareReport& report, const CompareParams& params,
 void AddHeadroomItem(const CompareReport& report, std::vector<CompareItem>& items) {
   const RankHeadroom* ha = Soonest(report.a.headroom);
   const RankHeadroom* hb = Soonest(report.b.headroom);
-  CompareItem it{"headroom", "soonest full rank", HeadroomText(ha, report.a.headroom.bucket_ns),
-                 HeadroomText(hb, report.b.headroom.bucket_ns)};
-  it.a_value = ha != nullptr ? ha->forecast_step : 0;
-  it.b_value = hb != nullptr ? hb->forecast_step : 0;
+  CompareItem it{"headroom", "soonest full rank",
+                 HeadroomText(ha, report.a.headroom.bucket_ns, report.a.first_key),
+                 HeadroomText(hb, report.b.headroom.bucket_ns, report.b.first_key)};
+  const bool time_axis = report.a.headroom.bucket_ns > 0;
+  it.a_value = ha != nullptr ? ha->forecast_step - (time_axis ? report.a.first_key : 0) : 0;
+  it.b_value = hb != nullptr ? hb->forecast_step - (time_axis ? report.b.first_key : 0) : 0;
   it.changed = it.a != it.b;
+  if (it.changed && time_axis && ha != nullptr && hb != nullptr && ha->rank == hb->rank &&
+      ha->status == hb->status && report.b.headroom.bucket_ns == report.a.headroom.bucket_ns) {
+    it.changed = std::abs(it.a_value - it.b_value) > 1;  // as for diverged
+  }
   items.push_back(it);
 }
 

@@ -39,6 +39,9 @@ struct JobAnalyses {
   uint32_t max_peak_rank = 0;
   uint32_t ranks = 0;
   int64_t steps = 0;  // steps of the longest rank
+  // The earliest rank's first key (step, or time-bucket index on the time axis): moments are
+  // compared from it, since two jobs' buckets are wall-clock times that never match.
+  int64_t first_key = 0;
 };
 
 // One line of the comparison: what is compared, and how it reads on each side.

@@ -126,5 +126,30 @@ TEST(CompareTest, JobsKeyedDifferentlySayFirstHow) {
   EXPECT_FALSE(same->changed);
 }
 
+// Jobs without step markers are keyed by wall-clock time buckets: the same job run twice, at
+// different times, read as "rank 5 at <one time> | rank 5 at <another>  changed".
+TEST(CompareTest, TheSameJobRunAtAnotherTimeHasNoChangesOnTheTimeAxis) {
+  const auto at = [](int64_t first_bucket) {
+    JobTimeline job = sim::Simulate(sim::LeakJob(5, 30, 1 * kGiB)).timeline;
+    job.time_axis = true;
+    job.bucket_ns = 1'000'000'000;
+    for (RankTimeline& r : job.ranks) {
+      for (StepPoint& p : r.steps) p.step += first_bucket;
+    }
+    return job;
+  };
+  const CompareReport report = CompareJobs(at(1'796'000'000), at(1'796'000'200));
+  for (const CompareItem& it : report.items) {
+    EXPECT_FALSE(it.changed) << it.analysis << " " << it.subject << ": " << it.a << " vs " << it.b;
+  }
+  const CompareItem* diverged = Find(report, "diverged", "first rank");
+  ASSERT_NE(diverged, nullptr);
+  EXPECT_EQ(diverged->a.rfind("rank 5 at +", 0), 0u) << diverged->a;
+  EXPECT_NE(diverged->a.find(" into the job"), std::string::npos) << diverged->a;
+  const CompareItem* headroom = Find(report, "headroom", "soonest full rank");
+  ASSERT_NE(headroom, nullptr);
+  EXPECT_NE(headroom->a.find("into the job"), std::string::npos) << headroom->a;
+}
+
 }  // namespace
 }  // namespace memtrace::analysis
