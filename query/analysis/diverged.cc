@@ -81,6 +81,8 @@ std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
     }
     if (window.size() < 3) {
       baseline[r] = window.empty() ? kMissing : MedianInPlace(absl::MakeSpan(window));
+      // Too few points to see a change: an offset could not be told from a leak (FindOffsets).
+      (*change)[r] = kMissing;
       continue;
     }
     const TrendFit line = fitter.Fit(xs, window);
@@ -121,14 +123,16 @@ std::vector<double> FindOffsets(const Grid& g, const std::vector<double>& baseli
   for (size_t r = 0; r < g.R; ++r) {
     if (std::isnan(baseline[r])) continue;
     baselines.push_back(baseline[r]);
-    changes.push_back(change[r]);
+    if (!std::isnan(change[r])) changes.push_back(change[r]);
   }
   if (baselines.size() < 3) return drift;
   Spread b = RobustSpread(baselines);
   const double threshold = Threshold(params, b.median);
-  const double cohort_change = Median(changes);
+  const double cohort_change = changes.empty() ? 0 : Median(changes);
   for (size_t r = 0; r < g.R; ++r) {
-    if (std::isnan(baseline[r])) continue;
+    // A rank with too few baseline points to show whether it was rising is not called offset: a
+    // leak from step 1 seen at 1 step read "always held +768 MiB".
+    if (std::isnan(baseline[r]) || std::isnan(change[r])) continue;
     const double offset = baseline[r] - b.median;
     if (std::fabs(change[r] - cohort_change) >= threshold) continue;
     if (std::fabs(offset) >= threshold && std::fabs(RobustZ(offset, b.scale)) >= params.min_z) {

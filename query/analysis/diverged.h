@@ -15,7 +15,8 @@
 // baseline_steps after warm-up: their Theil-Sen line read at the first, so a rank already rising
 // then is measured from where it began), so "diverged" means "left the cohort": a rank that always
 // held 1 GiB more (rank 0's logging buffers) is reported among `offsets`, not as diverged (one
-// whose baseline steps already rose by a divergence's worth is leaking, not offset), and
+// whose baseline steps already rose by a divergence's worth is leaking, not offset; one with
+// fewer than 3 baseline steps cannot show either, and is not called offset), and
 // growth that every rank shares (gradients kept on all ranks) moves the median with it and is no
 // divergence (see growth.h for that). relative_to_baseline = false compares absolute values.
 #ifndef MEMTRACE_QUERY_ANALYSIS_DIVERGED_H_

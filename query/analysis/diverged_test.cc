@@ -382,5 +382,14 @@ TEST(DivergedTest, ARunShorterThanThePersistenceIsNamed) {
   EXPECT_NE(healthy.find("stayed within the cohort"), std::string::npos) << healthy;
 }
 
+// Two compared steps cannot tell an amount a rank always held from a leak that began before
+// them: a rank leaking from step 1 was listed as "always held +768 MiB".
+TEST(DivergedTest, TooFewBaselineStepsMakeNoOffset) {
+  DivergenceReport report =
+      FindDivergence(sim::Simulate(sim::LeakJob(5, 1, 256 * kMiB, 8, 7)).timeline);
+  EXPECT_EQ(report.steps_compared, 2u);
+  EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].rank;
+}
+
 }  // namespace
 }  // namespace memtrace::analysis
