@@ -294,6 +294,18 @@ TEST(LeakTest, RolloutMemoryStillLiveInTrainingIsReported) {
   EXPECT_EQ(report.leaking_ranks, 0u);
 }
 
+TEST(LeakTest, PhaseResiduesNeedMinResidueStepsHoweverFewStepsThePhaseClosedIn) {
+  // Warm-up 5 of 7 steps leaves 2 in which rollout ran and closed, both ending with its 6 GiB:
+  // fewer than the 3 steps leaks.h asks for. (A job without step markers, whose rollout is open
+  // at most bucket ends, read "rollout 1 of 1".)
+  LeakReport report = FindLeaks(Simulate(sim::RlJob(/*keep_rollout=*/true, 7)).timeline);
+  EXPECT_TRUE(report.phase_residues.empty()) << report.phase_residues[0].residue_steps;
+  LeakParams two;
+  two.min_residue_steps = 2;
+  report = FindLeaks(Simulate(sim::RlJob(/*keep_rollout=*/true, 7)).timeline, {}, two);
+  EXPECT_EQ(report.phase_residues.size(), 8u);
+}
+
 TEST(LeakTest, RolloutThatFreesItsMemoryHasNoSurvivors) {
   sim::JobSpec spec = sim::RlJob(/*keep_rollout=*/false);
   JobTimeline job = Simulate(spec).timeline;
