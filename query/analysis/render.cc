@@ -114,7 +114,7 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
       : p.metric() == v1::ANALYSIS_METRIC_PEAK ? "peak"
                                                : "floor",
       p.absolute() ? ", absolute" : ", change since baseline", "; persistence ",
-      p.persistence_steps(), " steps)\n");
+      p.persistence_steps(), bucket_ns > 0 ? " buckets)\n" : " steps)\n");
   if (r.diverged_size() > 0) {
     TextTable t({">#", ">rank", "host", ">onset", ">drift from", "time", ">value", ">cohort",
                  ">excess", ">z", ">now", ">now excess"});
@@ -157,7 +157,7 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   if (r.groups_size() == 0) {
     absl::StrAppend(&out, "nothing grows (by ", by, ", ",
                     Window(r.first_step(), r.last_step(), r.bucket_ns()), ", ", r.groups_examined(),
-                    " series examined; the floor is ", Bytes(r.params().min_growth_bytes()),
+                    " series examined; growth counts from ", Bytes(r.params().min_growth_bytes()),
                     " over the window at trend z >= ",
                     absl::StrFormat("%.1f", r.params().min_trend_z()), ")\n");
     return out;

@@ -143,6 +143,9 @@ TEST(RenderTest, TimeBucketJobsAreShownInTime) {
   EXPECT_TRUE(Has(RenderGrowth(g), "time buckets 2026-12-03 21:06:45..2026-12-03 21:08:19"));
   EXPECT_TRUE(Has(RenderGrowth(g), "256 MiB/bucket"));
   EXPECT_FALSE(Has(RenderHeadroom(h), "/step"));
+  v1::DivergenceReport d;
+  ToProto(FindDivergence(job), &d);
+  EXPECT_TRUE(Has(RenderDivergence(d), "persistence 5 buckets)")) << RenderDivergence(d);
 }
 
 TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
