@@ -330,6 +330,7 @@ class Transport::Impl final : public IngestStream::Listener {
   uint64_t lost_collector_ = 0;       // TransportStats::events_lost_collector
   uint64_t reported_unreadable_ = 0;  // of store_->unreadable_events()
   std::string last_stream_error_;
+  absl::StatusCode last_stream_code_ = absl::StatusCode::kOk;
   bool last_stream_refused_ = false;
 
   std::mutex shutdown_mu_;
@@ -730,6 +731,9 @@ bool Transport::Impl::EndStream(const StreamProgress& progress) {
     if (!closed_cleanly && !stop) {
       ++stream_errors_;
       last_stream_refused_ = !hello_was_acked && IsRefusal(status.error_code());
+      // A stream the collector ended with OK was not closed by us: unknown, as far as we know.
+      last_stream_code_ = status.ok() ? absl::StatusCode::kUnknown
+                                      : static_cast<absl::StatusCode>(status.error_code());
       last_stream_error_ =
           status.ok()
               ? std::string("the collector ended the stream")
@@ -969,6 +973,7 @@ TransportStats Transport::Impl::stats() const {
   s.batches_resent = batches_resent_;
   s.stream_errors = stream_errors_;
   s.last_stream_error = last_stream_error_;
+  s.last_stream_code = last_stream_code_;
   s.last_stream_refused = last_stream_refused_;
   s.clock = clock_sync_.Current();
   s.clock_samples = clock_sync_.samples();

@@ -66,6 +66,8 @@ struct TransportStats {
   // How the last of those ended (the collector's status, e.g. why it refused the Hello); empty
   // when none did.
   std::string last_stream_error;
+  // Its status code (as absl's; the same numbers as gRPC's), kOk when none ended so.
+  absl::StatusCode last_stream_code = absl::StatusCode::kOk;
   // Whether it ended as the collector's refusal of the Hello (a bad token, a rank another process
   // streams, too many ranks): retrying will not help until something changes.
   bool last_stream_refused = false;

@@ -90,7 +90,12 @@ class TransportSink : public RankImportSink {
       const TransportStats stats = transport_->stats();
       if (!stats.connected && stats.last_stream_refused) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "the collector at ", collector_, " refused the import: ", stats.last_stream_error));
+            "the collector at ", collector_, " refused the import: ", stats.last_stream_error,
+            stats.last_stream_code == absl::StatusCode::kAlreadyExists
+                ? ". Here that means another trace (or this one imported with other flags) "
+                  "was imported as this rank and attempt of the job before: import it under "
+                  "another --job or --attempt"
+                : ""));
       }
       if (!absl::IsDeadlineExceeded(flushed) || absl::Now() >= deadline) {
         return Explain(flushed.code());

@@ -239,6 +239,11 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   EXPECT_NE(refused.err.find("refused the import"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("ALREADY_EXISTS"), std::string::npos) << refused.err;
   EXPECT_NE(refused.err.find("refusing a second producer"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("Here that means another trace (or this one imported with other "
+                             "flags) was imported as this rank and attempt of the job before: "
+                             "import it under another --job or --attempt"),
+            std::string::npos)
+      << refused.err;
   auto third = client->ListRanks("again");
   ASSERT_TRUE(third.ok());
   ASSERT_EQ(third->ranks_size(), 1);
