@@ -337,6 +337,12 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
       << sim.err;
   EXPECT_TRUE(absl::StrContains(sim.err, "every rank would run out of memory in it")) << sim.err;
   EXPECT_EQ(std::count(sim.err.begin(), sim.err.end(), '\n'), 1) << sim.err;
+  // On 3 ranks a 2000-event model fits step 0 but not step 1, where the optimizer state made in
+  // step 0 is live: it ran, every rank out of memory in step 1.
+  sim = RunProcess({kSim, "--collector", down, "--ranks", "3", "--events_per_rank", "2000"});
+  EXPECT_EQ(sim.exit_code, 2) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "--events_per_rank 2000: step 1 of the simulated model"))
+      << sim.err;
 }
 
 TEST_F(CliTest, HelpListsTheCommands) {

@@ -272,22 +272,26 @@ absl::Status ResolveOptions(SimFlags* f, absl::Time now) {
 // without what was planted, is played into memory to find out (a few thousand events).
 absl::Status CheckModelFits(const WorkloadOptions& w, const WorkloadPlan& plan) {
   WorkloadOptions healthy = w;
-  healthy.layers = plan.layers;  // derived from events per step, which steps = 1 changes
-  healthy.steps = 1;
+  healthy.layers = plan.layers;  // derived from events per step, which fewer steps change
+  // Two steps: the optimizer's state, made in the first, is live through the second, which is
+  // where a model that only just fits step 0 runs out (--ranks 3 --events_per_rank 2000).
+  healthy.steps = std::min<int64_t>(w.steps, 2);
   healthy.leak_rank.reset();
   healthy.also_leak.clear();
   healthy.oom_rank.reset();
   healthy.grad_accum = false;
   healthy.rollout_leak_bytes = 0;
-  RecordingSink first_step;
+  RecordingSink first_steps;
   // Options this trimming makes invalid leave the question open; the run then reports any OOM.
-  if (!PlayRank(healthy, 0, first_step).ok()) return absl::OkStatus();
-  for (const Event& e : first_step.events()) {
+  if (!PlayRank(healthy, 0, first_steps).ok()) return absl::OkStatus();
+  int64_t step = 0;
+  for (const Event& e : first_steps.events()) {
+    if (e.kind == EventKind::kStep) step = static_cast<int64_t>(e.aux);
     if (e.kind != EventKind::kOom) continue;
     return absl::InvalidArgumentError(absl::StrCat(
         w.layers > 0 ? absl::StrCat("--layers ", w.layers)
                      : absl::StrCat("--events_per_rank ", w.events_per_rank),
-        ": step 0 of the simulated model (", plan.layers, " layers, ",
+        ": step ", step, " of the simulated model (", plan.layers, " layers, ",
         cli::FormatBytes(plan.resident_bytes), " resident per rank) does not fit --device_bytes ",
         cli::FormatBytes(w.device_total_bytes),
         ": every rank would run out of memory in it, with nothing planted (allocations are rounded "
