@@ -30,10 +30,22 @@ struct ExportFlags {
   std::string format;
   std::string output;
   std::string axis = "step";
+  bool axis_given = false;
   bool raw = true;
   int64_t max_points = 200000;
   int64_t top_tags = 5;
 };
+
+// Whether any rank has a step other than the implicit step 0 (analysis::HasStepMarkers, on the
+// wire form).
+bool HasStepMarkers(const v1::GetRollupsResponse& rollups) {
+  for (const v1::RankRollups& rank : rollups.ranks()) {
+    if (rank.steps_size() > 1 || (rank.steps_size() == 1 && rank.steps(0).step() != 0)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,
                                              const cli::QueryClient& client,
@@ -95,7 +107,14 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
                   absl::StrCat("collector host:port (default ", io.default_collector, ")"),
                   &f.collector);
   flags.AddDuration("timeout", "DURATION", "deadline of each request (default 30s)", &f.timeout);
-  flags.AddString("axis", "step|time", "rollups by step (default) or by time bucket", &f.axis);
+  flags.Add("axis", "step|time",
+            "rollups by step (default; time buckets when the job has no step markers) or by time "
+            "bucket",
+            [&f](absl::string_view v) {
+              f.axis = std::string(v);
+              f.axis_given = true;
+              return absl::OkStatus();
+            });
   flags.AddBool("raw", "counters from every raw event (default true; --raw=false: rollups)",
                 &f.raw);
   flags.AddInt("max-points", "N", "live-bytes points per rank at most (default 200000)",
@@ -131,6 +150,16 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
   absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetJobRollups(
       f.job, f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP);
   if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
+  if (!f.axis_given && f.axis == "step" && !HasStepMarkers(*rollups)) {
+    // One slice "step 0" for the whole run says nothing; the analyses and plot compare such a
+    // job by time bucket, and so does its export, saying so.
+    rollups = client->GetJobRollups(f.job, v1::TIMELINE_AXIS_TIME);
+    if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
+    f.axis = "time";
+    io.err << "memtrace export: job '" << f.job << "' has no step markers: exporting "
+           << absl::FormatDuration(absl::Nanoseconds(rollups->bucket_ns()))
+           << " time buckets (--axis step for its single step)\n";
+  }
   FineSeriesMap fine;
   if (f.raw) {
     absl::StatusOr<FineSeriesMap> read = ReadFineSeries(f, *client, *rollups, io.err);

@@ -102,6 +102,39 @@ TEST_F(ExportCommandTest, SimulatedJobRoundTripsToOneLiveBytesTrackPerRank) {
   EXPECT_FALSE((counters[{0, std::string(kTagTrackPrefix) + "fsdp:params"}].empty()));
 }
 
+// Without step markers every rollup is one "step 0": exported by step, the whole run was one
+// slice, and nothing said why. Without --axis it is exported by time bucket, as plot and the
+// analyses read such a job, and one line says so.
+TEST(ExportUnmarkedTest, AJobWithoutStepMarkersIsExportedByTimeBucket) {
+  sim::SimulationOptions job = testing::SmallJob("sim-unmarked", 2, 12);
+  job.workload.step_markers = false;
+  auto server = testing::SimulateJob("export_unmarked", job);
+  ASSERT_NE(server, nullptr);
+  const auto slices = [](const std::string& path) {
+    std::map<int64_t, int> out;
+    rapidjson::Document doc = ParseFile(path);
+    for (const auto& e : doc["traceEvents"].GetArray()) {
+      if (std::string(e["ph"].GetString()) == "X") ++out[e["pid"].GetInt64()];
+    }
+    return out;
+  };
+  const std::string by_time = test_util::TmpPath("unmarked.json");
+  CommandRun run = Export({"--job", "sim-unmarked", "--format", "perfetto", "-o", by_time,
+                           "--collector", server->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("memtrace export: job 'sim-unmarked' has no step markers: exporting 1s "
+                         "time buckets (--axis step for its single step)"),
+            std::string::npos)
+      << run.err;
+  EXPECT_GT(slices(by_time)[0], 1);
+  const std::string by_step = test_util::TmpPath("unmarked-step.json");
+  run = Export({"--job", "sim-unmarked", "--format", "perfetto", "-o", by_step, "--axis", "step",
+                "--collector", server->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err.find("no step markers"), std::string::npos) << run.err;
+  EXPECT_EQ(slices(by_step)[0], 1);
+}
+
 TEST_F(ExportCommandTest, RawLiveBytesAgreeWithTheRollups) {
   std::string raw = test_util::TmpPath("raw.json");
   std::string rollup = test_util::TmpPath("rollup.json");
