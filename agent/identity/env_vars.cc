@@ -7,7 +7,8 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
       {"MEMTRACE_COLLECTOR", "memtrace", "collector address host:port (default 127.0.0.1:7431)"},
       {"MEMTRACE_JOB_ID", "memtrace", "job id; overrides every launcher's id"},
       {"MEMTRACE_ATTEMPT", "memtrace",
-       "attempt (restart) number; overrides TORCHELASTIC_RESTART_COUNT"},
+       "attempt (restart) number; overrides TORCHELASTIC_RESTART_COUNT (a new process for a "
+       "rank whose attempt another, ended process recorded is stored as the next attempt)"},
       {"MEMTRACE_DEVICE", "memtrace",
        "CUDA device ordinal of this process; overrides CUDA_VISIBLE_DEVICES / local rank"},
       {"MEMTRACE_QUEUE_EVENTS", "memtrace",

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -319,6 +320,7 @@ class Transport::Impl final : public IngestStream::Listener {
   // Across streams.
   bool ever_connected_ = false;
   uint64_t durable_at_first_hello_ = 0;  // TransportStats::durable_at_first_hello
+  std::optional<uint32_t> stored_attempt_;  // TransportStats::stored_attempt
   bool closed_cleanly_ = false;
   uint64_t max_written_seq_ = 0;
   uint64_t events_sent_ = 0;
@@ -569,6 +571,7 @@ bool Transport::Impl::ServeStream() {
 void Transport::Impl::OpenStream() {
   v1::Hello hello;
   *hello.mutable_identity() = options_.identity;
+  hello.set_new_attempt_if_taken(options_.new_attempt_if_taken);
   {
     std::unique_lock<std::mutex> lock(mu_);
     hello_acked_ = false;
@@ -844,6 +847,19 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
                        " after acknowledging ", durable_seq_, "; events in between are lost"));
     }
     written_through_ = seq;
+    if (ack.has_attempt()) {
+      if (ack.attempt() != options_.identity.attempt() && !stored_attempt_.has_value() &&
+          options_.log_failures) {
+        // Once: another process had streamed this rank's attempt (this one restarted, or the
+        // job ran before under this id).
+        std::fprintf(stderr,
+                     "memtrace-agent: job %s rank %d attempt %u was recorded by another process "
+                     "before; the collector stores this one as attempt %u\n",
+                     options_.identity.job_id().c_str(), options_.identity.rank(),
+                     options_.identity.attempt(), ack.attempt());
+      }
+      stored_attempt_ = ack.attempt();
+    }
     if (ever_connected_) ++reconnects_;
     if (!ever_connected_) durable_at_first_hello_ = seq;
     ever_connected_ = true;
@@ -967,6 +983,7 @@ TransportStats Transport::Impl::stats() const {
   s.events_sent = events_sent_;
   s.durable_seq = durable_seq_;
   s.durable_at_first_hello = durable_at_first_hello_;
+  s.stored_attempt = stored_attempt_;
   s.reconnects = reconnects_;
   s.connected = hello_acked_ && !reads_done_ && !write_failed_ && !stream_done_;
   s.batches_sent = batches_sent_;

@@ -47,6 +47,10 @@ struct TransportStats {
   // Hello ack): events a restarted producer with the same identity, or a trace imported again,
   // does not send twice. 0 until connected.
   uint64_t durable_at_first_hello = 0;
+  // The attempt the collector stores the stream as (its Hello ack): the identity's own, or the
+  // next free one (TransportOptions::new_attempt_if_taken). nullopt before the first ack, or from
+  // a collector too old to say.
+  std::optional<uint32_t> stored_attempt;
   // Streams opened (Hello answered) after the first one.
   uint64_t reconnects = 0;
   bool connected = false;

@@ -80,6 +80,11 @@ struct TransportOptions {
   // not this process's at all: an importer replaying a trace recorded on another host, earlier.
   // Its offset from the collector says nothing of theirs, so the collector keeps them as stamped.
   bool send_clock_estimate = true;
+  // Hello.new_attempt_if_taken: when the identity's (job, rank, attempt) was streamed by another
+  // process that has gone (a restarted Ray actor, a rerun under the same job id), be stored as
+  // the rank's next attempt rather than refused. False for an importer: another trace for the
+  // same rank is refused.
+  bool new_attempt_if_taken = true;
 
   // Makes the store unacknowledged batches wait in. Empty: MakeBatchStore (spool.h), memory or
   // the spool as configured above. Tests give stores that stall, as a slow disk would.

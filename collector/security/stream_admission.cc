@@ -43,9 +43,34 @@ std::string Describe(const Producer& p) {
 
 struct StreamAdmission::Job {
   absl::flat_hash_set<std::string> ranks;
-  // Launcher-ranked streams only (rank, attempt): a rank -1 worker is named by its producer.
-  absl::flat_hash_map<std::pair<int32_t, uint32_t>, Producer> producers;
+  // Launcher-ranked streams only: a rank -1 worker is named by its producer.
+  struct Stream {
+    Producer producer;
+    int connections = 0;  // tickets alive
+  };
+  absl::flat_hash_map<std::pair<int32_t, uint32_t>, Stream> streams;  // (rank, attempt)
 };
+
+AdmissionTicket::AdmissionTicket(AdmissionTicket&& other) noexcept { *this = std::move(other); }
+
+AdmissionTicket& AdmissionTicket::operator=(AdmissionTicket&& other) noexcept {
+  if (this != &other) {
+    Release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    job_id_ = std::move(other.job_id_);
+    rank_ = other.rank_;
+    attempt_ = other.attempt_;
+    reassigned_ = std::move(other.reassigned_);
+  }
+  return *this;
+}
+
+AdmissionTicket::~AdmissionTicket() { Release(); }
+
+void AdmissionTicket::Release() {
+  if (owner_ != nullptr) owner_->Release(job_id_, rank_, attempt_);
+  owner_ = nullptr;
+}
 
 StreamAdmission::StreamAdmission(uint32_t max_ranks_per_job, RankLister lister)
     : max_ranks_per_job_(max_ranks_per_job), lister_(std::move(lister)) {}
@@ -62,8 +87,8 @@ absl::StatusOr<StreamAdmission::Job*> StreamAdmission::LoadJob(const std::string
     for (const v1::RankSummary& r : *stored) {
       job->ranks.insert(RankName(r.identity()));
       if (r.identity().rank() >= 0) {
-        job->producers.emplace(std::make_pair(r.identity().rank(), r.identity().attempt()),
-                               ProducerOf(r.identity()));
+        job->streams.emplace(std::make_pair(r.identity().rank(), r.identity().attempt()),
+                             Job::Stream{ProducerOf(r.identity()), 0});
       }
     }
   }
@@ -72,7 +97,44 @@ absl::StatusOr<StreamAdmission::Job*> StreamAdmission::LoadJob(const std::string
   return raw;
 }
 
-absl::Status StreamAdmission::Admit(const v1::RankIdentity& identity) {
+absl::StatusOr<uint32_t> StreamAdmission::ChooseAttempt(const v1::RankIdentity& identity,
+                                                        bool new_attempt_if_taken, Job& job,
+                                                        std::string* reassigned) {
+  const int32_t rank = identity.rank();
+  const Producer producer = ProducerOf(identity);
+  auto it = job.streams.find({rank, identity.attempt()});
+  if (it == job.streams.end() || it->second.producer == producer) return identity.attempt();
+  // A process the collector already moved to a later attempt, reconnecting (its Hello still
+  // names the attempt it was started with).
+  uint32_t highest = 0;
+  for (const auto& [key, stream] : job.streams) {
+    if (key.first != rank) continue;
+    highest = std::max(highest, key.second);
+    if (key.second > identity.attempt() && stream.producer == producer) return key.second;
+  }
+  const Job::Stream& holder = it->second;
+  const std::string claim =
+      absl::StrCat("job \"", identity.job_id(), "\" rank ", rank, " attempt ", identity.attempt());
+  if (holder.connections > 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(claim, " is being streamed by ", Describe(holder.producer),
+                     "; refusing a second producer (", Describe(producer),
+                     ") while it is connected: give each process its own rank"));
+  }
+  if (!new_attempt_if_taken) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(claim, " is already streamed by ", Describe(holder.producer),
+                     "; refusing a second producer (", Describe(producer),
+                     "): give each process its own rank, or a new attempt or job id"));
+  }
+  *reassigned =
+      absl::StrCat(claim, " was streamed by ", Describe(holder.producer),
+                   ", which has gone: ", Describe(producer), " is stored as attempt ", highest + 1);
+  return highest + 1;
+}
+
+absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& identity,
+                                                       bool new_attempt_if_taken) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Job*> job = LoadJob(identity.job_id());
   if (!job.ok()) return job.status();
@@ -84,21 +146,30 @@ absl::Status StreamAdmission::Admit(const v1::RankIdentity& identity) {
           " ranks, the collector's --max_ranks_per_job limit; rank ", name, " refused"));
     }
   }
+  AdmissionTicket ticket;
+  ticket.attempt_ = identity.attempt();
   if (identity.rank() >= 0) {
-    const auto key = std::make_pair(identity.rank(), identity.attempt());
-    const Producer producer = ProducerOf(identity);
-    auto it = (*job)->producers.find(key);
-    if (it != (*job)->producers.end() && !(it->second == producer)) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "job \"", identity.job_id(), "\" rank ", identity.rank(), " attempt ",
-          identity.attempt(), " is already streamed by ", Describe(it->second),
-          "; refusing a second producer (", Describe(producer),
-          "): give each process its own rank, or a new attempt or job id"));
-    }
-    (*job)->producers.emplace(key, producer);
+    absl::StatusOr<uint32_t> attempt =
+        ChooseAttempt(identity, new_attempt_if_taken, **job, &ticket.reassigned_);
+    if (!attempt.ok()) return attempt.status();
+    Job::Stream& stream = (*job)->streams[{identity.rank(), *attempt}];
+    if (stream.connections == 0) stream.producer = ProducerOf(identity);
+    ++stream.connections;
+    ticket.owner_ = this;
+    ticket.job_id_ = identity.job_id();
+    ticket.rank_ = identity.rank();
+    ticket.attempt_ = *attempt;
   }
   (*job)->ranks.insert(name);
-  return absl::OkStatus();
+  return ticket;
+}
+
+void StreamAdmission::Release(const std::string& job_id, int32_t rank, uint32_t attempt) {
+  absl::MutexLock lock(&mu_);
+  auto job = jobs_.find(job_id);
+  if (job == jobs_.end()) return;
+  auto it = job->second->streams.find({rank, attempt});
+  if (it != job->second->streams.end() && it->second.connections > 0) --it->second.connections;
 }
 
 }  // namespace memtrace::security

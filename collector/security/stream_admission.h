@@ -4,12 +4,18 @@
 // Two rules, checked before the store sees the identity (so a refused Hello stores nothing):
 //  - at most max_ranks_per_job distinct ranks per job (attempts of a rank count once; a worker
 //    without a launcher rank counts as its host+device+pid): RESOURCE_EXHAUSTED beyond;
-//  - a (job, rank, attempt) that some process (host, pid) has streamed is refused to another
-//    process with ALREADY_EXISTS. Sequence numbers are per producer: a second producer's events
-//    would be dropped as resends of the first's (the store keeps one high-water mark per
-//    stream), i.e. silently lost. The same process reconnecting is admitted.
+//  - a (job, rank, attempt) is one process's (host, pid, process start). Sequence numbers are
+//    per producer: a second producer's events would be dropped as resends of the first's (the
+//    store keeps one high-water mark per stream), i.e. silently lost. So another process is
+//    refused with ALREADY_EXISTS while the holder is connected (two live processes claim the
+//    rank), and also after it is gone unless its Hello asks for a new attempt
+//    (Hello.new_attempt_if_taken, which agents set: a Ray actor restarted in a new process, a
+//    job rerun under the same id). Then it is stored as the rank's next attempt (one past the
+//    highest it holds), and every later Hello of that process goes on as it, also after a
+//    collector restart. The same process reconnecting is admitted.
 // What the store already holds is read once per job (the first Hello of that job since the
-// collector started), then kept in memory. Thread-safe.
+// collector started), then kept in memory; a stream stored before counts as not connected.
+// Thread-safe.
 #ifndef MEMTRACE_COLLECTOR_SECURITY_STREAM_ADMISSION_H_
 #define MEMTRACE_COLLECTOR_SECURITY_STREAM_ADMISSION_H_
 
@@ -29,6 +35,34 @@
 
 namespace memtrace::security {
 
+class StreamAdmission;
+
+// What Admit grants: the attempt the stream is stored as. While it lives the stream counts as
+// connected; destroying it (when the stream ends) releases that. Movable, not copyable.
+class AdmissionTicket {
+ public:
+  AdmissionTicket() = default;
+  AdmissionTicket(AdmissionTicket&& other) noexcept;
+  AdmissionTicket& operator=(AdmissionTicket&& other) noexcept;
+  AdmissionTicket(const AdmissionTicket&) = delete;
+  AdmissionTicket& operator=(const AdmissionTicket&) = delete;
+  ~AdmissionTicket();
+
+  uint32_t attempt() const { return attempt_; }
+  // Non-empty when the attempt is not the Hello's own: why (for the collector's log).
+  const std::string& reassigned() const { return reassigned_; }
+
+ private:
+  friend class StreamAdmission;
+  void Release();
+
+  StreamAdmission* owner_ = nullptr;  // null: nothing to release (a worker without a rank)
+  std::string job_id_;
+  int32_t rank_ = -1;
+  uint32_t attempt_ = 0;
+  std::string reassigned_;
+};
+
 class StreamAdmission {
  public:
   // The streams stored for a job (EventStore::ListRanks); NOT_FOUND = none yet.
@@ -39,13 +73,21 @@ class StreamAdmission {
   StreamAdmission(uint32_t max_ranks_per_job, RankLister lister);
   ~StreamAdmission();
 
-  // OK and remembered, or RESOURCE_EXHAUSTED / ALREADY_EXISTS (see the file comment) with a
-  // message naming the job, rank and producers; an error of the lister is passed on.
-  absl::Status Admit(const v1::RankIdentity& identity);
+  // A ticket for the attempt to store the stream as, or RESOURCE_EXHAUSTED / ALREADY_EXISTS (see
+  // the file comment) with a message naming the job, rank and producers; an error of the lister
+  // is passed on. The ticket must not outlive this object.
+  absl::StatusOr<AdmissionTicket> Admit(const v1::RankIdentity& identity,
+                                        bool new_attempt_if_taken = false);
 
  private:
+  friend class AdmissionTicket;
   struct Job;
   absl::StatusOr<Job*> LoadJob(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<uint32_t> ChooseAttempt(const v1::RankIdentity& identity,
+                                         bool new_attempt_if_taken, Job& job,
+                                         std::string* reassigned)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Release(const std::string& job_id, int32_t rank, uint32_t attempt);
 
   const uint32_t max_ranks_per_job_;
   const RankLister lister_;

@@ -32,7 +32,7 @@ TEST(StreamAdmissionTest, ReconnectOfTheSameProcessIsAdmitted) {
 TEST(StreamAdmissionTest, SameRankFromAnotherHostIsAlreadyExists) {
   StreamAdmission admission(8, NoneStored());
   ASSERT_TRUE(admission.Admit(Id("j", 3, "node-a", 100)).ok());
-  absl::Status s = admission.Admit(Id("j", 3, "node-b", 200));
+  absl::Status s = admission.Admit(Id("j", 3, "node-b", 200)).status();
   EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
   EXPECT_NE(s.message().find("node-a"), std::string::npos) << s;
   EXPECT_NE(s.message().find("node-b"), std::string::npos) << s;
@@ -58,7 +58,7 @@ TEST(StreamAdmissionTest, ALaterProcessWithTheSamePidOnTheSameHostIsAnotherProdu
         });
     if (!from_store) ASSERT_TRUE(admission.Admit(first).ok());
     EXPECT_TRUE(admission.Admit(first).ok()) << "the same process reconnecting";
-    absl::Status s = admission.Admit(restarted);
+    absl::Status s = admission.Admit(restarted).status();
     EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
     EXPECT_NE(s.message().find("instance 1000"), std::string::npos) << s;
     EXPECT_NE(s.message().find("instance 2000"), std::string::npos) << s;
@@ -80,7 +80,7 @@ TEST(StreamAdmissionTest, RanksBeyondTheLimitAreResourceExhausted) {
   StreamAdmission admission(2, NoneStored());
   EXPECT_TRUE(admission.Admit(Id("j", 0, "a", 1)).ok());
   EXPECT_TRUE(admission.Admit(Id("j", 1, "a", 2)).ok());
-  absl::Status s = admission.Admit(Id("j", 2, "a", 3));
+  absl::Status s = admission.Admit(Id("j", 2, "a", 3)).status();
   EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
   EXPECT_NE(s.message().find("--max_ranks_per_job"), std::string::npos);
   // Known ranks (new attempts included) still come in; other jobs have their own budget.
@@ -93,7 +93,7 @@ TEST(StreamAdmissionTest, WorkersWithoutRankCountByHostDevicePid) {
   EXPECT_TRUE(admission.Admit(Id("j", -1, "a", 1)).ok());
   EXPECT_TRUE(admission.Admit(Id("j", -1, "a", 1)).ok());
   EXPECT_TRUE(admission.Admit(Id("j", -1, "a", 2)).ok());
-  EXPECT_TRUE(absl::IsResourceExhausted(admission.Admit(Id("j", -1, "b", 1))));
+  EXPECT_TRUE(absl::IsResourceExhausted(admission.Admit(Id("j", -1, "b", 1)).status()));
 }
 
 TEST(StreamAdmissionTest, WhatTheStoreHoldsCountsAfterARestart) {
@@ -107,8 +107,8 @@ TEST(StreamAdmissionTest, WhatTheStoreHoldsCountsAfterARestart) {
         return ranks;
       });
   EXPECT_TRUE(admission.Admit(Id("j", 0, "node-a", 10)).ok());
-  EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(Id("j", 1, "node-z", 99))));
-  EXPECT_TRUE(absl::IsResourceExhausted(admission.Admit(Id("j", 2, "node-a", 12))));
+  EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(Id("j", 1, "node-z", 99)).status()));
+  EXPECT_TRUE(absl::IsResourceExhausted(admission.Admit(Id("j", 2, "node-a", 12)).status()));
   EXPECT_EQ(lister_calls, 1);
 }
 
@@ -116,12 +116,70 @@ TEST(StreamAdmissionTest, ListerErrorIsPassedOn) {
   StreamAdmission admission(2, [](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
     return absl::DataLossError("corrupt");
   });
-  EXPECT_TRUE(absl::IsDataLoss(admission.Admit(Id("j", 0, "a", 1))));
+  EXPECT_TRUE(absl::IsDataLoss(admission.Admit(Id("j", 0, "a", 1)).status()));
 }
 
 TEST(StreamAdmissionTest, ZeroLimitMeansUnbounded) {
   StreamAdmission admission(0, NoneStored());
   for (int r = 0; r < 1000; ++r) ASSERT_TRUE(admission.Admit(Id("j", r, "a", r)).ok());
+}
+
+// A Ray actor restarted in a new process, or a job rerun under the same id: the rank's stream
+// belongs to a process that has gone. Asked for (agents ask), the new one is the next attempt.
+TEST(StreamAdmissionTest, ANewProcessForARankWhoseHolderHasGoneIsItsNextAttempt) {
+  StreamAdmission admission(8, NoneStored());
+  absl::StatusOr<AdmissionTicket> first = admission.Admit(Id("j", 3, "node-a", 100), true);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->attempt(), 0u);
+  EXPECT_TRUE(first->reassigned().empty());
+  // While the holder is connected, another process claiming the rank is refused either way.
+  absl::Status live = admission.Admit(Id("j", 3, "node-b", 200), true).status();
+  EXPECT_TRUE(absl::IsAlreadyExists(live)) << live;
+  EXPECT_NE(live.message().find("while it is connected"), std::string::npos) << live;
+
+  *first = AdmissionTicket();  // node-a's stream ends
+  absl::StatusOr<AdmissionTicket> second = admission.Admit(Id("j", 3, "node-b", 200), true);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->attempt(), 1u);
+  EXPECT_NE(second->reassigned().find("job \"j\" rank 3 attempt 0 was streamed by host "
+                                      "\"node-a\" pid 100, which has gone: host \"node-b\" pid "
+                                      "200 is stored as attempt 1"),
+            std::string::npos)
+      << second->reassigned();
+  // node-b reconnecting (its Hello still says attempt 0) goes on as attempt 1.
+  absl::StatusOr<AdmissionTicket> again = admission.Admit(Id("j", 3, "node-b", 200), true);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->attempt(), 1u);
+  *second = AdmissionTicket();
+  *again = AdmissionTicket();
+  // A third process: the next attempt again. Without asking: refused, as before.
+  EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(Id("j", 3, "node-c", 300)).status()));
+  absl::StatusOr<AdmissionTicket> third = admission.Admit(Id("j", 3, "node-c", 300), true);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(third->attempt(), 2u);
+  // The holder itself coming back is its own attempt.
+  absl::StatusOr<AdmissionTicket> back = admission.Admit(Id("j", 3, "node-a", 100), true);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->attempt(), 0u);
+  EXPECT_TRUE(back->reassigned().empty());
+}
+
+TEST(StreamAdmissionTest, AMovedProcessGoesOnAsItsAttemptAfterACollectorRestart) {
+  // Stored: node-a as attempt 0, node-b (moved) as attempt 1; neither connected.
+  StreamAdmission admission(8,
+                            [](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+                              std::vector<v1::RankSummary> ranks(2);
+                              *ranks[0].mutable_identity() = Id("j", 3, "node-a", 100, 0);
+                              *ranks[1].mutable_identity() = Id("j", 3, "node-b", 200, 1);
+                              return ranks;
+                            });
+  absl::StatusOr<AdmissionTicket> b = admission.Admit(Id("j", 3, "node-b", 200), true);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->attempt(), 1u);
+  EXPECT_TRUE(b->reassigned().empty()) << "no new choice: the attempt it had";
+  absl::StatusOr<AdmissionTicket> c = admission.Admit(Id("j", 3, "node-c", 300), true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->attempt(), 2u);
 }
 
 }  // namespace

@@ -1,23 +1,27 @@
 #include "collector/server/ingest_service.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "collector/server/ingest_request.h"
 #include "collector/server/status_util.h"
-#include "proto/codec/event.h"
 #include "grpcpp/support/method_handler.h"
+#include "proto/codec/event.h"
 
 namespace memtrace::collector {
 
 namespace {
 
 // `received_ns`: when the message this ack answers was read (the agents' clock estimate).
+// `attempt`: on the Hello's ack, the attempt the stream is stored as.
 bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
-             uint64_t durable_seq, int64_t received_ns) {
+             uint64_t durable_seq, int64_t received_ns,
+             std::optional<uint32_t> attempt = std::nullopt) {
   v1::IngestAck ack;
   ack.set_durable_seq(durable_seq);
+  if (attempt.has_value()) ack.set_attempt(*attempt);
   ack.set_collector_receive_ns(received_ns);
   ack.set_collector_time_ns(RealtimeNanos());
   return stream->Write(ack);
@@ -110,19 +114,24 @@ grpc::Status IngestService::Stream(
   if (!request.hello().has_identity()) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello has no identity");
   }
-  const v1::RankIdentity& identity = request.hello().identity();
+  v1::RankIdentity identity = request.hello().identity();
   // Before admission, which counts the rank against --max_ranks_per_job for good: an identity
   // the store refuses anyway must not use up a job's ranks.
   if (absl::Status valid = EventStore::CheckIdentity(identity); !valid.ok()) {
     return ToGrpcStatus(valid, "Hello ");
   }
-  if (absl::Status admitted = admission_.Admit(identity); !admitted.ok()) {
-    return ToGrpcStatus(admitted, "Hello refused: ");
+  // Held until the stream ends: while it is, the rank and attempt count as connected.
+  absl::StatusOr<security::AdmissionTicket> admitted =
+      admission_.Admit(identity, request.hello().new_attempt_if_taken());
+  if (!admitted.ok()) return ToGrpcStatus(admitted.status(), "Hello refused: ");
+  if (!admitted->reassigned().empty()) {
+    std::fprintf(stderr, "memtrace-collector: %s\n", admitted->reassigned().c_str());
   }
+  identity.set_attempt(admitted->attempt());
   absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
   if (!opened.ok()) return ToGrpcStatus(opened.status());
   OpenStreamGuard guard(store_, *opened);
-  if (!SendAck(stream, opened->durable_seq, received_ns)) {
+  if (!SendAck(stream, opened->durable_seq, received_ns, identity.attempt())) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "client went away before the Hello ack");
   }
   const std::string who =

@@ -229,6 +229,8 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   // The trace's timestamps are its own host's, from when it was recorded: shifting them by this
   // host's offset from the collector moved every import by a different few ms.
   transport_options.send_clock_estimate = false;
+  // Another trace for a rank that holds one is refused, not stored as its next attempt.
+  transport_options.new_attempt_if_taken = false;
   absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(transport_options);
   if (!transport.ok()) return transport.status();
   return std::make_unique<TransportSink>(std::move(*transport), options.collector,

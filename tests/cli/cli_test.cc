@@ -356,6 +356,26 @@ TEST_F(CliTest, HelpListsTheCommands) {
   EXPECT_TRUE(absl::StrContains(timeline_help.out, "--by step|time"));
 }
 
+// The simulator run twice under one --job: each run is another process for the job's ranks.
+// The second was refused ("already streamed"); it is stored as attempt 1, and says so.
+TEST_F(CliTest, ASimulatorRunAgainUnderItsJobIsItsNextAttempt) {
+  const std::vector<std::string> run = {
+      kSim,      "--collector", Address(),           "--job", "twice",   "--ranks",           "4",
+      "--steps", "10",          "--events_per_rank", "500",   "--start", absl::StrCat(kStart)};
+  ProcessResult first = RunProcess(run);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_FALSE(absl::StrContains(first.out, "stored as attempt")) << first.out;
+  ProcessResult second = RunProcess(run);
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  EXPECT_TRUE(absl::StrContains(second.out,
+                                "job 'twice' already held these ranks from an earlier run: stored "
+                                "as attempt 1 (the analyses read each rank's latest)"))
+      << second.out;
+  ProcessResult ranks = Memtrace({"ranks", "--job", "twice", "--format", "csv"});
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  EXPECT_EQ(std::count(ranks.out.begin(), ranks.out.end(), '\n'), 9) << ranks.out;  // header + 8
+}
+
 TEST_F(CliTest, SimulatedFollowersDivergeInTheOrderTheirLeaksBegan) {
   // Rank 5 leaks from step 20 and rank 2, planted with --also_leak, from step 45.
   ProcessResult sim =

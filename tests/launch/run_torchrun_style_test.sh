@@ -43,21 +43,33 @@ stop_collector
 echo "ok: local collector, 4 ranks, identities, job id"
 
 # 1b. The same run again into the same data: the collector holds job exp-1's ranks from a run
-# that ended and refuses a second process for each. memtrace run says so before the job starts
-# and why nothing was recorded at its end; the job runs and returns its code. As a new attempt
-# (the warning's advice) it is recorded.
+# that ended. Each worker of the rerun is another process for its rank: the collector stores it
+# as the rank's next attempt (it used to refuse it, and the rerun recorded nothing). memtrace run
+# says so before the job starts. An attempt given with MEMTRACE_ATTEMPT that is free is used as
+# it is, without a note.
 "$MEMTRACE" run --job exp-1 --data "$DATA" -- "$FAKE_TORCHRUN" 4 "$WORKER" \
   >"$WORK/run1b.out" 2>"$WORK/run1b.err"
 expect_eq "exit code of the rerun" "$?" "0"
-expect_grep "$WORK/run1b.err" "WARNING: job exp-1 already holds rank(s) 0,1,2,3 of attempt 0 from a run that ended"
-expect_grep "$WORK/run1b.err" "or MEMTRACE_ATTEMPT=1 to store it as a new attempt of the same job"
-expect_grep "$WORK/run1b.err" "no events were recorded for this run: job exp-1 was already stored by an earlier run"
-MEMTRACE_ATTEMPT=1 "$MEMTRACE" run --job exp-1 --data "$DATA" -- "$FAKE_TORCHRUN" 4 "$WORKER" \
+expect_grep "$WORK/run1b.err" "memtrace: job exp-1 already holds rank(s) 0,1,2,3 of attempt 0 from a run that ended: this run's workers for them are stored as attempt 1"
+expect_grep "$WORK/run1b.err" "memtrace: job exp-1: 160 events recorded during this run"
+MEMTRACE_ATTEMPT=5 "$MEMTRACE" run --job exp-1 --data "$DATA" -- "$FAKE_TORCHRUN" 4 "$WORKER" \
   >"$WORK/run1c.out" 2>"$WORK/run1c.err"
-expect_eq "exit code of the rerun as attempt 1" "$?" "0"
-grep -q "already holds" "$WORK/run1c.err" && fail "attempt 1 is new: no warning ($(cat "$WORK/run1c.err"))"
-expect_grep "$WORK/run1c.err" "memtrace: job exp-1: 160 events recorded during this run (4 rank(s) in the job)"
-echo "ok: a rerun under an ended job's id is warned about; as a new attempt it is recorded"
+expect_eq "exit code of the rerun as attempt 5" "$?" "0"
+grep -q "already holds" "$WORK/run1c.err" && fail "attempt 5 is new: no note ($(cat "$WORK/run1c.err"))"
+expect_grep "$WORK/run1c.err" "memtrace: job exp-1: 160 events recorded during this run"
+start_collector "$DATA"
+"$VIEW" "$COLLECTOR_ADDR" ranks exp-1 >"$WORK/ranks1" 2>"$WORK/view.err" || fail "collector_view ranks"
+for attempt in 0 1 5; do
+  n=0
+  while read -r line; do
+    [ "$(field "$line" attempt)" = "$attempt" ] || continue
+    expect_eq "events of a rank at attempt $attempt" "$(field "$line" events)" "40"
+    n=$((n + 1))
+  done <"$WORK/ranks1"
+  expect_eq "ranks at attempt $attempt" "$n" "4"
+done
+stop_collector
+echo "ok: a rerun under an ended job's id is stored as the next attempt, and said so"
 
 # 2. Generated job id, restart count 2 is attempt 2 of the same job.
 DATA="$WORK/data2"

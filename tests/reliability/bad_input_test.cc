@@ -308,6 +308,65 @@ TEST_F(BadInputTest, DuplicateRankFromAnotherHostIsRefusedAndTheFirstKeepsItsDat
   EXPECT_EQ(r.live_bytes(), 4096u);
 }
 
+// A rank whose process restarted (a Ray actor restarted, a job rerun under the same id): while
+// the first process is connected a second one for its rank is refused; once it has gone, the
+// new one is stored as the rank's next attempt, and says so, rather than refused and untraced.
+TEST_F(BadInputTest, ARanksNewProcessIsItsNextAttemptOnceTheOldOneHasGone) {
+  const auto start = [&](const std::string& host, uint32_t pid) {
+    TransportOptions options;
+    options.collector_address = collector_->address();
+    options.identity.set_job_id("restart-job");
+    options.identity.set_rank(0);
+    options.identity.set_host(host);
+    options.identity.set_pid(pid);
+    options.log_failures = false;
+    options.initial_backoff = absl::Milliseconds(20);
+    absl::StatusOr<std::unique_ptr<Transport>> t = Transport::Start(options);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? *std::move(t) : nullptr;
+  };
+  std::unique_ptr<Transport> first = start("node-a", 100);
+  ASSERT_NE(first, nullptr);
+  first->Record(Ev(0, EventKind::kAlloc, 0x1000, 4096));
+  ASSERT_TRUE(first->Flush(absl::Seconds(10)).ok());
+  EXPECT_EQ(first->stats().stored_attempt, 0u);
+
+  std::unique_ptr<Transport> meanwhile = start("node-b", 200);
+  ASSERT_NE(meanwhile, nullptr);
+  meanwhile->Record(Ev(0, EventKind::kAlloc, 0x2000, 1));
+  EXPECT_FALSE(meanwhile->Flush(absl::Milliseconds(500)).ok());
+  TransportStats refused = meanwhile->stats();
+  EXPECT_TRUE(refused.last_stream_refused);
+  EXPECT_EQ(refused.last_stream_code, absl::StatusCode::kAlreadyExists)
+      << refused.last_stream_error;
+  EXPECT_NE(refused.last_stream_error.find("while it is connected"), std::string::npos)
+      << refused.last_stream_error;
+  meanwhile->Shutdown(absl::Milliseconds(100)).IgnoreError();
+  meanwhile.reset();
+
+  ASSERT_TRUE(first->Shutdown(absl::Seconds(5)).ok());
+  first.reset();
+  std::unique_ptr<Transport> restarted = start("node-c", 300);
+  ASSERT_NE(restarted, nullptr);
+  restarted->Record(Ev(0, EventKind::kAlloc, 0x1000, 1024));
+  restarted->Record(Ev(0, EventKind::kAlloc, 0x3000, 1024));
+  ASSERT_TRUE(restarted->Flush(absl::Seconds(10)).ok());
+  EXPECT_EQ(restarted->stats().stored_attempt, 1u);
+  ASSERT_TRUE(restarted->Shutdown(absl::Seconds(5)).ok());
+
+  absl::StatusOr<v1::ListRanksResponse> ranks = ListRanks(collector_->address(), "restart-job");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  std::map<uint32_t, std::pair<std::string, uint64_t>> attempts;  // attempt -> (host, events)
+  for (const v1::RankSummary& r : ranks->ranks()) {
+    EXPECT_EQ(r.rank(), 0u);
+    attempts[r.identity().attempt()] = {r.identity().host(), r.events_stored()};
+  }
+  EXPECT_EQ(attempts, (std::map<uint32_t, std::pair<std::string, uint64_t>>{{0, {"node-a", 1}},
+                                                                            {1, {"node-c", 2}}}));
+  std::printf("| a rank's new process after the old one ended | stored as attempt 1 |\n");
+  ExpectUp("a rank's new process");
+}
+
 TEST_F(BadInputTest, ProtocolViolationsAreRejected) {
   Case("batch before any Hello", {Batch({Ev(1, EventKind::kStep)})},
        grpc::StatusCode::INVALID_ARGUMENT, "first message");

@@ -217,8 +217,8 @@ class Runner {
   // (with a warning saying why) when it does not answer.
   std::optional<JobCounts> CountJobsBefore();
   // A job the collector already holds from a run that ended, under the attempt this run's
-  // workers will use: warned about before the job starts (see the definition).
-  void WarnIfJobEnded(const JobCounts& before, const std::string& job);
+  // workers will use: said before the job starts, with the attempt they get (see the definition).
+  void NoteRerunOfEndedJob(const JobCounts& before, const std::string& job);
   // After the job: the collector's health, what was recorded, the local collector stopped.
   void FinishRun(const std::optional<JobCounts>& before, const std::string& own_job);
   void StopLocalCollector();
@@ -240,8 +240,6 @@ class Runner {
   absl::Time local_died_at_;
   CollectorWatch watch_;
   absl::Time job_started_;
-  // Set by WarnIfJobEnded: the job this run reuses, to explain an empty run at its end.
-  std::string reused_job_;
   // MEMTRACE_RUN_ID of this run's workers (RankIdentity.run_id).
   std::string run_id_;
 };
@@ -373,10 +371,7 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
     Say(absl::StrCat("job ", job, ": ", counts.second - previous,
                      " events recorded during this run (", counts.first, " rank(s) in the job)"));
   }
-  if (reported == 0 && !reused_job_.empty()) {
-    Say(absl::StrCat("no events were recorded for this run: job ", reused_job_,
-                     " was already stored by an earlier run (see the warning at the start)"));
-  } else if (reported == 0) {
+  if (reported == 0) {
     Say("no events were recorded for this run (the agent attaches at a process's first CUDA "
         "call; did the job use the GPU?)");
   }
@@ -402,12 +397,13 @@ std::vector<std::string> Runner::JobsOfThisRun(const std::vector<std::string>& j
   return any_named ? ours : jobs;
 }
 
-// The collector keeps one stream per rank and attempt, and refuses a second process producing
-// one (docs/RELIABILITY.md, "Admission"): a rerun under the job id of a run that ended, same
-// attempt, records nothing, and said so only in the agents' logs (torchrun's log files, with
-// --redirects). A job whose streams at that attempt are all complete is such a run; one with a
-// stream still open is another node of this run, starting first. The job runs either way.
-void Runner::WarnIfJobEnded(const JobCounts& before, const std::string& job) {
+// The collector keeps one stream per rank and attempt, one process's (docs/RELIABILITY.md,
+// "Admission"): a rerun under the job id of a run that ended, same attempt, is stored as the
+// next attempt of each rank (the agents ask for that), which the analyses read by default. Said
+// before the job starts, so that "attempt 1" in the tables is no surprise. A job whose streams
+// at that attempt are all complete is such a run; one with a stream still open is another node
+// of this run, starting first.
+void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job) {
   auto it = before.find(job);
   if (it == before.end() || it->second.first == 0) return;
   absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(o_.collector, o_.timeout);
@@ -418,26 +414,27 @@ void Runner::WarnIfJobEnded(const JobCounts& before, const std::string& job) {
   if (std::optional<std::string> set = EnvNonEmpty(env_, "MEMTRACE_ATTEMPT")) {
     if (!absl::SimpleAtoi(*set, &attempt)) return;  // the agent reports a bad value itself
   }
-  uint32_t highest = 0;
+  std::map<int32_t, uint32_t> highest;  // per rank
   std::vector<int32_t> held;
   for (const v1::RankSummary& r : ranks->ranks()) {
-    highest = std::max(highest, r.identity().attempt());
+    uint32_t& h = highest[r.identity().rank()];
+    h = std::max(h, r.identity().attempt());
     if (r.identity().attempt() != attempt) continue;
     if (!r.complete()) return;  // running: another node of this run
     held.push_back(r.identity().rank());
   }
   if (held.empty()) return;
-  reused_job_ = job;
   std::sort(held.begin(), held.end());
+  std::set<uint32_t> next;
+  for (int32_t rank : held) next.insert(highest[rank] + 1);
   const size_t shown = std::min<size_t>(held.size(), 8);
-  Warn(absl::StrCat(
-      "job ", job, " already holds rank(s) ",
-      absl::StrJoin(held.begin(), held.begin() + shown, ","), held.size() > shown ? ",..." : "",
-      " of attempt ", attempt,
-      " from a run that ended: the collector refuses a second process for a rank and attempt, so "
-      "those ranks of this run would record nothing. Give this run another job id (--job), or "
-      "MEMTRACE_ATTEMPT=",
-      highest + 1, " to store it as a new attempt of the same job"));
+  Say(absl::StrCat("job ", job, " already holds rank(s) ",
+                   absl::StrJoin(held.begin(), held.begin() + shown, ","),
+                   held.size() > shown ? ",..." : "", " of attempt ", attempt,
+                   " from a run that ended: this run's workers for them are stored as ",
+                   next.size() == 1 ? absl::StrCat("attempt ", *next.begin())
+                                    : std::string("each rank's next attempt"),
+                   ", which the analyses read (--job gives the run a job of its own)"));
 }
 
 absl::StatusOr<AgentEnvironment> Runner::PrepareAgent() {
@@ -633,7 +630,7 @@ int Runner::Run() {
   // The job the workers record into, when this run knows it.
   const std::string workers_job =
       !agent->job.explicit_id.empty() ? agent->job.explicit_id : TorchrunRendezvousId(command_);
-  if (before.has_value() && !workers_job.empty()) WarnIfJobEnded(*before, workers_job);
+  if (before.has_value() && !workers_job.empty()) NoteRerunOfEndedJob(*before, workers_job);
 
   if (std::optional<int> stop = signals.TakeStopRequest()) {
     // Ctrl-C (or a TERM) while the collector was starting: the user stopped the run before

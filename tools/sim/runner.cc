@@ -31,8 +31,8 @@ TransportStats AwaitHelloAnswer(const Transport& transport, absl::Time deadline)
 // log_failures off, so this is the only place the collector's own refusal (a job with more
 // ranks than its --max_ranks_per_job, a rank another process already streams) reaches the user.
 // `admitted`: the other ranks whose streams the collector had answered. It keeps them under the
-// job id, each claimed by this process (its admission refuses another producer of the same rank
-// and attempt), so a second try under the same --job is refused too.
+// job id, where they count against the same limit, so a second try under the same --job is
+// refused too.
 absl::Status NotConnected(const SimulationOptions& options, int rank, const TransportStats& stats,
                           int admitted) {
   const std::string after =

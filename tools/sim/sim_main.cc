@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -372,6 +374,17 @@ int Main(int argc, char** argv) {
   if (failed > 0) {
     std::cerr << kPrefix << failed << " of " << w.ranks << " ranks failed" << std::endl;
     return 1;
+  }
+  std::set<uint32_t> attempts;
+  for (const RankOutcome& o : *outcomes) {
+    if (o.stats.stored_attempt.has_value()) attempts.insert(*o.stats.stored_attempt);
+  }
+  if (!attempts.empty() && *attempts.rbegin() > 0) {
+    // The job id held ranks of an earlier run: the collector stored these as new attempts.
+    Log(absl::StrCat("job '", options.job_id,
+                     "' already held these ranks from an earlier run: "
+                     "stored as attempt ",
+                     absl::StrJoin(attempts, ", "), " (the analyses read each rank's latest)"));
   }
   Log(absl::StrCat("read it back: memtrace ranks --job ", options.job_id,
                    "; memtrace timeline --job ", options.job_id));

@@ -9,7 +9,7 @@ AGENT_VARIABLES = (
     ("MEMTRACE_JOB_ID", "memtrace",
      "job id; overrides every launcher's id"),
     ("MEMTRACE_ATTEMPT", "memtrace",
-     "attempt (restart) number; overrides TORCHELASTIC_RESTART_COUNT"),
+     "attempt (restart) number; overrides TORCHELASTIC_RESTART_COUNT (a new process for a rank whose attempt another, ended process recorded is stored as the next attempt)"),
     ("MEMTRACE_DEVICE", "memtrace",
      "CUDA device ordinal of this process; overrides CUDA_VISIBLE_DEVICES / local rank"),
     ("MEMTRACE_QUEUE_EVENTS", "memtrace",
