@@ -362,6 +362,7 @@ std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c,
 
   const RankStepMetrics& rank = *g.ranks[r];
   const std::vector<int64_t>& steps = g.steps.steps;
+  const size_t s_onset = seq[*onset_pos];
   RankDivergence d;
   d.rank = rank.rank;
   d.attempt = rank.attempt;
@@ -378,15 +379,33 @@ std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c,
   d.robust_z = RobustZ(dev[s], c.scale[s]);
   d.direction = side;
   d.run_steps = static_cast<uint32_t>(steps[seq[run_end]] - steps[s] + 1);
-  size_t dep = *onset_pos;
-  while (dep > 0) {
-    const size_t prev = seq[dep - 1];
-    if (dev[prev] * side > threshold[prev] / 4) {
-      --dep;
-    } else {
-      break;
+  // Where it departed: back from the onset while it stays a quarter of the threshold out, from
+  // the ranks the onset was measured against. When the ranks had split there, those are the
+  // group that kept its baseline (near the onset's reference); before the split showed, each
+  // step's reference was every rank's median, which a leaking majority pulled along, and the
+  // departure read as the onset itself (35 where one leaking rank of eight read 32).
+  std::vector<size_t> stayed;
+  if (c.split_ranks[s_onset] > 0) {
+    for (size_t k = 0; k < g.R; ++k) {
+      const double d = c.deviation[k * S + s_onset];
+      if (!std::isnan(d) && std::fabs(d) < threshold[s_onset]) stayed.push_back(k);
     }
   }
+  std::vector<double> scratch;
+  const auto departed = [&](size_t step) {
+    double from = 0;
+    if (!stayed.empty()) {
+      scratch.clear();
+      for (size_t k : stayed) {
+        const double d = c.deviation[k * S + step];
+        if (!std::isnan(d)) scratch.push_back(d);
+      }
+      if (!scratch.empty()) from = MedianInPlace(absl::MakeSpan(scratch));
+    }
+    return (dev[step] - from) * side > threshold[step] / 4;
+  };
+  size_t dep = *onset_pos;
+  while (dep > 0 && departed(seq[dep - 1])) --dep;
   d.departure_step = steps[seq[dep]];
   size_t last = seq.back();
   d.last_step = steps[last];

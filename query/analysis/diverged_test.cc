@@ -391,5 +391,25 @@ TEST(DivergedTest, TooFewBaselineStepsMakeNoOffset) {
   EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].rank;
 }
 
+// Where a leaking rank departed is read against the ranks that kept their baseline, also when
+// most ranks leak: five of eight read "drift from" the onset itself, where one of eight read
+// 32 (before the split showed, the reference was every rank's median, a leaker).
+TEST(DivergedTest, TheDepartureOfAMajorityThatLeaksIsReadAgainstTheRanksThatStayed) {
+  const DivergenceReport one = FindDivergence(Simulate(sim::LeakJob(0, 30, 64 * kMiB)).timeline);
+  ASSERT_EQ(one.diverged.size(), 1u) << one.message;
+  sim::JobSpec spec = sim::LeakJob(0, 30, 64 * kMiB);
+  for (uint32_t rank = 1; rank <= 4; ++rank) {
+    spec.growths.push_back({rank, sim::kLeakTag, "", 30, 64 * kMiB});
+  }
+  const DivergenceReport five = FindDivergence(Simulate(spec).timeline);
+  ASSERT_EQ(five.diverged.size(), 5u) << five.message;
+  // The onset waits for the split to show (a gap of a threshold between the groups); where they
+  // departed does not.
+  for (const RankDivergence& d : five.diverged) {
+    EXPECT_LE(std::abs(d.departure_step - one.diverged[0].departure_step), 1) << d.rank;
+    EXPECT_LT(d.departure_step, d.onset_step) << d.rank;
+  }
+}
+
 }  // namespace
 }  // namespace memtrace::analysis
