@@ -107,19 +107,28 @@ absl::StatusOr<uint32_t> StreamAdmission::ChooseAttempt(const v1::RankIdentity& 
   // A process the collector already moved to a later attempt, reconnecting (its Hello still
   // names the attempt it was started with).
   uint32_t highest = 0;
+  const Job::Stream* live = nullptr;  // another process streaming this rank now, at any attempt
+  uint32_t live_attempt = 0;
   for (const auto& [key, stream] : job.streams) {
     if (key.first != rank) continue;
     highest = std::max(highest, key.second);
     if (key.second > identity.attempt() && stream.producer == producer) return key.second;
+    if (stream.connections > 0 && (live == nullptr || key.second > live_attempt)) {
+      live = &stream;
+      live_attempt = key.second;
+    }
   }
   const Job::Stream& holder = it->second;
   const std::string claim =
       absl::StrCat("job \"", identity.job_id(), "\" rank ", rank, " attempt ", identity.attempt());
-  if (holder.connections > 0) {
-    return absl::AlreadyExistsError(
-        absl::StrCat(claim, " is being streamed by ", Describe(holder.producer),
-                     "; refusing a second producer (", Describe(producer),
-                     ") while it is connected: give each process its own rank"));
+  if (live != nullptr) {
+    // Two live processes claim the rank: also when the one now is at a later attempt (a rerun
+    // moved there while this one started), which a new attempt would hide from the analyses.
+    return absl::AlreadyExistsError(absl::StrCat(
+        claim, " is being streamed by ", Describe(live->producer),
+        live_attempt != identity.attempt() ? absl::StrCat(" (as attempt ", live_attempt, ")") : "",
+        "; refusing a second producer (", Describe(producer),
+        ") while it is connected: give each process its own rank"));
   }
   if (!new_attempt_if_taken) {
     return absl::AlreadyExistsError(

@@ -7,8 +7,9 @@
 //  - a (job, rank, attempt) is one process's (host, pid, process start). Sequence numbers are
 //    per producer: a second producer's events would be dropped as resends of the first's (the
 //    store keeps one high-water mark per stream), i.e. silently lost. So another process is
-//    refused with ALREADY_EXISTS while the holder is connected (two live processes claim the
-//    rank), and also after it is gone unless its Hello asks for a new attempt
+//    refused with ALREADY_EXISTS while the holder, or any other process streaming the rank at
+//    another attempt, is connected (two live processes claim the rank), and also after it is
+//    gone unless its Hello asks for a new attempt
 //    (Hello.new_attempt_if_taken, which agents set: a Ray actor restarted in a new process, a
 //    job rerun under the same id). Then it is stored as the rank's next attempt (one past the
 //    highest it holds), and every later Hello of that process goes on as it, also after a

@@ -150,6 +150,11 @@ TEST(StreamAdmissionTest, ANewProcessForARankWhoseHolderHasGoneIsItsNextAttempt)
   absl::StatusOr<AdmissionTicket> again = admission.Admit(Id("j", 3, "node-b", 200), true);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->attempt(), 1u);
+  // Another process while node-b streams attempt 1: refused, though attempt 0's holder has gone
+  // (two runs at once under the job of one that ended got attempts 1 and 2).
+  absl::Status both = admission.Admit(Id("j", 3, "node-d", 400), true).status();
+  EXPECT_TRUE(absl::IsAlreadyExists(both)) << both;
+  EXPECT_NE(both.message().find("(as attempt 1)"), std::string::npos) << both;
   *second = AdmissionTicket();
   *again = AdmissionTicket();
   // A third process: the next attempt again. Without asking: refused, as before.
@@ -177,6 +182,7 @@ TEST(StreamAdmissionTest, AMovedProcessGoesOnAsItsAttemptAfterACollectorRestart)
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(b->attempt(), 1u);
   EXPECT_TRUE(b->reassigned().empty()) << "no new choice: the attempt it had";
+  *b = AdmissionTicket();
   absl::StatusOr<AdmissionTicket> c = admission.Admit(Id("j", 3, "node-c", 300), true);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->attempt(), 2u);
