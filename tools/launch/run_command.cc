@@ -212,7 +212,8 @@ class Runner {
   // unreachable collector is a warning: the job runs anyway). Sets o_.collector.
   absl::Status ConnectCollector(const sigset_t& child_mask);
   absl::Status StartLocalCollector(const sigset_t& child_mask);
-  void AnnounceJob(const JobIdChoice& job);
+  // `workers_job`: the id the workers will use when this run knows it (torchrun's --rdzv_id).
+  void AnnounceJob(const JobIdChoice& job, const std::string& workers_job);
   // The jobs the collector holds before the run, to tell afterwards what the run added; nullopt
   // (with a warning saying why) when it does not answer.
   std::optional<JobCounts> CountJobsBefore();
@@ -481,9 +482,14 @@ absl::Status Runner::ConnectCollector(const sigset_t& child_mask) {
   return absl::OkStatus();
 }
 
-void Runner::AnnounceJob(const JobIdChoice& job) {
+void Runner::AnnounceJob(const JobIdChoice& job, const std::string& workers_job) {
   if (!job.explicit_id.empty()) {
     Say(absl::StrCat("job ", job.explicit_id, " (from ", job.source, ")"));
+    return;
+  }
+  if (!workers_job.empty()) {
+    // torchrun gives its workers TORCHELASTIC_RUN_ID = --rdzv_id, which outranks the fallback.
+    Say(absl::StrCat("job ", workers_job, " (torchrun's --rdzv_id)"));
     return;
   }
   // The fallback: the user's $MEMTRACE_DEFAULT_JOB_ID, or generated here.
@@ -624,12 +630,12 @@ int Runner::Run() {
 
   if (absl::Status s = ConnectCollector(signals.original_mask()); !s.ok()) return Fail(s);
   agent->collector = o_.collector;
-  AnnounceJob(agent->job);
-  if (agent->agent_library.empty()) Warn("--no_agent: the job runs untraced");
-  const std::optional<JobCounts> before = CountJobsBefore();
   // The job the workers record into, when this run knows it.
   const std::string workers_job =
       !agent->job.explicit_id.empty() ? agent->job.explicit_id : TorchrunRendezvousId(command_);
+  AnnounceJob(agent->job, workers_job);
+  if (agent->agent_library.empty()) Warn("--no_agent: the job runs untraced");
+  const std::optional<JobCounts> before = CountJobsBefore();
   if (before.has_value() && !workers_job.empty()) NoteRerunOfEndedJob(*before, workers_job);
 
   if (std::optional<int> stop = signals.TakeStopRequest()) {

@@ -44,6 +44,9 @@ std::string TorchrunRendezvousId(const std::vector<std::string>& command) {
                                       command[i + 1] == "torch.distributed.launch");
   }
   if (!torchrun) return "";
+  // --standalone replaces the id with a fresh UUID (torch.distributed.run), whatever --rdzv_id
+  // says: the workers' job is unknown here.
+  if (std::find(command.begin() + 1, command.end(), "--standalone") != command.end()) return "";
   for (size_t i = 1; i < command.size(); ++i) {
     for (const absl::string_view flag : {"--rdzv_id", "--rdzv-id"}) {
       std::string id;

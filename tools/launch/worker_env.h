@@ -50,8 +50,9 @@ JobIdChoice ChooseJobId(const std::string& flag_job, const EnvLookup& env, absl:
                         uint32_t random);
 
 // The job id torchrun gives its workers (TORCHELASTIC_RUN_ID) when `command` is torchrun (or
-// python -m torch.distributed.run / .launch) with --rdzv_id / --rdzv-id; "" otherwise and for
-// "none", torchrun's default, which every run shares.
+// python -m torch.distributed.run / .launch) with --rdzv_id / --rdzv-id; "" otherwise, for
+// "none", torchrun's default, which every run shares, and with --standalone, which replaces the
+// id with a random one.
 std::string TorchrunRendezvousId(const std::vector<std::string>& command);
 
 // "job-<yyyymmdd>-<hhmmss>-<6 hex digits of random>" in local time, e.g.

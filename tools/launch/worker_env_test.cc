@@ -26,6 +26,9 @@ TEST(TorchrunRendezvousIdTest, ReadsTheIdTorchrunGivesItsWorkers) {
   // torchrun's default id is shared by every run; other launchers' flags are not torchrun's.
   EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--rdzv_id", "none", "train.py"}), "");
   EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--standalone", "train.py"}), "");
+  // --standalone gives the workers a random id, whatever --rdzv_id says.
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--standalone", "--rdzv_id", "exp9", "train.py"}),
+            "");
   EXPECT_EQ(TorchrunRendezvousId({"mpirun", "--rdzv_id", "x", "train.py"}), "");
   EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--rdzv_id"}), "");
   EXPECT_EQ(TorchrunRendezvousId({}), "");
