@@ -205,6 +205,21 @@ absl::Status PrepareDataDir(const std::string& dir) {
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
     return absl::FailedPreconditionError(absl::StrCat("data directory ", dir, " is not writable"));
   }
+  // A store that lost its CURRENT file: RocksDB refuses to open it once, but writes a new
+  // CURRENT and MANIFEST while refusing, and the next start opened an empty store beside the old
+  // write-ahead log, which was then never replayed.
+  if (!std::filesystem::exists(std::filesystem::path(dir) / "CURRENT", ec)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (absl::StartsWith(name, "MANIFEST-") || absl::StartsWith(name, "OPTIONS-") ||
+          absl::EndsWith(name, ".sst") || absl::EndsWith(name, ".log")) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "data directory ", dir, " holds a store's files (", name,
+            ") but no CURRENT file: a damaged store, not opened and not replaced by a new one "
+            "(restore CURRENT, or give another --data)"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -1164,6 +1164,28 @@ TEST(EventStoreTest, OpenFailsClearlyForAnUnusableDirectory) {
   EXPECT_FALSE(EventStore::Open(Options("")).ok());
 }
 
+// A store that lost its CURRENT file is refused every time: RocksDB's own refusal wrote a new
+// CURRENT while refusing, and the next open served an empty store beside the old WAL.
+TEST(EventStoreTest, AStoreWithoutItsCurrentFileIsRefusedEveryTime) {
+  const std::string dir = TestDir("no-current");
+  {
+    auto store = OpenOrDie(Options(dir));
+    ASSERT_NE(store, nullptr);
+    absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+  }
+  std::filesystem::remove(dir + "/CURRENT");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    absl::StatusOr<std::unique_ptr<EventStore>> store = EventStore::Open(Options(dir));
+    ASSERT_FALSE(store.ok()) << "open " << attempt;
+    EXPECT_NE(store.status().message().find("no CURRENT file: a damaged store"),
+              absl::string_view::npos)
+        << store.status();
+    EXPECT_FALSE(std::filesystem::exists(dir + "/CURRENT"));
+  }
+}
+
 TEST(EventStoreTest, SecondStoreOnTheSameDirectoryIsRefused) {
   const std::string dir = TestDir("locked");
   auto first = OpenOrDie(Options(dir));
