@@ -42,11 +42,17 @@ out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --durability maybe 2>&1)"; rc
 out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --query_threads=-1 2>&1)"; rc=$?
 [[ $rc -eq 2 ]] && grep -q -- "--query_threads -1 is not in 0..256" <<<"$out" ||
     fail "bad --query_threads: rc $rc: $out"
-# Limits that would refuse every agent's batches (0 strings) are not "unbounded": refused.
-for flag in max_string_table max_strings_per_batch; do
+# Limits that would refuse every agent's batches (0 strings) are not "unbounded": refused; nor
+# are limits below what an agent's batch holds in the normal course (found accepted, each
+# storing nothing and logging nothing).
+for flag in max_string_table max_strings_per_batch max_string_bytes; do
   out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --$flag=0 2>&1)"; rc=$?
-  [[ $rc -eq 2 ]] && grep -q -- "--$flag 0 is not in 1.." <<<"$out" ||
+  [[ $rc -eq 2 ]] && grep -q -- "--$flag 0 is not in " <<<"$out" ||
       fail "--$flag=0: rc $rc: $out"
+done
+for bad in max_string_bytes=4 max_strings_per_batch=1 max_string_table=3 max_message_bytes=10000; do
+  out="$(timeout 10 "$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --$bad 2>&1)"; rc=$?
+  [[ $rc -eq 2 ]] && grep -q -- "refused and resent forever" <<<"$out" || fail "--$bad: rc $rc: $out"
 done
 # A batch limit below the agents' batch size would refuse (and they resend) every full batch.
 # (timeout: a collector that accepted it would serve until killed.)

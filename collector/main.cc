@@ -18,6 +18,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "agent/stream/batch_store.h"
+#include "agent/stream/string_table.h"
 #include "agent/stream/transport_options.h"
 #include "collector/server/collector_server.h"
 #include "proto/connect/secret_file.h"
@@ -33,7 +35,7 @@ ABSL_FLAG(std::string, durability, "sync",
           "not a machine crash).");
 ABSL_FLAG(int64_t, max_message_bytes, 16 << 20,
           "Largest gRPC message accepted; a bigger batch ends its stream with "
-          "RESOURCE_EXHAUSTED.");
+          "RESOURCE_EXHAUSTED. At least 4 MiB, an agent's largest batch.");
 ABSL_FLAG(int64_t, bucket_ms, 1000,
           "Width of the time buckets (the time axis of the rollups) for jobs first seen by this "
           "collector; a job keeps the width it started with.");
@@ -65,12 +67,14 @@ ABSL_FLAG(int64_t, max_batch_events, 65536,
           "agents resend them forever. Agents given a larger MEMTRACE_BATCH_EVENTS need a limit "
           "at least that large.");
 ABSL_FLAG(int64_t, max_strings_per_batch, 4096,
-          "Most string-table entries one batch may define (RESOURCE_EXHAUSTED beyond).");
+          "Most string-table entries one batch may define (RESOURCE_EXHAUSTED beyond). At least "
+          "4096, what an agent defines in one batch at most.");
 ABSL_FLAG(int64_t, max_string_bytes, 4096,
-          "Longest tag / source / phase name in bytes (INVALID_ARGUMENT beyond; the agent cuts "
-          "its strings at 4096).");
+          "Longest tag / source / phase name in bytes (INVALID_ARGUMENT beyond). At least 4096: "
+          "the agent cuts its strings there.");
 ABSL_FLAG(int64_t, max_string_table, 1 << 18,
-          "Largest string id (= string-table size) of one stream (RESOURCE_EXHAUSTED beyond).");
+          "Largest string id (= string-table size) of one stream (RESOURCE_EXHAUSTED beyond). At "
+          "least 65536, the ids an agent gives a stream.");
 ABSL_FLAG(int64_t, max_ranks_per_job, 16384,
           "Most distinct ranks one job may have; a Hello for one more is RESOURCE_EXHAUSTED. "
           "0 = unbounded.");
@@ -169,14 +173,24 @@ absl::Status LoadLimits(CollectorServerOptions* options) {
        absl::StrCat(": agents send batches of up to ", kDefaultMaxBatchEvents,
                     " events by default (MEMTRACE_BATCH_EVENTS), and each batch above the "
                     "limit would be refused and resent forever")},
-      // At least 1: agents define a tag or source in nearly every batch, so 0 would refuse
-      // them all (it is not "unbounded", as 0 is for max_ranks_per_job).
-      {"max_strings_per_batch", absl::GetFlag(FLAGS_max_strings_per_batch), 1,
-       &options->limits.max_strings},
-      {"max_string_bytes", absl::GetFlag(FLAGS_max_string_bytes), 1,
-       &options->limits.max_string_bytes},
-      {"max_string_table", absl::GetFlag(FLAGS_max_string_table), 1,
-       &options->ingest_limits.max_string_table},
+      // The agents' own bounds on what a batch defines: below them a batch they form in the
+      // normal course would be refused and resent forever, and nothing stored (0 is not
+      // "unbounded", as it is for max_ranks_per_job).
+      {"max_strings_per_batch", absl::GetFlag(FLAGS_max_strings_per_batch),
+       static_cast<int64_t>(kMaxStringsPerBatch), &options->limits.max_strings,
+       absl::StrCat(": agents define up to ", kMaxStringsPerBatch,
+                    " strings in one batch, and a batch above the limit would be refused and "
+                    "resent forever")},
+      {"max_string_bytes", absl::GetFlag(FLAGS_max_string_bytes),
+       static_cast<int64_t>(kMaxStringValueBytes), &options->limits.max_string_bytes,
+       absl::StrCat(": agents cut names at ", kMaxStringValueBytes,
+                    " bytes, and a batch with a longer one would be refused and resent forever")},
+      {"max_string_table", absl::GetFlag(FLAGS_max_string_table),
+       static_cast<int64_t>(TransportOptions().max_strings),
+       &options->ingest_limits.max_string_table,
+       absl::StrCat(": agents give a stream up to ", TransportOptions().max_strings,
+                    " string ids, and a batch with a higher one would be refused and resent "
+                    "forever")},
       {"max_ranks_per_job", absl::GetFlag(FLAGS_max_ranks_per_job), 0,
        &options->ingest_limits.max_ranks_per_job},
   };
@@ -205,9 +219,13 @@ absl::Status LoadServerFlags(CollectorServerOptions* options) {
         absl::StrCat("--durability: ", durability.status().message()));
   options->store.durability = *durability;
   const int64_t max_message = absl::GetFlag(FLAGS_max_message_bytes);
-  if (max_message <= 0 || max_message > (int64_t{1} << 31) - 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--max_message_bytes ", max_message, " is not in 1..2147483647"));
+  // A batch of the agents' largest (65536 events, ~1 MB) with a full string table (1 MiB).
+  constexpr int64_t kMinMessage = 4 << 20;
+  if (max_message < kMinMessage || max_message > (int64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_message_bytes ", max_message, " is not in ", kMinMessage,
+        "..2147483647: an agent's batch (up to 65536 events and 1 MiB of names) above the limit "
+        "would be refused and resent forever"));
   }
   options->max_message_bytes = static_cast<int>(max_message);
   const int64_t bucket_ms = absl::GetFlag(FLAGS_bucket_ms);

@@ -66,6 +66,13 @@ ReadResult ReadRequest(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>
   return request->Read(buffer) ? ReadResult::kOk : ReadResult::kGarbage;
 }
 
+// Prints "memtrace-collector: <line> (later ones are not logged)" the first time `logged` is set.
+void LogFirst(std::atomic<bool>& logged, const std::string& line) {
+  if (logged.exchange(true)) return;
+  std::fprintf(stderr, "memtrace-collector: %s (later refusals of this kind are not logged)\n",
+               line.c_str());
+}
+
 grpc::Status Unparseable(int message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                       absl::StrCat("message ", message,
@@ -123,7 +130,11 @@ grpc::Status IngestService::Stream(
   // Held until the stream ends: while it is, the rank and attempt count as connected.
   absl::StatusOr<security::AdmissionTicket> admitted =
       admission_.Admit(identity, request.hello().new_attempt_if_taken());
-  if (!admitted.ok()) return ToGrpcStatus(admitted.status(), "Hello refused: ");
+  if (!admitted.ok()) {
+    LogFirst(logged_hello_refusal_,
+             absl::StrCat("refused a Hello: ", admitted.status().ToString()));
+    return ToGrpcStatus(admitted.status(), "Hello refused: ");
+  }
   if (!admitted->reassigned().empty()) {
     std::fprintf(stderr, "memtrace-collector: %s\n", admitted->reassigned().c_str());
   }
@@ -151,9 +162,13 @@ grpc::Status IngestService::Stream(
     }
     if (absl::Status s = request.DecodeBatch(limits_, &batch); !s.ok()) {
       if (!request.batch_parses()) return Unparseable(message);
+      LogFirst(logged_batch_refusal_,
+               absl::StrCat("refused a batch for ", who, ": ", s.ToString()));
       return ToGrpcStatus(s, absl::StrCat("batch for ", who, " rejected: "));
     }
     if (absl::Status s = security::CheckIds(batch, ingest_limits_); !s.ok()) {
+      LogFirst(logged_batch_refusal_,
+               absl::StrCat("refused a batch for ", who, ": ", s.ToString()));
       return ToGrpcStatus(s, absl::StrCat("batch for ", who, " rejected: "));
     }
     absl::StatusOr<AppendResult> appended =

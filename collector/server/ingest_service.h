@@ -15,12 +15,14 @@
 #ifndef MEMTRACE_COLLECTOR_SERVER_INGEST_SERVICE_H_
 #define MEMTRACE_COLLECTOR_SERVER_INGEST_SERVICE_H_
 
+#include <atomic>
+
 #include "collector/security/ingest_limits.h"
 #include "collector/security/stream_admission.h"
 #include "collector/store/event_store.h"
-#include "proto/codec/batch_codec.h"
 #include "grpcpp/impl/service_type.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "proto/codec/batch_codec.h"
 #include "proto/memtrace/v1/ingest.grpc.pb.h"
 
 namespace memtrace::collector {
@@ -45,6 +47,10 @@ class IngestService final : public grpc::Service {
   const BatchLimits limits_;
   const security::IngestLimits ingest_limits_;
   security::StreamAdmission admission_;
+  // Whether a refusal was logged yet: the first of each is, so that an operator sees why agents
+  // store nothing (they only log it themselves, on their own hosts).
+  std::atomic<bool> logged_hello_refusal_{false};
+  std::atomic<bool> logged_batch_refusal_{false};
 };
 
 }  // namespace memtrace::collector
