@@ -60,6 +60,16 @@ out="$(timeout 10 "$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --max_batch_events
 [[ $rc -eq 2 ]] && grep -q -- "--max_batch_events 100 is not in 16384.*agents send batches" \
     <<<"$out" || fail "--max_batch_events=100: rc $rc: $out"
 grep -q "MEMTRACE_BATCH_EVENTS" <<<"$help" || fail "--help does not mention MEMTRACE_BATCH_EVENTS"
+# A value given apart from its flag is read as its value, also a negative one ("--5" was said to
+# be an unknown flag), and one Abseil cannot parse is a usage error like the rest (it exited 1).
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --bucket_ms -5 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--bucket_ms -5 is not in 1.." <<<"$out" || fail "--bucket_ms -5: rc $rc: $out"
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --bucket_ms abc 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--bucket_ms: Illegal value 'abc'" <<<"$out" || fail "--bucket_ms abc: rc $rc: $out"
+touch "$TMP/a-file"
+out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/a-file" 2>&1)"; rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "data directory $TMP/a-file exists and is not a directory" <<<"$out" ||
+    fail "--data FILE: rc $rc: $out"
 out="$("$BIN" --listen 127.0.0.1:0 --data "$TMP/x" --bucket_ms=2000000000000 2>&1)"; rc=$?
 [[ $rc -eq 2 ]] && grep -q -- "--bucket_ms 2000000000000 is not in 1..1099511627776" <<<"$out" ||
     fail "--bucket_ms too large: rc $rc: $out"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -316,10 +317,28 @@ int ParseCommandLine(int argc, char** argv) {
     absl::string_view arg = argv[i];
     if (arg == "--") break;
     if (!absl::ConsumePrefix(&arg, "--") && !absl::ConsumePrefix(&arg, "-")) continue;
-    const absl::string_view name = arg.substr(0, arg.find('='));
+    const size_t eq = arg.find('=');
+    const absl::string_view name = arg.substr(0, eq);
     // Abseil's own usage flags (--help, --helpfull, --version, ...) and --noBOOL forms.
     if (absl::StartsWith(name, "help") || name == "version" || name == "only_check_args") continue;
-    if (absl::FindCommandLineFlag(name) != nullptr) continue;
+    if (absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name); flag != nullptr) {
+      // Its value here too: "--bucket_ms -5" read the value as an unknown flag "--5", and a
+      // value Abseil cannot parse ("--bucket_ms abc") exited 1 where every other flag error
+      // exits 2.
+      std::optional<std::string> value;
+      if (eq != absl::string_view::npos) {
+        value = std::string(arg.substr(eq + 1));
+      } else if (!flag->IsOfType<bool>() && i + 1 < argc) {
+        value = argv[++i];
+      }
+      std::string error;
+      if (value.has_value() && !flag->ParseFrom(*value, &error)) {
+        std::fprintf(stderr, "memtrace-collector: --%s: %s\n", std::string(name).c_str(),
+                     error.c_str());
+        return 2;
+      }
+      continue;
+    }
     if (absl::StartsWith(name, "no") && absl::FindCommandLineFlag(name.substr(2)) != nullptr) {
       continue;
     }

@@ -197,6 +197,10 @@ namespace {
 // Creates `dir` (with parents) when missing and checks that the store can write there.
 absl::Status PrepareDataDir(const std::string& dir) {
   std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("data directory ", dir, " exists and is not a directory"));
+  }
   std::filesystem::create_directories(dir, ec);
   if (ec) {
     return absl::FailedPreconditionError(
