@@ -1,6 +1,7 @@
 // memtrace-sim: a workload SIMULATOR. Plays a synthetic FSDP-style training job of N ranks
 // through the real agent transport into a real collector. No GPU, no PyTorch: every event is
 // made up (see tools/sim/workload.h), and says so (launcher "simulator").
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "query/cli/flags.h"
 #include "query/cli/output.h"
+#include "tools/sim/rank_report.h"
 #include "tools/sim/recording_sink.h"
 #include "tools/sim/runner.h"
 #include "tools/sim/workload.h"
@@ -304,28 +306,15 @@ absl::Status CheckModelFits(const WorkloadOptions& w, const WorkloadPlan& plan) 
   return absl::OkStatus();
 }
 
-// One line per rank: events, durable, lost, failure, OOM. The number of ranks that failed.
+// One line per rank (RankReport), and the number of ranks that failed.
 int ReportRanks(const WorkloadOptions& w, const std::vector<RankOutcome>& outcomes,
                 uint64_t* durable) {
   int failed = 0;
   for (const RankOutcome& o : outcomes) {
-    *durable += o.stats.durable_seq;
-    std::string line =
-        absl::StrCat("rank ", o.rank, ": ", o.stats.last_seq, " events, ", o.stats.durable_seq,
-                     " durable, ", o.stats.events_lost, " lost");
-    if (!o.status.ok()) {
-      ++failed;
-      absl::StrAppend(&line, " -- FAILED: ", o.status.message());
-    }
-    if (o.oom_step.has_value()) {
-      // A job too big for the simulated device runs out of memory where nothing was planted;
-      // "planted: none" above would otherwise be all it said.
-      const bool planted = w.oom_rank.has_value() && *w.oom_rank == o.rank;
-      absl::StrAppend(
-          &line, " -- ran out of memory in step ", *o.oom_step,
-          planted ? " (planted)" : " (NOT planted: this rank's memory outgrew --device_bytes)");
-    }
-    Log(line);
+    const RankReport report = ReportRank(w, o);
+    *durable += report.durable;
+    failed += o.status.ok() ? 0 : 1;
+    Log(report.line);
   }
   return failed;
 }
