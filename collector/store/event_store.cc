@@ -972,7 +972,12 @@ absl::StatusOr<std::vector<v1::RankSummary>> EventStore::ListRanks(absl::string_
   if (!records.ok()) return records.status();
   std::vector<v1::RankSummary> out;
   out.reserve(records->size());
-  for (StreamRecord& r : *records) out.push_back(std::move(*r.mutable_summary()));
+  for (StreamRecord& r : *records) {
+    v1::RankSummary& summary = *r.mutable_summary();
+    const StreamKey key{job->job_no(), summary.rank(), summary.identity().attempt()};
+    summary.set_connected(FindOpenStream(key) != nullptr);
+    out.push_back(std::move(summary));
+  }
   return out;
 }
 

@@ -1186,6 +1186,25 @@ TEST(EventStoreTest, AStoreWithoutItsCurrentFileIsRefusedEveryTime) {
   }
 }
 
+// Connected: a connection of the stream is open now. With `complete` it tells a run still going
+// from one that crashed (incomplete, not connected) and one that ended cleanly.
+TEST(EventStoreTest, ListRanksSaysWhichStreamsAreConnected) {
+  auto store = OpenOrDie(Options(TestDir("connected")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job", 0));
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = store->ListRanks("job");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  ASSERT_EQ(ranks->size(), 1u);
+  EXPECT_TRUE((*ranks)[0].connected());
+  EXPECT_FALSE((*ranks)[0].complete());
+  ASSERT_TRUE(store->CloseStream(s->key, /*complete=*/false).ok());
+  ranks = store->ListRanks("job");
+  ASSERT_TRUE(ranks.ok());
+  EXPECT_FALSE((*ranks)[0].connected());
+  EXPECT_FALSE((*ranks)[0].complete());
+}
+
 TEST(EventStoreTest, SecondStoreOnTheSameDirectoryIsRefused) {
   const std::string dir = TestDir("locked");
   auto first = OpenOrDie(Options(dir));

@@ -71,6 +71,18 @@ done
 stop_collector
 echo "ok: a rerun under an ended job's id is stored as the next attempt, and said so"
 
+# 1d. A run whose workers were killed left its streams incomplete, not connected: it ended too,
+# and its rerun is said to be the next attempt (it was taken for another node still running).
+"$MEMTRACE" run --job crash-1 --data "$DATA" -- "$FAKE_TORCHRUN" 2 \
+  sh -c '"$0" --hold_ms 5000 & w=$!; sleep 1; kill -KILL "$w"; exit 0' "$WORKER" \
+  >"$WORK/run1d.out" 2>"$WORK/run1d.err"
+expect_eq "exit code of the run whose workers were killed" "$?" "0"
+"$MEMTRACE" run --job crash-1 --data "$DATA" -- "$FAKE_TORCHRUN" 2 "$WORKER" \
+  >"$WORK/run1e.out" 2>"$WORK/run1e.err"
+expect_eq "exit code of its rerun" "$?" "0"
+expect_grep "$WORK/run1e.err" "memtrace: job crash-1 already holds rank(s) 0,1 of attempt 0 from a run that ended: this run's workers for them are stored as attempt 1"
+echo "ok: a rerun after a run whose workers were killed is noted"
+
 # 2. Generated job id, restart count 2 is attempt 2 of the same job.
 DATA="$WORK/data2"
 FAKE_RESTART=2 "$MEMTRACE" run --data "$DATA" "$FAKE_TORCHRUN" 4 "$WORKER" \

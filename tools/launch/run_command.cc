@@ -402,8 +402,8 @@ std::vector<std::string> Runner::JobsOfThisRun(const std::vector<std::string>& j
 // "Admission"): a rerun under the job id of a run that ended, same attempt, is stored as the
 // next attempt of each rank (the agents ask for that), which the analyses read by default. Said
 // before the job starts, so that "attempt 1" in the tables is no surprise. A job whose streams
-// at that attempt are all complete is such a run; one with a stream still open is another node
-// of this run, starting first.
+// at that attempt are all ended (complete, or vanished with its process) is such a run; one with
+// a stream still connected is another node of this run, starting first.
 void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job) {
   auto it = before.find(job);
   if (it == before.end() || it->second.first == 0) return;
@@ -421,7 +421,9 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
     uint32_t& h = highest[r.identity().rank()];
     h = std::max(h, r.identity().attempt());
     if (r.identity().attempt() != attempt) continue;
-    if (!r.complete()) return;  // running: another node of this run
+    // Connected: running, another node of this run starting first. Neither connected nor
+    // complete is a run that crashed or was killed, the commonest reason to run again.
+    if (r.connected()) return;
     held.push_back(r.identity().rank());
   }
   if (held.empty()) return;
