@@ -50,7 +50,7 @@ while read -r line; do
   expect_eq "events of $r" "$(field "$line" events)" "40"
   r=$((r + 1))
 done <"$WORK/ranks"
-expect_grep "$WORK/run.err" "memtrace: job $job: 160 events recorded during this run"
+expect_grep "$WORK/run.err" "memtrace: job $job: 160 events recorded by this run's 4 rank(s)"
 
 # --standalone replaces --rdzv_id with a random id: the run must not announce, or count, job
 # "exp9" (it ended "no events were recorded for this run").
@@ -60,7 +60,7 @@ timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" -- \
   >"$WORK/run2.out" 2>"$WORK/run2.err"
 expect_eq "exit code with --standalone --rdzv_id" "$?" "0"
 grep -q "job exp9" "$WORK/run2.err" && fail "announced torchrun's --rdzv_id, which --standalone replaces: $(cat "$WORK/run2.err")"
-expect_grep "$WORK/run2.err" ": 80 events recorded during this run"
+expect_grep "$WORK/run2.err" ": 80 events recorded by this run's 2 rank(s)"
 stop_collector
 echo "ok: real torchrun, 4 ranks, job $job ($EXPECT id)"
 echo PASS

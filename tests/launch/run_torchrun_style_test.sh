@@ -32,7 +32,7 @@ DATA="$WORK/data1"
 expect_eq "exit code of run 1" "$?" "0"
 expect_grep "$WORK/run1.err" "memtrace: local collector at 127.0.0.1:[0-9]*, data $DATA, pid [0-9]*"
 expect_grep "$WORK/run1.err" "memtrace: job exp-1 (from --job)"
-expect_grep "$WORK/run1.err" "memtrace: job exp-1: 160 events recorded during this run (4 rank(s) in the job)"
+expect_grep "$WORK/run1.err" "memtrace: job exp-1: 160 events recorded by this run's 4 rank(s) (4 rank(s) in the job)"
 expect_grep "$WORK/run1.err" "local collector stopped; data kept in $DATA"
 local_addr=$(sed -n 's/.*local collector at \([0-9.:]*\),.*/\1/p' "$WORK/run1.err")
 "$VIEW" "$local_addr" jobs >/dev/null 2>&1 && fail "the local collector still answers after the run"
@@ -51,12 +51,12 @@ echo "ok: local collector, 4 ranks, identities, job id"
   >"$WORK/run1b.out" 2>"$WORK/run1b.err"
 expect_eq "exit code of the rerun" "$?" "0"
 expect_grep "$WORK/run1b.err" "memtrace: job exp-1 already holds rank(s) 0,1,2,3 of attempt 0 from a run that ended: this run's workers for them are stored as attempt 1"
-expect_grep "$WORK/run1b.err" "memtrace: job exp-1: 160 events recorded during this run"
+expect_grep "$WORK/run1b.err" "memtrace: job exp-1: 160 events recorded by this run's 4 rank(s)"
 MEMTRACE_ATTEMPT=5 "$MEMTRACE" run --job exp-1 --data "$DATA" -- "$FAKE_TORCHRUN" 4 "$WORKER" \
   >"$WORK/run1c.out" 2>"$WORK/run1c.err"
 expect_eq "exit code of the rerun as attempt 5" "$?" "0"
 grep -q "already holds" "$WORK/run1c.err" && fail "attempt 5 is new: no note ($(cat "$WORK/run1c.err"))"
-expect_grep "$WORK/run1c.err" "memtrace: job exp-1: 160 events recorded during this run"
+expect_grep "$WORK/run1c.err" "memtrace: job exp-1: 160 events recorded by this run's 4 rank(s)"
 start_collector "$DATA"
 "$VIEW" "$COLLECTOR_ADDR" ranks exp-1 >"$WORK/ranks1" 2>"$WORK/view.err" || fail "collector_view ranks"
 for attempt in 0 1 5; do
@@ -108,6 +108,10 @@ wait "$pid0"; rc0=$?
 wait "$pid1"; rc1=$?
 expect_eq "exit codes of the nodes" "$rc0 $rc1" "0 0"
 grep -q "local collector" "$WORK/node0.err" && fail "--collector must not start a local collector"
+# Each node counts its own workers' events, not what the other node added to the job meanwhile.
+for node in 0 1; do
+  expect_grep "$WORK/node$node.err" "memtrace: job two-nodes: 160 events recorded by this run's 4 rank(s)"
+done
 check_ranks "$COLLECTOR_ADDR" two-nodes 4 2 0
 stop_collector
 echo "ok: two nodes on one collector, 8 ranks with group ranks 0 and 1"
@@ -127,7 +131,7 @@ wait "$other"
 expect_eq "exit code of the other team's job" "$?" "0"
 "$VIEW" "$COLLECTOR_ADDR" ranks other-team >"$WORK/other.ranks" 2>/dev/null
 expect_eq "the other team's ranks" "$(wc -l <"$WORK/other.ranks" | tr -d ' ')" "1"
-expect_grep "$WORK/shared.err" "memtrace: job ours: 80 events recorded during this run (2 rank(s) in the job)"
+expect_grep "$WORK/shared.err" "memtrace: job ours: 80 events recorded by this run's 2 rank(s) (2 rank(s) in the job)"
 grep -q "other-team" "$WORK/shared.err" && fail "another job was counted as this run's: $(cat "$WORK/shared.err")"
 stop_collector
 echo "ok: on a shared collector the report counts this run's job only"

@@ -229,6 +229,13 @@ class Runner {
   // to) since `before`.
   void ReportRecorded(const JobCounts& before, const std::string& job);
   std::vector<std::string> JobsOfThisRun(const std::vector<std::string>& jobs);
+  // What this run's workers stored in `job` (their streams carry run_id_); nullopt when no
+  // stream of the job names a run (older agents) or the collector does not answer.
+  struct RunShare {
+    uint64_t events = 0;
+    uint32_t ranks = 0;
+  };
+  std::optional<RunShare> ShareOfThisRun(const std::string& job);
 
   RunOptions o_;
   std::vector<std::string> command_;
@@ -366,9 +373,16 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
   int reported = 0;
   for (const std::string& job : grew) {
     const auto& counts = after->at(job);
+    ++reported;
+    // The streams this run's workers produced, when agents say which (another run of the same
+    // job at once, or a late node of the last one, grows the job too).
+    if (std::optional<RunShare> share = ShareOfThisRun(job); share.has_value()) {
+      Say(absl::StrCat("job ", job, ": ", share->events, " events recorded by this run's ",
+                       share->ranks, " rank(s) (", counts.first, " rank(s) in the job)"));
+      continue;
+    }
     uint64_t previous = 0;
     if (auto it = before.find(job); it != before.end()) previous = it->second.second;
-    ++reported;
     Say(absl::StrCat("job ", job, ": ", counts.second - previous,
                      " events recorded during this run (", counts.first, " rank(s) in the job)"));
   }
@@ -376,6 +390,24 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
     Say("no events were recorded for this run (the agent attaches at a process's first CUDA "
         "call; did the job use the GPU?)");
   }
+}
+
+std::optional<Runner::RunShare> Runner::ShareOfThisRun(const std::string& job) {
+  if (run_id_.empty()) return std::nullopt;
+  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(o_.collector, o_.timeout);
+  if (!client.ok()) return std::nullopt;
+  absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job);
+  if (!ranks.ok()) return std::nullopt;
+  RunShare share;
+  bool any_named = false;
+  for (const v1::RankSummary& r : ranks->ranks()) {
+    any_named |= !r.identity().run_id().empty();
+    if (r.identity().run_id() != run_id_) continue;
+    share.events += r.events_stored();
+    ++share.ranks;
+  }
+  if (!any_named) return std::nullopt;  // agents from before RankIdentity.run_id
+  return share;
 }
 
 // Of `jobs`, those with a rank this run's workers produced. When none of them has a rank that
