@@ -307,8 +307,20 @@ start_collector "$WORK/d10"
 "$MEMTRACE" run --data "$WORK/d10" --no_agent -- sh -c 'exit 6' >"$WORK/c10.out" 2>"$WORK/c10.err"
 expect_eq "exit code with a --data DIR in use" "$?" "6"
 expect_grep "$WORK/c10.err" "could not use $WORK/d10 (--data)"
+# The --listen port taken is no problem of the directory: no fallback blaming it, no temporary
+# directory left behind; a --listen that is not HOST:PORT is a usage error.
+tmp_before=$(ls -d "${TMPDIR:-/tmp}"/memtrace-run-* 2>/dev/null | wc -l)
+"$MEMTRACE" run --data "$WORK/d10b" --listen "$COLLECTOR_ADDR" --no_agent -- sh -c 'exit 6' \
+  >"$WORK/c10b.out" 2>"$WORK/c10b.err"
+expect_eq "exit code with the --listen port taken" "$?" "1"
+expect_grep "$WORK/c10b.err" "cannot listen on $COLLECTOR_ADDR"
+grep -q "could not use" "$WORK/c10b.err" && fail "the data directory was blamed: $(cat "$WORK/c10b.err")"
+expect_eq "temporary directories left" "$(ls -d "${TMPDIR:-/tmp}"/memtrace-run-* 2>/dev/null | wc -l)" "$tmp_before"
+"$MEMTRACE" run --data "$WORK/d10b" --listen bad --no_agent -- true >"$WORK/c10c.out" 2>"$WORK/c10c.err"
+expect_eq "exit code for --listen bad" "$?" "2"
+expect_grep "$WORK/c10c.err" "memtrace run: --listen='bad': expected host:port"
 stop_collector
-echo "ok: a --data DIR in use falls back to a temporary directory"
+echo "ok: a --data DIR in use falls back to a temporary directory; a taken or bad --listen does not"
 
 # 11. A collector address without a valid port is a bad command line, not "unreachable".
 "$MEMTRACE" run --collector 127.0.0.1:99999 -- true >"$WORK/c11.out" 2>"$WORK/c11.err"

@@ -272,17 +272,27 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
   options.data_dir = explicit_dir ? o_.data_dir : DefaultDataDir(env_);
   if (options.data_dir.empty()) options.data_dir = absl::StrCat(work_dir_, "/data");
   absl::StatusOr<std::unique_ptr<LocalCollector>> started = LocalCollector::Start(options);
-  if (!started.ok()) {
-    // Typically another run's collector holds the directory's lock: record into a fresh
-    // directory rather than not at all (a --data DIR too: the job must run either way).
+  // Typically another run's collector holds the directory's lock: record into a fresh directory
+  // rather than not at all (a --data DIR too). Only for the collector's errors about its store
+  // ("cannot open store in DIR", "data directory DIR ..."): any other (the --listen port taken)
+  // would only fail again there, and was reported as a problem with the directory.
+  const auto about_the_store = [](const absl::Status& s) {
+    return absl::StrContains(s.message(), "cannot open store") ||
+           absl::StrContains(s.message(), "data directory");
+  };
+  if (!started.ok() && about_the_store(started.status())) {
     const std::string fallback = TempDir();
     Warn(absl::StrCat("the local collector could not use ", options.data_dir,
                       explicit_dir ? " (--data)" : "", " (", started.status().message(),
                       "); using ", fallback, " instead"));
     options.data_dir = fallback;
     started = LocalCollector::Start(options);
+    if (!started.ok()) RemoveTree(fallback);
   }
-  if (!started.ok()) return started.status();
+  if (!started.ok()) {
+    RemoveTree(work_dir_);
+    return started.status();
+  }
   local_ = *std::move(started);
   data_dir_ = options.data_dir;
   o_.collector = local_->address();
@@ -585,7 +595,9 @@ void Runner::StopLocalCollector() {
 absl::Status Runner::ChooseCollectorAddress() {
   const bool from_env = o_.collector.empty();
   if (from_env) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
-  if (o_.collector.empty()) return absl::OkStatus();
+  // The local collector's address: checked here, a usage error, rather than by the collector,
+  // whose refusal read as a problem with the data directory.
+  if (o_.collector.empty()) return connect::SplitHostPort("--listen", o_.listen).status();
   // gRPC would dial "head:99999" on another port and report it unreachable.
   return connect::CheckCollectorAddress(from_env ? "MEMTRACE_COLLECTOR" : "--collector",
                                         o_.collector);
