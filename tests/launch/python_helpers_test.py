@@ -191,6 +191,16 @@ class RayRuntimeEnvTest(unittest.TestCase):
         for name in ("RANK", "RAY_JOB_ID", "MEMTRACE_DEVICE", "MEMTRACE_JOB_ID"):
             self.assertNotIn(name, v)
 
+    def test_a_token_in_the_runtime_env_is_warned_about(self):
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env = self.ray.runtime_env("h:1", agent_lib=self.agent,
+                                       environ={"MEMTRACE_TOKEN": "secret"})
+        self.assertEqual(env["env_vars"]["MEMTRACE_TOKEN"], "secret")
+        self.assertTrue(any("MEMTRACE_TOKEN_FILE" in str(w.message) for w in caught),
+                        [str(w.message) for w in caught])
+
     def test_invalid_arguments_raise_value_error(self):
         for kwargs in ({"collector": ""}, {"collector": None}, {"collector": "h:1", "job": ""},
                        {"collector": "h:1", "extra": ["A=1"]},
@@ -201,7 +211,11 @@ class RayRuntimeEnvTest(unittest.TestCase):
                        {"collector": "h:1", "job": "a", "extra": {"MEMTRACE_JOB_ID": "b"}},
                        # the same rank for every worker: one identity, one stream kept
                        {"collector": "h:1", "extra": {"RANK": "0"}},
-                       {"collector": "h:1", "extra": {"SLURM_PROCID": "0"}}):
+                       {"collector": "h:1", "extra": {"SLURM_PROCID": "0"}},
+                       # a launcher's job id (every job under one), one process's settings
+                       {"collector": "h:1", "extra": {"RAY_JOB_ID": "1"}},
+                       {"collector": "h:1", "extra": {"MEMTRACE_ATTEMPT": "2"}},
+                       {"collector": "h:1", "extra": {"MEMTRACE_DEVICE": "1"}}):
             with self.assertRaises(ValueError, msg=repr(kwargs)):
                 self.ray.runtime_env(agent_lib=self.agent, environ={}, **kwargs)
 

@@ -77,6 +77,13 @@ assert "MEMTRACE_JOB_ID" not in env["env_vars"], env
 assert memtrace.ray.runtime_env("head:7431") == env, (memtrace.ray.runtime_env("head:7431"), env)
 PY
 
+# A token in the shell goes into the runtime_env (the agents need it), with a warning: Ray keeps
+# and shows a job's runtime_env.
+MEMTRACE_TOKEN=secret "$MEMTRACE" ray-env --collector head:7431 >"$WORK/ray3.json" \
+  2>"$WORK/ray3.err" || fail "ray-env with a token"
+grep -q '"MEMTRACE_TOKEN": "secret"' "$WORK/ray3.json" || fail "token not forwarded: $(cat "$WORK/ray3.json")"
+expect_grep "$WORK/ray3.err" "MEMTRACE_TOKEN goes into the job's runtime_env.*MEMTRACE_TOKEN_FILE"
+
 # Ray workers: the runtime_env's variables (and nothing else of this shell's memtrace settings).
 for v in $(sed 's/=.*//' "$WORK/all.env"); do unset "$v"; done
 start_collector "$WORK/data"

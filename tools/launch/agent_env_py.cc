@@ -45,6 +45,12 @@ int main() {
     std::cout << "    " << JsonQuoted(name) << ",\n";
   }
   std::cout << ")\n\n"
+            << "# Variables runtime_env() refuses in extra, each with why (NotForEveryWorker).\n"
+            << "NOT_FOR_EVERY_WORKER = {\n";
+  for (const auto& [name, why] : memtrace::launch::NotForEveryWorker()) {
+    std::cout << "    " << JsonQuoted(name) << ":\n        " << JsonQuoted(why) << ",\n";
+  }
+  std::cout << "}\n\n"
             << "CUDA_INJECTION_VAR = " << JsonQuoted(memtrace::launch::kCudaInjectionVar) << "\n"
             << "NVTX_INJECTION_VAR = " << JsonQuoted(memtrace::launch::kNvtxInjectionVar) << "\n"
             << "DEFAULT_JOB_ID_VAR = " << JsonQuoted(memtrace::launch::kDefaultJobIdVar) << "\n";

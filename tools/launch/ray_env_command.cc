@@ -168,14 +168,11 @@ cli::Command RayEnvCommand() {
         return cli::ReportError(
             io, absl::InvalidArgumentError(absl::StrCat("--env ", name, ": set by ", flag)), kName);
       }
-      if (IsPerWorkerVariable(name)) {
-        return cli::ReportError(
-            io,
-            absl::InvalidArgumentError(
-                absl::StrCat("--env ", name,
-                             ": Ray sets it per worker; one value for every worker would give "
-                             "them all the same identity, and the collector keeps only one")),
-            kName);
+      for (const auto& [refused, why] : NotForEveryWorker()) {
+        if (name == refused) {
+          return cli::ReportError(
+              io, absl::InvalidArgumentError(absl::StrCat("--env ", name, ": ", why)), kName);
+        }
       }
     }
     EnvLookup env = ProcessEnvironment();
@@ -192,6 +189,11 @@ cli::Command RayEnvCommand() {
     }
     // A library found here exists; one given may be only on the nodes.
     for (const auto& [name, value] : *vars) {
+      if (name == "MEMTRACE_TOKEN") {
+        io.err << "memtrace ray-env: warning: MEMTRACE_TOKEN goes into the job's runtime_env, "
+                  "which Ray keeps and shows with the job: prefer MEMTRACE_TOKEN_FILE naming a "
+                  "file on every node\n";
+      }
       if ((name == kCudaInjectionVar || name == kNvtxInjectionVar) &&
           ::access(value.c_str(), R_OK) != 0) {
         io.err << "memtrace ray-env: warning: " << value

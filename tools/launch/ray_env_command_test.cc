@@ -196,6 +196,19 @@ TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
   cli::CommandIo io4{out4, err4};
   EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "RANK=3"}, io4), 2);
   EXPECT_NE(err4.str().find("--env RANK: Ray sets it per worker"), std::string::npos) << err4.str();
+  // So would a launcher's job id (every Ray job filed under one), or one process's attempt.
+  for (const auto& [assignment, why] :
+       {std::pair{"RAY_JOB_ID=1", "--env RAY_JOB_ID: the launcher sets it for each job"},
+        std::pair{"TORCHELASTIC_RESTART_COUNT=1", "the launcher sets it for each job or restart"},
+        std::pair{"MEMTRACE_ATTEMPT=2", "--env MEMTRACE_ATTEMPT: one process's attempt"},
+        std::pair{"MEMTRACE_DEVICE=1", "--env MEMTRACE_DEVICE: one process's device"}}) {
+    std::ostringstream out5, err5;
+    cli::CommandIo io5{out5, err5};
+    EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", assignment}, io5), 2)
+        << assignment;
+    EXPECT_NE(err5.str().find(why), std::string::npos) << err5.str();
+    EXPECT_TRUE(out5.str().empty()) << out5.str();
+  }
 }
 
 }  // namespace

@@ -109,6 +109,32 @@ const std::vector<std::string>& PerWorkerVariables() {
   return kPerWorker;
 }
 
+const std::vector<std::pair<std::string, std::string>>& NotForEveryWorker() {
+  static const std::vector<std::pair<std::string, std::string>>* const kAll = [] {
+    auto* all = new std::vector<std::pair<std::string, std::string>>;
+    for (const std::string& name : PerWorkerVariables()) {
+      all->emplace_back(name,
+                        "Ray sets it per worker; one value for every worker would give them all "
+                        "the same identity, and the collector keeps only one");
+    }
+    all->emplace_back("MEMTRACE_DEVICE",
+                      "one process's device; every worker would name the same one");
+    all->emplace_back("MEMTRACE_ATTEMPT",
+                      "one process's attempt; every worker would claim the same one (the "
+                      "collector numbers a restarted worker's attempt itself)");
+    for (const char* name :
+         {"RAY_JOB_ID", "RAY_SUBMISSION_ID", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+          "SLURM_JOB_ID", "SLURM_STEP_ID", "PMIX_NAMESPACE"}) {
+      all->emplace_back(name,
+                        "the launcher sets it for each job or restart; one value would file "
+                        "every job under it (--job names this job)");
+    }
+    all->emplace_back("MEMTRACE_RUN_ID", "memtrace run sets it for the workers it starts");
+    return all;
+  }();
+  return *kAll;
+}
+
 bool IsPerWorkerVariable(const std::string& name) {
   const std::vector<std::string>& all = PerWorkerVariables();
   return std::find(all.begin(), all.end(), name) != all.end();

@@ -80,6 +80,12 @@ bool IsPerWorkerVariable(const std::string& name);
 // All of them, for tools/python's generated list.
 const std::vector<std::string>& PerWorkerVariables();
 
+// Variables a Ray runtime_env must not set to one value for every worker, each with why: the
+// per-worker ranks above, one process's settings (IsPerProcessVariable), the ids launchers set
+// for each job or restart (RAY_JOB_ID, TORCHELASTIC_RESTART_COUNT, ...), and memtrace run's own
+// MEMTRACE_RUN_ID. `memtrace ray-env --env` and runtime_env(extra=) refuse them.
+const std::vector<std::pair<std::string, std::string>>& NotForEveryWorker();
+
 // The variables of `environment`, in this order: CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH,
 // MEMTRACE_COLLECTOR, MEMTRACE_JOB_ID or the fallback id variable, then `settings`.
 EnvVars ToVariables(const AgentEnvironment& environment);

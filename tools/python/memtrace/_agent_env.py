@@ -171,6 +171,52 @@ PER_WORKER_VARIABLES = (
     "MPI_LOCALRANKID",
 )
 
+# Variables runtime_env() refuses in extra, each with why (NotForEveryWorker).
+NOT_FOR_EVERY_WORKER = {
+    "RANK":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "LOCAL_RANK":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "GROUP_RANK":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "OMPI_COMM_WORLD_RANK":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "OMPI_COMM_WORLD_LOCAL_RANK":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "SLURM_PROCID":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "SLURM_LOCALID":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "SLURM_NODEID":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "SLURM_TASK_PID":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "PMI_RANK":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "MPI_LOCALRANKID":
+        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+    "MEMTRACE_DEVICE":
+        "one process's device; every worker would name the same one",
+    "MEMTRACE_ATTEMPT":
+        "one process's attempt; every worker would claim the same one (the collector numbers a restarted worker's attempt itself)",
+    "RAY_JOB_ID":
+        "the launcher sets it for each job or restart; one value would file every job under it (--job names this job)",
+    "RAY_SUBMISSION_ID":
+        "the launcher sets it for each job or restart; one value would file every job under it (--job names this job)",
+    "TORCHELASTIC_RUN_ID":
+        "the launcher sets it for each job or restart; one value would file every job under it (--job names this job)",
+    "TORCHELASTIC_RESTART_COUNT":
+        "the launcher sets it for each job or restart; one value would file every job under it (--job names this job)",
+    "SLURM_JOB_ID":
+        "the launcher sets it for each job or restart; one value would file every job under it (--job names this job)",
+    "SLURM_STEP_ID":
+        "the launcher sets it for each job or restart; one value would file every job under it (--job names this job)",
+    "PMIX_NAMESPACE":
+        "the launcher sets it for each job or restart; one value would file every job under it (--job names this job)",
+    "MEMTRACE_RUN_ID":
+        "memtrace run sets it for the workers it starts",
+}
+
 CUDA_INJECTION_VAR = "CUDA_INJECTION64_PATH"
 NVTX_INJECTION_VAR = "NVTX_INJECTION64_PATH"
 DEFAULT_JOB_ID_VAR = "MEMTRACE_DEFAULT_JOB_ID"

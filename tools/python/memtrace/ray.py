@@ -117,10 +117,9 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
         if owner is not None:
             raise ValueError("memtrace.ray.runtime_env: %s is set by the %s argument; use that"
                              % (name, owner))
-        if name in _agent_env.PER_WORKER_VARIABLES:
-            raise ValueError("memtrace.ray.runtime_env: %s is set per worker; one value for every "
-                             "worker would give them all the same identity, and the collector "
-                             "keeps only one" % (name,))
+        if name in _agent_env.NOT_FOR_EVERY_WORKER:
+            raise ValueError("memtrace.ray.runtime_env: %s: %s"
+                             % (name, _agent_env.NOT_FOR_EVERY_WORKER[name]))
         if not isinstance(value, str):
             raise ValueError("memtrace.ray.runtime_env: the value of %s must be a str, got %r"
                              % (name, value))
@@ -147,6 +146,10 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
         env_vars.setdefault(name, value)
         if name in _agent_env.FORWARDED_SETTINGS:
             env_vars[name] = value
+    if "MEMTRACE_TOKEN" in env_vars:
+        warnings.warn("memtrace: MEMTRACE_TOKEN goes into the job's runtime_env, which Ray keeps "
+                      "and shows with the job: prefer MEMTRACE_TOKEN_FILE naming a file on every "
+                      "node", stacklevel=2)
     return {"env_vars": env_vars}
 
 
