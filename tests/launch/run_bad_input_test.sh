@@ -344,4 +344,9 @@ echo "ok: a dry run's lines run in a shell as given"
 "$MEMTRACE" run --job x >"$WORK/c8.out" 2>"$WORK/c8.err"
 expect_eq "exit code without a command" "$?" "2"
 expect_grep "$WORK/c8.err" "no command to run"
+# A MEMTRACE_ATTEMPT every worker's agent would refuse: said before the job, not "did the job
+# use the GPU?" after it.
+MEMTRACE_ATTEMPT=abc "$MEMTRACE" run --data "$WORK/d8" -- true >"$WORK/c8b.out" 2>"$WORK/c8b.err"
+expect_eq "exit code for MEMTRACE_ATTEMPT=abc" "$?" "2"
+expect_grep "$WORK/c8b.err" "memtrace run: MEMTRACE_ATTEMPT='abc' is not an integer: every worker's agent would refuse its identity"
 echo PASS

@@ -197,6 +197,9 @@ class Runner {
   }
   // The agent and NVTX libraries (none with --no_agent) and the job id for the workers.
   absl::StatusOr<AgentEnvironment> PrepareAgent();
+  // MEMTRACE_ATTEMPT / MEMTRACE_DEVICE in this environment, which the workers inherit: an error
+  // when the agent would refuse them.
+  absl::Status CheckInheritedSettings() const;
   // o_.collector: --collector, else $MEMTRACE_COLLECTOR, else empty (a local one); an address
   // that is not HOST:PORT is an error naming where it came from.
   absl::Status ChooseCollectorAddress();
@@ -592,6 +595,20 @@ void Runner::StopLocalCollector() {
   local_.reset();
 }
 
+absl::Status Runner::CheckInheritedSettings() const {
+  // The workers inherit them: a value the agent refuses leaves every worker without an
+  // identity, untraced, which the run then reported as "did the job use the GPU?".
+  for (const auto& [name, max] : {std::pair<const char*, int64_t>{"MEMTRACE_ATTEMPT", UINT32_MAX},
+                                  std::pair<const char*, int64_t>{"MEMTRACE_DEVICE", INT32_MAX}}) {
+    absl::StatusOr<std::optional<int64_t>> value = EnvInteger(env_, name, 0, max);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          value.status().message(), ": every worker's agent would refuse its identity"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Runner::ChooseCollectorAddress() {
   const bool from_env = o_.collector.empty();
   if (from_env) o_.collector = EnvNonEmpty(env_, "MEMTRACE_COLLECTOR").value_or("");
@@ -668,6 +685,10 @@ int Runner::Run() {
 
   absl::StatusOr<AgentEnvironment> agent = PrepareAgent();
   if (!agent.ok()) return Fail(agent.status());
+  if (absl::Status s = CheckInheritedSettings(); !s.ok()) {
+    io_.err << "memtrace run: " << s.message() << "\n" << std::flush;
+    return cli::kExitUsage;
+  }
   if (absl::Status s = ChooseCollectorAddress(); !s.ok()) {
     io_.err << "memtrace run: " << s.message() << "\n" << std::flush;
     return cli::kExitUsage;
