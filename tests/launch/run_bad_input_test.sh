@@ -307,6 +307,7 @@ start_collector "$WORK/d10"
 "$MEMTRACE" run --data "$WORK/d10" --no_agent -- sh -c 'exit 6' >"$WORK/c10.out" 2>"$WORK/c10.err"
 expect_eq "exit code with a --data DIR in use" "$?" "6"
 expect_grep "$WORK/c10.err" "could not use $WORK/d10 (--data)"
+expect_grep "$WORK/c10.err" "no events were recorded for this run (--no_agent: it ran untraced)"
 # The --listen port taken is no problem of the directory: no fallback blaming it, no temporary
 # directory left behind; a --listen that is not HOST:PORT is a usage error.
 tmp_before=$(ls -d "${TMPDIR:-/tmp}"/memtrace-run-* 2>/dev/null | wc -l)

@@ -400,8 +400,9 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
                      " events recorded during this run (", counts.first, " rank(s) in the job)"));
   }
   if (reported == 0) {
-    Say("no events were recorded for this run (the agent attaches at a process's first CUDA "
-        "call; did the job use the GPU?)");
+    Say(o_.no_agent ? "no events were recorded for this run (--no_agent: it ran untraced)"
+                    : "no events were recorded for this run (the agent attaches at a process's "
+                      "first CUDA call; did the job use the GPU?)");
   }
 }
 
