@@ -345,6 +345,11 @@ echo "ok: a dry run's lines run in a shell as given"
 "$MEMTRACE" run --job x >"$WORK/c8.out" 2>"$WORK/c8.err"
 expect_eq "exit code without a command" "$?" "2"
 expect_grep "$WORK/c8.err" "no command to run"
+# --data with a collector given does nothing: said.
+MEMTRACE_COLLECTOR="$CLOSED" "$MEMTRACE" run --data "$WORK/d8" --timeout 200ms --no_agent -- true \
+  >"$WORK/c8c.out" 2>"$WORK/c8c.err"
+expect_eq "exit code with --data and a collector" "$?" "0"
+expect_grep "$WORK/c8c.err" "WARNING: --data applies to a local collector, and this run records to $CLOSED (\$MEMTRACE_COLLECTOR): ignored"
 # A MEMTRACE_ATTEMPT every worker's agent would refuse: said before the job, not "did the job
 # use the GPU?" after it.
 MEMTRACE_ATTEMPT=abc "$MEMTRACE" run --data "$WORK/d8" -- true >"$WORK/c8b.out" 2>"$WORK/c8b.err"

@@ -616,6 +616,15 @@ absl::Status Runner::ChooseCollectorAddress() {
   // The local collector's address: checked here, a usage error, rather than by the collector,
   // whose refusal read as a problem with the data directory.
   if (o_.collector.empty()) return connect::SplitHostPort("--listen", o_.listen).status();
+  // A collector given: the local collector's flags do nothing. Said, not dropped without a word.
+  const bool data = !o_.data_dir.empty(), listen = o_.listen != RunOptions().listen;
+  if (data || listen) {
+    Warn(absl::StrCat(data && listen ? "--data and --listen apply"
+                      : data         ? "--data applies"
+                                     : "--listen applies",
+                      " to a local collector, and this run records to ", o_.collector, " (",
+                      from_env ? "$MEMTRACE_COLLECTOR" : "--collector", "): ignored"));
+  }
   // gRPC would dial "head:99999" on another port and report it unreachable.
   return connect::CheckCollectorAddress(from_env ? "MEMTRACE_COLLECTOR" : "--collector",
                                         o_.collector);
