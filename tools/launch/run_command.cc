@@ -231,7 +231,6 @@ class Runner {
   // What the run added to `job` (or, without an id of its own, to the jobs its workers wrote
   // to) since `before`.
   void ReportRecorded(const JobCounts& before, const std::string& job);
-  std::vector<std::string> JobsOfThisRun(const std::vector<std::string>& jobs);
   // What this run's workers stored in `job` (their streams carry run_id_); nullopt when no
   // stream of the job names a run (older agents) or the collector does not answer.
   struct RunShare {
@@ -382,14 +381,25 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
     if (auto it = before.find(job); it != before.end()) previous = it->second.second;
     if (counts.second != previous) grew.push_back(job);
   }
-  if (own_job.empty()) grew = JobsOfThisRun(grew);
+  // The streams this run's workers produced, when agents say which (another run of the same
+  // job at once, a late node of the last one, or another team's job grows too).
+  std::map<std::string, std::optional<RunShare>> shares;
+  bool any_named = false;
+  for (const std::string& job : grew) {
+    any_named |= (shares[job] = ShareOfThisRun(job)).has_value();
+  }
+  if (own_job.empty() && any_named) {
+    grew.erase(std::remove_if(grew.begin(), grew.end(),
+                              [&](const std::string& job) {
+                                return !shares[job].has_value() || shares[job]->ranks == 0;
+                              }),
+               grew.end());
+  }
   int reported = 0;
   for (const std::string& job : grew) {
     const auto& counts = after->at(job);
     ++reported;
-    // The streams this run's workers produced, when agents say which (another run of the same
-    // job at once, or a late node of the last one, grows the job too).
-    if (std::optional<RunShare> share = ShareOfThisRun(job); share.has_value()) {
+    if (const std::optional<RunShare>& share = shares[job]; share.has_value()) {
       Say(absl::StrCat("job ", job, ": ", share->events, " events recorded by this run's ",
                        share->ranks, " rank(s) (", counts.first, " rank(s) in the job)"));
       continue;
@@ -422,26 +432,6 @@ std::optional<Runner::RunShare> Runner::ShareOfThisRun(const std::string& job) {
   }
   if (!any_named) return std::nullopt;  // agents from before RankIdentity.run_id
   return share;
-}
-
-// Of `jobs`, those with a rank this run's workers produced. When none of them has a rank that
-// names any run (agents from before RankIdentity.run_id), all of them: the report cannot tell.
-std::vector<std::string> Runner::JobsOfThisRun(const std::vector<std::string>& jobs) {
-  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(o_.collector, o_.timeout);
-  if (!client.ok() || run_id_.empty()) return jobs;
-  std::vector<std::string> ours;
-  bool any_named = false;
-  for (const std::string& job : jobs) {
-    absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job);
-    if (!ranks.ok()) return jobs;
-    bool mine = false;
-    for (const v1::RankSummary& r : ranks->ranks()) {
-      any_named |= !r.identity().run_id().empty();
-      mine |= r.identity().run_id() == run_id_;
-    }
-    if (mine) ours.push_back(job);
-  }
-  return any_named ? ours : jobs;
 }
 
 // The collector keeps one stream per rank and attempt, one process's (docs/RELIABILITY.md,
