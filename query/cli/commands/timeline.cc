@@ -112,8 +112,17 @@ Table WideTable(const v1::TimelineResponse& response, const TimelineView& view) 
   }
   Table table(std::move(columns));
   std::vector<int64_t> ordered(keys.begin(), keys.end());
+  // --every keeps each rank's last row, as in the long form: a rank that stopped earlier (its
+  // last step 59 of a job whose last row is 60, an earlier attempt) showed "-" there instead.
+  std::set<int64_t> last_of_a_rank;
+  for (const std::map<int64_t, uint64_t>& by_key : values) {
+    if (!by_key.empty()) last_of_a_rank.insert(by_key.rbegin()->first);
+  }
   for (size_t i = 0; i < ordered.size(); ++i) {
-    if (view.every > 1 && i % view.every != 0 && i + 1 != ordered.size()) continue;
+    if (view.every > 1 && i % view.every != 0 && i + 1 != ordered.size() &&
+        last_of_a_rank.count(ordered[i]) == 0) {
+      continue;
+    }
     std::vector<Cell> row = {int64_t{ordered[i]}};
     for (const std::map<int64_t, uint64_t>& by_key : values) {
       auto it = by_key.find(ordered[i]);

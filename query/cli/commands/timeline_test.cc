@@ -95,6 +95,21 @@ TEST(TimelineTableTest, WideFormLeavesMissingStepsEmptyAndNamesAttempts) {
             absl::StrCat("step,r0,r1.1\n4,", 100 * kMiB, ",\n"));
 }
 
+// --every keeps each rank's last row in the wide form too: rank 1 stopped at step 3 (its job's
+// last row is 4), and showed "-" at 4 with its step 3 never shown.
+TEST(TimelineTableTest, WideFormWithEveryKeepsTheLastRowOfEachRank) {
+  v1::TimelineResponse response = TwoRanks();
+  response.mutable_ranks(1)->mutable_points()->RemoveLast();
+  TimelineView view;
+  view.wide = true;
+  view.every = 2;
+  Table table = TimelineTable(response, view);
+  std::vector<int64_t> steps;
+  for (const auto& row : table.rows()) steps.push_back(std::get<int64_t>(row[0]));
+  EXPECT_EQ(steps, (std::vector<int64_t>{0, 2, 3, 4}));
+  EXPECT_EQ(std::get<uint64_t>(table.rows()[2][2]), 130 * kMiB);  // rank 1's last, step 3
+}
+
 TEST(TimelineTableTest, TimeAxisNamesTheKeyColumnBucketAndShowsAttemptsWhenPresent) {
   v1::TimelineResponse response = TwoRanks();
   response.mutable_ranks(0)->set_attempt(2);
