@@ -133,16 +133,16 @@ absl::Status CheckRanksExist(const analysis::JobTimeline& timeline, const std::s
 // one, leaks.
 std::string PlotSummary(const std::string& output, const analysis::JobTimeline& timeline,
                         const std::set<uint32_t>& only_ranks, const PlotMarks& marks) {
-  size_t drawn = timeline.ranks.size();
-  if (!only_ranks.empty()) {
-    drawn =
-        std::count_if(timeline.ranks.begin(), timeline.ranks.end(),
-                      [&](const analysis::RankTimeline& r) { return only_ranks.count(r.rank); });
+  // Ranks, not rank-attempts: a restarted rank is one line of the plot (its latest attempt).
+  std::set<uint32_t> all, shown;
+  for (const analysis::RankTimeline& r : timeline.ranks) {
+    all.insert(r.rank);
+    if (only_ranks.empty() || only_ranks.count(r.rank) > 0) shown.insert(r.rank);
   }
+  const size_t drawn = shown.size();
   return absl::StrCat(
       "wrote ", output, ": ",
-      drawn == timeline.ranks.size() ? absl::StrCat(drawn)
-                                     : absl::StrCat(drawn, " of ", timeline.ranks.size()),
+      drawn == all.size() ? absl::StrCat(drawn) : absl::StrCat(drawn, " of ", all.size()),
       " ranks, ",
       marks.highlighted_rank
           ? absl::StrCat(

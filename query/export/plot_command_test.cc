@@ -57,6 +57,14 @@ class PlotCommandTest : public ::testing::Test {
       unmarked.workload.step_markers = false;
       unmarked.collector_address = server_->address();
       unmarked_ok_ = sim::RunSimulation(unmarked, [](const std::string&) {}).ok();
+      // 4 ranks, run twice: attempts 0 and 1 of each.
+      restarted_ok_ = true;
+      for (uint32_t attempt : {0u, 1u}) {
+        sim::SimulationOptions run = testing::SmallJob("sim-restarted", 4, 20, 1000);
+        run.attempt = attempt;
+        run.collector_address = server_->address();
+        restarted_ok_ &= sim::RunSimulation(run, [](const std::string&) {}).ok();
+      }
     }
   }
   static void TearDownTestSuite() { server_.reset(); }
@@ -74,10 +82,26 @@ class PlotCommandTest : public ::testing::Test {
   static std::unique_ptr<collector::CollectorServer> server_;
   static bool healthy_ok_;
   static bool unmarked_ok_;
+  static bool restarted_ok_;
 };
 std::unique_ptr<collector::CollectorServer> PlotCommandTest::server_;
 bool PlotCommandTest::healthy_ok_ = false;
 bool PlotCommandTest::unmarked_ok_ = false;
+bool PlotCommandTest::restarted_ok_ = false;
+
+// A restarted rank is one line (its latest attempt): the summary counted rank-attempts, "8
+// ranks" for a plot of 4 lines, "2 of 8" for --ranks 1.
+TEST_F(PlotCommandTest, TheSummaryCountsRanksNotAttempts) {
+  ASSERT_TRUE(restarted_ok_);
+  const std::string path = test_util::TmpPath("restarted.svg");
+  CommandRun run = Plot({"--job", "sim-restarted", "-o", path, "--collector", server_->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("wrote " + path + ": 4 ranks"), std::string::npos) << run.err;
+  run = Plot(
+      {"--job", "sim-restarted", "-o", path, "--ranks", "1", "--collector", server_->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find(": 1 of 4 ranks"), std::string::npos) << run.err;
+}
 
 TEST_F(PlotCommandTest, HighlightsThePlantedRankOfASimulatedLeak) {
   std::string svg = Svg("sim-leak");

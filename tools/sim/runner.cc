@@ -62,7 +62,7 @@ v1::RankIdentity SimulatedIdentity(const SimulationOptions& options, int rank) {
   id.set_world_size(options.workload.ranks);
   id.set_local_world_size(placement.local_world_size);
   id.set_group_rank(placement.group_rank);
-  id.set_attempt(0);
+  id.set_attempt(options.attempt);
   id.set_host(placement.host);
   id.set_pid(static_cast<uint32_t>(getpid()));
   id.set_device_index(placement.local_rank);

@@ -30,6 +30,8 @@ struct SimulationOptions {
   // for a backlog that does not shrink mid-run (a collector gone away) before it stops waiting
   // and lets the transport drop what does not fit as lost.
   absl::Duration drain_timeout = absl::Seconds(60);
+  // The attempt every rank reports (a restarted job's later run, for tests of attempts).
+  uint32_t attempt = 0;
 };
 
 // The identity a simulated rank reports: launcher "simulator", host "sim-node-<k>", device =
