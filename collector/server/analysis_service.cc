@@ -188,6 +188,30 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   return absl::OkStatus();
 }
 
+// Of `latest` (a rank's latest attempt) and the rank's earlier attempts, the latest that holds
+// the moment `request` asks for: its first step starts at or before at_ns, or it has at_step.
+// `latest` itself when it holds it, or when none does (its error then says why).
+const an::RankStepMetrics* AttemptCovering(const an::JobStepMetrics& job,
+                                           const an::RankStepMetrics& latest,
+                                           const v1::LiveRequest& request) {
+  const auto holds = [&](const an::RankStepMetrics& r) {
+    if (request.moment_case() == v1::LiveRequest::kAtNs) {
+      return r.size() > 0 && r.start_ns[0] <= request.at_ns();
+    }
+    if (request.moment_case() == v1::LiveRequest::kAtStep) {
+      return std::find(r.step.begin(), r.step.end(), request.at_step()) != r.step.end();
+    }
+    return true;
+  };
+  if (holds(latest)) return &latest;
+  const an::RankStepMetrics* best = &latest;
+  for (const an::RankStepMetrics& r : job.ranks) {
+    if (r.rank != latest.rank || r.attempt >= latest.attempt || !holds(r)) continue;
+    if (best == &latest || r.attempt > best->attempt) best = &r;
+  }
+  return best;
+}
+
 absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                      const v1::LiveRequest& request, v1::LiveReport* response) {
   // The ranks and their steps' start times are all it needs of the rollups: diverged's
@@ -201,6 +225,16 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   if (request.has_attempt()) attempt = request.attempt();
   const an::RankStepMetrics* subject = FindRank(*job, request.rank(), attempt);
   if (subject == nullptr) return UnknownRank(*job, request.rank(), attempt);
+  if (!attempt.has_value()) {
+    // A moment before the latest attempt began (a time from a log of the crash the restart
+    // followed, a step it never reached) is the latest earlier attempt's that has it: "no event
+    // at or before" it, or "no step", while attempt 0 had it.
+    if (const an::RankStepMetrics* covering = AttemptCovering(*job, *subject, request);
+        covering != subject) {
+      subject = covering;
+      attempt = covering->attempt;
+    }
+  }
 
   // The subject's moment first; the other ranks are read at the same time.
   LivePoint point;

@@ -437,6 +437,27 @@ TEST_F(AnalysisServiceTest, LiveOfAnEarlierAttemptComparesThatAttemptsRanks) {
   EXPECT_EQ(earlier.others_median_total_bytes(), only.others_median_total_bytes());
 }
 
+// A time before the restart (from a log of the crash it followed) with no --attempt is the
+// earlier attempt's: "no event at or before" it while attempt 0 had it, and it took
+// --attempt 0 to find. So is a step only the earlier attempt reached.
+TEST_F(AnalysisServiceTest, LiveAtAMomentBeforeTheRestartReadsTheEarlierAttempt) {
+  AnalysisService service(&server_->store(), 2);
+  v1::LiveRequest request;
+  request.set_job_id("restarted");
+  request.set_rank(2);
+  request.set_at_ns(Base().start_ns + 20'500'000'000);  // step 20 of attempt 0 (1 s steps)
+  v1::LiveReport before_restart;
+  ASSERT_TRUE(service.Live(nullptr, &request, &before_restart).ok());
+  EXPECT_EQ(before_restart.attempt(), 0u);
+  EXPECT_EQ(before_restart.at_step(), 20);
+  EXPECT_GT(before_restart.total_bytes(), 0u);
+  // After the restart began: the latest attempt, as before.
+  request.set_at_ns(Base().start_ns + 3'600'000'000'000 + 20'500'000'000);
+  v1::LiveReport after;
+  ASSERT_TRUE(service.Live(nullptr, &request, &after).ok());
+  EXPECT_EQ(after.attempt(), 1u);
+}
+
 TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
   AnalysisService service(&server_->store(), 2);
   v1::LeaksRequest request;

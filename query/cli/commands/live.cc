@@ -19,7 +19,8 @@ constexpr char kUsage[] =
     "and maximum, and the difference: what is different on this rank). The moment: --at TIME\n"
     "on every rank; --at-step S, the end of step S on each rank; --at-oom, the rank's first\n"
     "OOM event (with the size it asked for) and that event's time on the other ranks; without\n"
-    "--attempt, in the latest attempt that had one (a restart usually follows an OOM). With\n"
+    "--attempt, in the latest attempt that had one (a restart usually follows an OOM), and a\n"
+    "--at or --at-step before a restart reads the latest attempt that holds it. With\n"
     "none of them: everything stored (the latest state); the other ranks at that state too,\n"
     "unless rank R stopped before them (it died, or ran out of memory while they went on):\n"
     "then they are read at its last event.\n"
@@ -55,7 +56,7 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                                {{"bytes", v1::LIVE_ORDER_BYTES}, {"excess", v1::LIVE_ORDER_EXCESS}},
                                "most bytes first (default), or most above the other ranks first",
                                [p](v1::LiveOrder o) { p->set_order(o); });
-  AddUint32Flag(flags, "attempt", "N", "restart attempt of rank R (default its latest)",
+  AddUint32Flag(flags, "attempt", "N", "restart attempt of rank R (default its latest; see above)",
                 [&request](uint32_t v) { request.set_attempt(v); });
   AddAnalysisFlags(io, flags, &options);
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
