@@ -39,7 +39,11 @@ absl::StatusOr<int64_t> ParseTimeArg(absl::string_view text, absl::Time now) {
   }
   // What the tables print: "2026-12-05 18:19:34.123", UTC without saying so. RFC 3339 allows
   // the space; a time with no offset is taken as UTC, the zone of every time memtrace prints.
-  std::string pasted(text);
+  // Error messages add " UTC" ("has no event at or before 2026-12-05 18:19:34.123 UTC"): pasted
+  // back, it says what the bare form means.
+  absl::string_view without_zone = text;
+  absl::ConsumeSuffix(&without_zone, " UTC");
+  std::string pasted(without_zone);
   if (pasted.size() > 10 && pasted[10] == ' ') pasted[10] = 'T';
   if (absl::ParseTime("%Y-%m-%d%ET%H:%M:%E*S", pasted, absl::UTCTimeZone(), &t, &error) ||
       absl::ParseTime(absl::RFC3339_full, pasted, &t, &error)) {

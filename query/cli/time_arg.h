@@ -15,7 +15,8 @@ namespace memtrace::cli {
 //   now                         `now`
 //   now-15m, now+1h, -90s       relative to `now` (Abseil durations: h m s ms us ns)
 //   2026-12-02T16:54:03Z        RFC 3339, with optional fraction and offset; a space for the T
-//   2026-12-02 16:54:03.250     no offset: UTC, as memtrace's tables print times
+//   2026-12-02 16:54:03.250     no offset: UTC, as memtrace's tables print times (a trailing
+//                               " UTC", as its messages print them, is taken too)
 // Anything else is INVALID_ARGUMENT naming the text.
 absl::StatusOr<int64_t> ParseTimeArg(absl::string_view text, absl::Time now);
 

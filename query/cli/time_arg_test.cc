@@ -32,12 +32,16 @@ TEST(ParseTimeArgTest, TakesTimesAsTheTablesPrintThemAsUtc) {
   EXPECT_EQ(*ParseTimeArg("2025-12-02 16:54:03.250", kNow), 1'764'694'443'250'000'000);
   EXPECT_EQ(*ParseTimeArg("2025-12-02T16:54:03", kNow), 1'764'694'443'000'000'000);
   EXPECT_EQ(*ParseTimeArg("2025-12-02 17:54:03+01:00", kNow), 1'764'694'443'000'000'000);
+  // As error messages print them ("no event at or before 2025-12-02 16:54:03.250 UTC"): pasted
+  // back, it was "not a time".
+  EXPECT_EQ(*ParseTimeArg("2025-12-02 16:54:03.250 UTC", kNow), 1'764'694'443'250'000'000);
 }
 
 TEST(ParseTimeArgTest, RejectsEverythingElseNamingTheText) {
   for (const char* text :
        {"", "abc", "now-", "now-abc", "+5m", "-", "-12", "nowish", "2025-13-02T16:54:03Z",
-        "2025-12-02", "2025-12-02 16:54", "2025-12-02  16:54:03", "2025-12-02 16:54:03 UTC"}) {
+        "2025-12-02", "2025-12-02 16:54", "2025-12-02  16:54:03", "2025-12-02 16:54:03 CET",
+        "2025-12-02 16:54:03UTC"}) {
     absl::StatusOr<int64_t> t = ParseTimeArg(text, kNow);
     ASSERT_FALSE(t.ok()) << text;
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
