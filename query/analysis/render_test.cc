@@ -202,6 +202,10 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   EXPECT_EQ(text.compare(first_row, std::string(sim::kLeakTag).size(), sim::kLeakTag), 0) << text;
   EXPECT_TRUE(Has(text, " at step ")) << text;
   EXPECT_TRUE(Has(text, "since step")) << text;
+  // The moment to the millisecond, as the tables print times: reads within one second (three
+  // phases of an RL step) were all shown as the same second.
+  w.set_at_ns(1'767'232'820'250'000'000);
+  EXPECT_TRUE(Has(RenderLive(w), "(2026-01-01 02:00:20.250)")) << RenderLive(w);
 
   // Without step markers every step is 0: the moment is its time, and no "since step".
   w.set_no_step_markers(true);
