@@ -174,7 +174,8 @@ std::vector<CUpti_CallbackId> DriverCallbacks::DriverCallbackIds() {
           CUPTI_DRIVER_TRACE_CBID_cuMemCreate,
           CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
           CUPTI_DRIVER_TRACE_CBID_cuMemMap,
-          CUPTI_DRIVER_TRACE_CBID_cuMemUnmap};
+          CUPTI_DRIVER_TRACE_CBID_cuMemUnmap,
+          CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle};
 }
 
 std::vector<CUpti_CallbackId> DriverCallbacks::RuntimeCallbackIds() {
@@ -310,6 +311,12 @@ void DriverCallbacks::OnVmmExit(const ApiCall& call) {
           e.source_id = h->second.source_id;
           e.device = h->second.device;
           if (e.tag_id == 0) e.tag_id = h->second.tag_id;
+        } else if (imported_.contains(static_cast<uint64_t>(p->handle))) {
+          // Another process's physical memory (NCCL's peer buffers, CUDA IPC): its exporter
+          // counts it. Counted as this rank's VMM memory, every rank's total carried its
+          // peers' buffers too, on device 0 (the mapping does not say where they are).
+          e.memory_kind = kMemoryVmmImported;
+          vmm_imported_maps_.fetch_add(1, std::memory_order_relaxed);
         } else {
           vmm_unknown_handles_.fetch_add(1, std::memory_order_relaxed);
         }
@@ -345,6 +352,15 @@ void DriverCallbacks::OnVmmExit(const ApiCall& call) {
       auto* p = static_cast<const cuMemRelease_params*>(call.params);
       absl::MutexLock lock(&vmm_mu_);
       handles_.erase(static_cast<uint64_t>(p->handle));
+      imported_.erase(static_cast<uint64_t>(p->handle));
+      return;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle: {
+      auto* p = static_cast<const cuMemImportFromShareableHandle_params*>(call.params);
+      if (p->handle == nullptr) return;
+      absl::MutexLock lock(&vmm_mu_);
+      // Bounded as the mappings are: a program that never releases must not grow it forever.
+      if (imported_.size() < (size_t{1} << 20)) imported_.insert(static_cast<uint64_t>(*p->handle));
       return;
     }
     default:
@@ -506,6 +522,7 @@ DriverCallbackStats DriverCallbacks::stats() const {
   s.vmm_maps = vmm_maps_.load();
   s.vmm_unmaps = vmm_unmaps_.load();
   s.vmm_unknown_handles = vmm_unknown_handles_.load();
+  s.vmm_imported_maps = vmm_imported_maps_.load();
   s.nvtx_calls = nvtx_calls_.load();
   s.nvtx_unnamed = nvtx_unnamed_.load();
   return s;

@@ -29,6 +29,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/cupti/clock.h"
 #include "agent/cupti/correlation_table.h"
@@ -58,6 +59,9 @@ struct DriverCallbackStats {
   uint64_t vmm_maps = 0;
   uint64_t vmm_unmaps = 0;
   uint64_t vmm_unknown_handles = 0;  // cuMemMap of a handle whose cuMemCreate was not seen
+  // cuMemMap of a handle imported from another process (cuMemImportFromShareableHandle):
+  // MEMORY_KIND_VMM_IMPORTED, its exporter's memory.
+  uint64_t vmm_imported_maps = 0;
   uint64_t nvtx_calls = 0;
   uint64_t nvtx_unnamed = 0;  // ranges whose name could not be read (e.g. unknown handle)
 };
@@ -124,6 +128,8 @@ class DriverCallbacks {
 
   absl::Mutex vmm_mu_;
   absl::flat_hash_map<uint64_t, VmmHandle> handles_ ABSL_GUARDED_BY(vmm_mu_);
+  // Handles cuMemImportFromShareableHandle returned: another process's physical memory.
+  absl::flat_hash_set<uint64_t> imported_ ABSL_GUARDED_BY(vmm_mu_);
   std::map<uint64_t, Mapping> mappings_ ABSL_GUARDED_BY(vmm_mu_);  // by mapped address
 
   absl::Mutex strings_mu_;
@@ -137,6 +143,7 @@ class DriverCallbacks {
   std::atomic<uint64_t> vmm_maps_{0};
   std::atomic<uint64_t> vmm_unmaps_{0};
   std::atomic<uint64_t> vmm_unknown_handles_{0};
+  std::atomic<uint64_t> vmm_imported_maps_{0};
   std::atomic<uint64_t> nvtx_calls_{0};
   std::atomic<uint64_t> nvtx_unnamed_{0};
 };

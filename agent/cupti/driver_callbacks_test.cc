@@ -242,6 +242,33 @@ TEST_F(DriverCallbacksTest, VmmCreateMapUnmapReleaseEmitsMapAndUnmap) {
   EXPECT_EQ(callbacks_.stats().vmm_unknown_handles, 1u);
 }
 
+// NCCL's peer buffers, CUDA IPC: physical memory another process created and exported, mapped
+// here. It was counted as this rank's VMM memory (on device 0), each rank carrying its peers'.
+TEST_F(DriverCallbacksTest, AMapOfAnImportedHandleIsImportedMemory) {
+  CUmemGenericAllocationHandle handle = 0;
+  int fd = 42;
+  cuMemImportFromShareableHandle_params import{&handle, &fd,
+                                               CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR};
+  handle = 0xdef;  // the driver writes it before EXIT
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemImportFromShareableHandle, &import,
+       CUDA_SUCCESS, 20);
+  cuMemMap_params map{0x7f0080000000, 8 << 20, 0, 0xdef, 0};
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, &map, CUDA_SUCCESS, 21);
+  std::vector<Event> maps = sink_.EventsOfKind(EventKind::kVmmMap);
+  ASSERT_EQ(maps.size(), 1u);
+  EXPECT_EQ(maps[0].memory_kind, kMemoryVmmImported);
+  EXPECT_EQ(maps[0].bytes, uint64_t{8 << 20});
+  EXPECT_EQ(callbacks_.stats().vmm_imported_maps, 1u);
+  EXPECT_EQ(callbacks_.stats().vmm_unknown_handles, 0u);
+  // Released, the handle is forgotten: a later map of that value is unknown again.
+  cuMemRelease_params release{0xdef};
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemRelease, &release, CUDA_SUCCESS,
+       22);
+  Call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, &map, CUDA_SUCCESS, 23);
+  EXPECT_EQ(sink_.EventsOfKind(EventKind::kVmmMap).back().memory_kind, kMemoryVmm);
+  EXPECT_EQ(callbacks_.stats().vmm_unknown_handles, 1u);
+}
+
 TEST_F(DriverCallbacksTest, FailedMapEmitsNothing) {
   cuMemMap_params map{0x1000, 4096, 0, 0x1, 0};
   Call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, &map, CUDA_ERROR_INVALID_VALUE,

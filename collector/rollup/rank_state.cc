@@ -112,10 +112,6 @@ absl::Status DecodeLive(const LiveColumns& in, const char* name,
 
 }  // namespace
 
-bool IsHostMemoryKind(uint32_t memory_kind) {
-  return memory_kind == kMemoryPageable || memory_kind == kMemoryPinned;
-}
-
 void RankAnomalies::ToProto(v1::AnomalyCounts* out) const {
   out->set_free_unknown(free_unknown);
   out->set_alloc_over_live(alloc_over_live);
@@ -451,7 +447,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RankState::TouchGroup(GroupMap* groups,
 
 void RankState::ChangeLive(const LiveAllocation& a, bool add) {
   TouchGroup(&kinds_, a.memory_kind, a.bytes, add);
-  if (IsHostMemoryKind(a.memory_kind)) return;
+  if (LeftOutOfLiveBytes(a.memory_kind)) return;
   TouchGroup(&tags_, a.tag_id, a.bytes, add);
   TouchGroup(&sources_, a.source_id, a.bytes, add);
   // Exact (modulo 2^64) both ways, not clamped at 0: every byte taken off was added for the
@@ -663,7 +659,7 @@ void RankState::RestoreGroups(const RankStateRecord& rec) {
   for (const auto* set : {&allocs_, &maps_}) {
     for (const auto& [address, a] : *set) {
       kinds_[a.memory_kind].live += a.bytes;
-      if (IsHostMemoryKind(a.memory_kind)) continue;
+      if (LeftOutOfLiveBytes(a.memory_kind)) continue;
       tags_[a.tag_id].live += a.bytes;
       sources_[a.source_id].live += a.bytes;
       live_bytes_ += a.bytes;

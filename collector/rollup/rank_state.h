@@ -85,9 +85,6 @@ struct ClosedRollups {
   }
 };
 
-// True for memory kinds that live on the host (pageable, pinned) rather than on the device.
-bool IsHostMemoryKind(uint32_t memory_kind);
-
 class RankState {
  public:
   // Phases open at once; a PHASE_BEGIN beyond it is ignored and counted

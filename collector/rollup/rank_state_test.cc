@@ -31,11 +31,12 @@ class Script {
     e.address = address;
     return Push(e);
   }
-  Script& Map(uint64_t address, uint64_t bytes, uint32_t tag = 0) {
+  Script& Map(uint64_t address, uint64_t bytes, uint32_t tag = 0, uint32_t kind = kMemoryUnknown) {
     Event e = Next(EventKind::kVmmMap);
     e.address = address;
     e.bytes = bytes;
     e.tag_id = tag;
+    e.memory_kind = kind;
     return Push(e);
   }
   Script& Unmap(uint64_t address) {
@@ -308,6 +309,25 @@ TEST(RankStateTest, VmmMappingsCountAsLiveDeviceMemory) {
   other.Apply(t.events(), nullptr);
   EXPECT_EQ(other.live_bytes(), 10u);
   EXPECT_EQ(other.anomalies().free_unknown, 1u);
+}
+
+// Another process's physical memory mapped here (NCCL's peer buffers): kept, per kind, but not
+// this rank's live bytes, or every rank's total carried its peers'.
+TEST(RankStateTest, ImportedVmmMappingsAreKeptButNotLiveBytes) {
+  Script s;
+  s.Map(0x1000, 100).Map(0x9000, 64, 0, kMemoryVmmImported);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), 100u);
+  EXPECT_EQ(state.mappings().size(), 2u);
+  Script unmap;
+  unmap.At(s.events().back().ts_ns + 1000).Unmap(0x9000);
+  Event e = unmap.events().back();
+  e.seq = s.events().back().seq + 1;
+  state.Apply(absl::MakeConstSpan(&e, 1), nullptr);
+  EXPECT_EQ(state.live_bytes(), 100u);
+  EXPECT_EQ(state.mappings().size(), 1u);
+  EXPECT_EQ(state.anomalies().unmap_unknown, 0u);
 }
 
 TEST(RankStateTest, HostAllocationsAreLiveButNotDeviceBytes) {

@@ -42,7 +42,16 @@ enum MemoryKindValue : uint32_t {
   kMemoryManagedStatic = 7,
   kMemoryPool = 100,
   kMemoryVmm = 101,
+  kMemoryVmmImported = 102,
 };
+
+// Memory a rank holds that is not its device memory: host memory (pageable, pinned) and
+// mappings of physical memory another process created (imported). Kept in live sets and per
+// kind, left out of live bytes and of the tag and source groups.
+inline bool LeftOutOfLiveBytes(uint32_t memory_kind) {
+  return memory_kind == kMemoryPageable || memory_kind == kMemoryPinned ||
+         memory_kind == kMemoryVmmImported;
+}
 
 // Values of memtrace.v1.LossReason (carried in memory_kind of a kLoss event).
 enum LossReasonValue : uint32_t {

@@ -9,17 +9,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/codec/event.h"
 
 namespace memtrace::analysis {
 namespace {
-
-// memtrace.v1.MemoryKind values.
-constexpr uint32_t kPageable = 1;
-constexpr uint32_t kPinned = 2;
-constexpr uint32_t kPool = 100;
-constexpr uint32_t kVmm = 101;
-
-bool IsHost(uint32_t kind) { return kind == kPageable || kind == kPinned; }
 
 // Bits of TimelineBuilder::allocator_paths_, in the order RankTimeline::allocator lists them.
 constexpr uint32_t kPathPool = 1, kPathSegments = 2, kPathVmm = 4;
@@ -81,11 +74,11 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
   // Every device kind that ever held memory (host kinds say nothing about the device allocator).
   for (const v1::GroupBytes& k : s.by_memory_kind()) {
     if (k.peak_bytes() == 0 && k.live_bytes() == 0) continue;
-    if (k.id() == kPool) {
+    if (k.id() == kMemoryPool) {
       allocator_paths_ |= kPathPool;
-    } else if (k.id() == kVmm) {
+    } else if (k.id() == kMemoryVmm) {
       allocator_paths_ |= kPathVmm;
-    } else if (!IsHost(k.id())) {
+    } else if (!LeftOutOfLiveBytes(k.id())) {
       allocator_paths_ |= kPathSegments;
     }
   }
@@ -185,7 +178,7 @@ RankLiveSet LiveSetFromProto(const v1::LiveAtResponse& live, bool include_host) 
   };
   set.allocations.reserve(live.allocations_size());
   for (const v1::LiveAllocation& a : live.allocations()) {
-    if (!include_host && IsHost(a.memory_kind())) continue;
+    if (!include_host && LeftOutOfLiveBytes(a.memory_kind())) continue;
     LiveAllocation out;
     out.tag = name(a.tag_id(), "tag");
     out.source = name(a.source_id(), "source");

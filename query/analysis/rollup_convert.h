@@ -119,8 +119,9 @@ absl::StatusOr<JobTimeline> TimelineFromRollups(absl::string_view job_id,
                                                 const v1::GetRollupsResponse& rollups,
                                                 v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP);
 
-// Converts one rank's live allocations. Host allocations (pageable, pinned) are left out unless
-// include_host: the analyses compare device memory. The wire form carries no phase per
+// Converts one rank's live allocations. Those left out of live bytes (host memory, imported VMM
+// mappings: LeftOutOfLiveBytes) are left out unless include_host: the analyses compare the
+// rank's own device memory. The wire form carries no phase per
 // allocation yet, so LiveAllocation::phase and open_phases stay empty.
 RankLiveSet LiveSetFromProto(const v1::LiveAtResponse& live, bool include_host = false);
 

@@ -5,10 +5,6 @@
 namespace memtrace::exporter {
 namespace {
 
-bool IsHostKind(uint32_t memory_kind) {
-  return memory_kind == kMemoryPageable || memory_kind == kMemoryPinned;
-}
-
 // The bucket of `ts`, clamped to the grid.
 int64_t BucketOf(int64_t ts, const Bucketing& b) {
   if (ts <= b.origin_ns) return 0;
@@ -67,7 +63,7 @@ void LiveSeriesBuilder::Add(const Event& e) {
   switch (e.kind) {
     case EventKind::kAlloc:
     case EventKind::kVmmMap: {
-      if (e.kind == EventKind::kAlloc && IsHostKind(e.memory_kind)) return;
+      if (LeftOutOfLiveBytes(e.memory_kind)) return;  // as the collector's live bytes
       auto [it, inserted] = allocations_.try_emplace(e.address, e.bytes);
       if (!inserted) {
         live_bytes_ -= it->second;
@@ -80,7 +76,7 @@ void LiveSeriesBuilder::Add(const Event& e) {
     case EventKind::kFree:
     case EventKind::kVmmUnmap: {
       auto it = allocations_.find(e.address);
-      if (it == allocations_.end()) return;  // host memory, or never seen
+      if (it == allocations_.end()) return;  // left out (host, imported), or never seen
       live_bytes_ -= it->second;
       allocations_.erase(it);
       live_series_.Add(e.ts_ns, live_bytes_);
