@@ -99,7 +99,9 @@ std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
   a->StartSampler();
   a->StartSession();
   const CuptiSessionState& st = a->session_->state();
-  if (st.callbacks) HintNvtxInjection(env, log);
+  // Activity-only (kineto or Nsight holds the subscriber) needs it too: MARKER records come only
+  // through the NVTX injection (../shared/notes/cupti.md §4).
+  if (st.callbacks || st.records) HintNvtxInjection(env, log);
   const AgentOptions& o = a->options_;
   log->Once("attached",
             absl::StrCat("attached: job ", identity.job_id(), " rank ", identity.rank(), " pid ",

@@ -295,8 +295,11 @@ void CuptiSession::HandleBufferComplete(uint8_t* buffer, size_t /*size*/, size_t
     return;
   }
   // Translated even after Stop(): the forced flush at exit delivers the last records here.
-  if (valid_size > 0) handlers_->OnActivityBuffer(buffer, valid_size);
-  CheckDropped();
+  {
+    absl::MutexLock lock(&completion_mu_);
+    if (valid_size > 0) handlers_->OnActivityBuffer(buffer, valid_size);
+    CheckDropped();
+  }
   pool_.Release(buffer);
 }
 

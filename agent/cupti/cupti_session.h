@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "agent/cupti/agent_log.h"
 #include "agent/cupti/buffer_pool.h"
 #include "agent/cupti/driver_callbacks.h"
@@ -99,6 +100,11 @@ class CuptiSession {
   CuptiHandlers* handlers_;
   AgentLog* log_;
   BufferPool pool_;
+  // One completed buffer at a time: cuptiActivityFlushAll delivers on the flushing thread while
+  // CUPTI's own worker may deliver a full buffer, and two buffers translated at once would
+  // interleave their records in the event stream (a FREE before its ALLOC). Whether CUPTI
+  // serializes completions itself is not known (../shared/notes/cupti.md).
+  absl::Mutex completion_mu_;
   CuptiSessionState state_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::atomic<bool> stopped_{false};
