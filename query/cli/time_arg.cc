@@ -19,6 +19,22 @@ absl::StatusOr<int64_t> ParseTimeArg(absl::string_view text, absl::Time now) {
   int64_t ns = 0;
   if (absl::SimpleAtoi(text, &ns)) {
     if (ns < 0) return bad();
+    // Before 1973 as ns: seconds, ms or us since the epoch, which selected everything from
+    // 1970 on without a word.
+    struct Unit {
+      int64_t below;
+      const char* name;
+      const char* to_ns;
+    };
+    for (const Unit& u : {Unit{100'000'000'000, "seconds", "000000000"},
+                          Unit{100'000'000'000'000, "milliseconds", "000000"},
+                          Unit{100'000'000'000'000'000, "microseconds", "000"}}) {
+      if (ns > 0 && ns < u.below) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "'", text, "' as ns since the epoch is before 1973; it looks like ", u.name,
+            ": give ns (", text, u.to_ns, ") or a time such as 2026-12-02 16:54:03"));
+      }
+    }
     return ns;
   }
   absl::string_view rest = text;

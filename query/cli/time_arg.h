@@ -11,7 +11,8 @@
 namespace memtrace::cli {
 
 // Returns nanoseconds since the Unix epoch for one of:
-//   1764694443000000000         an integer: ns since the epoch (0 means "open")
+//   1764694443000000000         an integer: ns since the epoch (0 means "open"; one before 1973
+//                               is refused: seconds, ms or us typed for ns)
 //   now                         `now`
 //   now-15m, now+1h, -90s       relative to `now` (Abseil durations: h m s ms us ns)
 //   2026-12-02T16:54:03Z        RFC 3339, with optional fraction and offset; a space for the T

@@ -10,6 +10,14 @@ const absl::Time kNow = absl::FromUnixSeconds(1'764'694'443);
 TEST(ParseTimeArgTest, TakesIntegersAsNanosecondsSinceTheEpoch) {
   EXPECT_EQ(*ParseTimeArg("1764694443000000001", kNow), 1'764'694'443'000'000'001);
   EXPECT_EQ(*ParseTimeArg("0", kNow), 0);
+  // Seconds (ms, us) typed for ns selected everything from 1970 on: refused, saying so.
+  absl::StatusOr<int64_t> seconds = ParseTimeArg("1767225610", kNow);
+  ASSERT_FALSE(seconds.ok());
+  EXPECT_NE(seconds.status().message().find("it looks like seconds: give ns (1767225610000000000)"),
+            std::string::npos)
+      << seconds.status();
+  EXPECT_NE(ParseTimeArg("1767225610123", kNow).status().message().find("milliseconds"),
+            std::string::npos);
 }
 
 TEST(ParseTimeArgTest, ResolvesRelativeFormsAgainstNow) {

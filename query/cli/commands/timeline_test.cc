@@ -169,8 +169,9 @@ TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
             "memtrace timeline: --from: 'yesterday' is not a time: use ns since the epoch, now, "
             "now-15m, -90s, RFC 3339 or "
             "2026-12-02 16:54:03 (UTC, as memtrace prints times)\n"},
-           {{"--job", "j", "--from", "200", "--to", "100"},
-            "memtrace timeline: --from (200) is after --to (100)\n"},
+           {{"--job", "j", "--from", "1800000000000000200", "--to", "1800000000000000100"},
+            "memtrace timeline: --from (1800000000000000200) is after --to "
+            "(1800000000000000100)\n"},
            {{"--job", "j", "--every", "0"},
             "memtrace timeline: --every: '0' is not a positive integer\n"},
            {{"--job", "j", "--value", "max"},
