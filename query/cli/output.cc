@@ -95,7 +95,14 @@ std::string FormatTimeNs(int64_t ns) {
 }
 
 std::string FormatDurationNs(int64_t ns) {
-  return absl::FormatDuration(absl::Trunc(absl::Nanoseconds(ns), absl::Milliseconds(1)));
+  const absl::Duration d = absl::Trunc(absl::Nanoseconds(ns), absl::Milliseconds(1));
+  // Abseil leaves out a zero minute between hours and seconds: 1h0m30.292s read "1h30.292s",
+  // which reads as an hour and a half.
+  const absl::Duration below_hour = d % absl::Hours(1);
+  if (d >= absl::Hours(1) && below_hour > absl::ZeroDuration() && below_hour < absl::Minutes(1)) {
+    return absl::StrCat(d / absl::Hours(1), "h0m", absl::FormatDuration(below_hour));
+  }
+  return absl::FormatDuration(d);
 }
 
 void Table::AddRow(std::vector<Cell> cells) {

@@ -45,6 +45,10 @@ TEST(FormatDurationNsTest, RoundsToMilliseconds) {
   EXPECT_EQ(FormatDurationNs(100'500'400'000), "1m40.5s");
   EXPECT_EQ(FormatDurationNs(250'000'999), "250ms");
   EXPECT_EQ(FormatDurationNs(0), "0");
+  // An hour and 30 s is not "1h30.292s" (an hour and a half, read quickly).
+  EXPECT_EQ(FormatDurationNs(3'630'292'000'000), "1h0m30.292s");
+  EXPECT_EQ(FormatDurationNs(3'690'000'000'000), "1h1m30s");
+  EXPECT_EQ(FormatDurationNs(7'200'000'000'000), "2h");
 }
 
 TEST(ParseOutputFormatTest, AcceptsTheThreeFormatsAndNamesABadValue) {
