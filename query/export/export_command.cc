@@ -104,7 +104,8 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
   flags.AddString("o", "FILE", "output file (required; '-' = stdout)", &f.output);
   flags.AddString("output", "FILE", "the same as -o", &f.output);
   flags.AddString("collector", "ADDR",
-                  absl::StrCat("collector host:port (default ", io.default_collector, ")"),
+                  absl::StrCat("collector host:port (default $MEMTRACE_COLLECTOR or ",
+                               cli::kDefaultCollector, "; now ", io.default_collector, ")"),
                   &f.collector);
   flags.AddDuration("timeout", "DURATION", "deadline of each request (default 30s)", &f.timeout);
   flags.Add("axis", "step|time",

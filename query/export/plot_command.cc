@@ -84,7 +84,8 @@ void RegisterPlotFlags(const cli::CommandIo& io, cli::FlagSet* flags, PlotFlags*
   flags->AddInt("width", "PX", "image width (default 1200)", &f->width);
   flags->AddInt("height", "PX", "image height (default 700)", &f->height);
   flags->AddString("collector", "ADDR",
-                   absl::StrCat("collector host:port (default ", io.default_collector, ")"),
+                   absl::StrCat("collector host:port (default $MEMTRACE_COLLECTOR or ",
+                                cli::kDefaultCollector, "; now ", io.default_collector, ")"),
                    &f->collector);
   flags->AddDuration("timeout", "DURATION", "deadline of each request (default 30s)", &f->timeout);
 }

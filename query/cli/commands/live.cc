@@ -44,8 +44,9 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   flags.AddOptionalUint32("at-step", "S", "the moment: the end of step S", &at_step);
   bool at_oom = false;
   flags.AddBool("at-oom", "the moment: the rank's first OOM", &at_oom);
-  AddUint32Flag(flags, "top", "N", "groups shown (default 10)",
-                [p](uint32_t v) { p->set_top_n(v); });
+  // At least 1: 0 printed an empty table.
+  AddUint32Flag(
+      flags, "top", "N", "groups shown (default 10)", [p](uint32_t v) { p->set_top_n(v); }, 1);
   AddChoiceFlag<v1::LiveGroupBy>(flags, "by",
                                  {{"tag", v1::LIVE_GROUP_BY_TAG},
                                   {"source", v1::LIVE_GROUP_BY_SOURCE},

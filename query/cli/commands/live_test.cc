@@ -49,6 +49,9 @@ TEST(LiveCommandTest, RankIsRequiredAndMomentsExcludeEachOther) {
   EXPECT_EQ(Live(server, {"--job", "j", "--rank", "1", "--at-oom", "--at-step", "3"}, &out, &err),
             kExitUsage);
   EXPECT_EQ(err, "memtrace live: give at most one of --at, --at-step and --at-oom\n");
+  // --top 0 printed an empty table.
+  EXPECT_EQ(Live(server, {"--job", "j", "--rank", "1", "--top", "0"}, &out, &err), kExitUsage);
+  EXPECT_NE(err.find("--top"), std::string::npos) << err;
   EXPECT_EQ(server.calls, 0);
 }
 
