@@ -280,7 +280,16 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
                                       common.collector)
                        : absl::StrCat("job '", a.job, "' has no timeline at ", common.collector)));
   }
-  WriteTable(TimelineTable(*response, a.view), common.format, io.out);
+  const Table table = TimelineTable(*response, a.view);
+  if (table.rows().empty()) {
+    // A bare header read as an answer ("nothing happened"): the selection was empty.
+    io.err << "memtrace timeline: no row of job '" << a.job << "' in the selection ("
+           << (a.view.axis == v1::TIMELINE_AXIS_TIME
+                   ? "--steps on time buckets selects bucket numbers, seconds since the epoch; "
+                   : "")
+           << "--from / --to select steps or buckets that overlap the window)\n";
+  }
+  WriteTable(table, common.format, io.out);
   return kExitOk;
 }
 

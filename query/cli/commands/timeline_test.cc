@@ -289,5 +289,21 @@ TEST(TimelineNoStepMarkersTest, AJobWithStepMarkersStaysOnSteps) {
   EXPECT_EQ(server.axes(), std::vector<v1::TimelineAxis>{v1::TIMELINE_AXIS_STEP});
 }
 
+// A selection with no row printed a bare header and exit 0, which read as "nothing happened".
+TEST(TimelineNoStepMarkersTest, AnEmptySelectionSaysSo) {
+  FakeTimelineServer server(/*step_markers=*/true);
+  TimelineRun run = RunAgainst(server, {"--job", "j", "--steps", "7:9"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_TRUE(run.keys.empty());
+  EXPECT_NE(run.err.find("memtrace timeline: no row of job 'j' in the selection"),
+            std::string::npos)
+      << run.err;
+  // On time buckets, what --steps selects is said too.
+  FakeTimelineServer unmarked(/*step_markers=*/false);
+  run = RunAgainst(unmarked, {"--job", "j", "--steps", "7:9", "--by", "time"});
+  EXPECT_NE(run.err.find("--steps on time buckets selects bucket numbers"), std::string::npos)
+      << run.err;
+}
+
 }  // namespace
 }  // namespace memtrace::cli
