@@ -341,6 +341,18 @@ expect_eq "the dry run's collector, read by a shell" "$got" "unset"
 expect_grep "$WORK/c12.out" "^# MEMTRACE_COLLECTOR: none given; memtrace run would start a local collector"
 echo "ok: a dry run's lines run in a shell as given"
 
+# 7f. Started with SIGINT ignored (a shell's background job in a script): passed on, the job
+# ignores it too, and the line says so rather than suggesting the job was interrupted.
+sh -c 'trap "" INT; exec "$0" run --collector "$1" --timeout 200ms --no_agent -- sleep 3' \
+  "$MEMTRACE" "$CLOSED" >"$WORK/c7f.out" 2>"$WORK/c7f.err" &
+runpid=$!
+sleep 1.5
+kill -INT "$runpid"
+wait "$runpid"
+expect_eq "exit code of a job that ignores SIGINT" "$?" "0"
+expect_grep "$WORK/c7f.err" "passed signal 2 (Interrupt) from pid [0-9]* on to the job (which ignores it"
+echo "ok: SIGINT passed to a job that ignores it is said to be ignored"
+
 # 8. Usage errors.
 "$MEMTRACE" run --job x >"$WORK/c8.out" 2>"$WORK/c8.err"
 expect_eq "exit code without a command" "$?" "2"

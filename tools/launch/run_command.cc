@@ -665,9 +665,23 @@ int Runner::SuperviseToTheEnd(pid_t job, JobGroup job_group, const ScopedSignalB
   supervise.tick =
       local_ != nullptr ? std::min(o_.health_interval, absl::Seconds(1)) : o_.health_interval;
   supervise.on_tick = [this] { Tick(); };
-  supervise.on_forward = [this](int sig, pid_t from) {
+  // A shell starts a background job (`memtrace run ... &` in a script) with SIGINT and SIGQUIT
+  // ignored, and the job inherits that: passed on, they do nothing, which the line must not
+  // hide ("passed signal 2 on to the job" while it ran to its end).
+  std::set<int> ignored;
+  for (int sig : {SIGINT, SIGQUIT}) {
+    struct sigaction current;
+    if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) {
+      ignored.insert(sig);
+    }
+  }
+  supervise.on_forward = [this, ignored](int sig, pid_t from) {
     Say(absl::StrCat("passed signal ", sig, " (", strsignal(sig), ") from pid ", from,
-                     " on to the job"));
+                     " on to the job",
+                     ignored.count(sig) > 0
+                         ? " (which ignores it: it was ignored when memtrace run started, as in "
+                           "a shell's background job; SIGTERM stops it)"
+                         : ""));
   };
   return SuperviseJob(job, signals, supervise);
 }
