@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/cupti/fork_guard.h"
 
 namespace memtrace {
 namespace cupti {
@@ -21,6 +22,7 @@ constexpr uint32_t kMinCuptiVersion = 130000;  // CUPTI 13.0: CUpti_ActivityMemo
 // The trampolines never let an exception reach CUPTI's C frames.
 void CUPTIAPI OnCallback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                          const void* cbdata) {
+  if (InForkedChild()) return;  // fork_guard.h
   try {
     static_cast<CuptiSession*>(userdata)->HandleCallback(domain, cbid, cbdata);
   } catch (...) {
@@ -31,6 +33,7 @@ void CUPTIAPI OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_reco
   *buffer = nullptr;
   *size = 0;
   *max_records = 0;
+  if (InForkedChild()) return;  // no buffer: CUPTI drops the child's records
   try {
     if (CuptiSession* s = g_buffer_session.load(std::memory_order_acquire)) {
       s->HandleBufferRequest(buffer, size, max_records);
@@ -41,6 +44,7 @@ void CUPTIAPI OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_reco
 
 void CUPTIAPI OnBufferCompleted(CUcontext /*context, deprecated*/, uint32_t /*stream, deprecated*/,
                                 uint8_t* buffer, size_t size, size_t valid_size) {
+  if (InForkedChild()) return;  // the parent's buffer, in a copy of its memory: nothing to do
   try {
     if (CuptiSession* s = g_buffer_session.load(std::memory_order_acquire)) {
       s->HandleBufferComplete(buffer, size, valid_size);
@@ -76,6 +80,8 @@ std::string CuptiResultName(CUptiResult result) {
 
 std::unique_ptr<CuptiSession> CuptiSession::Start(const CuptiSessionOptions& options,
                                                   CuptiHandlers* handlers, AgentLog* log) {
+  // Before anything CUPTI can call back into: a child forked from here on ignores the callbacks.
+  InstallForkGuard();
   std::unique_ptr<CuptiSession> s(new CuptiSession(options, handlers, log));
   uint32_t version = 0;
   CUptiResult r = cuptiGetVersion(&version);
