@@ -135,7 +135,8 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
   flags.AddString("job", "JOB", "job id to import into (required)", &sink_options.job_id);
   flags.AddString("format", "kineto", "trace format (required; only kineto)", &format);
   flags.AddString("collector", "ADDR",
-                  absl::StrCat("collector host:port (default ", io.default_collector, ")"),
+                  absl::StrCat("collector host:port (default $MEMTRACE_COLLECTOR or ",
+                               cli::kDefaultCollector, "; now ", io.default_collector, ")"),
                   &sink_options.collector);
   flags.AddInt("attempt", "N", "attempt (restart count) of the imported run (default 0)", &attempt);
   flags.AddBool("skip-cpu-memory",

@@ -423,5 +423,42 @@ TEST_F(CliTest, ARestartedCollectorAnswersTheSameFromRocksDb) {
   EXPECT_EQ(timeline_after.out, timeline_before.out);
 }
 
+// The simulator against a collector that requires a token: it takes MEMTRACE_TOKEN from its
+// environment, as the agents and the other commands do (its streams were refused,
+// UNAUTHENTICATED, whatever the environment said).
+TEST(CliTokenTest, TheSimulatorSendsTheTokenOfItsEnvironment) {
+  collector::CollectorServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.store.dir = TmpDir() + "/rocksdb-token";
+  options.security.token = "s3cret";
+  absl::StatusOr<std::unique_ptr<collector::CollectorServer>> server =
+      collector::CollectorServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::vector<std::string> sim = {kSim,
+                                        "--collector",
+                                        (*server)->address(),
+                                        "--job",
+                                        "tok",
+                                        "--ranks",
+                                        "8",
+                                        "--steps",
+                                        "10",
+                                        "--events_per_rank",
+                                        "2000",
+                                        "--drain_timeout",
+                                        "2s"};
+  ProcessResult refused = RunProcess(sim);
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_TRUE(absl::StrContains(refused.out + refused.err, "UNAUTHENTICATED"))
+      << refused.out << refused.err;
+  setenv("MEMTRACE_TOKEN", "s3cret", 1);
+  ProcessResult run = RunProcess(sim);
+  unsetenv("MEMTRACE_TOKEN");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = (*server)->store().ListRanks("tok");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  EXPECT_EQ(ranks->size(), 8u);
+}
+
 }  // namespace
 }  // namespace memtrace

@@ -91,6 +91,7 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
   for (int rank = 0; rank < ranks; ++rank) {
     TransportOptions t;
     t.collector_address = options.collector_address;
+    t.channel_factory = options.channel_factory;
     t.identity = SimulatedIdentity(options, rank);
     t.log_failures = false;  // the runner reports failures itself, once per rank
     t.queue_capacity = queue_capacity;

@@ -32,6 +32,9 @@ struct SimulationOptions {
   absl::Duration drain_timeout = absl::Seconds(60);
   // The attempt every rank reports (a restarted job's later run, for tests of attempts).
   uint32_t attempt = 0;
+  // TLS and the bearer token of every rank's channel; empty: plaintext without a token.
+  // memtrace-sim gives the environment's (MEMTRACE_TOKEN[_FILE], MEMTRACE_TLS_CA...).
+  ChannelFactory channel_factory;
 };
 
 // The identity a simulated rank reports: launcher "simulator", host "sim-node-<k>", device =

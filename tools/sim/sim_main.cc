@@ -15,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/connect/client_channel.h"
 #include "query/cli/flags.h"
 #include "query/cli/output.h"
 #include "tools/sim/rank_report.h"
@@ -238,6 +239,11 @@ absl::Status ResolveOptions(SimFlags* f, absl::Time now) {
     options.job_id =
         absl::StrCat("sim-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()));
   }
+  // As the agents and every other command: a collector that requires a token refused the
+  // simulator's streams, UNAUTHENTICATED.
+  absl::StatusOr<connect::ClientSecurity> security = connect::ClientSecurityFromEnv();
+  if (!security.ok()) return security.status();
+  options.channel_factory = connect::ChannelFactoryFor(*std::move(security));
   if (!f->start.empty()) {
     if (!absl::SimpleAtoi(f->start, &w.start_ns) || w.start_ns <= 0) {
       return absl::InvalidArgumentError(
