@@ -304,8 +304,10 @@ void CuptiSession::HandleBufferComplete(uint8_t* buffer, size_t /*size*/, size_t
   {
     absl::MutexLock lock(&completion_mu_);
     if (valid_size > 0) handlers_->OnActivityBuffer(buffer, valid_size);
-    CheckDropped();
   }
+  // Outside the lock: a CUPTI call that could wait on CUPTI's own locks while another thread
+  // delivers a buffer must not hold ours.
+  CheckDropped();
   pool_.Release(buffer);
 }
 

@@ -112,7 +112,11 @@ absl::StatusOr<uint32_t> StreamAdmission::ChooseAttempt(const v1::RankIdentity& 
   for (const auto& [key, stream] : job.streams) {
     if (key.first != rank) continue;
     highest = std::max(highest, key.second);
-    if (key.second > identity.attempt() && stream.producer == producer) return key.second;
+    // Only for a Hello that asks for moves: an importer's second trace is refused, not routed
+    // onto an attempt its producer holds from an earlier import.
+    if (new_attempt_if_taken && key.second > identity.attempt() && stream.producer == producer) {
+      return key.second;
+    }
     if (stream.connections > 0 && (live == nullptr || key.second > live_attempt)) {
       live = &stream;
       live_attempt = key.second;
@@ -130,7 +134,7 @@ absl::StatusOr<uint32_t> StreamAdmission::ChooseAttempt(const v1::RankIdentity& 
         "; refusing a second producer (", Describe(producer),
         ") while it is connected: give each process its own rank"));
   }
-  if (!new_attempt_if_taken) {
+  if (!new_attempt_if_taken || highest == UINT32_MAX) {
     return absl::AlreadyExistsError(
         absl::StrCat(claim, " is already streamed by ", Describe(holder.producer),
                      "; refusing a second producer (", Describe(producer),

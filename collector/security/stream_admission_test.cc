@@ -169,6 +169,27 @@ TEST(StreamAdmissionTest, ANewProcessForARankWhoseHolderHasGoneIsItsNextAttempt)
   EXPECT_TRUE(back->reassigned().empty());
 }
 
+// A Hello that does not ask for moves (an importer's) is never routed onto a later attempt its
+// producer holds: importing trace X at attempt 0, where Y is, after X went to attempt 1, is
+// refused as documented, not stored silently into attempt 1.
+TEST(StreamAdmissionTest, AHelloThatDoesNotAskIsNotMovedToItsLaterAttempt) {
+  StreamAdmission admission(8,
+                            [](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+                              std::vector<v1::RankSummary> ranks(2);
+                              *ranks[0].mutable_identity() = Id("j", 0, "y", 1, 0);
+                              *ranks[1].mutable_identity() = Id("j", 0, "x", 2, 1);
+                              return ranks;
+                            });
+  EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(Id("j", 0, "x", 2, 0)).status()));
+  // And no attempt past the last one: refused rather than wrapped to 0.
+  StreamAdmission last(8, [](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+    std::vector<v1::RankSummary> ranks(1);
+    *ranks[0].mutable_identity() = Id("k", 0, "a", 1, UINT32_MAX);
+    return ranks;
+  });
+  EXPECT_TRUE(absl::IsAlreadyExists(last.Admit(Id("k", 0, "b", 2, UINT32_MAX), true).status()));
+}
+
 TEST(StreamAdmissionTest, AMovedProcessGoesOnAsItsAttemptAfterACollectorRestart) {
   // Stored: node-a as attempt 0, node-b (moved) as attempt 1; neither connected.
   StreamAdmission admission(8,

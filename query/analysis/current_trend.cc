@@ -175,10 +175,21 @@ std::optional<CurrentTrend> RecentRise(absl::Span<const double> x, absl::Span<co
   for (size_t i = onset; i < n; ++i) {
     if (y[i] - y[i - 1] < 0.25 * mean_rise) return std::nullopt;
   }
+  // It must end above where the series stood before it (the median of up to 8 points before the
+  // run's base): a dip and the climb back to the old level (a cache freed, then refilled) rises
+  // as much, and is no growth.
+  const size_t before = std::min<size_t>(onset - 1, 8);
+  if (before > 0) {
+    std::vector<double> level(y.begin() + (onset - 1 - before), y.begin() + (onset - 1));
+    if (y[n - 1] - MedianInPlace(absl::MakeSpan(level)) < min_growth) return std::nullopt;
+  }
   CurrentTrend trend;
   trend.onset = onset;
   trend.fit = fitter.Fit(x.subspan(onset, rises), y.subspan(onset, rises));
   trend.recent = true;
+  // What it reports as growth (TrendGrowth, from its first risen point, as for every trend)
+  // must reach the floor too.
+  if (TrendGrowth(x.first(n), trend) < min_growth) return std::nullopt;
   return trend;
 }
 

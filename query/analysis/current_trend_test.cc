@@ -203,6 +203,24 @@ TEST(CurrentTrendTest, WhatIsNotARecentRise) {
   // A flat series.
   Series flat = FlatThenRising(100, 1000, 0);
   EXPECT_FALSE(RecentRise(flat.x, flat.y, 0, fitter).has_value());
+  // A dip, then the climb back to the old level (a cache freed, then refilled): it rises 3 GiB
+  // in 3 steps, but ends where it stood.
+  Series dip;
+  for (size_t i = 0; i < 100; ++i) {
+    dip.x.push_back(static_cast<double>(i));
+    dip.y.push_back(10'240 * kMiB);
+  }
+  dip.y[96] = 7'168 * kMiB;
+  dip.y[97] = 8'192 * kMiB;
+  dip.y[98] = 9'216 * kMiB;
+  dip.y[99] = 10'240 * kMiB;
+  EXPECT_FALSE(RecentRise(dip.x, dip.y, 64 * kMiB, fitter).has_value());
+  // Three rises of 25 MiB: 75 MiB from the base, but 50 MiB of reported growth (counted from
+  // the first risen point, as for every trend), under a 64 MiB floor.
+  Series three = FlatThenRising(100, 97, 25 * kMiB, 10'000 * kMiB);
+  for (size_t i = 0; i < 100; ++i)
+    three.y[i] = 10'000 * kMiB + (i >= 97 ? 25 * kMiB * (i - 96) : 0);
+  EXPECT_FALSE(RecentRise(three.x, three.y, 64 * kMiB, fitter).has_value());
 }
 
 }  // namespace

@@ -83,6 +83,24 @@ expect_eq "exit code of its rerun" "$?" "0"
 expect_grep "$WORK/run1e.err" "memtrace: job crash-1 already holds rank(s) 0,1 of attempt 0 from a run that ended: this run's workers for them are stored as attempt 1"
 echo "ok: a rerun after a run whose workers were killed is noted"
 
+# 1f. A rerun while another rerun of the same job is still recording: its workers' ranks are
+# streamed by the other's processes (moved to attempt 1), so the collector refuses them while
+# that runs. Said before the job, not "stored as attempt 2".
+start_collector "$WORK/data1f"
+"$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job busy-1 -- "$FAKE_TORCHRUN" 2 "$WORKER" \
+  >"$WORK/run1f.out" 2>"$WORK/run1f.err" || fail "first run of busy-1"
+"$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job busy-1 -- "$FAKE_TORCHRUN" 2 "$WORKER" \
+  --hold_ms 4000 >"$WORK/run1g.out" 2>"$WORK/run1g.err" &
+holding=$!
+sleep 1.5
+"$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job busy-1 -- "$FAKE_TORCHRUN" 2 "$WORKER" \
+  >"$WORK/run1h.out" 2>"$WORK/run1h.err"
+wait "$holding"
+expect_grep "$WORK/run1h.err" "WARNING: job busy-1 rank(s) 0,1 are being recorded now by another process"
+grep -q "stored as attempt 2" "$WORK/run1h.err" && fail "a refused rerun was said to be stored: $(cat "$WORK/run1h.err")"
+stop_collector
+echo "ok: a rerun while another one records is warned about"
+
 # 2. Generated job id, restart count 2 is attempt 2 of the same job.
 DATA="$WORK/data2"
 FAKE_RESTART=2 "$MEMTRACE" run --data "$DATA" "$FAKE_TORCHRUN" 4 "$WORKER" \

@@ -452,15 +452,32 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
     if (!absl::SimpleAtoi(*set, &attempt)) return;  // the agent reports a bad value itself
   }
   std::map<int32_t, uint32_t> highest;  // per rank
-  std::vector<int32_t> held;
+  std::map<int32_t, uint32_t> live_at;  // ranks streamed now at another attempt
+  std::vector<int32_t> ended;
   for (const v1::RankSummary& r : ranks->ranks()) {
-    uint32_t& h = highest[r.identity().rank()];
+    const int32_t rank = r.identity().rank();
+    uint32_t& h = highest[rank];
     h = std::max(h, r.identity().attempt());
-    if (r.identity().attempt() != attempt) continue;
+    if (r.identity().attempt() != attempt) {
+      if (r.connected()) live_at[rank] = r.identity().attempt();
+      continue;
+    }
     // Connected: running, another node of this run starting first. Neither connected nor
     // complete is a run that crashed or was killed, the commonest reason to run again.
     if (r.connected()) return;
-    held.push_back(r.identity().rank());
+    ended.push_back(rank);
+  }
+  // A rank another process streams now (another run under the job id, moved to a later
+  // attempt) is refused to this run's worker while it runs: the collector gives no new attempt
+  // then. Which ranks this run's workers have is not known here (another node's may be those).
+  std::vector<int32_t> held, busy;
+  for (int32_t rank : ended) (live_at.count(rank) > 0 ? busy : held).push_back(rank);
+  if (!busy.empty()) {
+    std::sort(busy.begin(), busy.end());
+    Warn(absl::StrCat("job ", job, " rank(s) ", absl::StrJoin(busy, ","),
+                      " are being recorded now by another process (another run of the job?): "
+                      "this run's workers for them, if it has them, are refused while it runs "
+                      "(--job gives the run a job of its own)"));
   }
   if (held.empty()) return;
   std::sort(held.begin(), held.end());
