@@ -345,6 +345,11 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   response->set_no_step_markers(job->time_axis);
   response->set_attempt(subject->attempt);
   response->set_oom_before_restart(oom_before_restart);
+  uint32_t latest = subject->attempt;
+  for (const an::RankStepMetrics& r : job->ranks) {
+    if (r.rank == subject->rank) latest = std::max(latest, r.attempt);
+  }
+  response->set_latest_attempt(latest);
   return absl::OkStatus();
 }
 

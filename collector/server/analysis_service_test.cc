@@ -449,6 +449,7 @@ TEST_F(AnalysisServiceTest, LiveAtAMomentBeforeTheRestartReadsTheEarlierAttempt)
   v1::LiveReport before_restart;
   ASSERT_TRUE(service.Live(nullptr, &request, &before_restart).ok());
   EXPECT_EQ(before_restart.attempt(), 0u);
+  EXPECT_EQ(before_restart.latest_attempt(), 1u);  // the report names the earlier attempt
   EXPECT_EQ(before_restart.at_step(), 20);
   EXPECT_GT(before_restart.total_bytes(), 0u);
   // After the restart began: the latest attempt, as before.

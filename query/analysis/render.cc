@@ -320,7 +320,12 @@ std::string RenderLive(const v1::LiveReport& r) {
   const bool steps = !r.no_step_markers();
   std::string out = absl::StrCat(
       "job ", Printable(r.job_id()), ": rank ", r.rank(),
-      r.attempt() > 0 || r.oom_before_restart() ? absl::StrCat(" attempt ", r.attempt()) : "",
+      r.attempt() > 0 || r.oom_before_restart() || r.latest_attempt() > r.attempt()
+          ? absl::StrCat(" attempt ", r.attempt(),
+                         r.latest_attempt() > r.attempt() && !r.oom_before_restart()
+                             ? absl::StrCat(" (of ", r.latest_attempt() + 1, ")")
+                             : "")
+          : "",
       " at ",
       steps ? absl::StrCat("step ", r.at_step(), " (", TimeMs(r.at_ns()), ")") : TimeMs(r.at_ns()));
   if (r.has_oom()) {

@@ -221,6 +221,12 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   const std::string restarted = RenderLive(w);
   EXPECT_TRUE(Has(restarted, "rank " + std::to_string(rank) + " attempt 0 at step")) << restarted;
   EXPECT_TRUE(Has(restarted, "allocation failed (a restart followed it)")) << restarted;
+  // An earlier attempt read at a moment before the restart is named, with how many there are.
+  w.set_oom_before_restart(false);
+  w.set_latest_attempt(1);
+  const std::string earlier = RenderLive(w);
+  EXPECT_TRUE(Has(earlier, "rank " + std::to_string(rank) + " attempt 0 (of 2) at step"))
+      << earlier;
 }
 
 TEST(RenderTest, PeakAndHeadroomAndCompare) {
