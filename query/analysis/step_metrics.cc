@@ -39,10 +39,9 @@ JobStepMetrics StepMetricsOf(const JobTimeline& job) {
 }
 
 bool HasStepMarkers(const JobStepMetrics& job) {
-  for (const RankStepMetrics& rank : job.ranks) {
-    if (rank.size() > 1 || (rank.size() == 1 && rank.step[0] != 0)) return true;
-  }
-  return false;
+  return internal::HasStepMarkersOf(
+      job.ranks, [](const RankStepMetrics& r) { return r.size(); },
+      [](const RankStepMetrics& r) { return r.step[0]; });
 }
 
 std::vector<const RankStepMetrics*> SelectRanks(const JobStepMetrics& job,

@@ -105,10 +105,9 @@ const GroupBytes* FindGroup(absl::Span<const GroupBytes> groups, NameId name) {
 }
 
 bool HasStepMarkers(const JobTimeline& job) {
-  for (const RankTimeline& rank : job.ranks) {
-    if (rank.steps.size() > 1 || (rank.steps.size() == 1 && rank.steps[0].step != 0)) return true;
-  }
-  return false;
+  return internal::HasStepMarkersOf(
+      job.ranks, [](const RankTimeline& r) { return r.steps.size(); },
+      [](const RankTimeline& r) { return r.steps[0].step; });
 }
 
 std::vector<const RankTimeline*> SelectRanks(const JobTimeline& job,

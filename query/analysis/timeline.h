@@ -179,6 +179,18 @@ StepGrid BuildStepGrid(const std::vector<const RankTimeline*>& ranks);
 
 namespace internal {
 
+// The rule of HasStepMarkers for any form of a job's ranks (here, step_metrics.h, and the wire
+// forms the CLI reads): some rank has more than one row, or one row other than the implicit
+// step 0. `rows(rank)` counts a rank's rows, `first_key(rank)` is its first row's step.
+template <typename Ranks, typename Rows, typename FirstKey>
+bool HasStepMarkersOf(const Ranks& ranks, Rows rows, FirstKey first_key) {
+  for (const auto& rank : ranks) {
+    const size_t n = static_cast<size_t>(rows(rank));
+    if (n > 1 || (n == 1 && first_key(rank) != 0)) return true;
+  }
+  return false;
+}
+
 // SelectRanks for any per-rank type with `rank` and `attempt` (here and in step_metrics.h).
 template <typename Rank>
 std::vector<const Rank*> SelectLatestAttempts(const std::vector<Rank>& ranks,

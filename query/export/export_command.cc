@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collector/rollup/saturating.h"
+#include "query/analysis/timeline.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
 #include "query/export/event_reader.h"
@@ -39,12 +40,9 @@ struct ExportFlags {
 // Whether any rank has a step other than the implicit step 0 (analysis::HasStepMarkers, on the
 // wire form).
 bool HasStepMarkers(const v1::GetRollupsResponse& rollups) {
-  for (const v1::RankRollups& rank : rollups.ranks()) {
-    if (rank.steps_size() > 1 || (rank.steps_size() == 1 && rank.steps(0).step() != 0)) {
-      return true;
-    }
-  }
-  return false;
+  return analysis::internal::HasStepMarkersOf(
+      rollups.ranks(), [](const v1::RankRollups& r) { return r.steps_size(); },
+      [](const v1::RankRollups& r) { return r.steps(0).step(); });
 }
 
 absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,

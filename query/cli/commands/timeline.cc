@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "query/analysis/timeline.h"
 #include "query/cli/query_client.h"
 #include "query/cli/time_arg.h"
 
@@ -146,12 +147,9 @@ struct TimelineArgs {
 // analysis::HasStepMarkers (query/analysis/timeline.h) for the Timeline RPC's answer: some rank
 // has more than one step row, or one other than step 0.
 bool HasStepMarkers(const v1::TimelineResponse& step_axis) {
-  for (const v1::RankTimelineProto& rank : step_axis.ranks()) {
-    if (rank.points_size() > 1 || (rank.points_size() == 1 && rank.points(0).key() != 0)) {
-      return true;
-    }
-  }
-  return false;
+  return analysis::internal::HasStepMarkersOf(
+      step_axis.ranks(), [](const v1::RankTimelineProto& r) { return r.points_size(); },
+      [](const v1::RankTimelineProto& r) { return r.points(0).key(); });
 }
 
 // The timeline on --by's axis; without --by, on time buckets when the job has no step markers
