@@ -63,6 +63,15 @@ std::string Trace(int allocs, const std::string& tail) {
 
 void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
+// ImportKinetoFiles with default options into `recorder`, each file's summary line (FormatSummary)
+// appended to `lines`.
+absl::StatusOr<std::vector<KinetoFileSummary>> ImportWithSummaries(
+    const std::vector<std::string>& paths, Recorder& recorder, std::vector<std::string>& lines) {
+  return ImportKinetoFiles(paths, {}, recorder.Factory(), [&lines](const KinetoFileSummary& s) {
+    lines.push_back(FormatSummary(s));
+  });
+}
+
 TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
   std::string a = test_util::TmpPath("job_rank0.json");
   std::string b = test_util::TmpPath("job_rank1.json");
@@ -73,9 +82,7 @@ TEST(KinetoImportTest, ImportsEachFileAsItsRankAndSummarizesIt) {
   Write(c, Trace(2, ", \"distributedInfo\": {\"rank\": 2, \"world_size\": 4}"));
   Recorder recorder;
   std::vector<std::string> lines;
-  auto summaries =
-      ImportKinetoFiles({a, b, c}, {}, recorder.Factory(),
-                        [&](const KinetoFileSummary& s) { lines.push_back(FormatSummary(s)); });
+  auto summaries = ImportWithSummaries({a, b, c}, recorder, lines);
   ASSERT_TRUE(summaries.ok()) << summaries.status();
   ASSERT_EQ(summaries->size(), 3u);
   EXPECT_EQ(recorder.finishes, 3);
@@ -115,9 +122,7 @@ TEST(KinetoImportTest, ATraceOnTwoDevicesIsOneRankAndSaysSo) {
   Write(path, "{\"traceEvents\": [" + events + "]}");
   Recorder recorder;
   std::vector<std::string> lines;
-  auto summaries =
-      ImportKinetoFiles({path}, {}, recorder.Factory(),
-                        [&](const KinetoFileSummary& s) { lines.push_back(FormatSummary(s)); });
+  auto summaries = ImportWithSummaries({path}, recorder, lines);
   ASSERT_TRUE(summaries.ok()) << summaries.status();
   EXPECT_EQ(recorder.by_rank.size(), 1u);
   EXPECT_EQ(recorder.identities[0].device_index, 0);
@@ -129,9 +134,7 @@ TEST(KinetoImportTest, ATraceOnTwoDevicesIsOneRankAndSaysSo) {
   // One device: nothing said.
   Write(path, Trace(2, ""));
   lines.clear();
-  ASSERT_TRUE(ImportKinetoFiles({path}, {}, recorder.Factory(), [&](const KinetoFileSummary& s) {
-                lines.push_back(FormatSummary(s));
-              }).ok());
+  ASSERT_TRUE(ImportWithSummaries({path}, recorder, lines).ok());
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].find("CUDA devices"), std::string::npos) << lines[0];
 }
@@ -143,9 +146,7 @@ TEST(KinetoImportTest, ATraceWithoutMemoryEventsSaysHowToRecordThem) {
   Write(path, Trace(0, ""));
   Recorder recorder;
   std::vector<std::string> lines;
-  auto summaries =
-      ImportKinetoFiles({path}, {}, recorder.Factory(),
-                        [&](const KinetoFileSummary& s) { lines.push_back(FormatSummary(s)); });
+  auto summaries = ImportWithSummaries({path}, recorder, lines);
   ASSERT_TRUE(summaries.ok()) << summaries.status();
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("no [memory] events: record it with "
