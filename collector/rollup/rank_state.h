@@ -124,6 +124,8 @@ class RankState {
   int64_t bucket_ns() const { return bucket_ns_; }
   uint64_t live_bytes() const { return live_bytes_; }
   int64_t current_step() const { return current_step_; }
+  // Whether any step marker has been seen; without one, current_step() is 0 and means nothing.
+  bool has_step_marker() const { return has_step_marker_; }
   // The time-bucket index of the open bucket.
   int64_t current_bucket() const { return bucket_.key; }
   uint64_t events_applied() const { return events_applied_; }

@@ -762,6 +762,7 @@ void EventStore::UpdateSummary(Stream* stream, absl::Span<const Event> events,
   c->set_cupti_records_dropped(counters.cupti_records_dropped);
   summary.set_live_bytes(state.live_bytes());
   summary.set_current_step(state.current_step());
+  summary.set_no_step_markers(!state.has_step_marker());
   summary.set_anomalies(state.anomalies().total());
   state.anomalies().ToProto(summary.mutable_anomaly_counts());
   summary.set_ooms(state.ooms());

@@ -204,6 +204,7 @@ TEST(EventStoreTest, AppendStoresEventsAndCounts) {
   EXPECT_EQ(rank.last_ts_ns(), kT0 + 100 * kMs);
   EXPECT_EQ(rank.live_bytes(), ExpectedLive(100));
   EXPECT_EQ(rank.current_step(), 10);
+  EXPECT_FALSE(rank.no_step_markers());
   EXPECT_EQ(rank.counters().events_recorded(), 100u);
   EXPECT_EQ(rank.identity().host(), "node-1");
   EXPECT_FALSE(rank.complete());
@@ -223,6 +224,31 @@ TEST(EventStoreTest, AppendStoresEventsAndCounts) {
   EXPECT_EQ((*jobs)[0].events(), 100u);
   EXPECT_EQ((*jobs)[0].first_ts_ns(), kT0 + kMs);
   ASSERT_TRUE(store->CloseStream(s->key, true).ok());
+}
+
+// Without a step marker the summary's current_step is 0, which `memtrace ranks` must not show as
+// "step 0": the summary says so.
+TEST(EventStoreTest, SummarySaysWhenTheRankSentNoStepMarker) {
+  auto store = OpenOrDie(Options(TestDir("no-markers")));
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<OpenedStream> s = store->OpenStream(Identity("job-a", 2));
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<Event> events;
+  for (const Event& e : MakeEvents(1, 100)) {
+    if (e.kind != EventKind::kStep) events.push_back(e);
+  }
+  ASSERT_TRUE(store->Append(s->key, Batch(events, {{1, StringKind::kTag, "t"}})).ok());
+  EXPECT_TRUE(RankOf(*store, "job-a", 2).no_step_markers());
+
+  Event marker;
+  marker.seq = 101;
+  marker.ts_ns = kT0 + 101 * kMs;
+  marker.kind = EventKind::kStep;
+  marker.aux = 0;
+  ASSERT_TRUE(store->Append(s->key, Batch({marker})).ok());
+  const v1::RankSummary rank = RankOf(*store, "job-a", 2);
+  EXPECT_FALSE(rank.no_step_markers());
+  EXPECT_EQ(rank.current_step(), 0);
 }
 
 TEST(EventStoreTest, ResendOfStoredBatchLeavesEverythingUnchanged) {

@@ -23,6 +23,9 @@ void FlagSet::AddRepeatable(std::string name, std::string value_name, std::strin
 void FlagSet::AddString(std::string name, std::string value_name, std::string help,
                         std::string* target) {
   Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
+    // An empty value means "not given" to every command, so `--job ''` (an unset shell variable)
+    // would quietly turn into the default: a generated job id, or every job.
+    if (v.empty()) return absl::InvalidArgumentError("empty value");
     *target = std::string(v);
     return absl::OkStatus();
   });

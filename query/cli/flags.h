@@ -36,6 +36,7 @@ class FlagSet {
   // order (e.g. `compare --job A --job B`).
   void AddRepeatable(std::string name, std::string value_name, std::string help, Setter setter);
 
+  // A string flag; an empty value is refused ("--job: empty value"), as it would read as unset.
   void AddString(std::string name, std::string value_name, std::string help, std::string* target);
   void AddInt(std::string name, std::string value_name, std::string help, int64_t* target);
   void AddOptionalUint32(std::string name, std::string value_name, std::string help,

@@ -78,6 +78,9 @@ TEST(FlagSetTest, NamesTheFlagAndValueOfEachError) {
            {{"--timeout", "0s"}, "--timeout: '0s' is not a positive duration"},
            {{"--bogus"}, "unknown flag --bogus"},
            {{"--job"}, "--job needs a value (JOB)"},
+           // An unset shell variable ("--job $JOB") must not read as "no --job": the default.
+           {{"--job", ""}, "--job: empty value"},
+           {{"--job="}, "--job: empty value"},
        }) {
     Values v;
     absl::StatusOr<FlagSet::Parsed> parsed = MakeFlags(&v).Parse(c.args);

@@ -22,7 +22,8 @@ constexpr char kUsage[] =
     "full spool dropped, or acknowledged events a collector lost to a machine crash under\n"
     "--durability async or a damaged write-ahead log, which no agent can resend; agents count\n"
     "both in lost as well once they reconnect, so the two overlap and do not add up), the\n"
-    "time of the last acknowledged batch, live bytes, the current step, anomalies the\n"
+    "time of the last acknowledged batch, live bytes, the current step (- for a rank that\n"
+    "sent no step marker), anomalies the\n"
     "collector counted (frees of unknown addresses, double frees, time going back,\n"
     "timestamps far past when the collector received them, ...) and OOM events.\n"
     "With --format json or csv also: world size, pid, device, launcher, first and last\n"
@@ -124,7 +125,8 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
                 rank.complete(), uint64_t{rank.counters().events_lost()},
                 uint64_t{rank.counters().spool_bytes()}, MissingEvents(rank),
                 int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
-                int64_t{rank.current_step()}, uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
+                rank.no_step_markers() ? Cell{} : Cell{int64_t{rank.current_step()}},
+                uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
     if (detailed) row.push_back(AnomalyKinds(rank.anomaly_counts()));
     table.AddRow(std::move(row));
   }

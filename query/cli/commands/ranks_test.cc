@@ -70,6 +70,17 @@ TEST(RanksTableTest, DetailedFormHasTheAgentsClockEstimateWhenThereIsOne) {
       << out.str();
 }
 
+TEST(RanksTableTest, ARankWithoutStepMarkersHasNoStep) {
+  v1::ListRanksResponse response = OneRank();
+  response.mutable_ranks(0)->set_current_step(0);
+  response.mutable_ranks(0)->set_no_step_markers(true);
+  std::ostringstream text, csv;
+  WriteText(RanksTable(response, /*detailed=*/false), text);
+  EXPECT_TRUE(absl::StrContains(text.str(), "3.00 GiB     -          2")) << text.str();
+  WriteCsv(RanksTable(response, /*detailed=*/true), csv);
+  EXPECT_TRUE(absl::StrContains(csv.str(), ",3221225472,,2,1,")) << csv.str();
+}
+
 TEST(RanksCommandTest, RequiresAJob) {
   std::ostringstream out, err;
   CommandIo io{out, err, "127.0.0.1:1"};
