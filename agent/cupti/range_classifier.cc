@@ -83,8 +83,15 @@ RangeClassifier::RangeClassifier(RangeClassifierOptions options) : options_(std:
 
 std::optional<uint64_t> RangeClassifier::ParseStep(std::string_view name) const {
   if (step_regex_ != nullptr) {
+    if (name.size() > kMaxStepRegexNameBytes) return std::nullopt;
     std::match_results<std::string_view::const_iterator> m;
-    if (!std::regex_match(name.begin(), name.end(), m, *step_regex_)) return std::nullopt;
+    try {
+      if (!std::regex_match(name.begin(), name.end(), m, *step_regex_)) return std::nullopt;
+    } catch (const std::exception&) {
+      // std::regex may throw while matching (error_complexity, error_stack, bad_alloc): never
+      // into the application's nvtxRangePush, where it would end the process.
+      return std::nullopt;
+    }
     uint64_t n = 0;
     std::string digits = m[1].str();
     if (digits.size() > 20 || !absl::SimpleAtoi(digits, &n)) return std::nullopt;

@@ -24,7 +24,9 @@ struct RangeClassifierOptions {
   // "step 12", "Iteration_3", "ProfilerStep#7".
   std::vector<std::string> step_prefixes = {"step", "iteration", "ProfilerStep#"};
   // When non-empty, replaces step_prefixes: an ECMAScript regex matched case-insensitively
-  // against the whole name, whose first capture group is the step number.
+  // against the whole name, whose first capture group is the step number. Names longer than
+  // kMaxStepRegexNameBytes are not matched (they are tags): libstdc++'s matcher recurses once per
+  // character, and it runs on the application's thread, inside its nvtxRangePush.
   std::string step_regex;
   // Names (case-insensitive, whole name) that are phases.
   std::vector<std::string> phase_names = {"rollout",      "generate",      "weight_sync",
@@ -33,6 +35,8 @@ struct RangeClassifierOptions {
   // Any name starting with this prefix is a phase named by the rest ("phase:rollout").
   std::string phase_prefix = "phase:";
 };
+
+inline constexpr size_t kMaxStepRegexNameBytes = 256;
 
 struct RangeClass {
   enum class Kind { kTag, kStep, kPhase };

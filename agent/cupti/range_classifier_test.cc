@@ -77,6 +77,21 @@ TEST(RangeClassifierTest, RegexOverridesPrefixes) {
   EXPECT_FALSE(c->ParseStep("step 3"));
 }
 
+// libstdc++'s std::regex recurses once per character: a long range name (a shape-annotated
+// emit_nvtx name, a pasted prompt) matched on the application's thread overflowed its stack.
+TEST(RangeClassifierTest, RegexLeavesOverlongNamesAsTags) {
+  RangeClassifierOptions o;
+  o.step_regex = R"(step[^0-9]*(\d+).*)";
+  auto c = RangeClassifier::Create(o);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::string longest = "step 7 " + std::string(kMaxStepRegexNameBytes - 7, 'x');
+  ASSERT_EQ(longest.size(), kMaxStepRegexNameBytes);
+  EXPECT_EQ(c->ParseStep(longest), 7u);
+  EXPECT_FALSE(c->ParseStep(longest + "x"));
+  const std::string huge = "step 7 " + std::string(4 << 20, 'x');
+  EXPECT_EQ(c->Classify(huge).kind, RangeClass::Kind::kTag);
+}
+
 TEST(RangeClassifierTest, BadRegexIsAnErrorNamingThePattern) {
   RangeClassifierOptions o;
   o.step_regex = "step (";
