@@ -280,8 +280,16 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
   if (styles.highlight_drawn()) {
     std::string label = absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ", axis_name,
                                      " ", marks.onset_step);
-    if (marks.excess_bytes != 0) {
-      absl::StrAppend(&label, " (", analysis::FormatSignedBytes(marks.excess_bytes), " vs cohort)");
+    // The line stands at the onset, so the gap it is labelled with is the onset's; the gap
+    // it grew to follows ("(+410 MiB vs cohort, +12.0 GiB at step 99)").
+    if (marks.onset_excess_bytes != 0) {
+      absl::StrAppend(&label, " (", analysis::FormatSignedBytes(marks.onset_excess_bytes),
+                      " vs cohort");
+      if (marks.last_step != marks.onset_step && marks.last_excess_bytes != 0) {
+        absl::StrAppend(&label, ", ", analysis::FormatSignedBytes(marks.last_excess_bytes), " at ",
+                        axis_name, " ", marks.last_step);
+      }
+      absl::StrAppend(&label, ")");
     }
     std::string kind = "divergence";
     auto same = std::find_if(leaks.begin(), leaks.end(), [&](const PlotMarks::Leak& l) {
@@ -430,7 +438,9 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
     const analysis::RankDivergence& first = divergence.diverged.front();
     marks.highlighted_rank = first.rank;
     marks.onset_step = first.onset_step;
-    marks.excess_bytes = first.last_excess_bytes;
+    marks.onset_excess_bytes = first.excess_bytes;
+    marks.last_step = first.last_step;
+    marks.last_excess_bytes = first.last_excess_bytes;
     for (size_t i = 1; i < divergence.diverged.size(); ++i) {
       marks.followers.push_back(divergence.diverged[i].rank);
     }

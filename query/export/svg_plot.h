@@ -36,7 +36,10 @@ struct PlotMarks {
   std::string message;  // the analysis' sentence, shown under the title
   std::optional<uint32_t> highlighted_rank;  // the earliest rank to leave the cohort
   int64_t onset_step = 0;
-  int64_t excess_bytes = 0;  // its gap to the cohort at the latest compared step
+  // Its gap to the cohort at the onset (where the line is drawn), and at the latest compared step.
+  int64_t onset_excess_bytes = 0;
+  int64_t last_step = 0;
+  int64_t last_excess_bytes = 0;
   std::vector<uint32_t> followers;  // ranks that diverged after it
   struct Leak {
     uint32_t rank = 0;

@@ -1,8 +1,11 @@
 #include "query/export/svg_plot.h"
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "query/analysis/diverged.h"
 #include "query/analysis/sim/job_simulator.h"
 #include "query/analysis/sim/scenarios.h"
+#include "query/analysis/units.h"
 #include "query/export/svg_test_util.h"
 
 namespace memtrace::exporter {
@@ -53,6 +56,17 @@ TEST(SvgPlotTest, HighlightsThePlantedLeakingRankAndMarksItsOnset) {
   }
   EXPECT_TRUE(leak_marked) << svg.substr(0, 2000);
   EXPECT_NE(svg.find("rank 5 diverges at step"), std::string::npos);
+  // The label of the onset line gives the gap at the onset, then the gap it grew to.
+  const analysis::DivergenceReport divergence = analysis::FindDivergence(job.timeline);
+  ASSERT_FALSE(divergence.diverged.empty());
+  const analysis::RankDivergence& d = divergence.diverged.front();
+  ASSERT_LT(d.excess_bytes, d.last_excess_bytes);
+  EXPECT_NE(svg.find(absl::StrCat("rank 5 diverges at step ", d.onset_step, " (",
+                                  analysis::FormatSignedBytes(d.excess_bytes), " vs cohort, ",
+                                  analysis::FormatSignedBytes(d.last_excess_bytes), " at step ",
+                                  d.last_step, ")")),
+            std::string::npos)
+      << svg.substr(0, 3000);
 
   std::vector<Attributes> legend = Elements(svg, "g", "legend-entry");
   ASSERT_EQ(legend.size(), 8u);
