@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -36,21 +38,65 @@ std::string GenerateJobId(absl::Time now, uint32_t random) {
                       absl::StrFormat("%06x", random & 0xffffff));
 }
 
-std::string TorchrunRendezvousId(const std::vector<std::string>& command) {
-  if (command.empty()) return "";
-  bool torchrun = absl::EndsWith(command[0], "/torchrun") || command[0] == "torchrun";
-  for (size_t i = 1; i + 1 < command.size() && !torchrun; ++i) {
-    torchrun = command[i] == "-m" && (command[i + 1] == "torch.distributed.run" ||
-                                      command[i + 1] == "torch.distributed.launch");
+namespace {
+
+// torchrun's own arguments: from after "torchrun" (or "-m torch.distributed.run") to its
+// training script, after which every argument is the script's (`train.py --standalone` is the
+// script's flag). [0, 0) when `command` is not torchrun.
+std::pair<size_t, size_t> TorchrunOwnArguments(const std::vector<std::string>& command) {
+  if (command.empty()) return {0, 0};
+  size_t begin = 0;
+  if (absl::EndsWith(command[0], "/torchrun") || command[0] == "torchrun") begin = 1;
+  for (size_t i = 1; i + 1 < command.size() && begin == 0; ++i) {
+    // Python's own options come before -m; the module's arguments after it.
+    if (command[i] == "-m") {
+      if (command[i + 1] != "torch.distributed.run" &&
+          command[i + 1] != "torch.distributed.launch") {
+        break;
+      }
+      begin = i + 2;
+    }
   }
-  if (!torchrun) return "";
+  if (begin == 0) return {0, 0};
+  // torchrun's options without a value (torch.distributed.run's argparse, both spellings); every
+  // other option takes one, unless given as --name=value.
+  static const std::set<std::string, std::less<>> kNoValue = {"-h",
+                                                              "--help",
+                                                              "--standalone",
+                                                              "-m",
+                                                              "--module",
+                                                              "--no_python",
+                                                              "--no-python",
+                                                              "--run_path",
+                                                              "--run-path",
+                                                              "--use_env",
+                                                              "--use-env",
+                                                              "--virtual-local-rank",
+                                                              "--virtual_local_rank"};
+  size_t i = begin;
+  while (i < command.size()) {
+    const std::string& arg = command[i];
+    if (arg == "--" || !absl::StartsWith(arg, "-") || arg == "-") break;  // the script
+    i += (absl::StrContains(arg, '=') || kNoValue.count(arg) > 0) ? 1 : 2;
+  }
+  return {begin, std::min(i, command.size())};
+}
+
+}  // namespace
+
+std::string TorchrunRendezvousId(const std::vector<std::string>& command) {
+  const auto [begin, end] = TorchrunOwnArguments(command);
+  if (begin == end) return "";
   // --standalone replaces the id with a fresh UUID (torch.distributed.run), whatever --rdzv_id
   // says: the workers' job is unknown here.
-  if (std::find(command.begin() + 1, command.end(), "--standalone") != command.end()) return "";
-  for (size_t i = 1; i < command.size(); ++i) {
+  if (std::find(command.begin() + begin, command.begin() + end, "--standalone") !=
+      command.begin() + end) {
+    return "";
+  }
+  for (size_t i = begin; i < end; ++i) {
     for (const absl::string_view flag : {"--rdzv_id", "--rdzv-id"}) {
       std::string id;
-      if (command[i] == flag && i + 1 < command.size()) {
+      if (command[i] == flag && i + 1 < end) {
         id = command[i + 1];
       } else if (absl::StartsWith(command[i], absl::StrCat(flag, "="))) {
         id = command[i].substr(flag.size() + 1);

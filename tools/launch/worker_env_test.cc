@@ -34,6 +34,32 @@ TEST(TorchrunRendezvousIdTest, ReadsTheIdTorchrunGivesItsWorkers) {
   EXPECT_EQ(TorchrunRendezvousId({}), "");
 }
 
+// After the training script every argument is the script's: its own --standalone or --rdzv_id
+// says nothing of torchrun's.
+TEST(TorchrunRendezvousIdTest, ReadsOnlyTorchrunsOwnArguments) {
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--rdzv_id", "exp-7", "train.py", "--standalone"}),
+            "exp-7");
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--nproc_per_node", "2", "--standalone",
+                                  "--max_restarts=1", "train.py", "--rdzv_id", "mine"}),
+            "");
+  EXPECT_EQ(TorchrunRendezvousId({"torchrun", "--nnodes", "1", "train.py", "--rdzv_id", "mine"}),
+            "");
+  // Options without a value do not take the script for theirs.
+  EXPECT_EQ(TorchrunRendezvousId(
+                {"torchrun", "--no_python", "--rdzv_id", "exp-8", "./train", "--rdzv_id", "mine"}),
+            "exp-8");
+  EXPECT_EQ(
+      TorchrunRendezvousId({"torchrun", "--rdzv-id", "exp-9", "-m", "pkg.train", "--standalone"}),
+      "exp-9");
+  EXPECT_EQ(TorchrunRendezvousId({"python3", "-u", "-m", "torch.distributed.run", "--rdzv_id",
+                                  "exp-10", "train.py", "--rdzv_id", "mine"}),
+            "exp-10");
+  // python -m of another module: not torchrun, whatever its arguments say.
+  EXPECT_EQ(TorchrunRendezvousId(
+                {"python3", "-m", "trainer", "-m", "torch.distributed.run", "--rdzv_id", "x"}),
+            "");
+}
+
 TEST(JobIdTest, FlagThenMemtraceJobIdThenTorchelasticRunIdThenGenerated) {
   EnvLookup all = MapEnvironment({{"MEMTRACE_JOB_ID", "m"}, {"TORCHELASTIC_RUN_ID", "t"}});
   EXPECT_EQ(ChooseJobId("flag", all, kNow, 1).explicit_id, "flag");
