@@ -27,10 +27,24 @@ bool IsVariableName(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// They describe one process (its device, its restart), not the job: a value set in the
+// launching shell would give every worker the same one. Each with why, for NotForEveryWorker.
+const std::pair<const char*, const char*> kPerProcessVariables[] = {
+    {"MEMTRACE_DEVICE", "one process's device; every worker would name the same one"},
+    {"MEMTRACE_ATTEMPT",
+     "one process's attempt; every worker would claim the same one (the collector numbers a "
+     "restarted worker's attempt itself)"},
+};
+
+}  // namespace
+
 bool IsPerProcessVariable(const std::string& name) {
-  // They describe one process (its device, its restart), not the job: a value set in the
-  // launching shell would give every worker the same one.
-  return name == "MEMTRACE_DEVICE" || name == "MEMTRACE_ATTEMPT";
+  for (const auto& [per_process, why] : kPerProcessVariables) {
+    if (name == per_process) return true;
+  }
+  return false;
 }
 
 std::string GenerateJobId(absl::Time now, uint32_t random) {
@@ -163,11 +177,7 @@ const std::vector<std::pair<std::string, std::string>>& NotForEveryWorker() {
                         "Ray sets it per worker; one value for every worker would give them all "
                         "the same identity, and the collector keeps only one");
     }
-    all->emplace_back("MEMTRACE_DEVICE",
-                      "one process's device; every worker would name the same one");
-    all->emplace_back("MEMTRACE_ATTEMPT",
-                      "one process's attempt; every worker would claim the same one (the "
-                      "collector numbers a restarted worker's attempt itself)");
+    for (const auto& [name, why] : kPerProcessVariables) all->emplace_back(name, why);
     for (const char* name :
          {"RAY_JOB_ID", "RAY_SUBMISSION_ID", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
           "SLURM_JOB_ID", "SLURM_STEP_ID", "PMIX_NAMESPACE"}) {
