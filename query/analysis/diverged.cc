@@ -184,7 +184,8 @@ struct ReferenceScratch {
 // lands in the gap (half the ranks leak: none is outside it, "no rank diverged") or on the side
 // that moved (two of three leak: the healthy one read as diverged below). The reference is then the
 // side whose change since baseline is nearer 0, the one that did not move. A minority under a third
-// is left to the median, which names it.
+// is left to the median, which names it. And when the median itself moved a divergence's worth
+// (six of eight ranks leak), the ranks that kept their baseline are the reference, however few.
 Reference ReferenceOf(const std::vector<double>& rel, const std::vector<double>& value,
                       double value_median, double threshold, double min_z,
                       ReferenceScratch& scratch) {
@@ -192,6 +193,32 @@ Reference ReferenceOf(const std::vector<double>& rel, const std::vector<double>&
   const Reference all{everyone.median, everyone.scale, value_median, 0};
   const size_t n = rel.size();
   const size_t side = (n + 2) / 3;  // the fewest ranks a side may hold
+  // The rank that moved least since its baseline, and the ranks within half the threshold of it
+  // (nearer it than a divergence): those that kept their baseline, together with any shift every
+  // rank took at this step (a floor raised on all of them).
+  size_t least = 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (std::fabs(rel[i]) < std::fabs(rel[least])) least = i;
+  }
+  const double anchor = rel[least];
+  if (std::fabs(everyone.median - anchor) >= threshold) {
+    // Most ranks moved since their baselines, away from the ones that kept theirs. Compared
+    // with the median instead, those read as diverged below (the plot drew a healthy rank red),
+    // and leaks that began one rank after another spread the movers so wide that the latest of
+    // them did not stand out (its onset read 12 steps late).
+    std::vector<double>& stayed_rel = scratch.low_rel;
+    std::vector<double>& stayed_value = scratch.low_value;
+    stayed_rel.clear();
+    stayed_value.clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (std::fabs(rel[i] - anchor) > threshold / 2) continue;
+      stayed_rel.push_back(rel[i]);
+      stayed_value.push_back(value[i]);
+    }
+    const Spread stayed = RobustSpread(stayed_rel);
+    return Reference{stayed.median, stayed.scale, Median(stayed_value),
+                     static_cast<uint32_t>(stayed_rel.size())};
+  }
   // The gap lies between the side-th smallest change and the side-th largest: at most steps
   // those are closer than the threshold, and the sort below is skipped (O(n)).
   std::vector<double>& nth = scratch.nth;

@@ -18,7 +18,9 @@
 // whose baseline steps already rose by a divergence's worth is leaking, not offset; one with
 // fewer than 3 baseline steps cannot show either, and is not called offset), and
 // growth that every rank shares (gradients kept on all ranks) moves the median with it and is no
-// divergence (see growth.h for that). relative_to_baseline = false compares absolute values.
+// divergence (see growth.h for that). Growth that most ranks share while some keep their baseline
+// is measured against the ones that kept it: the growing ranks are named, above.
+// relative_to_baseline = false compares absolute values.
 #ifndef MEMTRACE_QUERY_ANALYSIS_DIVERGED_H_
 #define MEMTRACE_QUERY_ANALYSIS_DIVERGED_H_
 
