@@ -36,10 +36,15 @@ std::string FirstDivergence(const DivergenceReport& r, int64_t first_key) {
                       r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")") : "");
 }
 
+// The rate on one rank (the median over the growing ranks, "per rank"): the sum over ranks beside
+// "on all 8 ranks" read as each GPU's growth, 8 times too fast for anyone reckoning its time to
+// OOM.
 std::string Growth(const GroupGrowth& g, int64_t bucket_ns) {
-  return absl::StrCat(FormatRate(g.total_bytes_per_step, bucket_ns), " on ",
-                      g.scope == GrowthScope::kAllRanks ? "all " : "", g.ranks_growing,
-                      g.ranks_growing == 1 ? " rank" : " ranks");
+  if (g.ranks_growing == 1) {
+    return absl::StrCat(FormatRate(g.median_bytes_per_step, bucket_ns), " on 1 rank");
+  }
+  return absl::StrCat(FormatRate(g.median_bytes_per_step, bucket_ns), " per rank on ",
+                      g.scope == GrowthScope::kAllRanks ? "all " : "", g.ranks_growing, " ranks");
 }
 
 std::string LeakingRanks(const LeakReport& r) {

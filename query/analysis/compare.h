@@ -50,7 +50,10 @@ struct CompareItem {
   std::string subject;   // e.g. "first rank", a tag name, a phase name
   std::string a;         // human-readable value for job A ("-" when absent)
   std::string b;
-  double a_value = 0;  // the number behind it (bytes, bytes/step, step), 0 when absent
+  // The number behind it (bytes, bytes/step, step), 0 when absent. For growth the bytes/step
+  // summed over the growing ranks, while the text gives one rank's: a changed rate and a changed
+  // number of growing ranks both change it.
+  double a_value = 0;
   double b_value = 0;
   bool changed = false;
 };

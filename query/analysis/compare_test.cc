@@ -79,6 +79,23 @@ TEST(CompareTest, AJobComparedWithItselfHasNoChanges) {
   EXPECT_NE(Find(report, "growth", "fsdp:grads"), nullptr);
 }
 
+// Gradients kept on 8 ranks grow 64 MiB/step on each: the item read "512 MiB/step on all 8
+// ranks", the sum, which a user takes for each GPU's growth.
+TEST(CompareTest, GrowthOnSeveralRanksIsGivenPerRank) {
+  JobTimeline job = sim::Simulate(sim::GradAccumulationJob()).timeline;
+  CompareReport report = CompareJobs(job, job);
+  const CompareItem* g = Find(report, "growth", "fsdp:grads");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->a, "64.0 MiB/step per rank on all 8 ranks");
+  EXPECT_NEAR(g->a_value, 8 * 64.0 * kMiB, 8 * kMiB);  // the value stays the sum
+
+  JobTimeline leak = sim::Simulate(sim::LeakJob(5, 30, 256 * kMiB)).timeline;
+  CompareReport leak_report = CompareJobs(leak, leak);
+  const CompareItem* one = Find(leak_report, "growth", sim::kLeakTag);
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->a, "256 MiB/step on 1 rank");
+}
+
 TEST(CompareTest, ALowerRolloutPeakIsReported) {
   sim::JobSpec a = sim::RlJob(false);
   sim::JobSpec b = sim::RlJob(false);

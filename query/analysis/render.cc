@@ -179,7 +179,11 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   std::vector<std::string> headers;
   if (r.by() != v1::GROWTH_BY_RANK) headers.push_back(name_header);
   if (per_rank) headers.push_back(">rank");
-  for (const char* h : {">rate", ">per rank", "scope", "growing on", ">growth"}) {
+  // Summed over the growing ranks, so said: "+94 GiB" beside a tag growing on 8 ranks read as
+  // each rank's growth. A per-rank grouping's row is one rank, its sum that rank's.
+  const bool summed = !per_rank;
+  for (const char* h : {summed ? ">rate, summed" : ">rate", ">per rank", "scope", "growing on",
+                        summed ? ">growth, summed" : ">growth"}) {
     headers.push_back(h);
   }
   TextTable t(headers);

@@ -56,6 +56,9 @@ TEST(RenderTest, GrowthTableSaysWhereItGrows) {
   Show(grads);
   EXPECT_TRUE(Has(grads, "all 8 ranks"));
   EXPECT_TRUE(Has(grads, "0-7"));
+  // The columns that add the ranks up say so.
+  EXPECT_TRUE(Has(grads, "rate, summed")) << grads;
+  EXPECT_TRUE(Has(grads, "growth, summed")) << grads;
 
   v1::GrowthReport none;
   ToProto(FindGrowth(sim::Simulate(sim::HealthyJob()).timeline), &none);

@@ -18,8 +18,10 @@ constexpr char kUsage[] =
     "Runs diverged, growth, leaks, peak (by phase) and headroom on two stored jobs (e.g. before\n"
     "and after a config change) with their default settings and lists the findings side by\n"
     "side, changed ones first: the first diverging rank, growing tags, leaking ranks, the\n"
-    "highest step peak and each phase's, forecasts and the final floor. Peaks and floors that\n"
-    "differ by less than --min-change (default 0.05 = 5%) count as unchanged.";
+    "highest step peak and each phase's, forecasts and the final floor. A growth rate is one\n"
+    "rank's (the median over the ranks where the group grows), followed by on how many ranks\n"
+    "it grows. Peaks, floors and growth summed over ranks that differ by less than\n"
+    "--min-change (default 0.05 = 5%) count as unchanged.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
