@@ -39,12 +39,15 @@ std::string FirstDivergence(const DivergenceReport& r, int64_t first_key) {
 // The rate on one rank (the median over the growing ranks, "per rank"): the sum over ranks beside
 // "on all 8 ranks" read as each GPU's growth, 8 times too fast for anyone reckoning its time to
 // OOM.
-std::string Growth(const GroupGrowth& g, int64_t bucket_ns) {
-  if (g.ranks_growing == 1) {
-    return absl::StrCat(FormatRate(g.median_bytes_per_step, bucket_ns), " on 1 rank");
+// "All" is all the ranks fitted, "all 3 of 4" when one was too short to fit (growth.h).
+std::string Growth(const GroupGrowth& g, const GrowthReport& r) {
+  const std::string rate = FormatRate(g.median_bytes_per_step, r.bucket_ns);
+  if (g.ranks_growing == 1) return absl::StrCat(rate, " on 1 rank");
+  if (g.scope == GrowthScope::kAllRanks) {
+    return absl::StrCat(rate, " per rank on all ", g.ranks_growing,
+                        r.ranks_fitted < r.ranks ? absl::StrCat(" of ", r.ranks) : "", " ranks");
   }
-  return absl::StrCat(FormatRate(g.median_bytes_per_step, bucket_ns), " per rank on ",
-                      g.scope == GrowthScope::kAllRanks ? "all " : "", g.ranks_growing, " ranks");
+  return absl::StrCat(rate, " per rank on ", g.ranks_growing, " ranks");
 }
 
 std::string LeakingRanks(const LeakReport& r) {
@@ -162,7 +165,7 @@ void AddItemPerName(const char* analysis, const char* unnamed, const std::vector
 void AddGrowthItems(const CompareReport& report, const CompareParams& params,
                     std::vector<CompareItem>& items) {
   const auto describe = [&](const GroupGrowth& g, Side side, std::string* text, double* value) {
-    *text = Growth(g, (side == Side::kA ? report.a : report.b).growth.bucket_ns);
+    *text = Growth(g, (side == Side::kA ? report.a : report.b).growth);
     *value = g.total_bytes_per_step;
   };
   AddItemPerName(

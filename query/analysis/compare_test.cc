@@ -96,6 +96,16 @@ TEST(CompareTest, GrowthOnSeveralRanksIsGivenPerRank) {
   EXPECT_EQ(one->a, "256 MiB/step on 1 rank");
 }
 
+// Rank 7 stopped in warm-up, too short to fit: the gradients grow on all 7 ranks fitted, of 8.
+TEST(CompareTest, GrowthOnAllFittedRanksSaysOfHowMany) {
+  JobTimeline job = sim::Simulate(sim::GradAccumulationJob()).timeline;
+  job.ranks[7].steps.resize(2);
+  CompareReport report = CompareJobs(job, job);
+  const CompareItem* g = Find(report, "growth", "fsdp:grads");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->a, "64.0 MiB/step per rank on all 7 of 8 ranks");
+}
+
 TEST(CompareTest, ALowerRolloutPeakIsReported) {
   sim::JobSpec a = sim::RlJob(false);
   sim::JobSpec b = sim::RlJob(false);

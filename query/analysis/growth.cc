@@ -203,6 +203,7 @@ GrowthReport FindGrowth(const JobTimeline& job, const GrowthParams& params) {
     if (FitRank(*r, rank_from, params, fitter, x, series, aggregates)) ++in_window;
   }
   report.groups_examined = fitter.examined();
+  report.ranks_fitted = in_window;
 
   for (auto& [name, agg] : aggregates) {
     if (!agg.growing.empty()) {

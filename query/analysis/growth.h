@@ -77,6 +77,10 @@ struct GrowthReport {
   std::string job_id;
   GrowthBy by = GrowthBy::kTag;
   uint32_t ranks = 0;
+  // Of `ranks`, those with min_points steps in the window after their own warm-up (the others
+  // died early, restarted late or are still warming up): a group's kAllRanks scope is all of
+  // these, not all of `ranks`.
+  uint32_t ranks_fitted = 0;
   int64_t first_step = 0;  // the fitted window
   int64_t last_step = 0;
   // > 0 for a job without step markers: its "steps" are time-bucket indexes of this width.

@@ -89,6 +89,9 @@ TEST(GrowthTest, ARankThatDiedBeforeTheWindowDoesNotMakeSharedGrowthLookPartial)
   ASSERT_EQ(report.groups.size(), 1u);
   EXPECT_EQ(report.groups[0].ranks_growing, 7u);
   EXPECT_EQ(report.groups[0].scope, GrowthScope::kAllRanks);
+  // "All" is all of the 7 fitted, which the report counts apart from the 8 selected.
+  EXPECT_EQ(report.ranks, 8u);
+  EXPECT_EQ(report.ranks_fitted, 7u);
   // A leak on one of the running ranks is still "some".
   JobTimeline leak = Simulate(sim::LeakJob(5, 30)).timeline;
   leak.ranks[7].steps = kept;

@@ -147,6 +147,14 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
   return out;
 }
 
+// "; 1 of 4 ranks too short to fit" when some ranks had fewer than min_points steps in the
+// window after their warm-up: none of their series was fitted, grow as they might.
+std::string TooShort(const v1::GrowthReport& r) {
+  if (!r.has_ranks_fitted() || r.ranks_fitted() >= r.ranks()) return "";
+  return absl::StrCat("; ", r.ranks() - r.ranks_fitted(), " of ", r.ranks(),
+                      " ranks too short to fit");
+}
+
 std::string RenderGrowth(const v1::GrowthReport& r) {
   static const char* const kBy[] = {"tag", "rank", "tag,rank", "source", "source,rank"};
   std::string by = r.by() >= 0 && r.by() < 5 ? kBy[r.by()] : "tag";
@@ -166,12 +174,12 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
                     Window(r.first_step(), r.last_step(), r.bucket_ns()), ", ", r.groups_examined(),
                     " series examined; growth counts from ", Bytes(r.params().min_growth_bytes()),
                     " over the window at trend z >= ",
-                    absl::StrFormat("%.1f", r.params().min_trend_z()), ")\n");
+                    absl::StrFormat("%.1f", r.params().min_trend_z()), TooShort(r), ")\n");
     return out;
   }
   absl::StrAppend(&out, r.groups_size(), r.groups_size() == 1 ? " group grows" : " groups grow",
                   " (by ", by, ", ", Window(r.first_step(), r.last_step(), r.bucket_ns()), ", ",
-                  r.groups_examined(), " series examined)\n\n");
+                  r.groups_examined(), " series examined", TooShort(r), ")\n\n");
   bool per_rank = r.by() == v1::GROWTH_BY_RANK || r.by() == v1::GROWTH_BY_TAG_RANK ||
                   r.by() == v1::GROWTH_BY_SOURCE_RANK;
   std::string name_header =
@@ -194,10 +202,16 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
       ranks.push_back(rg.rank());
       growth += rg.growth_bytes();
     }
-    std::string scope =
-        g.scope() == v1::GROWTH_SCOPE_ALL_RANKS ? absl::StrCat("all ", r.ranks(), " ranks")
-        : g.ranks_growing() == 1                ? absl::StrCat("1 of ", r.ranks(), " ranks")
-                                 : absl::StrCat(g.ranks_growing(), " of ", r.ranks(), " ranks");
+    // "All" is all the ranks fitted: "all 4 ranks" beside "growing on 0-2" left the fourth,
+    // too short to fit, unexplained. A collector without ranks_fitted made a group's scope all
+    // when it grew on every fitted rank: ranks_growing is their number.
+    const uint32_t fitted = r.has_ranks_fitted() ? r.ranks_fitted() : g.ranks_growing();
+    std::string scope = g.scope() != v1::GROWTH_SCOPE_ALL_RANKS
+                            ? absl::StrCat(g.ranks_growing(), " of ", r.ranks(), " ranks")
+                        : fitted >= r.ranks()
+                            ? absl::StrCat("all ", r.ranks(), " ranks")
+                            : absl::StrCat("all ", fitted, " of ", r.ranks(), " ranks (",
+                                           r.ranks() - fitted, " too short to fit)");
     std::vector<std::string> row;
     if (r.by() != v1::GROWTH_BY_RANK) row.push_back(OrDash(g.name()));
     if (per_rank) row.push_back(absl::StrCat(g.rank()));

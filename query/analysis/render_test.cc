@@ -89,6 +89,24 @@ TEST(RenderTest, GrowthTableSaysWhereItGrows) {
 
 // A warm-up past every step the job has: the reports say so, not "no tag recorded" nor a
 // window of "steps 0..0".
+// Rank 7 stopped in warm-up and was never fitted: "all 8 ranks" beside "growing on 0-6" claimed
+// it too.
+TEST(RenderTest, GrowthOnAllFittedRanksSaysHowManyWereTooShort) {
+  JobTimeline job = sim::Simulate(sim::GradAccumulationJob()).timeline;
+  std::vector<StepPoint> kept(job.ranks[7].steps.begin(), job.ranks[7].steps.begin() + 2);
+  job.ranks[7].steps = kept;
+  v1::GrowthReport r;
+  ToProto(FindGrowth(job), &r);
+  std::string text = RenderGrowth(r);
+  Show(text);
+  EXPECT_TRUE(Has(text, "all 7 of 8 ranks (1 too short to fit)")) << text;
+  EXPECT_TRUE(Has(text, "1 of 8 ranks too short to fit")) << text;
+  EXPECT_FALSE(Has(text, "all 8 ranks")) << text;
+  // A collector older than ranks_fitted: the growing ranks are the fitted ones.
+  r.clear_ranks_fitted();
+  EXPECT_TRUE(Has(RenderGrowth(r), "all 7 of 8 ranks (1 too short to fit)"));
+}
+
 TEST(RenderTest, AWarmUpPastTheJobSaysSo) {
   const JobTimeline job = sim::Simulate(sim::HealthyJob(4, 10)).timeline;
   PeakParams peak_params;

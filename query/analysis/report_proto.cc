@@ -370,6 +370,7 @@ void ToProto(const GrowthReport& r, v1::GrowthReport* out) {
   out->set_last_step(r.last_step);
   out->set_bucket_ns(r.bucket_ns);
   out->set_groups_examined(r.groups_examined);
+  out->set_ranks_fitted(r.ranks_fitted);
   for (const GroupGrowth& g : r.groups) {
     v1::GroupGrowth* w = out->add_groups();
     w->set_name(g.name);

@@ -22,8 +22,10 @@ constexpr char kUsage[] =
     "count. A rise over the last 3 or more steps, too few for that test, counts when each\n"
     "step's rise stands out of the series' step-to-step noise (twice its robust spread).\n"
     "Groups are listed fastest first with bytes/step, the ranks where they grow, and whether\n"
-    "that is every rank of the job (e.g. gradients accumulating without zero_grad) or some\n"
-    "(a leak on one rank). --by tag (default) and source sum over ranks; tag,rank and\n"
+    "that is every rank fitted (e.g. gradients accumulating without zero_grad) or some (a leak\n"
+    "on one rank); a rank with too few steps after its warm-up is not fitted and is counted\n"
+    "apart (\"all 7 of 8 ranks (1 too short to fit)\"). --by tag (default) and source sum over "
+    "ranks; tag,rank and\n"
     "source,rank list each rank apart; rank fits each rank's --metric (default the floor).\n"
     "An empty list means nothing grows.";
 
