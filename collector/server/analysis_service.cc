@@ -410,6 +410,7 @@ grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomR
                                       request->axis(), RollupDetail::kScalars);
   if (!job.ok()) return ToGrpcStatus(job.status());
   const an::HeadroomParams params = an::FromProto(request->params());
+  if (absl::Status s = an::CheckHeadroomParams(params); !s.ok()) return ToGrpcStatus(s);
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::ForecastHeadroom(**job, params), response);
   return grpc::Status::OK;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "query/analysis/current_trend.h"
 #include "query/analysis/robust_stats.h"
 
@@ -197,6 +198,16 @@ absl::string_view HeadroomStatusName(HeadroomStatus status) {
       return "at-capacity";
   }
   return "flat";
+}
+
+absl::Status CheckHeadroomParams(const HeadroomParams& params) {
+  if (params.recent_steps == 0 || params.recent_steps >= params.min_points) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("recent_steps ", params.recent_steps, " is below the ", params.min_points,
+                   " steps a trend is fitted over (min_points): give at least ", params.min_points,
+                   ", or 0 for all steps after warm-up"));
 }
 
 HeadroomReport ForecastHeadroom(const JobTimeline& job, const HeadroomParams& params) {

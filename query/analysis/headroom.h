@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "query/analysis/timeline.h"
 
@@ -46,7 +47,8 @@ enum class HeadroomStatus {
                  // years, the most eta_ns holds)
   kOutOfMemory,  // the rank already recorded an OOM (forecast_step = that step)
   kNoCapacity,   // no capacity given and no device samples
-  kTooShort,     // fewer than min_points steps after warm-up
+  kTooShort,     // fewer than min_points steps in its window: after warm-up, at most the last
+                 // recent_steps (CheckHeadroomParams keeps recent_steps from starving every rank)
   kAtCapacity,   // no OOM recorded, but the latest peak already reaches the usable capacity
 };
 absl::string_view HeadroomStatusName(HeadroomStatus status);
@@ -85,6 +87,11 @@ struct HeadroomReport {
 
 // Runs the analysis over `job`. Pure.
 HeadroomReport ForecastHeadroom(const JobTimeline& job, const HeadroomParams& params = {});
+
+// InvalidArgument when recent_steps is 1 to min_points - 1: every rank's window would be too
+// short to fit, and "no rank is on course to fill its device" would be said of a job that
+// leaks. 0 (all steps after warm-up) is fine.
+absl::Status CheckHeadroomParams(const HeadroomParams& params);
 
 }  // namespace memtrace::analysis
 

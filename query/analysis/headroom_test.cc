@@ -42,6 +42,19 @@ TEST(HeadroomTest, PlantedLinearLeakForecastsTheCapacityStepWithinTenPercent) {
 // An eval pass every 10 steps needs 18 GiB more: the rank runs out of memory on such a step,
 // long before a typical step's peak would reach the capacity. The forecast is that step (at
 // most one period early), not where the median step gets.
+// A window shorter than min_points made every rank "too short" without a word.
+TEST(HeadroomTest, ARecentWindowTooShortToFitIsRefused) {
+  HeadroomParams params;
+  params.recent_steps = 7;
+  absl::Status s = CheckHeadroomParams(params);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("at least 8"), std::string::npos) << s.message();
+  for (uint32_t ok : {0u, 8u, 50u}) {
+    params.recent_steps = ok;
+    EXPECT_TRUE(CheckHeadroomParams(params).ok()) << ok;
+  }
+}
+
 TEST(HeadroomTest, APeriodicSpikeIsWhatRunsOutFirst) {
   sim::JobSpec spec = sim::LeakJob(2, 10, 200 * kMiB, 8, 60);
   spec.spikes.push_back({-1, "eval", 10, 0, 18 * kGiB});

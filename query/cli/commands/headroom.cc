@@ -1,5 +1,10 @@
 #include "query/cli/commands/headroom.h"
 
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "query/analysis/headroom.h"
 #include "query/analysis/render.h"
 #include "query/cli/commands/analysis_client.h"
 #include "query/cli/commands/analysis_command.h"
@@ -14,10 +19,10 @@ constexpr char kUsage[] =
     "                         [common flags]\n"
     "\n"
     "A forecast per rank: the robust slope of its step floor over the last --recent steps\n"
-    "(from where it began to rise, if it was flat before), extrapolated (plus the rank's\n"
-    "highest transient peak above the floor in those steps: a periodic spike runs out of\n"
-    "memory first) to the device's capacity, e.g. \"rank 3 reaches\n"
-    "80.0 GiB at step ~412 (in ~37 min)\". The capacity is --capacity, else the device total\n"
+    "(at least 8; from where it began to rise, if it was flat before), extrapolated (plus the\n"
+    "rank's highest transient peak above the floor in those steps: a periodic spike runs out\n"
+    "of memory first) to the device's capacity, e.g. \"rank 3 reaches 80.0 GiB at step ~412\n"
+    "(in ~37 min)\". The capacity is --capacity, else the device total\n"
     "the agent sampled; memory the device uses outside traced allocations (device used minus\n"
     "live bytes at the agent's samples) is subtracted. A floor without a significant rise (at\n"
     "least --min-growth; or, over the last 3 or more steps, each step's rise standing out of\n"
@@ -39,9 +44,27 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
               p->set_capacity_bytes(*bytes);
               return absl::OkStatus();
             });
-  AddUint32Flag(flags, "recent", "N",
-                "steps the trend is fitted over (default 50; 0: all after warm-up)",
-                [p](uint32_t v) { p->set_recent_steps(v); });
+  // Fewer steps than a trend needs made every rank "too short" and the job read as safe.
+  const uint32_t min_recent = analysis::HeadroomParams().min_points;
+  flags.Add("recent", "N",
+            absl::StrCat("steps the trend is fitted over, at least ", min_recent,
+                         " (default 50; 0: all after warm-up)"),
+            [p, min_recent](absl::string_view v) -> absl::Status {
+              uint32_t n = 0;
+              if (v.empty() ||
+                  !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+                  !absl::SimpleAtoi(v, &n)) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
+              }
+              if (n > 0 && n < min_recent) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat(n, " is too few steps to fit a trend: give at least ", min_recent,
+                                 ", or 0 for all steps after warm-up"));
+              }
+              p->set_recent_steps(n);
+              return absl::OkStatus();
+            });
   AddUint32Flag(flags, "warmup", "N", "first steps left out (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
   AddBytesFlag(flags, "min-growth", "least floor growth over the window (default 64MiB)",

@@ -33,6 +33,26 @@ TEST(HeadroomCommandTest, WithoutCapacityTheSampledTotalIsUsed) {
   EXPECT_FALSE(server.headroom_request.params().has_capacity_bytes());
 }
 
+// --recent 5 left every rank fewer than the 8 points a trend is fitted over: all "too short",
+// and "no rank is on course to fill its device" about a job that leaks.
+TEST(HeadroomCommandTest, RecentBelowTheFittedMinimumIsAUsageError) {
+  for (const char* recent : {"1", "7"}) {
+    std::ostringstream out, err;
+    CommandIo io{out, err};
+    EXPECT_EQ(HeadroomCommand().run({"--job", "j", "--recent", recent}, io), kExitUsage) << recent;
+    EXPECT_NE(err.str().find("at least 8"), std::string::npos) << err.str();
+  }
+  FakeAnalysisServer server;
+  for (const char* recent : {"0", "8"}) {
+    std::ostringstream out, err;
+    CommandIo io{out, err};
+    EXPECT_EQ(HeadroomCommand().run(
+                  {"--job", "j", "--recent", recent, "--collector", server.address()}, io),
+              kExitOk)
+        << recent << ": " << err.str();
+  }
+}
+
 TEST(HeadroomCommandTest, BadCapacityIsAUsageError) {
   std::ostringstream out, err;
   CommandIo io{out, err};
