@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "query/analysis/robust_stats.h"
 #include "query/analysis/units.h"
 
@@ -452,11 +453,14 @@ void Summarize(const ShortRun& longest, DivergenceReport& report) {
             });
   if (report.diverged.empty()) {
     report.status = DivergenceStatus::kNoneDiverged;
-    report.message =
-        absl::StrFormat("no rank diverged: all %u ranks stayed within the cohort over %s %s..%s",
-                        report.ranks, report.bucket_ns > 0 ? "time buckets" : "steps",
-                        FormatKeyValue(report.first_step, report.bucket_ns),
-                        FormatKeyValue(report.last_step, report.bucket_ns));
+    report.message = absl::StrFormat(
+        "no rank diverged: all %s stayed within the cohort over %s %s..%s",
+        report.ranks_compared == report.ranks
+            ? absl::StrCat(report.ranks, " ranks")
+            : absl::StrCat(report.ranks_compared, " ranks compared (of ", report.ranks, ")"),
+        report.bucket_ns > 0 ? "time buckets" : "steps",
+        FormatKeyValue(report.first_step, report.bucket_ns),
+        FormatKeyValue(report.last_step, report.bucket_ns));
     if (longest.flagged_steps >= 2) {
       // Out of it, but for fewer than --persistence compared steps in a row. (One step out is
       // a spike, which persistence is there to pass over.)
@@ -477,6 +481,25 @@ void Summarize(const ShortRun& longest, DivergenceReport& report) {
         "rank %u diverged first, at %s (%s the cohort for %u %s); %u rank(s) followed", d.rank,
         FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below", d.run_steps,
         report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - 1);
+  }
+  if (!report.ranks_not_compared.empty()) {
+    const size_t n = report.ranks_not_compared.size();
+    absl::StrAppend(&report.message, "; ", n == 1 ? "rank " : "ranks ",
+                    absl::StrJoin(report.ranks_not_compared, ","), " had no compared ",
+                    report.bucket_ns > 0 ? "bucket" : "step",
+                    " (too few after warm-up, or none shared with 2 other ranks)");
+  }
+}
+
+// The ranks with a deviation from the cohort in some step, and the others.
+void CountCompared(const Grid& g, const CohortDeviation& c, DivergenceReport& report) {
+  for (size_t r = 0; r < g.R; ++r) {
+    const double* dev = &c.deviation[r * g.S];
+    if (std::any_of(dev, dev + g.S, [](double d) { return !std::isnan(d); })) {
+      ++report.ranks_compared;
+    } else {
+      report.ranks_not_compared.push_back(g.ranks[r]->rank);
+    }
   }
 }
 
@@ -517,6 +540,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
                                   "s had 3 ranks to compare (job has ", g.S, " ", key, "s)");
     return report;
   }
+  CountCompared(g, cohort, report);
   const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
   ShortRun longest;
   for (size_t r = 0; r < g.R; ++r) {

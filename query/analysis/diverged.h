@@ -95,6 +95,11 @@ struct DivergenceReport {
   DivergenceStatus status = DivergenceStatus::kNoneDiverged;
   std::string message;  // one sentence saying what was found, or why nothing could be
   uint32_t ranks = 0;
+  // Of `ranks`, those compared with the cohort in at least one step, and the others (a rank that
+  // died in warm-up, or whose steps no 2 other ranks shared): "all 5 ranks stayed within the
+  // cohort" was said of a rank compared nowhere.
+  uint32_t ranks_compared = 0;
+  std::vector<uint32_t> ranks_not_compared;
   int64_t first_step = 0;  // compared steps: after warm-up
   int64_t last_step = 0;
   uint32_t steps_compared = 0;

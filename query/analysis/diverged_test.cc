@@ -369,6 +369,27 @@ TEST(DivergenceTest, ARankWithNoPointAfterWarmUpIsNoOffset) {
   EXPECT_EQ(second.offsets[0].rank, 0u);
 }
 
+// Rank 4 ran 4 steps, all warm-up, and was compared nowhere: "all 5 ranks stayed within the
+// cohort" vouched for it. Only the compared ranks are counted, and it is named.
+TEST(DivergenceTest, ARankNeverComparedIsNotCountedAndIsNamed) {
+  JobTimeline job = Simulate(sim::HealthyJob(5, 60)).timeline;
+  job.ranks[4].steps.resize(4);
+  DivergenceReport report = FindDivergence(job);
+  ASSERT_EQ(report.status, DivergenceStatus::kNoneDiverged) << report.message;
+  EXPECT_EQ(report.ranks, 5u);
+  EXPECT_EQ(report.ranks_compared, 4u);
+  EXPECT_EQ(report.ranks_not_compared, std::vector<uint32_t>{4});
+  EXPECT_EQ(report.message.find("all 5 ranks"), std::string::npos) << report.message;
+  EXPECT_NE(report.message.find("all 4 ranks compared (of 5)"), std::string::npos)
+      << report.message;
+  EXPECT_NE(report.message.find("rank 4 had no compared step"), std::string::npos)
+      << report.message;
+  // Every rank compared: nothing said of one left out.
+  DivergenceReport full = FindDivergence(Simulate(sim::HealthyJob(5, 60)).timeline);
+  EXPECT_EQ(full.ranks_compared, 5u);
+  EXPECT_NE(full.message.find("all 5 ranks stayed"), std::string::npos) << full.message;
+}
+
 // Rank 3's process restarted at step 50 (a Ray actor restarted alone): its first steps there are
 // its own warm-up (Adam state after its first step, 4 GiB of caches over its first 4). Counted as
 // compared steps, they made its baseline, and it "diverged above" from there on.

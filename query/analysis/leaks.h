@@ -137,7 +137,7 @@ struct PhaseResidue {
 
 struct LeakReport {
   std::string job_id;
-  uint32_t ranks = 0;
+  uint32_t ranks = 0;  // selected; with params.rank only that one is classified
   uint32_t leaking_ranks = 0;
   std::vector<RankCurve> curves;               // by rank
   std::vector<LeakCandidate> candidates;       // by rank, then bytes descending

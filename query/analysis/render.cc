@@ -113,10 +113,14 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
   }
   const v1::DivergenceParams& p = r.params();
   const int64_t bucket_ns = r.bucket_ns();
+  // A collector older than ranks_compared counted every selected rank as compared.
+  const uint32_t compared = r.has_ranks_compared() ? r.ranks_compared() : r.ranks();
   absl::StrAppend(
-      &out, "compared ", r.ranks(), " ranks over ", bucket_ns > 0 ? "time buckets " : "steps ",
-      FormatKeyValue(r.first_step(), bucket_ns), "..", FormatKeyValue(r.last_step(), bucket_ns),
-      " (", r.steps_compared(), bucket_ns > 0 ? " buckets; bucket " : " steps; step ",
+      &out, "compared ", compared,
+      compared < r.ranks() ? absl::StrCat(" of ", r.ranks(), " ranks over ") : " ranks over ",
+      bucket_ns > 0 ? "time buckets " : "steps ", FormatKeyValue(r.first_step(), bucket_ns), "..",
+      FormatKeyValue(r.last_step(), bucket_ns), " (", r.steps_compared(),
+      bucket_ns > 0 ? " buckets; bucket " : " steps; step ",
       p.metric() == v1::ANALYSIS_METRIC_END    ? "end"
       : p.metric() == v1::ANALYSIS_METRIC_PEAK ? "peak"
                                                : "floor",
@@ -317,12 +321,45 @@ std::string RenderPhaseResidues(const v1::LeakReport& r) {
   return out;
 }
 
+// What the curves say of the ranks classified, naming those too short to classify: "no rank
+// leaks" counted ranks never looked at (with --rank, every rank but one).
+std::string LeakVerdict(const v1::LeakReport& r) {
+  static const char* const kCurve[] = {"a plateau", "spikes", "a leak", "too short to classify"};
+  if (r.has_only_rank()) {
+    for (const v1::RankCurve& c : r.curves()) {
+      if (c.rank() != r.only_rank()) continue;
+      const int curve = c.curve() >= 0 && c.curve() < 4 ? c.curve() : 0;
+      return absl::StrCat("rank ", c.rank(),
+                          c.curve() == v1::CURVE_CLASS_LEAK ? " leaks"
+                          : c.curve() == v1::CURVE_CLASS_TOO_SHORT
+                              ? " is too short to classify"
+                              : absl::StrCat(" does not leak (", kCurve[curve], ")"),
+                          " (only rank ", r.only_rank(), " examined: --rank)");
+    }
+    return absl::StrCat("rank ", r.only_rank(), " has no steps to classify (--rank)");
+  }
+  std::vector<uint32_t> too_short;
+  for (const v1::RankCurve& c : r.curves()) {
+    if (c.curve() == v1::CURVE_CLASS_TOO_SHORT) too_short.push_back(c.rank());
+  }
+  const uint32_t classified = static_cast<uint32_t>(r.curves_size() - too_short.size());
+  std::string verdict =
+      r.leaking_ranks() == 0
+          ? (too_short.empty() ? std::string("no rank leaks")
+                               : absl::StrCat("no rank of the ", classified, " classified leaks"))
+          : absl::StrCat(r.leaking_ranks(), " of ", classified,
+                         too_short.empty() ? "" : " classified",
+                         r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak");
+  if (!too_short.empty()) {
+    absl::StrAppend(&verdict, "; ", too_short.size() == 1 ? "rank " : "ranks ",
+                    FormatRankList(too_short), " too short to classify");
+  }
+  return verdict;
+}
+
 std::string RenderLeaks(const v1::LeakReport& r) {
   std::string out = absl::StrCat(
-      "job ", Printable(r.job_id()), ": ",
-      r.leaking_ranks() == 0 ? std::string("no rank leaks")
-                             : absl::StrCat(r.leaking_ranks(), " of ", r.ranks(),
-                                            r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak"),
+      "job ", Printable(r.job_id()), ": ", LeakVerdict(r),
       // As diverged and growth say it; candidates need steps to count warm-up and boundaries.
       r.no_step_markers() ? absl::StrCat(" (no step markers: compared ", r.bucket_ns() / 1'000'000,
                                          " ms time buckets; no leak candidates)")

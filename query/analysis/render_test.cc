@@ -169,6 +169,54 @@ TEST(RenderTest, TimeBucketJobsAreShownInTime) {
   EXPECT_TRUE(Has(RenderDivergence(d), "persistence 5 buckets)")) << RenderDivergence(d);
 }
 
+// `leaks --rank 3` said "no rank leaks" of a job whose rank 5 leaks, and `--rank 5` "1 of 8 rank
+// leaks" after looking at one: the verdict is about the rank examined.
+TEST(RenderTest, LeaksOfOneRankSpeakOfThatRankOnly) {
+  JobTimeline job = sim::Simulate(sim::LeakJob(5, 30)).timeline;
+  LeakParams params;
+  params.rank = 3;
+  v1::LeakReport three;
+  ToProto(FindLeaks(job, {}, params), &three);
+  std::string text = RenderLeaks(three);
+  Show(text);
+  EXPECT_TRUE(Has(text, "rank 3 does not leak (spikes) (only rank 3 examined: --rank)")) << text;
+  EXPECT_FALSE(Has(text, "no rank leaks")) << text;
+  params.rank = 5;
+  v1::LeakReport five;
+  ToProto(FindLeaks(job, {}, params), &five);
+  EXPECT_TRUE(Has(RenderLeaks(five), "job leak: rank 5 leaks (only rank 5 examined"))
+      << RenderLeaks(five);
+}
+
+// Rank 7 ran 4 steps, all warm-up: "1 of 8 rank leaks" counted it among the ranks cleared.
+TEST(RenderTest, LeaksCountOnlyTheRanksClassified) {
+  JobTimeline job = sim::Simulate(sim::LeakJob(5, 30)).timeline;
+  job.ranks[7].steps.resize(4);
+  v1::LeakReport w;
+  ToProto(FindLeaks(job), &w);
+  std::string text = RenderLeaks(w);
+  Show(text);
+  EXPECT_TRUE(Has(text, "1 of 7 classified rank leaks; rank 7 too short to classify")) << text;
+  JobTimeline healthy = sim::Simulate(sim::HealthyJob()).timeline;
+  healthy.ranks[7].steps.resize(4);
+  ToProto(FindLeaks(healthy), &w);
+  EXPECT_TRUE(
+      Has(RenderLeaks(w), "no rank of the 7 classified leaks; rank 7 too short to classify"))
+      << RenderLeaks(w);
+}
+
+// Rank 4 ran 4 steps, all warm-up: "compared 5 ranks" claimed it.
+TEST(RenderTest, DivergenceCountsOnlyTheRanksCompared) {
+  JobTimeline job = sim::Simulate(sim::HealthyJob(5, 60)).timeline;
+  job.ranks[4].steps.resize(4);
+  v1::DivergenceReport w;
+  ToProto(FindDivergence(job), &w);
+  std::string text = RenderDivergence(w);
+  Show(text);
+  EXPECT_TRUE(Has(text, "compared 4 of 5 ranks over")) << text;
+  EXPECT_TRUE(Has(text, "rank 4 had no compared step")) << text;
+}
+
 TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   std::vector<RankLiveSet> live = {sim::LiveAt(spec, 5, 99, sim::Moment::kEnd)};

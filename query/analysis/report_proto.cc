@@ -332,6 +332,8 @@ void ToProto(const DivergenceReport& r, v1::DivergenceReport* out) {
   out->set_last_step(r.last_step);
   out->set_steps_compared(r.steps_compared);
   out->set_bucket_ns(r.bucket_ns);
+  out->set_ranks_compared(r.ranks_compared);
+  for (uint32_t rank : r.ranks_not_compared) out->add_ranks_not_compared(rank);
   for (const RankDivergence& d : r.diverged) {
     v1::RankDivergence* w = out->add_diverged();
     w->set_rank(d.rank);
@@ -402,6 +404,7 @@ void ToProto(const LeakReport& r, v1::LeakReport* out) {
   out->set_ranks(r.ranks);
   out->set_leaking_ranks(r.leaking_ranks);
   out->set_bucket_ns(r.bucket_ns);
+  if (r.params.rank.has_value()) out->set_only_rank(*r.params.rank);
   for (const RankCurve& c : r.curves) {
     v1::RankCurve* w = out->add_curves();
     w->set_rank(c.rank);
