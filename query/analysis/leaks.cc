@@ -98,6 +98,18 @@ std::vector<int64_t> FindSpikes(const CurvePoints& p, const CurrentTrend& trend,
   std::vector<int64_t> spikes;
   for (size_t i = 0; i < n; ++i) {
     if (over[i] <= cut) continue;
+    // Memory allocated in step i and kept is in step i + 1's floor: a large leak raises every
+    // peak by its allocation a step before the floor follows, and where the floor's fit misses
+    // the leak (one that began a few steps before the end) the comparison below reads each of
+    // those peaks as a spike ("9 spikes, every ~1 step" on a pure 4 GiB/step leak).
+    const double kept = 0.5 * (over[i] - s.median);
+    if (i + 1 < n && p.floor[i + 1] - p.floor[i] >= kept) continue;
+    // The last step has no next floor yet: a floor that rose by as much into it and into the step
+    // before it is that leak going on (a whole-step spike there raises one floor, not two).
+    if (i + 1 == n && i >= 2 && p.floor[i] - p.floor[i - 1] >= kept &&
+        p.floor[i - 1] - p.floor[i - 2] >= kept) {
+      continue;
+    }
     if (i + 1 < n && i > 0 &&
         median_residual(i + 1, std::min(n, i + 4)) - median_residual(i >= 3 ? i - 3 : 0, i) >=
             0.5 * (over[i] - s.median)) {

@@ -11,6 +11,9 @@
 //   spikes  not a leak, and some steps' peaks stand above the floor's running median by more
 //           than max(min_spike_bytes, spike_mad_factor x the peaks' robust spread), in at most
 //           max_spike_fraction of the steps (more often than that is the job's normal peak).
+//           A peak that rose by memory the next step's floor still holds is a step up (a leak's
+//           allocation, which the floor follows a step later), not a spike; so is a last step's
+//           whose floor rose by as much in each of the two steps before it.
 //   plateau neither.
 // Candidates (from live sets): allocations made after warm-up that are still live across at least
 // min_boundaries step boundaries, grouped by rank, tag and source, with counts, bytes, and how

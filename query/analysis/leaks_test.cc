@@ -56,6 +56,25 @@ TEST(LeakTest, ALeaksLastStepsAreNotSpikes) {
   EXPECT_EQ(leak.evidence.first_spikes, (std::vector<int64_t>{50}));
 }
 
+// 4 GiB a step from step 88 of 100: each step's peak rises by the allocation, which the floor
+// follows one step later. That read "spikes: 9 (max +4.11 GiB, every ~1 step)" on a pure leak.
+TEST(LeakTest, ALargeLeaksRisingPeaksThatTheNextFloorKeepsAreNotSpikes) {
+  for (int64_t start : {88, 30}) {
+    sim::JobSpec spec = sim::LeakJob(4, start, 4 * kGiB);
+    spec.device_total = 1000 * kGiB;
+    spec.spikes.clear();
+    LeakReport report = FindLeaks(sim::Simulate(spec).timeline);
+    const RankCurve& c = CurveOf(report, 4);
+    EXPECT_EQ(c.curve, CurveClass::kLeak) << start;
+    EXPECT_EQ(c.evidence.spike_steps, 0u)
+        << start << ": first at "
+        << (c.evidence.first_spikes.empty() ? -1 : c.evidence.first_spikes[0]);
+  }
+  // The same leak run to an OOM.
+  LeakReport oom = FindLeaks(sim::Simulate(sim::OomJob()).timeline);
+  EXPECT_EQ(CurveOf(oom, 3).evidence.spike_steps, 0u);
+}
+
 TEST(LeakTest, ALeakFromBeforeTheWindowRisesSinceItsFirstStep) {
   // From step 1, under warm-up: the floor rises from the first step examined (5). The median
   // of the first tenth of the floors put the start mid-rise, "rising since 10".
