@@ -245,7 +245,8 @@ std::string RenderCurves(const v1::LeakReport& r) {
                             FormatKey(e.max_spike_step(), r.bucket_ns()),
                             e.spike_period_steps() > 0
                                 ? absl::StrCat(", every ~", e.spike_period_steps(),
-                                               e.spike_period_steps() == 1 ? " step" : " steps")
+                                               r.bucket_ns() > 0 ? " bucket" : " step",
+                                               e.spike_period_steps() == 1 ? "" : "s")
                                 : "",
                             ")");
     }
@@ -309,8 +310,10 @@ std::string RenderPhaseSurvivors(const v1::LeakReport& r) {
 // From rollups: phase-named tags still holding memory at the ends of its steps.
 std::string RenderPhaseResidues(const v1::LeakReport& r) {
   if (r.phase_residues_size() == 0) return "";
-  std::string out = "\nphase-tagged memory live at step ends (from rollups):\n";
-  TextTable s({">rank", "phase", ">steps", ">median", ">last", ">max"});
+  const bool buckets = r.bucket_ns() > 0;
+  std::string out = absl::StrCat("\nphase-tagged memory live at ", buckets ? "time bucket" : "step",
+                                 " ends (from rollups):\n");
+  TextTable s({">rank", "phase", buckets ? ">buckets" : ">steps", ">median", ">last", ">max"});
   for (const v1::PhaseResidue& p : r.phase_residues()) {
     s.Add({absl::StrCat(p.rank()), p.phase(),
            absl::StrCat(p.residue_steps(), " of ", p.phase_steps()),

@@ -205,6 +205,33 @@ TEST(RenderTest, LeaksCountOnlyTheRanksClassified) {
       << RenderLeaks(w);
 }
 
+// A job without step markers spikes every ~10 time buckets, not "every ~10 steps".
+TEST(RenderTest, SpikesOfAJobWithoutStepMarkersRecurInBuckets) {
+  v1::LeakReport r;
+  r.set_job_id("bucketed");
+  r.set_ranks(1);
+  r.set_bucket_ns(1'000'000'000);
+  r.set_no_step_markers(true);
+  v1::RankCurve* c = r.add_curves();
+  c->set_curve(v1::CURVE_CLASS_SPIKES);
+  v1::CurveEvidence* e = c->mutable_evidence();
+  e->set_points(90);
+  e->set_rising_since_step(-1);
+  e->set_spike_steps(8);
+  e->set_max_spike_excess_bytes(8 * kGiB);
+  e->set_max_spike_step(1'796'534'337);
+  e->set_spike_period_steps(10);
+  v1::PhaseResidue* p = r.add_phase_residues();
+  p->set_phase("rollout");
+  p->set_residue_steps(5);
+  p->set_phase_steps(9);
+  std::string text = RenderLeaks(r);
+  Show(text);
+  EXPECT_TRUE(Has(text, "every ~10 buckets)")) << text;
+  EXPECT_TRUE(Has(text, "live at time bucket ends")) << text;
+  EXPECT_FALSE(Has(text, "steps")) << text;
+}
+
 // Rank 4 ran 4 steps, all warm-up: "compared 5 ranks" claimed it.
 TEST(RenderTest, DivergenceCountsOnlyTheRanksCompared) {
   JobTimeline job = sim::Simulate(sim::HealthyJob(5, 60)).timeline;

@@ -270,7 +270,7 @@ struct Onset {
 // same step is merged into the divergence's line rather than drawn over it.
 std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& options,
                                  const PlotFrame& frame, const RankStyles& styles,
-                                 const std::string& axis_name) {
+                                 const std::string& axis_name, int64_t bucket_ns) {
   std::vector<Onset> onsets;
   auto add = [&](const std::string& kind, uint32_t rank, int64_t step, const std::string& label,
                  const char* color) {
@@ -297,7 +297,7 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
     });
     if (same != leaks.end()) {
       kind = "divergence leak";
-      absl::StrAppend(&label, ", leaking ", analysis::FormatRate(same->bytes_per_step));
+      absl::StrAppend(&label, ", leaking ", analysis::FormatRate(same->bytes_per_step, bucket_ns));
       leaks.erase(same);
     }
     add(kind, *marks.highlighted_rank, marks.onset_step, label, kHighlight);
@@ -308,7 +308,7 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
     if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
     add("leak", leak.rank, leak.since_step,
         absl::StrCat("leak on rank ", leak.rank, " from ", axis_name, " ", leak.since_step, " (",
-                     analysis::FormatRate(leak.bytes_per_step), ")"),
+                     analysis::FormatRate(leak.bytes_per_step, bucket_ns), ")"),
         kLeakColor);
   }
   return onsets;
@@ -465,7 +465,10 @@ std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& 
   AppendHeader(job, marks, options, frame, series.size(), axis_name, &svg);
   AppendAxes(frame, PlotMetricName(options.metric), axis_name, &svg);
   AppendLines(series, frame, styles, &svg);
-  AppendOnsets(CollectOnsets(marks, options, frame, styles, axis_name), frame, &svg);
+  // A job without step markers leaks per time bucket: "128 MiB/step" there was a bucket's.
+  AppendOnsets(
+      CollectOnsets(marks, options, frame, styles, axis_name, job.time_axis ? job.bucket_ns : 0),
+      frame, &svg);
   AppendLegend(series, styles, options, frame, &svg);
   absl::StrAppend(&svg, "</svg>\n");
   return svg;

@@ -75,6 +75,20 @@ TEST(SvgPlotTest, HighlightsThePlantedLeakingRankAndMarksItsOnset) {
   EXPECT_EQ(legend[1]["data-rank"], "0");
 }
 
+// Without step markers the leak's rate is per time bucket: the label said "128 MiB/step".
+TEST(SvgPlotTest, ALeakWithoutStepMarkersIsLabelledPerBucket) {
+  analysis::JobTimeline job =
+      analysis::sim::Simulate(analysis::sim::LeakJob(5, 30, 128 * analysis::kMiB)).timeline;
+  job.time_axis = true;
+  job.bucket_ns = 1'000'000'000;
+  for (analysis::RankTimeline& r : job.ranks) {
+    for (analysis::StepPoint& p : r.steps) p.step += 1'796'000'000;
+  }
+  std::string svg = Plot(job);
+  EXPECT_NE(svg.find("MiB/bucket"), std::string::npos) << svg.substr(0, 3000);
+  EXPECT_EQ(svg.find("/step"), std::string::npos) << svg.substr(0, 3000);
+}
+
 TEST(SvgPlotTest, AHealthyJobHighlightsNobody) {
   analysis::sim::SimulatedJob job = analysis::sim::Simulate(analysis::sim::HealthyJob());
   std::string svg = Plot(job.timeline);
