@@ -237,6 +237,7 @@ std::string RenderCurves(const v1::LeakReport& r) {
   static const char* const kCurve[] = {"plateau", "spikes", "leak", "too short"};
   TextTable t({">rank", "curve", "allocator", ">floor start", ">floor end", ">floor slope",
                ">recent slope", ">rising since", ">typical peak", "spikes"});
+  std::vector<uint32_t> early;  // leaking since the first step examined
   for (const v1::RankCurve& c : r.curves()) {
     const v1::CurveEvidence& e = c.evidence();
     std::string spikes = "-";
@@ -257,13 +258,26 @@ std::string RenderCurves(const v1::LeakReport& r) {
     const auto rate = [&](double b) {
       return measured ? FormatRate(b, r.bucket_ns()) : std::string("-");
     };
+    if (c.curve() == v1::CURVE_CLASS_LEAK && e.rising_since_step() >= 0 &&
+        e.rising_since_step() == e.first_step() && r.params().warmup_steps() > 0) {
+      early.push_back(c.rank());
+    }
     t.Add({absl::StrCat(c.rank()), kCurve[curve], OrDash(c.allocator()),
            bytes(e.floor_start_bytes()), bytes(e.floor_end_bytes()), rate(e.floor_bytes_per_step()),
            rate(e.recent_bytes_per_step()),
            e.rising_since_step() >= 0 ? FormatKeyValue(e.rising_since_step(), r.bucket_ns()) : "-",
            bytes(e.median_peak_bytes()), spikes});
   }
-  return t.Render();
+  std::string out = t.Render();
+  // A leak begun in warm-up (step 0 or 1) rises from the first step examined: read as its start,
+  // it dated the leak steps late.
+  if (!early.empty()) {
+    absl::StrAppend(&out, early.size() == 1 ? "rank " : "ranks ", FormatRankList(early),
+                    ": rising from the first ", r.bucket_ns() > 0 ? "bucket" : "step",
+                    " examined after warm-up (--warmup ", r.params().warmup_steps(),
+                    "): it may have begun earlier\n");
+  }
+  return out;
 }
 
 // Live allocations made after warm-up that outlived min_boundaries steps.

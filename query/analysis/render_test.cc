@@ -205,6 +205,21 @@ TEST(RenderTest, LeaksCountOnlyTheRanksClassified) {
       << RenderLeaks(w);
 }
 
+// A leak from step 1, inside warm-up, read "rising since 5" as if it began there.
+TEST(RenderTest, ALeakRisingFromTheFirstExaminedStepMayHaveBegunEarlier) {
+  v1::LeakReport early;
+  ToProto(FindLeaks(sim::Simulate(sim::LeakJob(3, 1)).timeline), &early);
+  std::string text = RenderLeaks(early);
+  Show(text);
+  EXPECT_TRUE(Has(text,
+                  "rank 3: rising from the first step examined after warm-up (--warmup 5): "
+                  "it may have begun earlier"))
+      << text;
+  v1::LeakReport late;
+  ToProto(FindLeaks(sim::Simulate(sim::LeakJob(5, 30)).timeline), &late);
+  EXPECT_FALSE(Has(RenderLeaks(late), "may have begun earlier")) << RenderLeaks(late);
+}
+
 // A job without step markers spikes every ~10 time buckets, not "every ~10 steps".
 TEST(RenderTest, SpikesOfAJobWithoutStepMarkersRecurInBuckets) {
   v1::LeakReport r;

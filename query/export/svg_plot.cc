@@ -308,7 +308,11 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
     if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
     add("leak", leak.rank, leak.since_step,
         absl::StrCat("leak on rank ", leak.rank, " from ", axis_name, " ", leak.since_step, " (",
-                     analysis::FormatRate(leak.bytes_per_step, bucket_ns), ")"),
+                     analysis::FormatRate(leak.bytes_per_step, bucket_ns), ")",
+                     leak.since_first_examined
+                         ? absl::StrCat(", the first ", axis_name,
+                                        " examined after warm-up: it may have begun earlier")
+                         : ""),
         kLeakColor);
   }
   return onsets;
@@ -450,7 +454,8 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
     if (curve.curve != analysis::CurveClass::kLeak) continue;
     int64_t since = curve.evidence.rising_since_step >= 0 ? curve.evidence.rising_since_step
                                                           : curve.evidence.first_step;
-    marks.leaks.push_back({curve.rank, since, curve.evidence.floor_bytes_per_step});
+    marks.leaks.push_back({curve.rank, since, curve.evidence.floor_bytes_per_step,
+                           since == curve.evidence.first_step && leaks.params.warmup_steps > 0});
   }
   return marks;
 }

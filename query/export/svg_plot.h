@@ -45,6 +45,8 @@ struct PlotMarks {
     uint32_t rank = 0;
     int64_t since_step = 0;
     double bytes_per_step = 0;
+    // since_step is the first step examined after warm-up: the leak may have begun before it.
+    bool since_first_examined = false;
   };
   std::vector<Leak> leaks;  // ranks whose floor rises, with where it began to
 };

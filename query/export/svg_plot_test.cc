@@ -75,6 +75,16 @@ TEST(SvgPlotTest, HighlightsThePlantedLeakingRankAndMarksItsOnset) {
   EXPECT_EQ(legend[1]["data-rank"], "0");
 }
 
+// A leak from step 1, inside warm-up, was labelled "from step 5" as if it began there.
+TEST(SvgPlotTest, ALeakFromTheFirstExaminedStepSaysItMayHaveBegunEarlier) {
+  std::string svg = Plot(analysis::sim::Simulate(analysis::sim::LeakJob(3, 1)).timeline);
+  EXPECT_NE(svg.find("the first step examined after warm-up: it may have begun earlier"),
+            std::string::npos)
+      << svg.substr(0, 3000);
+  std::string late = Plot(analysis::sim::Simulate(analysis::sim::LeakJob(5, 30)).timeline);
+  EXPECT_EQ(late.find("may have begun earlier"), std::string::npos);
+}
+
 // Without step markers the leak's rate is per time bucket: the label said "128 MiB/step".
 TEST(SvgPlotTest, ALeakWithoutStepMarkersIsLabelledPerBucket) {
   analysis::JobTimeline job =
