@@ -34,15 +34,14 @@ bool InKeyRange(int64_t key, const TimelineView& view) {
   return (!view.first_key || key >= *view.first_key) && (!view.last_key || key <= *view.last_key);
 }
 
-// The points of one rank that the view shows, in order.
-std::vector<const v1::TimelinePoint*> ShownPoints(const v1::RankTimelineProto& rank,
-                                                  const TimelineView& view) {
-  std::vector<const v1::TimelinePoint*> in_range;
-  for (const v1::TimelinePoint& point : rank.points()) {
-    if (InKeyRange(point.key(), view)) in_range.push_back(&point);
+// The positions in rank.points() of the points that the view shows, in order.
+std::vector<int> ShownPoints(const v1::RankTimelineProto& rank, const TimelineView& view) {
+  std::vector<int> in_range;
+  for (int i = 0; i < rank.points_size(); ++i) {
+    if (InKeyRange(rank.points(i).key(), view)) in_range.push_back(i);
   }
   if (view.every <= 1) return in_range;
-  std::vector<const v1::TimelinePoint*> shown;
+  std::vector<int> shown;
   for (size_t i = 0; i < in_range.size(); ++i) {
     if (i % view.every == 0 || i + 1 == in_range.size()) shown.push_back(in_range[i]);
   }
@@ -78,19 +77,20 @@ Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) 
                                  {"end_change", ColumnType::kSignedBytes}});
   Table table(std::move(columns));
   for (const v1::RankTimelineProto& rank : response.ranks()) {
-    const v1::TimelinePoint* previous = nullptr;
-    for (const v1::TimelinePoint* point : ShownPoints(rank, view)) {
+    for (int i : ShownPoints(rank, view)) {
+      const v1::TimelinePoint* point = &rank.points(i);
       std::vector<Cell> row = {uint64_t{rank.rank()}};
       if (any_attempt) row.push_back(uint64_t{rank.attempt()});
+      // From the rank's previous row, shown or not, as the usage says: from the previous shown
+      // row, --every 10 read ten steps' change as one step's.
       Cell change;
-      if (previous != nullptr) {
-        change = static_cast<int64_t>(point->end_bytes() - previous->end_bytes());
+      if (i > 0) {
+        change = static_cast<int64_t>(point->end_bytes() - rank.points(i - 1).end_bytes());
       }
       row.insert(row.end(),
                  {int64_t{point->key()}, int64_t{point->start_ns()}, uint64_t{point->floor_bytes()},
                   uint64_t{point->peak_bytes()}, uint64_t{point->end_bytes()}, change});
       table.AddRow(std::move(row));
-      previous = point;
     }
   }
   return table;

@@ -70,8 +70,11 @@ TEST(TimelineTableTest, StepRangeAndEveryKeepTheLastPointOfEachRank) {
   std::vector<int64_t> steps;
   for (const auto& row : table.rows()) steps.push_back(std::get<int64_t>(row[1]));
   EXPECT_EQ(steps, (std::vector<int64_t>{1, 3, 4, 1, 3, 4}));
-  // end_change is relative to the previous shown row: step 3 vs step 1 of rank 1 = 20 MiB.
-  EXPECT_EQ(std::get<int64_t>(table.rows()[4][6]), static_cast<int64_t>(20 * kMiB));
+  // end_change is from the rank's previous row, shown or not (the usage's "since the rank's
+  // previous row"): step 3 vs step 2 of rank 1 = 10 MiB, not 20 since the shown step 1; and
+  // step 1, the first shown, vs step 0.
+  EXPECT_EQ(std::get<int64_t>(table.rows()[4][6]), static_cast<int64_t>(10 * kMiB));
+  EXPECT_EQ(std::get<int64_t>(table.rows()[3][6]), static_cast<int64_t>(10 * kMiB));
 }
 
 TEST(TimelineTableTest, WideFormHasOneColumnPerRankHoldingTheChosenValue) {
