@@ -307,14 +307,14 @@ std::string RenderPhaseSurvivors(const v1::LeakReport& r) {
   header.push_back("open now");
   TextTable s(header);
   for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
-    std::vector<std::string> row = {absl::StrCat(p.rank()),  p.phase(),
+    std::vector<std::string> row = {absl::StrCat(p.rank()),  OrDash(p.phase()),
                                     OrDash(p.tag()),         OrDash(p.source()),
                                     absl::StrCat(p.count()), Bytes(p.bytes())};
     if (steps) {
       row.insert(row.end(), {absl::StrCat(p.distinct_steps()), absl::StrCat(p.oldest_step()),
                              absl::StrCat(p.at_step())});
     }
-    row.push_back(p.open_phases_size() > 0 ? absl::StrJoin(p.open_phases(), ",") : "-");
+    row.push_back(p.open_phases_size() > 0 ? Printable(absl::StrJoin(p.open_phases(), ",")) : "-");
     s.Add(row);
   }
   out += s.Render();
@@ -329,7 +329,7 @@ std::string RenderPhaseResidues(const v1::LeakReport& r) {
                                  " ends (from rollups):\n");
   TextTable s({">rank", "phase", buckets ? ">buckets" : ">steps", ">median", ">last", ">max"});
   for (const v1::PhaseResidue& p : r.phase_residues()) {
-    s.Add({absl::StrCat(p.rank()), p.phase(),
+    s.Add({absl::StrCat(p.rank()), OrDash(p.phase()),
            absl::StrCat(p.residue_steps(), " of ", p.phase_steps()),
            Bytes(p.median_residue_bytes()), Bytes(p.last_residue_bytes()),
            Bytes(p.max_residue_bytes())});
@@ -405,7 +405,9 @@ std::string RenderLive(const v1::LiveReport& r) {
     if (r.oom_before_restart()) absl::StrAppend(&out, " (a restart followed it)");
   }
   absl::StrAppend(&out, "\n", Bytes(r.total_bytes()), " live in ", r.total_count(), " allocations");
-  if (r.open_phases_size() > 0) absl::StrAppend(&out, ", in ", absl::StrJoin(r.open_phases(), "/"));
+  if (r.open_phases_size() > 0) {
+    absl::StrAppend(&out, ", in ", Printable(absl::StrJoin(r.open_phases(), "/")));
+  }
   if (r.other_ranks() > 0) {
     absl::StrAppend(&out, "; the other ", r.other_ranks(), " ranks' median ",
                     Bytes(r.others_median_total_bytes()));
@@ -554,11 +556,15 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
 std::string RenderCompare(const v1::CompareReport& r) {
   int changed = 0;
   for (const v1::CompareItem& it : r.items()) changed += it.changed();
-  std::string out = absl::StrCat("compare ", r.job_a(), " (A) with ", r.job_b(), " (B): ", changed,
-                                 changed == 1 ? " difference" : " differences", "\n\n");
-  TextTable t({"analysis", "subject", "A: " + r.job_a(), "B: " + r.job_b(), ""});
+  // Job ids, and tag and phase names in the subjects and values, come from the jobs.
+  std::string out =
+      absl::StrCat("compare ", Printable(r.job_a()), " (A) with ", Printable(r.job_b()),
+                   " (B): ", changed, changed == 1 ? " difference" : " differences", "\n\n");
+  TextTable t(
+      {"analysis", "subject", "A: " + Printable(r.job_a()), "B: " + Printable(r.job_b()), ""});
   for (const v1::CompareItem& it : r.items()) {
-    t.Add({it.analysis(), it.subject(), it.a(), it.b(), it.changed() ? "changed" : ""});
+    t.Add({Printable(it.analysis()), Printable(it.subject()), Printable(it.a()), Printable(it.b()),
+           it.changed() ? "changed" : ""});
   }
   out += t.Render();
   return out;

@@ -220,6 +220,39 @@ TEST(RenderTest, ALeakRisingFromTheFirstExaminedStepMayHaveBegunEarlier) {
   EXPECT_FALSE(Has(RenderLeaks(late), "may have begun earlier")) << RenderLeaks(late);
 }
 
+// Tag and phase names come from the job: compare and the phase tables printed an ESC sequence
+// and a newline that forged a table row of its own.
+TEST(RenderTest, JobStringsInCompareAndPhaseTablesAreEscaped) {
+  const std::string evil = "evil\x1b[31mRED\nanalysis  fake-row";
+  const auto clean = [](const std::string& text) {
+    return !Has(text, "\x1b") && !Has(text, "\nanalysis  fake-row") && Has(text, "\\n");
+  };
+  v1::CompareReport c;
+  c.set_job_a(evil);
+  c.set_job_b("b");
+  v1::CompareItem* it = c.add_items();
+  it->set_analysis("growth");
+  it->set_subject(evil);
+  it->set_a(evil);
+  it->set_b("-");
+  EXPECT_TRUE(clean(RenderCompare(c))) << RenderCompare(c);
+
+  v1::LeakReport l;
+  l.set_job_id("j");
+  v1::PhaseSurvivor* s = l.add_phase_survivors();
+  s->set_phase(evil);
+  s->add_open_phases(evil);
+  v1::PhaseResidue* p = l.add_phase_residues();
+  p->set_phase(evil);
+  std::string leaks = RenderLeaks(l);
+  EXPECT_TRUE(clean(leaks)) << leaks;
+
+  v1::LiveReport live;
+  live.set_job_id("j");
+  live.add_open_phases(evil);
+  EXPECT_TRUE(clean(RenderLive(live))) << RenderLive(live);
+}
+
 // A job without step markers spikes every ~10 time buckets, not "every ~10 steps".
 TEST(RenderTest, SpikesOfAJobWithoutStepMarkersRecurInBuckets) {
   v1::LeakReport r;
