@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "agent/identity/env.h"
 #include "agent/identity/transport_env.h"
+#include "agent/stream/stderr_lines.h"
 
 namespace memtrace {
 namespace cupti {
@@ -253,6 +254,9 @@ void Agent::Shutdown() {
                                           " of ", ts.last_seq, ")"));
     }
   }
+  // The lines above are written by the agent's stderr thread: a moment for them to come out
+  // before the process exits, and no more (stderr may be a pipe nobody reads).
+  AgentStderr().Flush(absl::Milliseconds(250));
 }
 
 void Agent::OnApi(const ApiCall& call) { callbacks_->OnApi(call); }

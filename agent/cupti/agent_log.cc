@@ -2,10 +2,13 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "agent/stream/stderr_lines.h"
+
 namespace memtrace {
 namespace cupti {
 
-AgentLog::AgentLog(std::FILE* out) : out_(out != nullptr ? out : stderr) {}
+AgentLog::AgentLog(std::FILE* out) : out_(out) {}
 
 bool AgentLog::Once(std::string_view kind, std::string_view message) {
   {
@@ -19,6 +22,11 @@ bool AgentLog::Once(std::string_view kind, std::string_view message) {
 void AgentLog::Always(std::string_view message) { Write(message); }
 
 void AgentLog::Write(std::string_view message) {
+  if (out_ == nullptr) {
+    AgentStderr().Write(
+        absl::StrCat("memtrace-agent: ", absl::string_view(message.data(), message.size())));
+    return;
+  }
   // One fprintf per line so lines from concurrent threads do not interleave mid-line.
   std::fprintf(out_, "memtrace-agent: %.*s\n", static_cast<int>(message.size()), message.data());
   std::fflush(out_);

@@ -17,7 +17,8 @@ namespace cupti {
 
 class AgentLog {
  public:
-  // Writes to `out` (stderr when null); the stream is not owned.
+  // Writes to `out`, not owned; when null, to stderr through AgentStderr(), which never waits
+  // on it (callers hold locks the application's threads need).
   explicit AgentLog(std::FILE* out = nullptr);
 
   // Prints "memtrace-agent: <message>" unless a message of this `kind` was printed before.
@@ -30,7 +31,7 @@ class AgentLog {
  private:
   void Write(std::string_view message);
 
-  std::FILE* out_;
+  std::FILE* out_;  // null: AgentStderr()
   absl::Mutex mu_;
   absl::flat_hash_set<std::string> printed_ ABSL_GUARDED_BY(mu_);
 };

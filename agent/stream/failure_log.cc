@@ -1,6 +1,7 @@
 #include "agent/stream/failure_log.h"
 
-#include <cstdio>
+#include "absl/strings/str_cat.h"
+#include "agent/stream/stderr_lines.h"
 
 namespace memtrace {
 
@@ -26,9 +27,9 @@ void FailureLog::Report(Failure kind, std::string_view message) {
   if (i >= kFailureKinds) return;
   const uint64_t before = counts_[i].fetch_add(1, std::memory_order_relaxed);
   if (before == 0 && print_) {
-    std::fprintf(stderr,
-                 "memtrace-agent: %.*s (further %s failures are counted, not printed)\n",
-                 static_cast<int>(message.size()), message.data(), FailureName(kind));
+    AgentStderr().Write(
+        absl::StrCat("memtrace-agent: ", absl::string_view(message.data(), message.size()),
+                     " (further ", FailureName(kind), " failures are counted, not printed)"));
   }
 }
 

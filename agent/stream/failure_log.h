@@ -34,7 +34,7 @@ class FailureLog {
   explicit FailureLog(bool print) : print_(print) {}
 
   // Counts one failure of `kind`; prints "memtrace-agent: <message>" the first time.
-  // Thread-safe; never blocks on anything but stderr.
+  // Thread-safe; never waits on stderr (AgentStderr).
   void Report(Failure kind, std::string_view message);
 
   uint64_t count(Failure kind) const;

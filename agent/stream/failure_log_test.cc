@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/time/time.h"
+#include "agent/stream/stderr_lines.h"
 #include "gtest/gtest.h"
 
 namespace memtrace {
@@ -24,6 +26,7 @@ TEST(FailureLogTest, PrintsOncePerKindWithThePrefix) {
   log.Report(Failure::kConnect, "cannot reach collector a:1");
   log.Report(Failure::kConnect, "cannot reach collector a:1 again");
   log.Report(Failure::kAckTimeout, "no ack");
+  ASSERT_TRUE(AgentStderr().Flush(absl::Seconds(10)));  // written by the agent's stderr thread
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("memtrace-agent: cannot reach collector a:1 ("), 0u) << err;
   EXPECT_EQ(err.find("again"), std::string::npos) << err;

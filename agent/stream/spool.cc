@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "agent/stream/stderr_lines.h"
 #include "proto/memtrace/v1/events.pb.h"
 
 namespace memtrace {
@@ -171,7 +172,8 @@ void SpoolBatchStore::Report(Problem problem, const std::string& message) const 
   bool& reported = reported_[static_cast<int>(problem)];
   if (reported) return;
   reported = true;
-  if (log_) std::fprintf(stderr, "memtrace-agent: spool: %s (reported once)\n", message.c_str());
+  if (log_)
+    AgentStderr().Write(absl::StrCat("memtrace-agent: spool: ", message, " (reported once)"));
 }
 
 bool SpoolBatchStore::SpillOldest() {
@@ -310,11 +312,9 @@ std::unique_ptr<BatchStore> MakeBatchStore(const TransportOptions& options) {
         options.log_failures);
     if (spool.ok()) return *std::move(spool);
     if (options.log_failures) {
-      std::fprintf(stderr,
-                   "memtrace-agent: spool: %s; keeping unacknowledged batches in memory only "
-                   "(%llu bytes)\n",
-                   std::string(spool.status().message()).c_str(),
-                   static_cast<unsigned long long>(options.max_unacked_bytes));
+      AgentStderr().Write(absl::StrCat("memtrace-agent: spool: ", spool.status().message(),
+                                       "; keeping unacknowledged batches in memory only (",
+                                       options.max_unacked_bytes, " bytes)"));
     }
   }
   return std::make_unique<MemoryBatchStore>(options.max_unacked_bytes);

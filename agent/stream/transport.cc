@@ -26,6 +26,7 @@
 #include "agent/stream/failure_log.h"
 #include "agent/stream/ingest_stream.h"
 #include "agent/stream/spool.h"
+#include "agent/stream/stderr_lines.h"
 #include "agent/stream/string_table.h"
 #include "proto/codec/batch_codec.h"
 #include "proto/codec/batch_wire.h"
@@ -852,11 +853,11 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
           options_.log_failures) {
         // Once: another process had streamed this rank's attempt (this one restarted, or the
         // job ran before under this id).
-        std::fprintf(stderr,
-                     "memtrace-agent: job %s rank %d attempt %u was recorded by another process "
-                     "before; the collector stores this one as attempt %u\n",
-                     options_.identity.job_id().c_str(), options_.identity.rank(),
-                     options_.identity.attempt(), ack.attempt());
+        AgentStderr().Write(absl::StrCat(
+            "memtrace-agent: job ", options_.identity.job_id(), " rank ", options_.identity.rank(),
+            " attempt ", options_.identity.attempt(),
+            " was recorded by another process before; the collector stores this one as attempt ",
+            ack.attempt()));
       }
       stored_attempt_ = ack.attempt();
     }
@@ -960,6 +961,9 @@ absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
     }
   }
   shutdown_result_ = result;
+  // Its failure lines are written by the agent's stderr thread: a moment for them to come out
+  // before the process exits, and no more (stderr may be a pipe nobody reads).
+  AgentStderr().Flush(absl::Milliseconds(250));
   return result;
 }
 

@@ -1,6 +1,9 @@
 // The transport against an in-process Ingest service on a real loopback port.
 #include "agent/stream/transport.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -201,6 +204,65 @@ TEST(TransportTest, EventsACollectorLostAfterAcknowledgingThemAreCountedLost) {
   EXPECT_EQ(marker->aux, 1000u);
   EXPECT_EQ(marker->memory_kind, kLossCollectorLost);
   EXPECT_EQ(s.events.front().seq, 1001u);
+}
+
+// stderr a pipe nobody drains (a launcher's full log pipe): the sender's "no Hello ack" line
+// blocked in write() while it held the lock Record() takes to wake it, and Record() on every
+// training thread waited with it. The line is written by the agent's stderr thread now.
+TEST(TransportTest, RecordNeverWaitsOnAStderrNobodyReads) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const int flags = fcntl(fds[1], F_GETFL);
+  ASSERT_EQ(fcntl(fds[1], F_SETFL, flags | O_NONBLOCK), 0);
+  const std::string fill(4096, 'f');
+  while (write(fds[1], fill.data(), fill.size()) > 0) {
+  }
+  ASSERT_EQ(fcntl(fds[1], F_SETFL, flags), 0);  // full, and blocking as a real stderr would be
+  const int saved_stderr = dup(2);
+  ASSERT_GE(saved_stderr, 0);
+  ASSERT_EQ(dup2(fds[1], 2), 2);
+
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.HoldHelloAcks(true);
+  TransportOptions options = Options(collector.address());
+  options.hello_timeout = absl::Milliseconds(50);  // its failure line comes at once
+  auto t = StartOrDie(options);
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> slowest_ns{0};
+  std::thread training([&] {
+    for (uint64_t i = 0; i < 40 * 256; ++i) {
+      const absl::Time before = absl::Now();
+      t->Record(Alloc(i));
+      const int64_t took = absl::ToInt64Nanoseconds(absl::Now() - before);
+      if (took > slowest_ns.load()) slowest_ns.store(took);
+      if (i % 256 == 0) absl::SleepFor(absl::Milliseconds(10));
+    }
+    done = true;
+  });
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (!done && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(10));
+  const bool finished = done;
+  // Unblock whatever waits on the pipe, then put stderr back.
+  const int read_flags = fcntl(fds[0], F_GETFL);
+  fcntl(fds[0], F_SETFL, read_flags | O_NONBLOCK);
+  char sink[65536];
+  while (!done) {
+    while (read(fds[0], sink, sizeof(sink)) > 0) {
+    }
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  training.join();
+  collector.HoldHelloAcks(false);
+  t->Shutdown(absl::Seconds(1)).IgnoreError();
+  while (read(fds[0], sink, sizeof(sink)) > 0) {
+  }
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  close(fds[0]);
+  close(fds[1]);
+  EXPECT_TRUE(finished) << "Record() waited on the full stderr";
+  EXPECT_LT(slowest_ns.load(), absl::ToInt64Nanoseconds(absl::Seconds(1)));
 }
 
 TEST(TransportTest, HelloAckDurableSeqMakesTheTransportSkipWhatTheCollectorHas) {
