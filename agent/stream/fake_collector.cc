@@ -82,6 +82,11 @@ void FakeCollector::DropStreamAtBatch(int n) {
   drop_at_batch_ = n;
 }
 
+void FakeCollector::FailEveryBatch(bool fail) {
+  std::unique_lock<std::mutex> lock(mu_);
+  fail_every_batch_ = fail;
+}
+
 void FakeCollector::RefuseHellos(grpc::Status status) {
   std::unique_lock<std::mutex> lock(mu_);
   refuse_ = std::move(status);
@@ -178,7 +183,7 @@ grpc::Status FakeCollector::Serve(
       received.last_seq = batch->events.back().seq;
     }
     s.received.push_back(received);
-    if (drop_at_batch_ > 0 && --drop_at_batch_ == 0) {
+    if ((drop_at_batch_ > 0 && --drop_at_batch_ == 0) || fail_every_batch_) {
       ++s.aborted;
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "fake collector dropped the stream");
     }

@@ -76,6 +76,9 @@ class FakeCollector {
   void HoldAcks(bool hold);
   // The `n`-th batch read from now on ends its stream with UNAVAILABLE, unstored and unacked.
   void DropStreamAtBatch(int n);
+  // While set, every batch ends its stream with UNAVAILABLE, unstored and unacked, after the
+  // Hello was answered (as a collector whose disk is full does).
+  void FailEveryBatch(bool fail);
   // While set (not OK), every Hello is answered by ending the call with this status, as the
   // real collector does for a bad token or a refused admission.
   void RefuseHellos(grpc::Status status);
@@ -108,6 +111,7 @@ class FakeCollector {
   bool hold_hello_ = false;
   bool hold_acks_ = false;
   int drop_at_batch_ = 0;
+  bool fail_every_batch_ = false;
   grpc::Status refuse_;
   bool stopping_ = false;
 };

@@ -299,6 +299,10 @@ class Transport::Impl final : public IngestStream::Listener {
   uint64_t durable_seq_ = 0;
   // The current stream.
   bool hello_acked_ = false;
+  // What its Hello was answered with, and whether a batch was written on it since: a stream
+  // that wrote and got no batch acknowledged made no progress (see EndStream).
+  uint64_t durable_at_hello_ = 0;
+  bool wrote_batch_ = false;
   bool write_in_flight_ = false;
   bool write_failed_ = false;
   bool reads_done_ = false;
@@ -576,6 +580,7 @@ void Transport::Impl::OpenStream() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     hello_acked_ = false;
+    wrote_batch_ = false;
     write_in_flight_ = true;  // the Hello
     write_failed_ = false;
     reads_done_ = false;
@@ -620,6 +625,7 @@ Transport::Impl::Turn Transport::Impl::NextTurnLocked(StreamProgress* progress, 
       if (options_.send_clock_estimate) turn.clock = clock_sync_.Current();
       if (!outstanding) last_progress_ = now;  // the ack clock starts with the first write
       write_in_flight_ = true;
+      wrote_batch_ = true;
       written_through_ = next.last_seq;
       events_sent_ += next.last_seq - std::max(next.first_seq - 1, turn.resume_after);
       ++batches_sent_;
@@ -724,10 +730,12 @@ bool Transport::Impl::EndStream(const StreamProgress& progress) {
   grpc::Status status;
   bool stop = false;
   bool hello_was_acked = progress.hello_was_acked;
+  bool progressed = false;
   {
     std::unique_lock<std::mutex> lock(mu_);
     status = done_status_;
     hello_was_acked |= hello_acked_;
+    progressed = hello_was_acked && (!wrote_batch_ || durable_seq_ > durable_at_hello_);
     hello_acked_ = false;
     stop = stopping_;
     const bool closed_cleanly = progress.closing && status.ok();
@@ -747,7 +755,10 @@ bool Transport::Impl::EndStream(const StreamProgress& progress) {
     }
   }
   stream_.reset();  // OnStreamDone was the call's last use of it
-  if (hello_was_acked) backoff_.Reset();
+  // Only a stream that got somewhere resets the backoff. A collector that answers the Hello and
+  // then fails every batch (its disk full) was reconnected to every 10-50 ms by every rank, each
+  // time resending the unacknowledged batches.
+  if (progressed) backoff_.Reset();
   if (!stop) ReportEndOfStream(status, hello_was_acked, progress.closing);
   return stop;
 }
@@ -848,6 +859,7 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
                        " after acknowledging ", durable_seq_, "; events in between are lost"));
     }
     written_through_ = seq;
+    durable_at_hello_ = std::max(seq, durable_seq_);
     if (ack.has_attempt()) {
       if (ack.attempt() != options_.identity.attempt() && !stored_attempt_.has_value() &&
           options_.log_failures) {

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "agent/stream/batch_store.h"
 #include "agent/stream/fake_collector.h"
+#include "agent/stream/stderr_lines.h"
 #include "gtest/gtest.h"
 #include "proto/codec/event.h"
 #include "proto/connect/client_channel.h"
@@ -206,6 +207,28 @@ TEST(TransportTest, EventsACollectorLostAfterAcknowledgingThemAreCountedLost) {
   EXPECT_EQ(s.events.front().seq, 1001u);
 }
 
+// A collector that answers the Hello and then fails every batch (its disk full): an answered
+// Hello reset the backoff, so every rank reconnected every 10-50 ms and resent its backlog. The
+// backoff now grows until a batch is acknowledged.
+TEST(TransportTest, StreamsThatStoreNothingBackOff) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.FailEveryBatch(true);
+  TransportOptions options = Options(collector.address());
+  options.initial_backoff = absl::Milliseconds(10);
+  options.max_backoff = absl::Milliseconds(400);
+  options.log_failures = false;
+  auto t = StartOrDie(options);
+  for (uint64_t i = 0; i < 1000; ++i) t->Record(Alloc(i));
+  absl::SleepFor(absl::Seconds(2));
+  // 10 + 20 + 40 + ... + 400 ms: about 8 streams in 2 s (it was over 40).
+  EXPECT_LE(collector.Snapshot().hellos, 14);
+  EXPECT_GE(collector.Snapshot().hellos, 3);
+  collector.FailEveryBatch(false);
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  ExpectExactly(collector.Snapshot(), 1, 1000);
+}
+
 // stderr a pipe nobody drains (a launcher's full log pipe): the sender's "no Hello ack" line
 // blocked in write() while it held the lock Record() takes to wake it, and Record() on every
 // training thread waited with it. The line is written by the agent's stderr thread now.
@@ -255,8 +278,12 @@ TEST(TransportTest, RecordNeverWaitsOnAStderrNobodyReads) {
   training.join();
   collector.HoldHelloAcks(false);
   t->Shutdown(absl::Seconds(1)).IgnoreError();
-  while (read(fds[0], sink, sizeof(sink)) > 0) {
-  }
+  // The agent's stderr thread writes what it holds before the pipe loses its reader (a write
+  // then would be SIGPIPE).
+  do {
+    while (read(fds[0], sink, sizeof(sink)) > 0) {
+    }
+  } while (!AgentStderr().Flush(absl::Milliseconds(10)));
   dup2(saved_stderr, 2);
   close(saved_stderr);
   close(fds[0]);
