@@ -949,7 +949,21 @@ absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
   // Closing first makes the flush target final: events recorded from now on are dropped and
   // counted, so "flushed" covers everything recorded before Shutdown().
   queue_.Close();
-  absl::Status result = Flush(drain_timeout);
+  // A process the collector has only ever refused (a subprocess that inherited its parent's
+  // RANK while the parent streams it, a bad token) will not be let in within the drain: every
+  // such process waited it out at exit (3 s by default) for nothing.
+  bool only_refused = false;
+  std::string refusal;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    only_refused = !ever_connected_ && last_stream_refused_;
+    refusal = last_stream_error_;
+  }
+  absl::Status result =
+      only_refused ? absl::FailedPreconditionError(absl::StrCat(
+                         "shutdown: collector ", options_.collector_address,
+                         " refused every stream of this process (", refusal, "); nothing stored"))
+                   : Flush(drain_timeout);
   {
     std::unique_lock<std::mutex> lock(mu_);
     stopping_ = true;

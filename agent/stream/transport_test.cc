@@ -707,6 +707,28 @@ TEST(TransportTest, RefusedStreamIsRetriedUntilAdmitted) {
   ExpectExactly(collector.Snapshot(), 1, 100);
 }
 
+// A subprocess that inherited its parent's RANK is refused while the parent streams that rank:
+// at exit it waited out the whole drain (3 s in the agent) for a stream it would not be given.
+TEST(TransportTest, AProcessOnlyEverRefusedDoesNotWaitOutTheDrainAtShutdown) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.RefuseHellos(grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "rank 3 is streaming"));
+  TransportOptions options = Options(collector.address());
+  options.log_failures = false;
+  auto t = StartOrDie(options);
+  for (uint64_t i = 0; i < 100; ++i) t->Record(Alloc(i));
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (!t->stats().last_stream_refused && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  ASSERT_TRUE(t->stats().last_stream_refused);
+  const absl::Time start = absl::Now();
+  const absl::Status status = t->Shutdown(absl::Seconds(5));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("rank 3 is streaming"), std::string::npos) << status;
+}
+
 TEST(TransportTest, ChannelFactoryCarriesTheBearerToken) {
   FakeCollector collector;
   ASSERT_TRUE(collector.Start().ok());
