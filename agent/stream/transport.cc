@@ -40,6 +40,8 @@ namespace {
 constexpr size_t kMaxBatchEvents = 65536;
 // How long a clean close (WritesDone) may wait for the collector to finish the call.
 constexpr absl::Duration kCloseGrace = absl::Seconds(1);
+// How much longer than that Shutdown() waits for the sender to end before leaving it behind.
+constexpr absl::Duration kExitGrace = absl::Seconds(1);
 // Rounds of batch forming per wake-up, so a producer faster than the sender cannot keep the
 // sender from writing.
 constexpr int kMaxFormRounds = 64;
@@ -181,6 +183,8 @@ class Transport::Impl final : public IngestStream::Listener {
 
   absl::Status Flush(absl::Duration timeout);
   absl::Status Shutdown(absl::Duration drain_timeout);
+  // Shutdown() left the sender running (stuck in the batch store): the Impl must outlive it.
+  bool sender_abandoned() const { return sender_abandoned_; }
   TransportStats stats() const;
 
   // IngestStream::Listener, on gRPC's threads.
@@ -296,6 +300,7 @@ class Transport::Impl final : public IngestStream::Listener {
   bool clean_close_ = false;
   absl::Time stop_deadline_ = absl::InfiniteFuture();
   bool sender_exited_ = false;
+  bool sender_abandoned_ = false;  // set by Shutdown() alone, before it returns
   uint64_t durable_seq_ = 0;
   // The current stream.
   bool hello_acked_ = false;
@@ -974,7 +979,25 @@ absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
     stop_deadline_ = result.ok() ? std::max(drain_deadline, now + absl::Milliseconds(200)) : now;
     sender_cv_.notify_one();
   }
-  if (sender_.joinable()) sender_.join();
+  // The sender ends within moments of its stop deadline (a close's grace at most), unless a
+  // spool read or write holds it on a disk that does not answer (a hung NFS mount): the process
+  // exit waited on that for ever. Past the grace it is left behind, with the Impl it uses.
+  bool exited = false;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const absl::Time give_up = std::max(stop_deadline_, absl::Now()) + kCloseGrace + kExitGrace;
+    while (!sender_exited_ && !WaitUntil(ack_cv_, lock, give_up)) {
+    }
+    exited = sender_exited_;
+  }
+  if (exited && sender_.joinable()) sender_.join();
+  if (!exited && sender_.joinable()) {
+    sender_.detach();
+    sender_abandoned_ = true;
+    result = absl::DeadlineExceededError(
+        "shutdown: the sender did not stop (a spool read or write that does not return?); "
+        "left running");
+  }
   if (result.ok()) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!closed_cleanly_) {
@@ -1052,7 +1075,11 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Start(TransportOptions opt
 
 Transport::Transport(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Transport::~Transport() { impl_->Shutdown(absl::Seconds(5)).IgnoreError(); }
+Transport::~Transport() {
+  impl_->Shutdown(absl::Seconds(5)).IgnoreError();
+  // A sender stuck in its batch store still uses the Impl: it is leaked, not freed under it.
+  if (impl_->sender_abandoned()) static_cast<void>(impl_.release());
+}
 
 void Transport::Record(const Event& event) { impl_->Record(event); }
 

@@ -112,7 +112,8 @@ class Transport : public EventSink {
 
   // Flushes for at most `drain_timeout`, closes the stream cleanly (so the collector marks the
   // rank complete) and stops the sender. Idempotent: later calls return the first result.
-  // Returns within about drain_timeout + 1 s, even when the collector is unreachable.
+  // Returns within about drain_timeout + 2 s, even when the collector is unreachable or the
+  // sender is stuck in a spool read or write (it is then left running: DEADLINE_EXCEEDED).
   absl::Status Shutdown(absl::Duration drain_timeout);
 
   TransportStats stats() const;

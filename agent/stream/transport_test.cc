@@ -965,5 +965,29 @@ TEST(TransportTest, RecordDoesNotWaitForAStalledBatchStore) {
   }
 }
 
+// A spool on a disk that does not answer (a hung NFS mount) holds the sender in a read or write
+// with no timeout. Shutdown() joined it without one, so the training process never exited.
+TEST(TransportTest, ShutdownLeavesASenderStuckInItsStoreBehind) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  auto control = std::make_shared<StallControl>();
+  TransportOptions o = Options(collector.address());
+  o.max_batch_events = 4;
+  o.log_failures = false;
+  o.batch_store_factory = [control] { return std::make_unique<StallingStore>(control); };
+  auto t = StartOrDie(o);
+  control->stall = StoreCall::kAppend;
+  RecordAllocs(*t, 0, 4, Handover::kOneByOne);
+  ASSERT_TRUE(control->entered.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  const absl::Time start = absl::Now();
+  const absl::Status status = t->Shutdown(absl::Milliseconds(200));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_NE(status.message().find("sender did not stop"), std::string::npos) << status;
+  t.reset();  // the Impl the sender still uses is not freed under it
+  control->release.Notify();
+  absl::SleepFor(absl::Milliseconds(100));  // it finishes its Append and ends
+}
+
 }  // namespace
 }  // namespace memtrace
