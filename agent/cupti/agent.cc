@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <exception>
+#include <functional>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -96,9 +99,19 @@ std::unique_ptr<Agent> Agent::Start(const EnvLookup& env, AgentLog* log) {
 
   std::unique_ptr<Agent> a(new Agent(parsed.options, log));
   a->transport_ = std::move(transport);
-  a->BuildRecorders();
-  a->StartSampler();
-  a->StartSession();
+  try {
+    a->BuildRecorders();
+    a->StartSampler();
+    a->StartSession();
+  } catch (const std::exception& e) {
+    // Out of memory while building. Once StartSession has subscribed, CUPTI may call into the
+    // agent from any thread, and destroying it under those calls (as the caller's unwinding
+    // would, inside cuInit) frees what they use: it is left as it is, never destroyed.
+    log->Once("start_failed", absl::StrCat("could not start (", e.what(),
+                                           "); recording as far as it got, no drain at exit"));
+    static_cast<void>(a.release());
+    return nullptr;
+  }
   const CuptiSessionState& st = a->session_->state();
   // Activity-only (kineto or Nsight holds the subscriber) needs it too: MARKER records come only
   // through the NVTX injection (../shared/notes/cupti.md §4).
@@ -173,13 +186,26 @@ void Agent::StartSession() {
   session_ = CuptiSession::Start(co, this, log_);
   // Without callbacks, NVTX reaches us only as MARKER records.
   translator_->SetMarkersDriveSteps(!session_->state().callbacks);
+  // A thread that cannot be made (a pids cgroup or RLIMIT_NPROC limit) leaves the agent without
+  // it rather than unwinding an agent CUPTI already calls into.
+  const auto start_thread = [this](const char* what, const char* without,
+                                   const std::function<void()>& start) {
+    try {
+      start();
+    } catch (const std::system_error& e) {
+      log_->Once(what, absl::StrCat("no ", what, " thread (", e.what(), "): ", without));
+    }
+  };
   if (session_->state().records) {
     CompareClocks();
-    flusher_->Start();
+    start_thread("flusher", "records are delivered as CUPTI's buffers fill",
+                 [this] { flusher_->Start(); });
   } else {
     order_->Close();  // no records to wait for
   }
-  if (sampler_ != nullptr) sampler_->Start();
+  if (sampler_ != nullptr) {
+    start_thread("sampler", "no device samples", [this] { sampler_->Start(); });
+  }
 }
 
 Agent::Agent(AgentOptions options, AgentLog* log) : options_(std::move(options)), log_(log) {}
