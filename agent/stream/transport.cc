@@ -699,8 +699,12 @@ Transport::Impl::Action Transport::Impl::DecideLocked(const StreamProgress& prog
 void Transport::Impl::WaitForWorkLocked(const StreamProgress& progress, bool outstanding,
                                         std::unique_lock<std::mutex>& lock) {
   absl::Time deadline = partial_due_;
-  if (!hello_acked_) deadline = std::min(deadline, opened_at_ + options_.hello_timeout);
-  if (outstanding) deadline = std::min(deadline, last_progress_ + options_.ack_timeout);
+  // Once the stream is ending (aborted for a Hello or ack timeout), those deadlines have passed
+  // and mean nothing: waited on, the loop spun on a core until gRPC delivered the call's end.
+  if (!progress.ending) {
+    if (!hello_acked_) deadline = std::min(deadline, opened_at_ + options_.hello_timeout);
+    if (outstanding) deadline = std::min(deadline, last_progress_ + options_.ack_timeout);
+  }
   if (progress.ending && progress.closing && !progress.cancelled) {
     deadline = std::min(deadline, progress.close_deadline);
   }
