@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,6 +78,22 @@ pid_t PidOf(absl::string_view name) {
   return pid;
 }
 
+// Each spool directory holds this file, flock()ed by its process for as long as it lives.
+constexpr char kLockFile[] = "lock";
+
+// Whether the process that made spool directory `dir` is gone. Its lock says so across PID
+// namespaces (containers on one node sharing a host spool directory), where the pid in the name
+// is another namespace's: probed with kill(), a live neighbour's directory read as dead and was
+// removed under it. A directory without a lock file (an older agent's, or one being made this
+// moment) falls back to that probe.
+bool OwnerIsGone(const std::string& dir, pid_t pid) {
+  const int fd = ::open((dir + "/" + kLockFile).c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return ::kill(pid, 0) != 0 && errno == ESRCH;
+  const bool gone = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);  // releases the lock, if taken
+  return gone;
+}
+
 // Spool directories of processes that are gone (kill -9, OOM kill) would otherwise stay forever.
 void RemoveStaleSiblings(const std::string& spool_dir) {
   DIR* d = ::opendir(spool_dir.c_str());
@@ -84,9 +101,9 @@ void RemoveStaleSiblings(const std::string& spool_dir) {
   std::vector<std::string> stale;
   while (dirent* e = ::readdir(d)) {
     const pid_t pid = PidOf(e->d_name);
-    if (pid != 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) {
-      stale.push_back(spool_dir + "/" + e->d_name);
-    }
+    if (pid == 0) continue;
+    const std::string dir = spool_dir + "/" + e->d_name;
+    if (pid != ::getpid() && OwnerIsGone(dir, pid)) stale.push_back(dir);
   }
   ::closedir(d);
   for (const std::string& dir : stale) RemoveDir(dir);
@@ -151,8 +168,17 @@ absl::StatusOr<std::unique_ptr<SpoolBatchStore>> SpoolBatchStore::Create(
   for (int n = 0; n < 1000; ++n) {
     const std::string dir = absl::StrCat(base, n);
     if (::mkdir(dir.c_str(), 0700) == 0) {
+      // Held until the store is destroyed or the process ends (see OwnerIsGone). Without it
+      // (a file system without flock) the pid in the name is what others go by.
+      const int lock = ::open((dir + "/" + kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+        ::close(lock);
+        ::unlink((dir + "/" + kLockFile).c_str());
+        return absl::WrapUnique(
+            new SpoolBatchStore(dir, memory_bytes, disk_bytes, log_failures, -1));
+      }
       return absl::WrapUnique(
-          new SpoolBatchStore(dir, memory_bytes, disk_bytes, log_failures));
+          new SpoolBatchStore(dir, memory_bytes, disk_bytes, log_failures, lock));
     }
     if (errno != EEXIST) {
       return absl::UnavailableError(
@@ -163,10 +189,17 @@ absl::StatusOr<std::unique_ptr<SpoolBatchStore>> SpoolBatchStore::Create(
 }
 
 SpoolBatchStore::SpoolBatchStore(std::string dir, uint64_t memory_bytes, uint64_t disk_limit,
-                                 bool log)
-    : dir_(std::move(dir)), memory_limit_(memory_bytes), disk_limit_(disk_limit), log_(log) {}
+                                 bool log, int lock_fd)
+    : dir_(std::move(dir)),
+      memory_limit_(memory_bytes),
+      disk_limit_(disk_limit),
+      log_(log),
+      lock_fd_(lock_fd) {}
 
-SpoolBatchStore::~SpoolBatchStore() { RemoveDir(dir_); }
+SpoolBatchStore::~SpoolBatchStore() {
+  RemoveDir(dir_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
 
 void SpoolBatchStore::Report(Problem problem, const std::string& message) const {
   bool& reported = reported_[static_cast<int>(problem)];

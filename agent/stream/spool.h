@@ -79,7 +79,9 @@ class SpoolBatchStore final : public BatchStore {
   };
   enum class Problem { kWrite, kRead, kRemove };
 
-  SpoolBatchStore(std::string dir, uint64_t memory_bytes, uint64_t disk_limit, bool log);
+  // `lock_fd`: the directory's lock file, flock()ed; closed by the destructor (-1: none).
+  SpoolBatchStore(std::string dir, uint64_t memory_bytes, uint64_t disk_limit, bool log,
+                  int lock_fd);
   // Moves the oldest memory batch to disk; false (batch left in memory) when writing fails.
   bool SpillOldest();
   // Drops the disk batch BatchToDrop picks.
@@ -91,6 +93,7 @@ class SpoolBatchStore final : public BatchStore {
   const uint64_t memory_limit_;
   const uint64_t disk_limit_;
   const bool log_;
+  const int lock_fd_;
   // NextAfter() is const for the interface, but a spilled batch whose file cannot be read back
   // is forgotten there (it cannot be sent), hence mutable.
   mutable std::deque<DiskBatch> disk_;  // oldest batches, in seq order

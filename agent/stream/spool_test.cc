@@ -1,6 +1,8 @@
 #include "agent/stream/spool.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -47,10 +49,11 @@ SealedBatch MakeBatch(uint64_t first_seq, uint64_t count, bool with_strings = fa
   return b;
 }
 
+// The batch files in a spool directory (its lock file aside).
 int FilesIn(const std::string& dir) {
   int n = 0;
   if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.' && std::string(e->d_name) != "lock";
     closedir(d);
   }
   return n;
@@ -218,7 +221,7 @@ TEST(SpoolTest, AFailedRewriteOfTheOldestSpilledBatchKeepsItsEvents) {
 TEST(SpoolTest, AnUnwritableSpoolDropsLikeTheMemoryStore) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("unwritable"), one, 1 << 30);
-  ASSERT_EQ(rmdir(store->dir().c_str()), 0);  // the disk "goes away"
+  ASSERT_EQ(std::system(("rm -rf '" + store->dir() + "'").c_str()), 0);  // the disk "goes away"
   std::vector<SealedBatch> dropped;
   for (int i = 0; i < 4; ++i) store->Append(MakeBatch(1 + 100 * i, 100), 0, &dropped);
   EXPECT_EQ(dropped.size(), 3u);
@@ -255,6 +258,33 @@ TEST(SpoolTest, DirectoriesOfDeadProcessesAreRemovedAndLiveOnesKept) {
   EXPECT_FALSE(Exists(dead));
   EXPECT_TRUE(Exists(alive));
   EXPECT_TRUE(Exists(other));
+}
+
+// Containers on one node sharing a host spool directory have PID namespaces of their own: the pid
+// in a neighbour's directory name is no process here, and probing it with kill() removed that live
+// neighbour's spilled batches. Its lock says it lives.
+TEST(SpoolTest, ALockedDirectoryIsKeptWhateverItsPid) {
+  const std::string root = test_util::ClearedPath("locked");
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);  // a pid that runs nothing here
+  const std::string neighbour = root + "/job.r0.a0.p" + std::to_string(child) + ".0";
+  for (const std::string& d : {root, neighbour}) ASSERT_EQ(mkdir(d.c_str(), 0700), 0);
+  std::ofstream(neighbour + "/0.batch") << "x";
+  const int lock = open((neighbour + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(flock(lock, LOCK_EX | LOCK_NB), 0);  // its process, alive in another namespace
+  auto store = Create(root, 1 << 20, 1 << 30);
+  EXPECT_TRUE(Exists(neighbour + "/0.batch"));
+  close(lock);  // that process ends
+  auto next = Create(root, 1 << 20, 1 << 30);
+  EXPECT_FALSE(Exists(neighbour));
+  // And a store's own directory is locked while it lives.
+  const int probe = open((store->dir() + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(probe, 0);
+  EXPECT_NE(flock(probe, LOCK_EX | LOCK_NB), 0);
+  close(probe);
 }
 
 TEST(SpoolTest, TheStoreRemovesItsDirectoryWhenDestroyed) {

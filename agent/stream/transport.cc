@@ -995,6 +995,14 @@ absl::Status Transport::Impl::Shutdown(absl::Duration drain_timeout) {
     exited = sender_exited_;
   }
   if (exited && sender_.joinable()) sender_.join();
+  if (exited) {
+    // With everything acknowledged, the spool's directory goes now: the agent never destroys
+    // its Transport, so a directory left to the store's destructor stayed behind every process.
+    std::unique_lock<std::mutex> store_lock(store_mu_);
+    if (store_->batches() == 0) {
+      store_ = std::make_unique<MemoryBatchStore>(options_.max_unacked_bytes);
+    }
+  }
   if (!exited && sender_.joinable()) {
     sender_.detach();
     sender_abandoned_ = true;

@@ -1,6 +1,7 @@
 // The transport against an in-process Ingest service on a real loopback port.
 #include "agent/stream/transport.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -727,6 +728,30 @@ TEST(TransportTest, AProcessOnlyEverRefusedDoesNotWaitOutTheDrainAtShutdown) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("rank 3 is streaming"), std::string::npos) << status;
+}
+
+// The agent never destroys its Transport: a spool directory removed only by the store's
+// destructor stayed behind every traced process.
+TEST(TransportTest, ShutdownRemovesTheSpoolDirectoryOnceEverythingIsAcknowledged) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  TransportOptions o = Options(collector.address());
+  o.spool_dir = test_util::ClearedPath("spool-at-shutdown");
+  auto t = StartOrDie(o);
+  for (uint64_t i = 0; i < 1000; ++i) t->Record(Alloc(i));
+  ASSERT_TRUE(t->Flush(absl::Seconds(5)).ok());
+  const auto entries = [&] {
+    int n = 0;
+    if (DIR* d = opendir(o.spool_dir.c_str())) {
+      while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+      closedir(d);
+    }
+    return n;
+  };
+  EXPECT_EQ(entries(), 1);  // this transport's directory
+  ASSERT_TRUE(t->Shutdown(absl::Seconds(5)).ok());
+  EXPECT_EQ(entries(), 0);
+  ExpectExactly(collector.Snapshot(), 1, 1000);
 }
 
 TEST(TransportTest, ChannelFactoryCarriesTheBearerToken) {
