@@ -59,7 +59,8 @@ std::string SanitizeStringValue(std::string_view value) {
   return out;
 }
 
-StringTable::StringTable(size_t max_strings) : max_strings_(max_strings) {}
+StringTable::StringTable(size_t max_strings, size_t max_bytes)
+    : max_strings_(max_strings), max_bytes_(max_bytes) {}
 
 uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   const size_t k = static_cast<size_t>(kind) < 4 ? static_cast<size_t>(kind) : 0;
@@ -76,18 +77,25 @@ uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   auto it = ids_[k].find(clean);
   if (it != ids_[k].end()) {
     const uint32_t id = it->second;  // a copy: emplace may rehash and move the entry
-    if (clean != value && value.size() <= kMaxStringValueBytes) {
+    if (clean != value && value.size() <= kMaxStringValueBytes &&
+        bytes_ + value.size() <= max_bytes_) {
+      bytes_ += value.size();
       ids_[k].emplace(std::string(value), id);
     }
     return id;
   }
-  if (defs_.size() >= max_strings_) {
+  // Kept as the definition and as its key, and the raw spelling as a key of its own when
+  // sanitizing changed it.
+  const bool keep_raw = clean != value && value.size() <= kMaxStringValueBytes;
+  const size_t cost = 2 * clean.size() + (keep_raw ? value.size() : 0);
+  if (defs_.size() >= max_strings_ || bytes_ + cost > max_bytes_) {
     ++refused_;
     return 0;
   }
+  bytes_ += cost;
   const uint32_t id = static_cast<uint32_t>(defs_.size() + 1);
   defs_.push_back(StringDef{id, static_cast<StringKind>(k), clean});
-  if (clean != value && value.size() <= kMaxStringValueBytes) {
+  if (keep_raw) {
     // Remember the raw spelling too so its next lookup is a plain hit (bounded: only values
     // short enough to be stored at all).
     ids_[k].emplace(std::string(value), id);

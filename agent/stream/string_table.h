@@ -30,10 +30,17 @@ inline constexpr size_t kMaxStringValueBytes = 4096;
 // the collector cannot parse the batch.
 std::string SanitizeStringValue(std::string_view value);
 
+// The default byte bound of a StringTable: 65536 strings of up to 4096 bytes, each kept twice,
+// would have been 0.5 GiB of the training process's memory (MEMTRACE_STACKS=1 sources run to
+// kilobytes).
+inline constexpr size_t kDefaultMaxStringTableBytes = size_t{32} << 20;
+
 class StringTable {
  public:
-  // At most `max_strings` distinct strings get an id.
-  explicit StringTable(size_t max_strings);
+  // At most `max_strings` distinct strings get an id, holding at most `max_bytes` of values
+  // between them (each value is counted as often as it is kept: its definition, and the keys it
+  // is found by). Either bound reached, Intern() returns 0.
+  explicit StringTable(size_t max_strings, size_t max_bytes = kDefaultMaxStringTableBytes);
 
   StringTable(const StringTable&) = delete;
   StringTable& operator=(const StringTable&) = delete;
@@ -60,6 +67,7 @@ class StringTable {
 
  private:
   const size_t max_strings_;
+  const size_t max_bytes_;
   // Guards everything below. std::mutex, visible to ThreadSanitizer (Debian's Abseil is not
   // instrumented).
   mutable std::mutex mu_;
@@ -68,6 +76,7 @@ class StringTable {
   std::vector<StringDef> defs_;  // defs_[id - 1]
   std::set<uint32_t> pending_;
   uint64_t refused_ = 0;
+  size_t bytes_ = 0;  // of values kept, as max_bytes_ counts them
 };
 
 }  // namespace memtrace

@@ -144,5 +144,21 @@ TEST(StringTableTest, InvalidAndOverlongValuesInternByTheirSanitizedForm) {
   EXPECT_EQ(out[1].value.size(), kMaxStringValueBytes);
 }
 
+// 65536 strings of 4 KiB each, kept twice, were half a GiB of the training process: the table
+// also stops at a byte bound.
+TEST(StringTableTest, StopsAtItsByteBoundToo) {
+  StringTable t(1000, /*max_bytes=*/100 * 1024);
+  const std::string big(4000, 'x');
+  int accepted = 0;
+  for (int i = 0; i < 100; ++i) {
+    if (t.Intern(StringKind::kSource, big + std::to_string(i)) != 0) ++accepted;
+  }
+  EXPECT_EQ(accepted, 12);  // 2 x 4001-4002 bytes each within 100 KiB
+  EXPECT_EQ(t.refused(), 88u);
+  EXPECT_NE(t.Intern(StringKind::kSource, big + "0"), 0u);  // known strings still resolve
+  EXPECT_EQ(t.Intern(StringKind::kTag, big + "new"), 0u);
+  EXPECT_NE(t.Intern(StringKind::kTag, "a short tag"), 0u);  // what still fits
+}
+
 }  // namespace
 }  // namespace memtrace

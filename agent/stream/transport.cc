@@ -170,9 +170,11 @@ class Transport::Impl final : public IngestStream::Listener {
   uint32_t Intern(StringKind kind, std::string_view value) {
     const uint32_t id = strings_.Intern(kind, value);
     if (id == 0) {
-      failures_.Report(Failure::kStringsRefused,
-                       absl::StrCat("string table full (", options_.max_strings,
-                                    " entries): new tags/sources are recorded without a name"));
+      failures_.Report(
+          Failure::kStringsRefused,
+          absl::StrCat("string table full (", options_.max_strings, " entries or ",
+                       kDefaultMaxStringTableBytes >> 20,
+                       " MiB of names): new tags/sources are recorded without a name"));
     }
     return id;
   }

@@ -249,7 +249,8 @@ absl::Status AgentMemoryFigure(Results* r) {
                    Fmt((m->rss_started - m->rss_before) / kMiB), " MiB; unacked ",
                    Fmt(m->unacked_bytes / kMiB), " MiB; lost ", m->lost_queue_full,
                    " (queue full) + ", m->lost_spool_full, " (spool full) of ", m->events_recorded,
-                   "; not counted: CUPTI buffers (8 x 4 MiB max) and the 2 MiB correlation table");
+                   "; not counted: CUPTI buffers (8 x 4 MiB max), the 2 MiB correlation table and "
+                   "the string table (at most 32 MiB of names)");
   r->figures.push_back(f);
   return absl::OkStatus();
 }
