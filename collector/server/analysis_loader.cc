@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "collector/rollup/saturating.h"
+#include "query/analysis/bucket_windows.h"
 #include "query/analysis/rollup_convert.h"
 
 namespace memtrace::collector {
@@ -48,7 +49,16 @@ Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_i
     return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
   }
   if (axis == v1::TIMELINE_AXIS_STEP && !analysis::HasStepMarkers(*job)) {
-    return Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
+    job = Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
+    if (!job.ok()) return job;
+  }
+  // Time buckets shorter than the job's steps are read in windows of whole steps
+  // (bucket_windows.h): the same window for the timeline and the step metrics, chosen from the
+  // floors both hold.
+  if (job->time_axis) {
+    if (const int64_t window = analysis::StepWindowOf(*job); window > 1) {
+      *job = analysis::InStepWindows(*job, window);
+    }
   }
   return job;
 }

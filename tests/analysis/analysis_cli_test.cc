@@ -105,6 +105,16 @@ sim::WorkloadOptions SkewedClocksJob() {
   return w;
 }
 
+// No step markers and 10 s steps: each step spans ten of the collector's 1 s buckets, whose floors
+// swing by the activations within it.
+constexpr int64_t kLongStepNs = 10'000'000'000;
+sim::WorkloadOptions LongStepsJob() {
+  sim::WorkloadOptions w = LeakJob();
+  w.step_markers = false;
+  w.step_ns = kLongStepNs;
+  return w;
+}
+
 // Headroom's planted answer, from the workload alone: play the leaking rank far past the test's
 // last step; the simulated device runs out (the simulator records an OOM and stops) in the step
 // where its peak plus the memory used outside traced allocations no longer fits.
@@ -132,8 +142,10 @@ class AnalysisCliTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     const std::vector<std::pair<std::string, sim::WorkloadOptions>> jobs = {
-        {"leak", LeakJob()}, {"gradacc", GradAccumJob()}, {"healthy", HealthyJob()},
-        {"oom", OomJob()},   {"phases", PhasesJob()},     {"skewed", SkewedClocksJob()}};
+        {"leak", LeakJob()},          {"gradacc", GradAccumJob()},
+        {"healthy", HealthyJob()},    {"oom", OomJob()},
+        {"phases", PhasesJob()},      {"skewed", SkewedClocksJob()},
+        {"longsteps", LongStepsJob()}};
     for (const auto& [job, workload] : jobs) {
       sim::SimulationOptions sim;
       sim.workload = workload;
@@ -226,6 +238,45 @@ TEST_F(AnalysisCliTest, WithoutStepMarkersRanksAreComparedInCollectorTimeBuckets
     EXPECT_LE(std::abs(offset - want), round_trip / 2 + 1000) << "rank " << rank;
     EXPECT_GT(round_trip, 0) << "rank " << rank;
     EXPECT_LT(round_trip, 100e6) << "rank " << rank;
+  }
+}
+
+// Read bucket by bucket, 10 s steps without markers hid a leak: headroom called the leaking rank
+// flat, leaks dated it minutes early, diverged missed it. The collector reads such buckets in
+// windows of whole steps.
+TEST_F(AnalysisCliTest, WithoutStepMarkersLongStepsAreComparedInWindowsOfWholeSteps) {
+  const int64_t leak_ns = LongStepsJob().start_ns + kLeakFrom * kLongStepNs;
+  auto divergence = Json<v1::DivergenceReport>({"diverged", "--job", "longsteps"});
+  ASSERT_EQ(divergence.status(), v1::DIVERGENCE_STATUS_DIVERGED) << divergence.DebugString();
+  EXPECT_GT(divergence.bucket_ns(), 1'000'000'000) << "not windowed";
+  EXPECT_LE(divergence.bucket_ns(), kLongStepNs);
+  ASSERT_EQ(divergence.diverged_size(), 1) << divergence.DebugString();
+  EXPECT_EQ(divergence.diverged(0).rank(), static_cast<uint32_t>(kLeakRank));
+  const int64_t persistence = divergence.params().persistence_steps();
+  EXPECT_LE(std::abs(divergence.diverged(0).onset_step() * divergence.bucket_ns() - leak_ns),
+            persistence * divergence.bucket_ns())
+      << divergence.DebugString();
+
+  auto leaks = Json<v1::LeakReport>({"leaks", "--job", "longsteps"});
+  for (const v1::RankCurve& c : leaks.curves()) {
+    if (c.rank() != static_cast<uint32_t>(kLeakRank)) {
+      EXPECT_NE(c.curve(), v1::CURVE_CLASS_LEAK) << c.rank();
+      continue;
+    }
+    EXPECT_EQ(c.curve(), v1::CURVE_CLASS_LEAK);
+    // 256 MiB a 10 s step, per window.
+    const double per_window = 256.0 * sim::kMiB * leaks.bucket_ns() / kLongStepNs;
+    EXPECT_NEAR(c.evidence().floor_bytes_per_step(), per_window, per_window / 10);
+    EXPECT_LE(std::abs(c.evidence().rising_since_step() * leaks.bucket_ns() - leak_ns),
+              2 * kLongStepNs);
+  }
+
+  auto headroom = Json<v1::HeadroomReport>({"headroom", "--job", "longsteps"});
+  for (const v1::RankHeadroom& h : headroom.entries()) {
+    EXPECT_EQ(h.status(), h.rank() == static_cast<uint32_t>(kLeakRank)
+                              ? v1::HEADROOM_STATUS_FORECAST
+                              : v1::HEADROOM_STATUS_FLAT)
+        << h.rank();
   }
 }
 

@@ -1,0 +1,257 @@
+#include "query/analysis/bucket_windows.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/types/span.h"
+
+namespace memtrace::analysis {
+namespace {
+
+// Candidate windows, in buckets, tried from the smallest.
+constexpr int64_t kWindows[] = {2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60};
+// A window must leave this many points a rank (median over ranks) for the analyses to use.
+constexpr size_t kMinWindowsPerRank = 8;
+// Bucket floors that swing by less than this share of the memory are left as they are.
+constexpr double kNegligibleSwing = 0.01;
+// A window is taken when it calms the swing to this share of the buckets'.
+constexpr double kCalmed = 0.25;
+
+int64_t WindowKey(int64_t bucket, int64_t window) {
+  // Floor division: bucket indexes are times since the epoch, but a window must not straddle 0.
+  const int64_t q = bucket / window;
+  return (bucket % window != 0 && bucket < 0) ? q - 1 : q;
+}
+
+double MedianOf(std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  return v[mid];
+}
+
+double Percentile90(std::vector<double>& v) {
+  const size_t at = v.size() * 9 / 10;
+  std::nth_element(v.begin(), v.begin() + at, v.end());
+  return v[at];
+}
+
+// One rank's floors, by bucket, ascending.
+struct FloorSeries {
+  std::vector<int64_t> bucket;
+  std::vector<uint64_t> floor;
+};
+
+// The median over ranks of each rank's 90th percentile of the changes between consecutive
+// windows' floors (a window's floor: its lowest bucket floor), and of its number of windows.
+// Not the median change: windows of 8 buckets over 10-bucket steps mostly hold a step's last
+// bucket, whose floor is the step's, and their median change is as calm as whole steps'; the
+// fifth that holds none is what the percentile sees.
+struct Swing {
+  double change = 0;
+  size_t windows = 0;
+};
+
+Swing SwingOf(const std::vector<FloorSeries>& ranks, int64_t window) {
+  std::vector<double> changes, counts, rank_changes;
+  for (const FloorSeries& r : ranks) {
+    rank_changes.clear();
+    size_t windows = 0;
+    bool have_previous = false;
+    int64_t previous_key = 0, key = 0;
+    uint64_t previous_floor = 0, floor = 0;
+    for (size_t i = 0; i <= r.bucket.size(); ++i) {
+      const bool ends = i == r.bucket.size() || (i > 0 && WindowKey(r.bucket[i], window) != key);
+      if (i > 0 && ends) {
+        ++windows;
+        if (have_previous && key == previous_key + 1) {
+          rank_changes.push_back(floor > previous_floor ? double(floor - previous_floor)
+                                                        : double(previous_floor - floor));
+        }
+        have_previous = true;
+        previous_key = key;
+        previous_floor = floor;
+      }
+      if (i == r.bucket.size()) break;
+      if (i == 0 || ends) {
+        key = WindowKey(r.bucket[i], window);
+        floor = r.floor[i];
+      } else {
+        floor = std::min(floor, r.floor[i]);
+      }
+    }
+    counts.push_back(static_cast<double>(windows));
+    if (rank_changes.size() >= 3) changes.push_back(Percentile90(rank_changes));
+  }
+  Swing s;
+  s.change = MedianOf(changes);
+  s.windows = static_cast<size_t>(MedianOf(counts));
+  return s;
+}
+
+int64_t ChooseWindow(const std::vector<FloorSeries>& ranks) {
+  std::vector<double> levels, floors;
+  for (const FloorSeries& r : ranks) {
+    floors.assign(r.floor.begin(), r.floor.end());
+    if (!floors.empty()) levels.push_back(MedianOf(floors));
+  }
+  const double level = MedianOf(levels);
+  const Swing buckets = SwingOf(ranks, 1);
+  if (level <= 0 || buckets.change <= kNegligibleSwing * level) return 1;
+  for (int64_t window : kWindows) {
+    const Swing s = SwingOf(ranks, window);
+    if (s.windows < kMinWindowsPerRank) break;
+    if (s.change <= kCalmed * buckets.change) return window;
+  }
+  return 1;
+}
+
+using GroupsByName = std::map<NameId, GroupBytes>;
+
+// Every group of `list` with its highest peak; with `live`, also its live bytes and open flag.
+void AddGroups(absl::Span<const GroupBytes> list, bool live, GroupsByName* out) {
+  for (const GroupBytes& g : list) {
+    GroupBytes& w = (*out)[g.name];
+    w.name = g.name;
+    w.peak_bytes = std::max(w.peak_bytes, g.peak_bytes);
+    if (live) {
+      w.live_bytes = g.live_bytes;
+      w.open = g.open;
+    }
+  }
+}
+
+std::vector<GroupBytes> Values(const GroupsByName& map) {
+  std::vector<GroupBytes> out;
+  out.reserve(map.size());
+  for (const auto& [name, g] : map) out.push_back(g);
+  return out;
+}
+
+// One rank's points of one window as one.
+StepPoint Merge(absl::Span<const StepPoint> points, int64_t key) {
+  const StepPoint& first = points.front();
+  const StepPoint& last = points.back();
+  StepPoint out;
+  out.step = key;
+  out.start_ns = first.start_ns;
+  out.end_ns = last.end_ns;
+  out.start_bytes = first.start_bytes;
+  out.floor_bytes = first.floor_bytes;
+  out.end_bytes = last.end_bytes;
+  GroupsByName tags, sources, phases;
+  for (const StepPoint& p : points) {
+    out.floor_bytes = std::min(out.floor_bytes, p.floor_bytes);
+    out.peak_bytes = std::max(out.peak_bytes, p.peak_bytes);
+    out.allocs += p.allocs;
+    out.frees += p.frees;
+    out.alloc_bytes += p.alloc_bytes;
+    out.free_bytes += p.free_bytes;
+    if (p.device_used_max >= out.device_used_max) {
+      out.device_used_max = p.device_used_max;
+      out.live_at_device_used_max = p.live_at_device_used_max;
+    }
+    out.device_total = std::max(out.device_total, p.device_total);
+    out.ooms += p.ooms;
+    if (p.oom_requested_bytes != 0) out.oom_requested_bytes = p.oom_requested_bytes;
+    out.events_lost += p.events_lost;
+    // A tag's or source's live bytes are the last bucket's (a row lists every group that held
+    // any: one it leaves out held none); a phase is as last seen (closed in an earlier bucket).
+    AddGroups(p.by_tag(), /*live=*/&p == &last, &tags);
+    AddGroups(p.by_source(), /*live=*/&p == &last, &sources);
+    AddGroups(p.by_phase(), /*live=*/true, &phases);
+  }
+  if (!tags.empty() || !sources.empty() || !phases.empty()) {
+    out.groups = StepGroups(Values(tags), Values(sources), Values(phases));
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t StepWindowOf(const JobTimeline& job) {
+  if (!job.time_axis) return 1;
+  std::vector<FloorSeries> ranks(job.ranks.size());
+  for (size_t i = 0; i < job.ranks.size(); ++i) {
+    for (const StepPoint& p : job.ranks[i].steps) {
+      ranks[i].bucket.push_back(p.step);
+      ranks[i].floor.push_back(p.floor_bytes);
+    }
+  }
+  return ChooseWindow(ranks);
+}
+
+int64_t StepWindowOf(const JobStepMetrics& job) {
+  if (!job.time_axis) return 1;
+  std::vector<FloorSeries> ranks(job.ranks.size());
+  for (size_t i = 0; i < job.ranks.size(); ++i) {
+    ranks[i].bucket = job.ranks[i].step;
+    ranks[i].floor = job.ranks[i].floor_bytes;
+  }
+  return ChooseWindow(ranks);
+}
+
+JobTimeline InStepWindows(const JobTimeline& job, int64_t window) {
+  if (!job.time_axis || window <= 1) return job;
+  JobTimeline out;
+  out.job_id = job.job_id;
+  out.time_axis = true;
+  out.bucket_ns = job.bucket_ns * window;
+  out.names = job.names;
+  out.ranks.reserve(job.ranks.size());
+  for (const RankTimeline& r : job.ranks) {
+    RankTimeline& w = out.ranks.emplace_back();
+    w.rank = r.rank;
+    w.attempt = r.attempt;
+    w.host = r.host;
+    w.device_index = r.device_index;
+    w.allocator = r.allocator;
+    const absl::Span<const StepPoint> points(r.steps);
+    size_t begin = 0;
+    while (begin < points.size()) {
+      const int64_t key = WindowKey(points[begin].step, window);
+      size_t end = begin + 1;
+      while (end < points.size() && WindowKey(points[end].step, window) == key) ++end;
+      w.steps.push_back(Merge(points.subspan(begin, end - begin), key));
+      begin = end;
+    }
+  }
+  return out;
+}
+
+JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window) {
+  if (!job.time_axis || window <= 1) return job;
+  JobStepMetrics out;
+  out.job_id = job.job_id;
+  out.time_axis = true;
+  out.bucket_ns = job.bucket_ns * window;
+  out.ranks.reserve(job.ranks.size());
+  for (const RankStepMetrics& r : job.ranks) {
+    RankStepMetrics& w = out.ranks.emplace_back();
+    w.rank = r.rank;
+    w.attempt = r.attempt;
+    w.host = r.host;
+    size_t begin = 0;
+    while (begin < r.size()) {
+      const int64_t key = WindowKey(r.step[begin], window);
+      size_t end = begin + 1;
+      uint64_t floor = r.floor_bytes[begin], peak = r.peak_bytes[begin];
+      while (end < r.size() && WindowKey(r.step[end], window) == key) {
+        floor = std::min(floor, r.floor_bytes[end]);
+        peak = std::max(peak, r.peak_bytes[end]);
+        ++end;
+      }
+      w.step.push_back(key);
+      w.start_ns.push_back(r.start_ns[begin]);
+      w.floor_bytes.push_back(floor);
+      w.end_bytes.push_back(r.end_bytes[end - 1]);
+      w.peak_bytes.push_back(peak);
+      begin = end;
+    }
+  }
+  return out;
+}
+
+}  // namespace memtrace::analysis

@@ -1,0 +1,42 @@
+// Time buckets read in windows of whole training steps.
+//
+// A job without step markers is compared by time bucket (the collector's --bucket_ms, 1 s by
+// default). A training step of several seconds spans several buckets, and a bucket's floor is
+// the floor of the part of the step it covers: across one 10 s step the floors of its buckets
+// swing by the activations' size (15 GiB in the simulator) while a leak adds 256 MiB a step. Read
+// bucket by bucket, `headroom` called a leaking rank flat, `diverged` missed a 7.5 GiB leak
+// (one bucket in five broke its run) and `leaks` dated one 195 s early.
+//
+// The analyses read such a job in windows of W consecutive buckets instead, one point each (the
+// lowest floor, the highest peak, the last end, ...), W the fewest buckets over which the floors
+// stop swinging: at least a step. A job whose bucket floors do not swing (steps no longer than a
+// bucket, or a steady process) keeps its buckets. Pure functions.
+#ifndef MEMTRACE_QUERY_ANALYSIS_BUCKET_WINDOWS_H_
+#define MEMTRACE_QUERY_ANALYSIS_BUCKET_WINDOWS_H_
+
+#include <cstdint>
+
+#include "query/analysis/step_metrics.h"
+#include "query/analysis/timeline.h"
+
+namespace memtrace::analysis {
+
+// The window, in buckets, that `job`'s floors call for: 1 (buckets as they are) for a job on the
+// step axis, or whose bucket floors swing by under 1% of its memory, or for which no window of
+// at most 60 buckets (and 8 windows a rank) calms the swing to a quarter. The same for a job's
+// timeline and its step metrics (both read the floors).
+int64_t StepWindowOf(const JobTimeline& job);
+int64_t StepWindowOf(const JobStepMetrics& job);
+
+// `job` with each rank's buckets merged in windows of `window` (aligned on bucket indexes that
+// are multiples of it, so every rank's windows line up): step = bucket index / window,
+// bucket_ns = window x bucket_ns. Within a window: the first start, the last end and end bytes,
+// the lowest floor, the highest peak, summed counts; a tag's or source's live bytes at the
+// window's end and its highest peak; a phase as last seen. A window of 1, or a job on the step
+// axis, is returned unchanged.
+JobTimeline InStepWindows(const JobTimeline& job, int64_t window);
+JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window);
+
+}  // namespace memtrace::analysis
+
+#endif  // MEMTRACE_QUERY_ANALYSIS_BUCKET_WINDOWS_H_

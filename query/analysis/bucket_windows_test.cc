@@ -1,0 +1,176 @@
+#include "query/analysis/bucket_windows.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "query/analysis/diverged.h"
+#include "query/analysis/headroom.h"
+#include "query/analysis/leaks.h"
+#include "query/analysis/sim/job_simulator.h"
+#include "query/analysis/sim/scenarios.h"
+
+namespace memtrace::analysis {
+namespace {
+
+constexpr int64_t kBucketNs = 1'000'000'000;
+constexpr int64_t kFirstBucket = 1'796'332'003;  // not a multiple of the window
+
+// A step-axis job as a job without step markers whose steps last `buckets` 1 s buckets: within a
+// step the activations rise through the buckets (each bucket's floor above the step's by what
+// was built up when it began) and are freed in its last bucket.
+JobTimeline StretchedIntoBuckets(const JobTimeline& steps, int64_t buckets, uint64_t activations) {
+  JobTimeline out;
+  out.job_id = steps.job_id;
+  out.time_axis = true;
+  out.bucket_ns = kBucketNs;
+  out.names = steps.names;
+  for (const RankTimeline& r : steps.ranks) {
+    RankTimeline& w = out.ranks.emplace_back();
+    w.rank = r.rank;
+    w.attempt = r.attempt;
+    w.host = r.host;
+    for (const StepPoint& p : r.steps) {
+      for (int64_t k = 0; k < buckets; ++k) {
+        StepPoint b = p;
+        b.step = kFirstBucket + p.step * buckets + k;
+        b.start_ns = b.step * kBucketNs;
+        b.end_ns = b.start_ns + kBucketNs;
+        const uint64_t built = activations * k / buckets;
+        b.floor_bytes = k == buckets - 1 ? p.floor_bytes : p.floor_bytes + built;
+        b.peak_bytes =
+            k == buckets - 1 ? p.peak_bytes : p.floor_bytes + activations * (k + 1) / buckets;
+        b.end_bytes = k == buckets - 1 ? p.end_bytes : b.peak_bytes;
+        b.allocs = p.allocs / buckets;
+        w.steps.push_back(std::move(b));
+      }
+    }
+  }
+  return out;
+}
+
+JobTimeline LeakInTenSecondSteps() {
+  return StretchedIntoBuckets(Simulate(sim::LeakJob(5, 30, 256 * kMiB)).timeline, 10, 14 * kGiB);
+}
+
+// The window is the fewest buckets whose floors are calm: each window holds a bucket at a step's
+// end or start, where the activations are gone. Over 10-bucket steps, windows of 8 aligned on
+// multiples of 8 always do; shorter ones do not.
+TEST(StepWindowTest, BucketsOfStepsLongerThanABucketAreReadInWholeSteps) {
+  const JobTimeline job = LeakInTenSecondSteps();
+  EXPECT_EQ(StepWindowOf(job), 8);
+  EXPECT_EQ(StepWindowOf(StepMetricsOf(job)), 8);
+  const JobTimeline five = StretchedIntoBuckets(Simulate(sim::HealthyJob()).timeline, 5, 14 * kGiB);
+  EXPECT_EQ(StepWindowOf(five), 4);
+  // Every window's floor is its steps' floor, as the step axis has it.
+  const JobTimeline steps = Simulate(sim::HealthyJob()).timeline;
+  const JobTimeline windows = InStepWindows(five, 4);
+  for (const StepPoint& w : windows.ranks[0].steps) {
+    const int64_t first_step = (w.start_ns / kBucketNs - kFirstBucket) / 5;
+    const int64_t last_step = (w.end_ns / kBucketNs - 1 - kFirstBucket) / 5;
+    uint64_t floor = UINT64_MAX;
+    for (int64_t s = first_step; s <= last_step; ++s) {
+      floor = std::min(floor, steps.ranks[0].steps[s].floor_bytes);
+    }
+    EXPECT_EQ(w.floor_bytes, floor) << w.step;
+  }
+}
+
+TEST(StepWindowTest, BucketsWhoseFloorsDoNotSwingStayAsTheyAre) {
+  JobTimeline job = Simulate(sim::LeakJob(5, 30)).timeline;  // one bucket a step
+  job.time_axis = true;
+  job.bucket_ns = kBucketNs;
+  for (RankTimeline& r : job.ranks) {
+    for (StepPoint& p : r.steps) p.step += kFirstBucket;
+  }
+  EXPECT_EQ(StepWindowOf(job), 1);
+  JobTimeline stepped = LeakInTenSecondSteps();
+  stepped.time_axis = false;  // a job with step markers is never windowed
+  EXPECT_EQ(StepWindowOf(stepped), 1);
+}
+
+TEST(StepWindowTest, AWindowMergesItsBucketsIntoOnePoint) {
+  const JobTimeline job = LeakInTenSecondSteps();
+  const JobTimeline windows = InStepWindows(job, 10);
+  EXPECT_EQ(windows.bucket_ns, 10 * kBucketNs);
+  ASSERT_EQ(windows.ranks.size(), job.ranks.size());
+  const std::vector<StepPoint>& buckets = job.ranks[0].steps;
+  const std::vector<StepPoint>& merged = windows.ranks[0].steps;
+  // 100 steps from bucket ...003: the first window holds 7 buckets, then 99 of 10, then 3.
+  ASSERT_EQ(merged.size(), 101u);
+  const StepPoint& second = merged[1];
+  EXPECT_EQ(second.step, (kFirstBucket + 7) / 10);
+  EXPECT_EQ(second.start_ns, buckets[7].start_ns);
+  EXPECT_EQ(second.end_ns, buckets[16].end_ns);
+  uint64_t floor = UINT64_MAX, peak = 0, allocs = 0;
+  for (size_t i = 7; i <= 16; ++i) {
+    floor = std::min(floor, buckets[i].floor_bytes);
+    peak = std::max(peak, buckets[i].peak_bytes);
+    allocs += buckets[i].allocs;
+  }
+  EXPECT_EQ(second.floor_bytes, floor);
+  EXPECT_EQ(second.peak_bytes, peak);
+  EXPECT_EQ(second.end_bytes, buckets[16].end_bytes);
+  EXPECT_EQ(second.allocs, allocs);
+  // A tag's live bytes are the last bucket's; one that bucket does not list held none.
+  ASSERT_GE(second.by_tag().size(), buckets[16].by_tag().size());
+  for (const GroupBytes& g : second.by_tag()) {
+    uint64_t live = 0, peak = 0;
+    for (const GroupBytes& l : buckets[16].by_tag()) {
+      if (l.name == g.name) live = l.live_bytes;
+    }
+    for (size_t i = 7; i <= 16; ++i) {
+      for (const GroupBytes& b : buckets[i].by_tag()) {
+        if (b.name == g.name) peak = std::max(peak, b.peak_bytes);
+      }
+    }
+    EXPECT_EQ(g.live_bytes, live) << windows.names.Name(g.name);
+    EXPECT_EQ(g.peak_bytes, peak) << windows.names.Name(g.name);
+  }
+  // The step metrics are windowed alike.
+  const JobStepMetrics metrics = InStepWindows(StepMetricsOf(job), 10);
+  EXPECT_EQ(metrics.bucket_ns, 10 * kBucketNs);
+  ASSERT_EQ(metrics.ranks[0].size(), 101u);
+  EXPECT_EQ(metrics.ranks[0].floor_bytes[1], floor);
+  EXPECT_EQ(metrics.ranks[0].peak_bytes[1], peak);
+  EXPECT_EQ(metrics.ranks[0].end_bytes[1], buckets[16].end_bytes);
+}
+
+// The reviewer's case: a 256 MiB-a-step leak on rank 5 from step 30 of 10 s steps, without step
+// markers. Bucket by bucket, the analyses saw the activations' swing; in windows of a step they
+// see the leak.
+TEST(StepWindowTest, TheAnalysesFindALeakInLongStepsReadInWindows) {
+  const JobTimeline job = LeakInTenSecondSteps();
+  const int64_t window = StepWindowOf(job);
+  const JobTimeline windows = InStepWindows(job, window);
+  const int64_t leak_window = (kFirstBucket + 30 * 10) / window;
+
+  const DivergenceReport divergence = FindDivergence(windows);
+  ASSERT_EQ(divergence.status, DivergenceStatus::kDiverged) << divergence.message;
+  EXPECT_EQ(divergence.diverged.front().rank, 5u);
+  EXPECT_LE(std::abs(divergence.diverged.front().onset_step - leak_window), 5)
+      << divergence.message;
+
+  const LeakReport leaks = FindLeaks(windows);
+  bool rank5 = false;
+  for (const RankCurve& c : leaks.curves) {
+    if (c.rank != 5) {
+      EXPECT_NE(c.curve, CurveClass::kLeak) << c.rank;
+      continue;
+    }
+    rank5 = true;
+    EXPECT_EQ(c.curve, CurveClass::kLeak);
+    EXPECT_LE(std::abs(c.evidence.rising_since_step - leak_window), 3);
+    // 256 MiB a 10-bucket step, per window.
+    EXPECT_NEAR(c.evidence.floor_bytes_per_step, 256.0 * kMiB * window / 10, 16.0 * kMiB);
+  }
+  EXPECT_TRUE(rank5);
+
+  const HeadroomReport headroom = ForecastHeadroom(windows);
+  for (const RankHeadroom& h : headroom.entries) {
+    EXPECT_EQ(h.status, h.rank == 5 ? HeadroomStatus::kForecast : HeadroomStatus::kFlat) << h.rank;
+  }
+}
+
+}  // namespace
+}  // namespace memtrace::analysis
