@@ -16,37 +16,8 @@ namespace {
 constexpr int64_t kBucketNs = 1'000'000'000;
 constexpr int64_t kFirstBucket = 1'796'332'003;  // not a multiple of the window
 
-// A step-axis job as a job without step markers whose steps last `buckets` 1 s buckets: within a
-// step the activations rise through the buckets (each bucket's floor above the step's by what
-// was built up when it began) and are freed in its last bucket.
 JobTimeline StretchedIntoBuckets(const JobTimeline& steps, int64_t buckets, uint64_t activations) {
-  JobTimeline out;
-  out.job_id = steps.job_id;
-  out.time_axis = true;
-  out.bucket_ns = kBucketNs;
-  out.names = steps.names;
-  for (const RankTimeline& r : steps.ranks) {
-    RankTimeline& w = out.ranks.emplace_back();
-    w.rank = r.rank;
-    w.attempt = r.attempt;
-    w.host = r.host;
-    for (const StepPoint& p : r.steps) {
-      for (int64_t k = 0; k < buckets; ++k) {
-        StepPoint b = p;
-        b.step = kFirstBucket + p.step * buckets + k;
-        b.start_ns = b.step * kBucketNs;
-        b.end_ns = b.start_ns + kBucketNs;
-        const uint64_t built = activations * k / buckets;
-        b.floor_bytes = k == buckets - 1 ? p.floor_bytes : p.floor_bytes + built;
-        b.peak_bytes =
-            k == buckets - 1 ? p.peak_bytes : p.floor_bytes + activations * (k + 1) / buckets;
-        b.end_bytes = k == buckets - 1 ? p.end_bytes : b.peak_bytes;
-        b.allocs = p.allocs / buckets;
-        w.steps.push_back(std::move(b));
-      }
-    }
-  }
-  return out;
+  return sim::StretchedIntoBuckets(steps, buckets, activations, kFirstBucket);
 }
 
 JobTimeline LeakInTenSecondSteps() {

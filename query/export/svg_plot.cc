@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "query/analysis/bucket_windows.h"
 #include "query/analysis/diverged.h"
 #include "query/analysis/leaks.h"
 #include "query/analysis/units.h"
@@ -278,8 +280,10 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
   };
   std::vector<PlotMarks::Leak> leaks = marks.leaks;
   if (styles.highlight_drawn()) {
-    std::string label = absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ", axis_name,
-                                     " ", marks.onset_step);
+    // Keys as the analyses print them: "step 32", or a bucket's time ("2026-12-06 05:48:20
+    // bucket"), not its index.
+    std::string label = absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ",
+                                     analysis::FormatKey(marks.onset_step, bucket_ns));
     // The line stands at the onset, so the gap it is labelled with is the onset's; the gap
     // it grew to follows ("(+410 MiB vs cohort, +12.0 GiB at step 99)").
     if (marks.onset_excess_bytes != 0) {
@@ -287,7 +291,7 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
                       " vs cohort");
       if (marks.last_step != marks.onset_step && marks.last_excess_bytes != 0) {
         absl::StrAppend(&label, ", ", analysis::FormatSignedBytes(marks.last_excess_bytes), " at ",
-                        axis_name, " ", marks.last_step);
+                        analysis::FormatKey(marks.last_step, bucket_ns));
       }
       absl::StrAppend(&label, ")");
     }
@@ -307,7 +311,8 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
     if (!options.ranks.empty() && !options.ranks.count(leak.rank)) continue;
     if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
     add("leak", leak.rank, leak.since_step,
-        absl::StrCat("leak on rank ", leak.rank, " from ", axis_name, " ", leak.since_step, " (",
+        absl::StrCat("leak on rank ", leak.rank, " from ",
+                     analysis::FormatKey(leak.since_step, bucket_ns), " (",
                      analysis::FormatRate(leak.bytes_per_step, bucket_ns), ")",
                      leak.since_first_examined
                          ? absl::StrCat(", the first ", axis_name,
@@ -420,7 +425,14 @@ std::vector<double> NiceTicks(double min, double max) {
   return ticks;
 }
 
-PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
+PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted) {
+  // As the collector does (bucket_windows.h): time buckets shorter than the job's steps are
+  // analysed in windows of whole steps; the marks go back to the buckets plotted (a window's
+  // first), and rates to per bucket.
+  const int64_t window = analysis::StepWindowOf(plotted);
+  std::optional<analysis::JobTimeline> windows;
+  if (window > 1) windows = analysis::InStepWindows(plotted, window);
+  const analysis::JobTimeline& job = windows.has_value() ? *windows : plotted;
   PlotMarks marks;
   analysis::DivergenceReport divergence = analysis::FindDivergence(job);
   marks.message = divergence.message;
@@ -441,9 +453,9 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
   if (!divergence.diverged.empty()) {
     const analysis::RankDivergence& first = divergence.diverged.front();
     marks.highlighted_rank = first.rank;
-    marks.onset_step = first.onset_step;
+    marks.onset_step = first.onset_step * window;
     marks.onset_excess_bytes = first.excess_bytes;
-    marks.last_step = first.last_step;
+    marks.last_step = first.last_step * window;
     marks.last_excess_bytes = first.last_excess_bytes;
     for (size_t i = 1; i < divergence.diverged.size(); ++i) {
       marks.followers.push_back(divergence.diverged[i].rank);
@@ -454,7 +466,8 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job) {
     if (curve.curve != analysis::CurveClass::kLeak) continue;
     int64_t since = curve.evidence.rising_since_step >= 0 ? curve.evidence.rising_since_step
                                                           : curve.evidence.first_step;
-    marks.leaks.push_back({curve.rank, since, curve.evidence.floor_bytes_per_step,
+    marks.leaks.push_back({curve.rank, since * window,
+                           curve.evidence.floor_bytes_per_step / static_cast<double>(window),
                            since == curve.evidence.first_step && leaks.params.warmup_steps > 0});
   }
   return marks;

@@ -52,7 +52,8 @@ struct PlotMarks {
 };
 
 // Runs FindDivergence and FindLeaks (default parameters, as `memtrace diverged` / `leaks` do)
-// over `job`. Pure.
+// over `job`, in windows of whole steps when its time buckets are shorter than its steps (as the
+// collector reads them: bucket_windows.h); the marks are on `job`'s own buckets. Pure.
 PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job);
 
 struct PlotOptions {

@@ -99,6 +99,27 @@ TEST(SvgPlotTest, ALeakWithoutStepMarkersIsLabelledPerBucket) {
   EXPECT_EQ(svg.find("/step"), std::string::npos) << svg.substr(0, 3000);
 }
 
+// 10 s steps in 1 s buckets: the marks come from the analyses over windows of whole steps, as the
+// collector's do, placed back on the buckets plotted, at the leak's own rate per bucket, and
+// labelled with the buckets' times.
+TEST(SvgPlotTest, LongStepsWithoutMarkersAreMarkedFromWindowsOfWholeSteps) {
+  constexpr int64_t kFirstBucket = 1'796'536'003;
+  const analysis::JobTimeline job = analysis::sim::StretchedIntoBuckets(
+      analysis::sim::Simulate(analysis::sim::LeakJob(5, 30, 256 * analysis::kMiB)).timeline, 10,
+      14 * analysis::kGiB, kFirstBucket);
+  const PlotMarks marks = MarksFromAnalyses(job);
+  ASSERT_EQ(marks.highlighted_rank, 5u) << marks.message;
+  const int64_t leak_bucket = kFirstBucket + 30 * 10;
+  EXPECT_LE(std::abs(marks.onset_step - leak_bucket), 5 * 10) << marks.onset_step;
+  ASSERT_EQ(marks.leaks.size(), 1u);
+  EXPECT_EQ(marks.leaks[0].rank, 5u);
+  EXPECT_LE(std::abs(marks.leaks[0].since_step - leak_bucket), 2 * 10);
+  EXPECT_NEAR(marks.leaks[0].bytes_per_step, 25.6 * analysis::kMiB, 2.0 * analysis::kMiB);
+  const std::string svg = Plot(job);
+  EXPECT_NE(svg.find("rank 5 diverges at 2026-12-"), std::string::npos) << svg.substr(0, 3000);
+  EXPECT_NE(svg.find("(25.6 MiB/bucket)"), std::string::npos) << svg.substr(0, 3000);
+}
+
 TEST(SvgPlotTest, AHealthyJobHighlightsNobody) {
   analysis::sim::SimulatedJob job = analysis::sim::Simulate(analysis::sim::HealthyJob());
   std::string svg = Plot(job.timeline);

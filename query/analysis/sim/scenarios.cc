@@ -54,4 +54,34 @@ JobSpec RlJob(bool keep_rollout, int64_t steps) {
   return spec;
 }
 
+JobTimeline StretchedIntoBuckets(const JobTimeline& steps, int64_t buckets, uint64_t activations,
+                                 int64_t first_bucket) {
+  JobTimeline out;
+  out.job_id = steps.job_id;
+  out.time_axis = true;
+  out.bucket_ns = kStretchedBucketNs;
+  out.names = steps.names;
+  for (const RankTimeline& r : steps.ranks) {
+    RankTimeline& w = out.ranks.emplace_back();
+    w.rank = r.rank;
+    w.attempt = r.attempt;
+    w.host = r.host;
+    for (const StepPoint& p : r.steps) {
+      for (int64_t k = 0; k < buckets; ++k) {
+        StepPoint b = p;
+        b.step = first_bucket + p.step * buckets + k;
+        b.start_ns = b.step * kStretchedBucketNs;
+        b.end_ns = b.start_ns + kStretchedBucketNs;
+        const bool last = k == buckets - 1;
+        b.floor_bytes = last ? p.floor_bytes : p.floor_bytes + activations * k / buckets;
+        b.peak_bytes = last ? p.peak_bytes : p.floor_bytes + activations * (k + 1) / buckets;
+        b.end_bytes = last ? p.end_bytes : b.peak_bytes;
+        b.allocs = p.allocs / buckets;
+        w.steps.push_back(std::move(b));
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace memtrace::analysis::sim

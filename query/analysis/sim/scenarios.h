@@ -32,6 +32,14 @@ JobSpec OomJob();
 // its memory live after it closes, on every rank, from step 0 on.
 JobSpec RlJob(bool keep_rollout, int64_t steps = 60);
 
+// A step-axis job as a job without step markers whose steps last `buckets` time buckets of 1 s,
+// from bucket `first_bucket`: within a step the activations rise through its buckets (each
+// bucket's floor above the step's by what was built up when it began, by `activations` in all)
+// and are freed in its last bucket.
+inline constexpr int64_t kStretchedBucketNs = 1'000'000'000;
+JobTimeline StretchedIntoBuckets(const JobTimeline& steps, int64_t buckets, uint64_t activations,
+                                 int64_t first_bucket);
+
 }  // namespace memtrace::analysis::sim
 
 #endif  // MEMTRACE_QUERY_ANALYSIS_SIM_SCENARIOS_H_
