@@ -147,10 +147,21 @@ TEST(CompareTest, JobsKeyedDifferentlySayFirstHow) {
   EXPECT_EQ(report.items.front().analysis, "axis");
   EXPECT_TRUE(report.items.front().changed);
   EXPECT_EQ(report.items.front().a, "steps");
-  EXPECT_EQ(report.items.front().b, "1 s time buckets");
-  const CompareItem* same = Find(CompareJobs(stepped, stepped), "axis", "compared by");
+  EXPECT_EQ(report.items.front().b, "1s time buckets");
+  const CompareReport itself = CompareJobs(stepped, stepped);
+  const CompareItem* same = Find(itself, "axis", "compared by");
   ASSERT_NE(same, nullptr);
   EXPECT_FALSE(same->changed);
+  // Buckets of 1 s and 1.4 s (another --bucket_ms, or another window of whole steps) are keyed
+  // differently too: both printed "1 s" and the axis read unchanged.
+  JobTimeline wider = bucketed;
+  wider.bucket_ns = 1'400'000'000;
+  const CompareReport widened = CompareJobs(bucketed, wider);
+  const CompareItem* widths = Find(widened, "axis", "compared by");
+  ASSERT_NE(widths, nullptr);
+  EXPECT_TRUE(widths->changed);
+  EXPECT_EQ(widths->a, "1s time buckets");
+  EXPECT_EQ(widths->b, "1.4s time buckets");
 }
 
 // Jobs without step markers are keyed by wall-clock time buckets: the same job run twice, at
