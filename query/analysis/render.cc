@@ -521,9 +521,16 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   }
   for (const v1::RankHeadroom& h : r.entries()) {
     if (h.status() == v1::HEADROOM_STATUS_FORECAST) {
-      absl::StrAppend(&out, "  rank ", h.rank(), " reaches ", Bytes(h.capacity_bytes()), " at ",
-                      FormatKey(h.forecast_step(), r.bucket_ns(), /*approximate=*/true), " (in ~",
-                      FormatDuration(static_cast<double>(h.eta_ns())), ", at ",
+      // The peak reaches what traced allocations can have: the capacity less what the device
+      // holds outside them (the CUDA context, ...), which "reaches 80.0 GiB" left out.
+      const uint64_t usable =
+          h.capacity_bytes() > h.overhead_bytes() ? h.capacity_bytes() - h.overhead_bytes() : 0;
+      absl::StrAppend(&out, "  rank ", h.rank(), " reaches ", Bytes(h.capacity_bytes()),
+                      h.overhead_bytes() > 0 ? absl::StrCat(" (", Bytes(usable), " traced + ",
+                                                            Bytes(h.overhead_bytes()), " outside)")
+                                             : "",
+                      " at ", FormatKey(h.forecast_step(), r.bucket_ns(), /*approximate=*/true),
+                      " (in ~", FormatDuration(static_cast<double>(h.eta_ns())), ", at ",
                       FormatRate(h.floor_bytes_per_step(), r.bucket_ns()), ")\n");
     } else if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) {
       absl::StrAppend(&out, "  rank ", h.rank(), " ran out of memory at ",
