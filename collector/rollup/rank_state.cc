@@ -413,7 +413,8 @@ void RankState::AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set
   if (!inserted) {
     // Its free was never seen (lost, or reordered): the old allocation cannot still be live.
     ++anomalies_.alloc_over_live;
-    ChangeLive(it->second, /*add=*/false);
+    // Not a moment of its own for the floor: live bytes go from old to new in one move.
+    ChangeLive(it->second, /*add=*/false, /*extremes=*/false);
     it->second = a;
   }
   ChangeLive(a, /*add=*/true);
@@ -445,7 +446,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RankState::TouchGroup(GroupMap* groups,
   g.bucket_peak = std::max(g.bucket_peak, g.live);
 }
 
-void RankState::ChangeLive(const LiveAllocation& a, bool add) {
+void RankState::ChangeLive(const LiveAllocation& a, bool add, bool extremes) {
   TouchGroup(&kinds_, a.memory_kind, a.bytes, add);
   if (LeftOutOfLiveBytes(a.memory_kind)) return;
   TouchGroup(&tags_, a.tag_id, a.bytes, add);
@@ -459,8 +460,10 @@ void RankState::ChangeLive(const LiveAllocation& a, bool add) {
     live_bytes_ -= a.bytes;
   }
   for (Accumulator* acc : {&step_, &bucket_}) {
-    acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
-    acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
+    if (extremes) {
+      acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
+      acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
+    }
     if (add) {
       ++acc->allocs;
       acc->alloc_bytes += a.bytes;

@@ -224,8 +224,9 @@ class RankState {
   void RememberBucketEnd();
   void AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set, const Event& e);
   bool RemoveAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set, uint64_t address);
-  // Adds or removes `a` from the live totals and every group it counts in.
-  void ChangeLive(const LiveAllocation& a, bool add);
+  // Adds or removes `a` from the live totals and every group it counts in. `extremes` = false:
+  // the floor and peak do not see the result (half of a replacement, see AddAllocation).
+  void ChangeLive(const LiveAllocation& a, bool add, bool extremes = true);
   void TouchGroup(GroupMap* groups, uint32_t id, uint64_t bytes, bool add);
   // Checkpoint parts: the groups touched in the open step or bucket (with their peaks there),
   // and one open rollup. Restoring groups takes their live bytes from the restored live set.

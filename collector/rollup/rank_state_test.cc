@@ -288,6 +288,19 @@ TEST(RankStateTest, AllocOverALiveAddressReplacesIt) {
   EXPECT_EQ(FindGroup(r.by_tag(), 2)->live_bytes(), 30u);
 }
 
+// The replaced allocation's bytes and the new one's change live bytes in one move: removed first
+// on their own, the step's floor took a value live bytes never held (a segment's worth lower).
+TEST(RankStateTest, AllocOverALiveAddressDoesNotDipTheFloor) {
+  Script s;
+  s.Alloc(0x9, 1000).Alloc(0x1, 100).Step(1).Alloc(0x1, 300);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  EXPECT_EQ(state.live_bytes(), 1300u);
+  const v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(r.floor_bytes(), 1100u);  // where step 1 began; it dipped to 1000
+  EXPECT_EQ(r.peak_bytes(), 1300u);
+}
+
 TEST(RankStateTest, VmmMappingsCountAsLiveDeviceMemory) {
   Script s;
   s.Map(0xA000, 2 * kMiB, 3).Map(0xC000, 2 * kMiB, 3).Alloc(0x1, 100).Unmap(0xA000);
