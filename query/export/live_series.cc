@@ -63,22 +63,29 @@ void LiveSeriesBuilder::Add(const Event& e) {
   switch (e.kind) {
     case EventKind::kAlloc:
     case EventKind::kVmmMap: {
-      if (LeftOutOfLiveBytes(e.memory_kind)) return;  // as the collector's live bytes
-      auto [it, inserted] = allocations_.try_emplace(e.address, e.bytes);
+      auto& set = e.kind == EventKind::kAlloc ? allocations_ : mappings_;
+      // As the collector: an allocation over a live address replaces it, whatever its kind; one
+      // of a kind left out of live bytes (host memory) counts 0 of them.
+      const uint64_t bytes = LeftOutOfLiveBytes(e.memory_kind) ? 0 : e.bytes;
+      auto [it, inserted] = set.try_emplace(e.address, bytes);
+      if (inserted && bytes == 0) return;
       if (!inserted) {
         live_bytes_ -= it->second;
-        it->second = e.bytes;
+        it->second = bytes;
       }
-      live_bytes_ += e.bytes;
+      live_bytes_ += bytes;
       live_series_.Add(e.ts_ns, live_bytes_);
       return;
     }
     case EventKind::kFree:
     case EventKind::kVmmUnmap: {
-      auto it = allocations_.find(e.address);
-      if (it == allocations_.end()) return;  // left out (host, imported), or never seen
-      live_bytes_ -= it->second;
-      allocations_.erase(it);
+      auto& set = e.kind == EventKind::kFree ? allocations_ : mappings_;
+      auto it = set.find(e.address);
+      if (it == set.end()) return;  // never seen
+      const uint64_t bytes = it->second;
+      set.erase(it);
+      if (bytes == 0) return;  // left out of live bytes
+      live_bytes_ -= bytes;
       live_series_.Add(e.ts_ns, live_bytes_);
       return;
     }

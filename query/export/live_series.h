@@ -69,7 +69,11 @@ class LiveSeriesBuilder {
   std::vector<SeriesPoint> TakeDeviceUsed() { return used_series_.Finish(); }
 
  private:
-  absl::flat_hash_map<uint64_t, uint64_t> allocations_;  // device allocations and mappings
+  // Live bytes by address, allocations and VMM mappings apart as the collector keeps them (a
+  // FREE never removes a mapping, nor an UNMAP an allocation). 0 bytes: an allocation of a kind
+  // left out of live bytes (host memory), held so that a FREE of it changes nothing else.
+  absl::flat_hash_map<uint64_t, uint64_t> allocations_;
+  absl::flat_hash_map<uint64_t, uint64_t> mappings_;
   uint64_t live_bytes_ = 0;
   BucketedSeries live_series_;
   BucketedSeries used_series_;

@@ -29,6 +29,25 @@ TEST(LiveSeriesTest, FollowsDeviceLiveBytesLikeTheCollector) {
   EXPECT_EQ(b.TakeLive(), (std::vector<SeriesPoint>{{1, 100}, {3, 1100}, {5, 1040}, {7, 40}}));
 }
 
+// The collector keeps allocations and VMM mappings apart, and an allocation of any kind over a
+// live address replaces what was there: the export's series counted a host block over a device
+// one as both, and let a FREE remove a mapping.
+TEST(LiveSeriesTest, ReplacesAndRemovesAsTheCollectorDoes) {
+  LiveSeriesBuilder b(Bucketing{});
+  b.Add(Mem(EventKind::kAlloc, 1, 0x10, 100));
+  b.Add(Mem(EventKind::kAlloc, 2, 0x10, 50, kMemoryPageable));  // its free lost; now host
+  EXPECT_EQ(b.live_bytes(), 0u);
+  b.Add(Mem(EventKind::kFree, 3, 0x10, 50));  // the host block: nothing of live bytes
+  b.Add(Mem(EventKind::kVmmMap, 4, 0x40, 1000));
+  b.Add(Mem(EventKind::kFree, 5, 0x40, 1000));  // a FREE does not unmap
+  EXPECT_EQ(b.live_bytes(), 1000u);
+  b.Add(Mem(EventKind::kAlloc, 6, 0x40, 10));       // an allocation beside the mapping's address
+  b.Add(Mem(EventKind::kVmmUnmap, 7, 0x40, 1000));  // unmaps the mapping, not the allocation
+  EXPECT_EQ(b.live_bytes(), 10u);
+  EXPECT_EQ(b.TakeLive(),
+            (std::vector<SeriesPoint>{{1, 100}, {2, 0}, {4, 1000}, {6, 1010}, {7, 10}}));
+}
+
 TEST(LiveSeriesTest, KeepsDeviceSamples) {
   LiveSeriesBuilder b(Bucketing{});
   Event s;
