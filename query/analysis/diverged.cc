@@ -481,6 +481,14 @@ void Summarize(const ShortRun& longest, DivergenceReport& report) {
         "rank %u diverged first, at %s (%s the cohort for %u %s); %u rank(s) followed", d.rank,
         FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below", d.run_steps,
         report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - 1);
+    if (d.departed_before_compared && report.params.warmup_steps > 0) {
+      // A leak from step 1 reads "diverged at step 7": the steps before are warm-up, not
+      // compared, and "first step examined" must not read as "began here".
+      const char* unit = report.bucket_ns > 0 ? "bucket" : "step";
+      absl::StrAppend(&report.message, "; rank ", d.rank, " was drifting from the first ", unit,
+                      " compared, after the ", report.params.warmup_steps, " warm-up ", unit,
+                      "s (--warmup): it may have begun earlier");
+    }
   }
   if (!report.ranks_not_compared.empty()) {
     const size_t n = report.ranks_not_compared.size();
@@ -526,8 +534,8 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
 
   std::vector<double> baseline(g.R, 0);
   std::vector<double> offset_drift;
+  std::vector<double> change;  // over each rank's baseline steps (relative_to_baseline)
   if (params.relative_to_baseline) {
-    std::vector<double> change;
     baseline = RankBaselines(g, params, &change);
     offset_drift = FindOffsets(g, baseline, change, params, report);
   }
@@ -543,8 +551,23 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   CountCompared(g, cohort, report);
   const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
   ShortRun longest;
+  // A rank whose baseline steps already rose by a quarter of the byte threshold more than the
+  // cohort's did was drifting when the comparison began: its onset is where the drift added up,
+  // not where it began (a leak from step 1 read "diverged at step 8").
+  std::vector<double> changes;
+  for (double c : change) {
+    if (!std::isnan(c)) changes.push_back(c);
+  }
+  const double cohort_change = changes.empty() ? 0 : MedianInPlace(absl::MakeSpan(changes));
+  double first_threshold = 0;  // the first compared step's
+  for (size_t s = params.warmup_steps; s < g.S && first_threshold == 0; ++s) {
+    first_threshold = cohort.threshold[s];
+  }
   for (size_t r = 0; r < g.R; ++r) {
     if (std::optional<RankDivergence> d = FindOnset(g, cohort, r, k, &longest)) {
+      d->departed_before_compared =
+          r < change.size() && !std::isnan(change[r]) &&
+          (change[r] - cohort_change) * d->direction >= first_threshold / 4;
       report.diverged.push_back(*std::move(d));
     }
   }

@@ -67,6 +67,9 @@ struct RankDivergence {
   // Where the rank started to drift: the start of the same-side run of deviations above a
   // quarter of the threshold that leads into the onset (<= onset_step).
   int64_t departure_step = 0;
+  // It was drifting already over its baseline steps (the first compared after warm-up), more
+  // than the cohort: the drift may have begun in warm-up.
+  bool departed_before_compared = false;
   // At onset: the rank's metric, the cohort's median metric, and the rank's deviation from the
   // cohort (its change since its baseline minus the cohort's median change, when relative).
   uint64_t value_bytes = 0;

@@ -63,6 +63,26 @@ TEST(DivergenceTest, ALeakFromTheFirstComparedStepIsADivergenceNotAnOffset) {
   EXPECT_TRUE(report.offsets.empty()) << report.offsets[0].offset_bytes;
 }
 
+// A leak begun in warm-up (step 0 or 1) is dated at the first compared steps, 7 or 8: the report
+// says the rank was drifting from the first step compared, so that it does not read as "began
+// at 7". One begun at step 30 is not so qualified.
+TEST(DivergenceTest, ADriftFromTheFirstComparedStepMayHaveBegunInWarmUp) {
+  for (int64_t from : {0, 1}) {
+    const DivergenceReport report =
+        FindDivergence(Simulate(sim::LeakJob(3, from, 256 * kMiB)).timeline);
+    ASSERT_EQ(report.diverged.size(), 1u) << report.message;
+    EXPECT_TRUE(report.diverged[0].departed_before_compared) << from;
+    EXPECT_NE(report.message.find("rank 3 was drifting from the first step compared, after the 5 "
+                                  "warm-up steps (--warmup): it may have begun earlier"),
+              std::string::npos)
+        << report.message;
+  }
+  const DivergenceReport later = FindDivergence(Simulate(sim::LeakJob(3, 30)).timeline);
+  ASSERT_EQ(later.diverged.size(), 1u) << later.message;
+  EXPECT_FALSE(later.diverged[0].departed_before_compared);
+  EXPECT_EQ(later.message.find("may have begun earlier"), std::string::npos) << later.message;
+}
+
 // A leak from step 1 is already 1 GiB up when the comparison starts after warm-up: it is a
 // divergence, not also "a rank that always held a different amount".
 TEST(DivergenceTest, ALeakFromBeforeTheComparedStepsIsNotAlsoAnOffset) {
