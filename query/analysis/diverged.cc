@@ -477,10 +477,25 @@ void Summarize(const ShortRun& longest, DivergenceReport& report) {
   } else {
     const RankDivergence& d = report.diverged.front();
     report.status = DivergenceStatus::kDiverged;
+    // Ranks that left at the same step, having departed at the same step, are first together:
+    // "rank 0 diverged first ... 3 rank(s) followed" named one of four that left as one.
+    std::vector<uint32_t> together;
+    for (const RankDivergence& o : report.diverged) {
+      if (o.onset_step == d.onset_step && o.departure_step == d.departure_step &&
+          o.direction == d.direction) {
+        together.push_back(o.rank);
+      }
+    }
+    std::sort(together.begin(), together.end());
+    std::string who = absl::StrCat("rank ", d.rank, " diverged first");
+    if (together.size() > 1) {
+      who = absl::StrCat("ranks ", absl::StrJoin(together.begin(), together.end() - 1, ", "),
+                         " and ", together.back(), " diverged first, together");
+    }
     report.message = absl::StrFormat(
-        "rank %u diverged first, at %s (%s the cohort for %u %s); %u rank(s) followed", d.rank,
+        "%s, at %s (%s the cohort for %u %s); %u rank(s) followed", who,
         FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below", d.run_steps,
-        report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - 1);
+        report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - together.size());
     if (d.departed_before_compared && report.params.warmup_steps > 0) {
       // A leak from step 1 reads "diverged at step 7": the steps before are warm-up, not
       // compared, and "first step examined" must not read as "began here".
