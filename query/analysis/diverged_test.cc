@@ -165,6 +165,11 @@ TEST(DivergenceTest, HalfTheRanksLeakingAreNamedAgainstTheHalfThatDidNot) {
   EXPECT_NE(report.message.find("split in two groups there: compared with the 4 that kept theirs"),
             std::string::npos)
       << report.message;
+  // Alike, they leave together: none of them is "first" with the others "following".
+  EXPECT_NE(report.message.find("ranks 1, 2, 3 and 4 diverged first, together, at step "),
+            std::string::npos)
+      << report.message;
+  EXPECT_NE(report.message.find("; 0 rank(s) followed"), std::string::npos) << report.message;
 }
 
 // Two of three ranks leak: the median follows them, and the healthy rank read as diverged below.
