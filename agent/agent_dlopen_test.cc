@@ -83,7 +83,7 @@ struct HostRun {
 };
 
 // Runs agent_dlopen_host with `env` added to this process's environment.
-HostRun RunHost(const std::map<std::string, std::string>& env, int stay_ms) {
+HostRun RunHost(const std::map<std::string, std::string>& env, int stay_ms, bool sigterm = false) {
   std::vector<std::string> vars;
   for (char** e = environ; *e != nullptr; ++e) vars.emplace_back(*e);
   for (const auto& [k, v] : env) vars.push_back(k + "=" + v);
@@ -93,7 +93,8 @@ HostRun RunHost(const std::map<std::string, std::string>& env, int stay_ms) {
   std::string host = Runfile("agent/agent_dlopen_host");
   std::string lib = Runfile("agent/libmemtrace_agent.so");
   std::string ms = std::to_string(stay_ms);
-  char* argv[] = {host.data(), lib.data(), ms.data(), nullptr};
+  std::string term = "sigterm";
+  char* argv[] = {host.data(), lib.data(), ms.data(), sigterm ? term.data() : nullptr, nullptr};
 
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
@@ -178,6 +179,47 @@ TEST(AgentDlopenTest, WithoutCudaInitReturnsLogsAndStreamsHostSamples) {
   // ~300 ms at one sample per 20 ms, all delivered by the drain at exit.
   EXPECT_GE(host_samples, 5) << run.out;
   server->Shutdown();
+}
+
+// A launcher ends the worker by SIGTERM (torchrun ends the surviving ranks so when one fails),
+// which skips atexit: the agent drains all the same, and the process still ends by SIGTERM.
+TEST(AgentDlopenTest, SigtermDrainsThenEndsTheProcessBySigterm) {
+  RecordingIngest ingest;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&ingest);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  HostRun run = RunHost({{"MEMTRACE_COLLECTOR", "127.0.0.1:" + std::to_string(port)},
+                         {"MEMTRACE_JOB_ID", "dlopen-sigterm"},
+                         {"MEMTRACE_SAMPLE_MS", "20"},
+                         {"MEMTRACE_SHUTDOWN_TIMEOUT_MS", "5000"}},
+                        /*stay_ms=*/300, /*sigterm=*/true);
+  EXPECT_EQ(run.exit_code, 128 + SIGTERM) << run.out;
+  EXPECT_NE(run.out.find("memtrace-agent: transport: recorded "), std::string::npos) << run.out;
+  int host_samples = 0;
+  for (const Event& e : ingest.events()) host_samples += e.kind == EventKind::kHostSample;
+  EXPECT_GE(host_samples, 5) << run.out;  // delivered by the drain
+  EXPECT_LT(run.elapsed, absl::Seconds(10)) << run.out;
+
+  // MEMTRACE_SIGTERM_DRAIN=0: SIGTERM keeps its default action, and nothing is drained.
+  RecordingIngest untouched;
+  int other_port = 0;
+  grpc::ServerBuilder other;
+  other.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &other_port);
+  other.RegisterService(&untouched);
+  std::unique_ptr<grpc::Server> other_server = other.BuildAndStart();
+  ASSERT_NE(other_server, nullptr);
+  HostRun plain = RunHost({{"MEMTRACE_COLLECTOR", "127.0.0.1:" + std::to_string(other_port)},
+                           {"MEMTRACE_JOB_ID", "dlopen-sigterm-off"},
+                           {"MEMTRACE_SIGTERM_DRAIN", "0"},
+                           {"MEMTRACE_SAMPLE_MS", "20"}},
+                          /*stay_ms=*/300, /*sigterm=*/true);
+  EXPECT_EQ(plain.exit_code, 128 + SIGTERM) << plain.out;
+  EXPECT_EQ(plain.out.find("memtrace-agent: transport: recorded "), std::string::npos) << plain.out;
+  server->Shutdown();
+  other_server->Shutdown();
 }
 
 TEST(AgentDlopenTest, UnreachableCollectorDoesNotHoldUpExit) {

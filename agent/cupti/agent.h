@@ -37,6 +37,7 @@ class Agent : public CuptiHandlers {
   // Forced CUPTI flush, sampler stop, then the transport drains for at most the configured
   // shutdown timeout. Idempotent; returns within about that timeout + 1 s.
   void Shutdown();
+  const AgentOptions& options() const { return options_; }
 
   const CuptiSessionState& cupti_state() const { return session_->state(); }
   TransportStats transport_stats() const { return transport_->stats(); }

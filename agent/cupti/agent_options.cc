@@ -134,6 +134,7 @@ ParsedAgentOptions ParseAgentOptions(const EnvLookup& env) {
   r.Int("MEMTRACE_CUPTI_BUFFERS", 1, 1024, &o.max_buffers);
   r.Int("MEMTRACE_FLUSH_MS", 0, 60 * 1000, &o.flush_ms);
   r.Int("MEMTRACE_SHUTDOWN_TIMEOUT_MS", 0, 10 * 60 * 1000, &o.shutdown_timeout_ms);
+  r.Bool("MEMTRACE_SIGTERM_DRAIN", &o.drain_on_sigterm);
   return parsed;
 }
 

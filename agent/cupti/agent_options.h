@@ -35,6 +35,7 @@ struct AgentOptions {
   size_t max_buffers = 8;                      // MEMTRACE_CUPTI_BUFFERS
   int flush_ms = 250;                          // MEMTRACE_FLUSH_MS (BufferFlusher period)
   int shutdown_timeout_ms = 3000;              // MEMTRACE_SHUTDOWN_TIMEOUT_MS
+  bool drain_on_sigterm = true;                // MEMTRACE_SIGTERM_DRAIN=0: leave SIGTERM alone
 };
 
 struct ParsedAgentOptions {

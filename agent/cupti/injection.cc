@@ -15,8 +15,10 @@
 #include <memory>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "agent/cupti/agent.h"
 #include "agent/cupti/agent_log.h"
+#include "agent/cupti/term_drain.h"
 #include "agent/identity/env.h"
 
 namespace memtrace {
@@ -66,6 +68,14 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     if (agent != nullptr) {
       inj.agent = agent.release();
       std::atexit(&memtrace::cupti::AtExit);
+      // The same drain when a launcher ends the worker by SIGTERM (torchrun, when another rank
+      // failed), which skips atexit. MEMTRACE_SIGTERM_DRAIN=0 leaves SIGTERM alone.
+      if (inj.agent->options().drain_on_sigterm) {
+        absl::Status s = memtrace::cupti::InstallTermDrain(&memtrace::cupti::AtExit);
+        if (!s.ok() && s.code() != absl::StatusCode::kFailedPrecondition) {
+          inj.log.Once("sigterm", absl::StrCat("no drain on SIGTERM: ", s.message()));
+        }
+      }
     }
   } catch (...) {
     // Never let an exception reach the driver.

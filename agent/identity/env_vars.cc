@@ -46,6 +46,8 @@ const std::vector<EnvVarDoc>& AgentEnvironmentVariables() {
       {"MEMTRACE_FLUSH_MS", "memtrace",
        "how often CUPTI's partly filled record buffers are handed over, in ms (default 250)"},
       {"MEMTRACE_SHUTDOWN_TIMEOUT_MS", "memtrace", "how long the agent drains at process exit"},
+      {"MEMTRACE_SIGTERM_DRAIN", "memtrace",
+       "0: leave SIGTERM alone (default 1: drain, then end by SIGTERM)"},
       // Read by the shared client channel (proto/connect): agent and CLI alike.
       {"MEMTRACE_TOKEN", "memtrace", "bearer token the collector requires"},
       {"MEMTRACE_TOKEN_FILE", "memtrace", "file holding the bearer token"},
