@@ -21,9 +21,12 @@ namespace memtrace::importers {
 namespace {
 
 // Numbers arrive as text (kParseNumbersAsStringsFlag) so that microsecond timestamps with a
-// fraction and 64-bit addresses convert exactly instead of through a double.
-constexpr unsigned kParseFlags =
-    rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseTrailingCommasFlag;
+// fraction and 64-bit addresses convert exactly instead of through a double. Iteratively
+// (kParseIterativeFlag): the recursive parser overflowed the stack on 100000 nested arrays, and
+// the import died of SIGSEGV without a word.
+constexpr unsigned kParseFlags = rapidjson::kParseNumbersAsStringsFlag |
+                                 rapidjson::kParseTrailingCommasFlag |
+                                 rapidjson::kParseIterativeFlag;
 
 constexpr absl::string_view kMemoryEventName = "[memory]";
 constexpr absl::string_view kStepPrefix = "ProfilerStep#";

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/util/test_dirs.h"
 
@@ -137,6 +138,20 @@ TEST(KinetoParserTest, TruncatedJsonIsAnErrorAtTheEnd) {
   EXPECT_NE(trace.status().message().find("cut.json: malformed JSON at byte 900"),
             std::string::npos)
       << trace.status();
+}
+
+// 100000 nested arrays, at the top or in an event's args: the recursive parser overflowed the
+// stack (SIGSEGV, no message). Now it is JSON like any other: a top-level array is the array form
+// of a trace, here with no events in it.
+TEST(KinetoParserTest, DeepNestingIsParsedWithoutRecursion) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto top = ParseKinetoJson(deep, "deep.json");
+  ASSERT_TRUE(top.ok()) << top.status();
+  EXPECT_TRUE(top->memory.empty());
+  auto in_args = ParseKinetoJson(
+      absl::StrCat(R"({"traceEvents": [{"ph": "i", "name": "x", "args": {"a": )", deep, "}}]}"),
+      "deep-args.json");
+  EXPECT_TRUE(in_args.ok()) << in_args.status();
 }
 
 TEST(KinetoParserTest, WellFormedJsonWithoutTraceEventsIsRefused) {
