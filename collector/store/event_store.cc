@@ -292,8 +292,8 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   std::vector<rocksdb::ColumnFamilyDescriptor> families = StoreFamilies();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s =
-      rocksdb::DB::Open(StoreDbOptions(options.dir), options.dir, families, &handles, &raw);
+  const rocksdb::DBOptions db_options = StoreDbOptions(options.dir);
+  rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, families, &handles, &raw);
   if (!s.ok()) {
     // Only a held LOCK file means another process has the store; a corrupt store or a full disk
     // would send the reader looking for a collector that is not there.
@@ -303,6 +303,16 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
                           absl::StrContains(why, "lock hold by current process"));
     return FromRocks(s, absl::StrCat("cannot open store in ", options.dir,
                                      locked ? " (is another collector using it?)" : ""));
+  }
+  // RocksDB recovers a damaged write-ahead log up to the damage and opens without an error:
+  // every write after it, acknowledged or not (the ranks' own high-water marks among them, so
+  // `memtrace ranks` cannot count the loss as missing), is gone, said only in LOG.
+  if (const std::string dropped = FirstDroppedRecordsLine(*db_options.info_log); !dropped.empty()) {
+    std::fprintf(stderr,
+                 "memtrace-collector: the write-ahead log of %s was damaged: RocksDB kept what "
+                 "came before the damage and dropped the rest (%s); events acknowledged after it "
+                 "are lost, and counted only by agents that reconnect (see LOG)\n",
+                 options.dir.c_str(), dropped.c_str());
   }
   std::unique_ptr<EventStore> store(
       new EventStore(options, std::unique_ptr<rocksdb::DB>(raw), std::move(handles)));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include "absl/base/thread_annotations.h"
@@ -49,6 +50,11 @@ class StdioInfoLog : public rocksdb::Logger {
     if (size == 0 || line[size - 1] != '\n') line[size++] = '\n';
 
     absl::MutexLock lock(&mu_);
+    // WAL recovery's reporter: "<file>: dropping <n> bytes; <why>".
+    if (first_dropped_.empty() && std::strstr(line + n, "dropping ") != nullptr &&
+        std::strstr(line + n, " bytes; ") != nullptr) {
+      first_dropped_.assign(line + n, size - n - 1);
+    }
     if (file_ == nullptr) Open();  // it could not be opened before, or after a rotation
     if (bytes_ > 0 && bytes_ + size > max_bytes_) Rotate();
     if (file_ == nullptr) return;
@@ -78,9 +84,17 @@ class StdioInfoLog : public rocksdb::Logger {
     Open();
   }
 
+ public:
+  std::string first_dropped() const {
+    absl::MutexLock lock(&mu_);
+    return first_dropped_;
+  }
+
+ private:
   const std::string path_;
   const uint64_t max_bytes_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
+  std::string first_dropped_ ABSL_GUARDED_BY(mu_);
   std::FILE* file_ ABSL_GUARDED_BY(mu_) = nullptr;
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -90,6 +104,11 @@ class StdioInfoLog : public rocksdb::Logger {
 std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level,
                                              uint64_t max_bytes) {
   return std::make_shared<StdioInfoLog>(dir + "/LOG", max_bytes, level);
+}
+
+std::string FirstDroppedRecordsLine(const rocksdb::Logger& log) {
+  const auto* ours = dynamic_cast<const StdioInfoLog*>(&log);
+  return ours != nullptr ? ours->first_dropped() : std::string();
 }
 
 }  // namespace memtrace::collector

@@ -24,6 +24,12 @@ inline constexpr uint64_t kInfoLogMaxBytes = 64ull << 20;
 std::shared_ptr<rocksdb::Logger> OpenInfoLog(const std::string& dir, rocksdb::InfoLogLevel level,
                                              uint64_t max_bytes = kInfoLogMaxBytes);
 
+// The first line such a logger took about records RocksDB dropped while recovering a damaged
+// write-ahead log ("... dropping 32768 bytes; Corruption: checksum mismatch"), or "" when none
+// (or `log` is not one of OpenInfoLog's). RocksDB opens such a store without an error: this line
+// is the only sign that acknowledged events after the damage are gone.
+std::string FirstDroppedRecordsLine(const rocksdb::Logger& log);
+
 }  // namespace memtrace::collector
 
 #endif  // MEMTRACE_COLLECTOR_STORE_INFO_LOG_H_
