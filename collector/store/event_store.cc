@@ -971,6 +971,7 @@ absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
     std::sort(ranks.begin(), ranks.end());
     summary.set_ranks(
         static_cast<uint32_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin()));
+    summary.set_restarts(static_cast<uint32_t>(records->size()) - summary.ranks());
     out.push_back(std::move(summary));
   }
   return out;

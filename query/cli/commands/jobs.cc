@@ -8,8 +8,10 @@ namespace {
 constexpr char kUsage[] =
     "Usage: memtrace jobs [common flags]\n"
     "\n"
-    "Lists the jobs the collector has stored: ranks, events, the time of the first and last\n"
-    "event, and the span between them.";
+    "Lists the jobs the collector has stored: ranks, events (of every attempt of every rank),\n"
+    "the time of the first and last event, the span between them, and restarts: ranks stored\n"
+    "again as a later attempt (a restart, or a rerun under the same id; the analyses read each\n"
+    "rank's latest attempt, `memtrace ranks` lists them all).";
 
 int RunJobs(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -33,14 +35,16 @@ Table JobsTable(const v1::ListJobsResponse& response) {
                {"events", ColumnType::kInt},
                {"first_event", ColumnType::kTimeNs},
                {"last_event", ColumnType::kTimeNs},
-               {"span", ColumnType::kDurationNs}});
+               {"span", ColumnType::kDurationNs},
+               {"restarts", ColumnType::kInt}});
   for (const v1::JobSummary& job : response.jobs()) {
     Cell span;
     if (job.first_ts_ns() != 0 && job.last_ts_ns() >= job.first_ts_ns()) {
       span = int64_t{job.last_ts_ns() - job.first_ts_ns()};
     }
     table.AddRow({job.job_id(), uint64_t{job.ranks()}, uint64_t{job.events()},
-                  int64_t{job.first_ts_ns()}, int64_t{job.last_ts_ns()}, span});
+                  int64_t{job.first_ts_ns()}, int64_t{job.last_ts_ns()}, span,
+                  uint64_t{job.restarts()}});
   }
   return table;
 }

@@ -15,21 +15,24 @@ TEST(JobsTableTest, ShowsEachJobWithItsSpan) {
   job->set_events(800000);
   job->set_first_ts_ns(1'700'000'000'000'000'000);
   job->set_last_ts_ns(1'700'000'100'500'000'000);
+  job->set_restarts(2);
   v1::JobSummary* empty = response.add_jobs();
   empty->set_job_id("no-events");
 
   std::ostringstream text, csv;
   WriteText(JobsTable(response), text);
-  EXPECT_EQ(
-      text.str(),
-      "job        ranks  events  first_event              last_event                  span\n"
-      "sim-1          8  800000  2023-11-14 22:13:20.000  2023-11-14 22:15:00.500  1m40.5s\n"
-      "no-events      0       0  -                        -                              -\n");
+  EXPECT_EQ(text.str(),
+            "job        ranks  events  first_event              last_event                  span  "
+            "restarts\n"
+            "sim-1          8  800000  2023-11-14 22:13:20.000  2023-11-14 22:15:00.500  1m40.5s   "
+            "      2\n"
+            "no-events      0       0  -                        -                              -   "
+            "      0\n");
   WriteCsv(JobsTable(response), csv);
   EXPECT_EQ(csv.str(),
-            "job,ranks,events,first_event,last_event,span\n"
-            "sim-1,8,800000,1700000000000000000,1700000100500000000,100500000000\n"
-            "no-events,0,0,0,0,\n");
+            "job,ranks,events,first_event,last_event,span,restarts\n"
+            "sim-1,8,800000,1700000000000000000,1700000100500000000,100500000000,2\n"
+            "no-events,0,0,0,0,,0\n");
 }
 
 TEST(JobsCommandTest, AnAddressWithAnOutOfRangePortIsABadCommandLine) {
