@@ -482,12 +482,11 @@ std::string RenderPeak(const v1::PeakReport& r) {
   }
   out += s.Render();
   out += "\n";
-  std::vector<std::string> entry_header = {">rank",
-                                           ">peak",
-                                           ">at " + when,
-                                           ">typical peak",
-                                           by == "phase" ? ">at close" : ">at " + when + " end",
-                                           ">" + when + "s"};
+  std::vector<std::string> entry_header = {
+      ">rank", ">peak", ">at " + when, ">typical peak",
+      // Medians, as "typical peak" is: a rank's last
+      // step end read 39 GiB where this said 26.9.
+      by == "phase" ? ">typical at close" : ">typical at " + when + " end", ">" + when + "s"};
   if (!by_rank) entry_header.insert(entry_header.begin(), by);
   TextTable e(entry_header);
   for (const v1::PeakEntry& p : r.entries()) {

@@ -12,8 +12,9 @@ constexpr char kUsage[] =
     "Usage: memtrace peak --job JOB [--by phase|tag|source|rank] [--warmup N] [--attempt N]\n"
     "                     [--axis step|time] [common flags]\n"
     "\n"
-    "The most memory each group reached on each rank, at which step, and its typical (median)\n"
-    "peak. --by phase (default): per NVTX phase (e.g. an RL trainer's rollout, weight_sync,\n"
+    "The most memory each group reached on each rank, at which step, its typical (median)\n"
+    "peak and its typical (median) bytes at a step's end (at a phase's close for --by phase). --by "
+    "phase (default): per NVTX phase (e.g. an RL trainer's rollout, weight_sync,\n"
     "actor_update) all live bytes while the phase was open, and what was live when it closed;\n"
     "--by tag / source: that group's own bytes; --by rank: the step peak. Highest peak first.\n"
     "A job that recorded no phases has an empty --by phase answer.";
