@@ -1,9 +1,23 @@
 #include "agent/cupti/nvtx_tracker.h"
 
+#include <atomic>
+#include <cstdint>
 #include <utility>
 
 namespace memtrace {
 namespace cupti {
+namespace {
+
+// This thread's number, never reused in the process: glibc hands a new thread the
+// std::thread::id (its pthread_t) of one that exited, and the new thread inherited the ranges the
+// old one left open (a pop skipped on an error path): its allocations took their stale tag.
+uint64_t ThisThread() {
+  static std::atomic<uint64_t> next{1};
+  thread_local const uint64_t self = next.fetch_add(1, std::memory_order_relaxed);
+  return self;
+}
+
+}  // namespace
 
 NvtxTracker::NvtxTracker(EventSink* sink, RangeClassifier classifier, Clock clock)
     : sink_(sink), classifier_(std::move(classifier)), clock_(std::move(clock)) {}
@@ -43,7 +57,7 @@ void NvtxTracker::Close(const OpenRange& range) {
 }
 
 void NvtxTracker::Push(uint64_t domain, std::string_view name) {
-  const std::thread::id self = std::this_thread::get_id();
+  const uint64_t self = ThisThread();
   {
     absl::MutexLock lock(&mu_);
     ++stats_.pushes;
@@ -64,7 +78,7 @@ void NvtxTracker::Push(uint64_t domain, std::string_view name) {
 }
 
 void NvtxTracker::Pop(uint64_t domain) {
-  const std::thread::id self = std::this_thread::get_id();
+  const uint64_t self = ThisThread();
   OpenRange closed;
   {
     absl::MutexLock lock(&mu_);
@@ -94,7 +108,7 @@ void NvtxTracker::Pop(uint64_t domain) {
 }
 
 void NvtxTracker::Start(uint64_t id, std::string_view name) {
-  const std::thread::id self = std::this_thread::get_id();
+  const uint64_t self = ThisThread();
   {
     absl::MutexLock lock(&mu_);
     ++stats_.starts;
@@ -158,7 +172,7 @@ void NvtxTracker::Mark(std::string_view name) {
 }
 
 uint32_t NvtxTracker::CurrentTag() {
-  const std::thread::id self = std::this_thread::get_id();
+  const uint64_t self = ThisThread();
   absl::MutexLock lock(&mu_);
   auto it = threads_.find(self);
   if (it == threads_.end()) return 0;

@@ -90,8 +90,9 @@ class NvtxTracker {
   mutable absl::Mutex mu_;
   // Only threads with an open range have an entry, so exited threads leave nothing behind once
   // their ranges are closed.
-  absl::flat_hash_map<std::thread::id, ThreadRanges> threads_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, std::thread::id> start_owner_ ABSL_GUARDED_BY(mu_);
+  // Keyed by a number per thread that is never reused (see ThisThread in the .cc).
+  absl::flat_hash_map<uint64_t, ThreadRanges> threads_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, uint64_t> start_owner_ ABSL_GUARDED_BY(mu_);
   NvtxStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

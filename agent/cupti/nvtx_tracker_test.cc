@@ -60,6 +60,15 @@ TEST_F(NvtxTrackerTest, InnermostTagRangeNamesAllocationsAndStepsArePassedOver) 
   tracker_.Pop(0);
 }
 
+// A thread that exits with a range still open (a pop skipped on an error path): glibc gives the
+// next thread the same std::thread::id, which inherited that range and tagged its allocations.
+TEST_F(NvtxTrackerTest, ANewThreadDoesNotInheritTheRangesOfOneThatExited) {
+  std::thread([&] { tracker_.Push(0, "leak:cache"); }).join();
+  uint32_t inherited = 1;
+  std::thread([&] { inherited = tracker_.CurrentTag(); }).join();
+  EXPECT_EQ(inherited, 0u);
+}
+
 TEST_F(NvtxTrackerTest, PhaseRangeEmitsBeginAndEndWithInternedName) {
   tracker_.Push(0, "actor_update");
   tracker_.Push(0, "fsdp:fwd");
