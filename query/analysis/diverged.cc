@@ -180,45 +180,73 @@ struct ReferenceScratch {
   std::vector<size_t> order;
 };
 
+// Most ranks moved since their baselines (six of eight leak), away from a few that kept theirs:
+// compared with the median, those few read as diverged below (the plot drew a healthy rank red),
+// and leaks begun one rank after another spread the movers so wide that the latest did not stand
+// out (its onset read 12 steps late). The few are the reference then: the ranks within half the
+// threshold of the one that moved least, when that one began with the job (a rank restarted alone
+// has a baseline of its own), the median moved a threshold away from it, a gap of half a
+// threshold, and of min_z times their own spread, parts them from the rest, and, alone, it kept
+// its baseline (within a quarter of the threshold). Without that gap (every rank growing alike
+// with noise, whose least-moved rank is only the low end of it) the median stays the reference.
+std::optional<Reference> KeptBaseline(const std::vector<double>& rel,
+                                      const std::vector<double>& value, double median,
+                                      double threshold, double min_z,
+                                      const std::vector<uint8_t>* can_anchor,
+                                      ReferenceScratch& scratch) {
+  if (can_anchor == nullptr) return std::nullopt;
+  const size_t n = rel.size();
+  size_t least = n;
+  for (size_t i = 0; i < n; ++i) {
+    if ((*can_anchor)[i] && (least == n || std::fabs(rel[i]) < std::fabs(rel[least]))) least = i;
+  }
+  if (least == n) return std::nullopt;
+  const double anchor = rel[least];
+  if (std::fabs(median - anchor) < threshold) return std::nullopt;
+  std::vector<double>& stayed_rel = scratch.low_rel;
+  std::vector<double>& stayed_value = scratch.low_value;
+  stayed_rel.clear();
+  stayed_value.clear();
+  double farthest_stayed = 0, nearest_mover = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < n; ++i) {
+    const double distance = std::fabs(rel[i] - anchor);
+    if (distance > threshold / 2) {
+      nearest_mover = std::min(nearest_mover, distance);
+      continue;
+    }
+    farthest_stayed = std::max(farthest_stayed, distance);
+    stayed_rel.push_back(rel[i]);
+    stayed_value.push_back(value[i]);
+  }
+  // One rank alone must itself have kept its baseline: one that freed memory while every rank
+  // grew has "moved least" too. Several may have moved together (a floor every rank took at a
+  // checkpoint step).
+  if (stayed_rel.size() < 2 && std::fabs(anchor) > threshold / 4) return std::nullopt;
+  const Spread stayed = RobustSpread(stayed_rel);
+  const double gap = nearest_mover - farthest_stayed;
+  if (gap < threshold / 2 || gap < min_z * stayed.scale) return std::nullopt;
+  return Reference{stayed.median, stayed.scale, Median(stayed_value),
+                   static_cast<uint32_t>(stayed_rel.size())};
+}
+
 // Usually every rank's median. But when a third or more of the ranks sit on each side of a gap
 // wider than the threshold and than the noise within either side (the widest such gap), the median
 // lands in the gap (half the ranks leak: none is outside it, "no rank diverged") or on the side
 // that moved (two of three leak: the healthy one read as diverged below). The reference is then the
 // side whose change since baseline is nearer 0, the one that did not move. A minority under a third
-// is left to the median, which names it. And when the median itself moved a divergence's worth
-// (six of eight ranks leak), the ranks that kept their baseline are the reference, however few.
+// is left to the median, which names it, unless it is what stayed (KeptBaseline).
+// `can_anchor` (null when ranks are compared by absolute values) marks the ranks whose baseline is
+// the job's: present from its first compared steps.
 Reference ReferenceOf(const std::vector<double>& rel, const std::vector<double>& value,
                       double value_median, double threshold, double min_z,
-                      ReferenceScratch& scratch) {
+                      const std::vector<uint8_t>* can_anchor, ReferenceScratch& scratch) {
   const Spread everyone = RobustSpread(rel);
   const Reference all{everyone.median, everyone.scale, value_median, 0};
   const size_t n = rel.size();
   const size_t side = (n + 2) / 3;  // the fewest ranks a side may hold
-  // The rank that moved least since its baseline, and the ranks within half the threshold of it
-  // (nearer it than a divergence): those that kept their baseline, together with any shift every
-  // rank took at this step (a floor raised on all of them).
-  size_t least = 0;
-  for (size_t i = 1; i < n; ++i) {
-    if (std::fabs(rel[i]) < std::fabs(rel[least])) least = i;
-  }
-  const double anchor = rel[least];
-  if (std::fabs(everyone.median - anchor) >= threshold) {
-    // Most ranks moved since their baselines, away from the ones that kept theirs. Compared
-    // with the median instead, those read as diverged below (the plot drew a healthy rank red),
-    // and leaks that began one rank after another spread the movers so wide that the latest of
-    // them did not stand out (its onset read 12 steps late).
-    std::vector<double>& stayed_rel = scratch.low_rel;
-    std::vector<double>& stayed_value = scratch.low_value;
-    stayed_rel.clear();
-    stayed_value.clear();
-    for (size_t i = 0; i < n; ++i) {
-      if (std::fabs(rel[i] - anchor) > threshold / 2) continue;
-      stayed_rel.push_back(rel[i]);
-      stayed_value.push_back(value[i]);
-    }
-    const Spread stayed = RobustSpread(stayed_rel);
-    return Reference{stayed.median, stayed.scale, Median(stayed_value),
-                     static_cast<uint32_t>(stayed_rel.size())};
+  if (std::optional<Reference> kept =
+          KeptBaseline(rel, value, everyone.median, threshold, min_z, can_anchor, scratch)) {
+    return *kept;
   }
   // The gap lies between the side-th smallest change and the side-th largest: at most steps
   // those are closer than the threshold, and the sort below is skipped (O(n)).
@@ -291,25 +319,37 @@ CohortDeviation CompareWithCohort(const Grid& g, const std::vector<double>& base
   std::vector<double> rel, work, work_copy;
   ReferenceScratch scratch;
   std::vector<size_t> members;
+  // Ranks whose baseline is the job's: their first compared step is within the job's first
+  // baseline steps (a rank restarted alone, or joined late, warmed up again and has its own).
+  std::vector<size_t> first_valued(g.R, g.S);
+  for (size_t r = 0; r < g.R; ++r) {
+    for (size_t s = 0; s < g.S && first_valued[r] == g.S; ++s) {
+      if (!std::isnan(g.value[r * g.S + s])) first_valued[r] = s;
+    }
+  }
+  const size_t job_first = *std::min_element(first_valued.begin(), first_valued.end());
+  std::vector<uint8_t> can_anchor;
   bool first = true;
   for (size_t s = params.warmup_steps; s < g.S; ++s) {
     rel.clear();
     work.clear();
     members.clear();
+    can_anchor.clear();
     for (size_t r = 0; r < g.R; ++r) {
       double v = g.value[r * g.S + s];
       if (std::isnan(v)) continue;
       members.push_back(r);
       rel.push_back(v - baseline[r]);
       work.push_back(v);
+      can_anchor.push_back(first_valued[r] <= job_first + params.baseline_steps);
     }
     if (members.size() < 3) continue;
     // The threshold scales with every rank's median, split or not: the bar stays where it was.
     work_copy.assign(work.begin(), work.end());  // `work` stays in rank order for ReferenceOf
     const double value_median = MedianInPlace(absl::MakeSpan(work_copy));
     c.threshold[s] = Threshold(params, value_median);
-    const Reference ref =
-        ReferenceOf(rel, work, value_median, c.threshold[s], params.min_z, scratch);
+    const Reference ref = ReferenceOf(rel, work, value_median, c.threshold[s], params.min_z,
+                                      params.relative_to_baseline ? &can_anchor : nullptr, scratch);
     c.cohort_median[s] = ref.value;
     c.scale[s] = ref.scale;
     c.split_ranks[s] = ref.split_ranks;

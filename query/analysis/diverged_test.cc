@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -200,6 +201,60 @@ TEST(DivergenceTest, AMajorityThatLeaksIsNamedNotTheFewThatStayed) {
   // Three of four.
   DivergenceReport report = FindDivergence(JobWithLeaksOn(4, {0, 1, 2}));
   EXPECT_EQ(DivergedRanks(report), (std::vector<uint32_t>{0, 1, 2})) << report.message;
+}
+
+// What the ranks-that-kept-their-baseline reference must not do (a reviewer's cases, each of which
+// named healthy ranks when the reference was the ranks near whichever one moved least).
+JobStepMetrics NoisyCohort(int ranks, double growth_mib, double noise_sd_mib, unsigned seed) {
+  std::mt19937 random(seed);
+  std::normal_distribution<double> noise(0, noise_sd_mib * kMiB);
+  JobStepMetrics job;
+  job.job_id = "noisy";
+  for (int r = 0; r < ranks; ++r) {
+    RankStepMetrics m;
+    m.rank = static_cast<uint32_t>(r);
+    for (int s = 0; s < 120; ++s) {
+      const auto v = static_cast<uint64_t>(30.0 * kGiB + s * growth_mib * kMiB + noise(random));
+      m.step.push_back(s);
+      m.start_ns.push_back(s);
+      m.floor_bytes.push_back(v);
+      m.end_bytes.push_back(v);
+      m.peak_bytes.push_back(v);
+    }
+    job.ranks.push_back(std::move(m));
+  }
+  return job;
+}
+
+TEST(DivergenceTest, EveryRankGrowingAlikeWithNoiseHasNoDivergence) {
+  for (int ranks : {8, 32}) {
+    for (unsigned seed = 1; seed <= 10; ++seed) {
+      const DivergenceReport report = FindDivergence(NoisyCohort(ranks, 64, 300, seed));
+      EXPECT_TRUE(report.diverged.empty())
+          << ranks << " ranks, seed " << seed << ": " << report.message;
+    }
+  }
+}
+
+TEST(DivergenceTest, ComparedByAbsoluteValuesTheOddRankIsNamed) {
+  sim::JobSpec spec = sim::HealthyJob();
+  for (uint32_t r = 1; r < 8; ++r) spec.offsets.push_back({r, "extra", 1 * kGiB});
+  DivergenceParams absolute;
+  absolute.relative_to_baseline = false;
+  const DivergenceReport report = FindDivergence(Simulate(spec).timeline, absolute);
+  ASSERT_EQ(DivergedRanks(report), (std::vector<uint32_t>{0})) << report.message;
+  EXPECT_EQ(report.diverged[0].direction, -1);
+}
+
+// Every rank's gradients grow, and rank 5 restarts alone at step 40: its new attempt's baseline
+// is its own, not the job's, and the seven that kept growing are not "above" it.
+TEST(DivergenceTest, ARankRestartedAloneIsNoBaselineForTheRest) {
+  sim::JobSpec spec = sim::GradAccumulationJob();
+  spec.restarts.push_back({5, 40});
+  const DivergenceReport report = FindDivergence(Simulate(spec).timeline);
+  for (const RankDivergence& d : report.diverged) {
+    EXPECT_EQ(d.rank, 5u) << report.message;
+  }
 }
 
 // Leaks that start one rank after another until most ranks leak: each is named at its own onset,
