@@ -51,11 +51,9 @@ Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_i
   if (axis == v1::TIMELINE_AXIS_STEP && !analysis::HasStepMarkers(*job)) {
     job = Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
     if (!job.ok()) return job;
-  }
-  // Time buckets shorter than the job's steps are read in windows of whole steps
-  // (bucket_windows.h): the same window for the timeline and the step metrics, chosen from the
-  // floors both hold.
-  if (job->time_axis) {
+    // Standing in for steps, time buckets shorter than the job's steps are read in windows of
+    // whole steps (bucket_windows.h): the same window for the timeline and the step metrics,
+    // chosen from the floors both hold. Asked for by --axis time, buckets are as stored.
     if (const int64_t window = analysis::StepWindowOf(*job); window > 1) {
       *job = analysis::InStepWindows(*job, window);
     }

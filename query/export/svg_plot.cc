@@ -425,11 +425,11 @@ std::vector<double> NiceTicks(double min, double max) {
   return ticks;
 }
 
-PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted) {
+PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_windows) {
   // As the collector does (bucket_windows.h): time buckets shorter than the job's steps are
   // analysed in windows of whole steps; the marks go back to the buckets plotted (a window's
   // first), and rates to per bucket.
-  const int64_t window = analysis::StepWindowOf(plotted);
+  const int64_t window = step_windows ? analysis::StepWindowOf(plotted) : 1;
   std::optional<analysis::JobTimeline> windows;
   if (window > 1) windows = analysis::InStepWindows(plotted, window);
   const analysis::JobTimeline& job = windows.has_value() ? *windows : plotted;

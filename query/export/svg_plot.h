@@ -52,9 +52,10 @@ struct PlotMarks {
 };
 
 // Runs FindDivergence and FindLeaks (default parameters, as `memtrace diverged` / `leaks` do)
-// over `job`, in windows of whole steps when its time buckets are shorter than its steps (as the
-// collector reads them: bucket_windows.h); the marks are on `job`'s own buckets. Pure.
-PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job);
+// over `job`. With `step_windows` (time buckets standing in for a job's missing step markers),
+// in windows of whole steps when its buckets are shorter than its steps, as the collector reads
+// them (bucket_windows.h); the marks are on `job`'s own buckets. Pure.
+PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job, bool step_windows = false);
 
 struct PlotOptions {
   analysis::Metric metric = analysis::Metric::kEnd;

@@ -107,7 +107,7 @@ TEST(SvgPlotTest, LongStepsWithoutMarkersAreMarkedFromWindowsOfWholeSteps) {
   const analysis::JobTimeline job = analysis::sim::StretchedIntoBuckets(
       analysis::sim::Simulate(analysis::sim::LeakJob(5, 30, 256 * analysis::kMiB)).timeline, 10,
       14 * analysis::kGiB, kFirstBucket);
-  const PlotMarks marks = MarksFromAnalyses(job);
+  const PlotMarks marks = MarksFromAnalyses(job, /*step_windows=*/true);
   ASSERT_EQ(marks.highlighted_rank, 5u) << marks.message;
   const int64_t leak_bucket = kFirstBucket + 30 * 10;
   EXPECT_LE(std::abs(marks.onset_step - leak_bucket), 5 * 10) << marks.onset_step;
@@ -115,7 +115,7 @@ TEST(SvgPlotTest, LongStepsWithoutMarkersAreMarkedFromWindowsOfWholeSteps) {
   EXPECT_EQ(marks.leaks[0].rank, 5u);
   EXPECT_LE(std::abs(marks.leaks[0].since_step - leak_bucket), 2 * 10);
   EXPECT_NEAR(marks.leaks[0].bytes_per_step, 25.6 * analysis::kMiB, 2.0 * analysis::kMiB);
-  const std::string svg = Plot(job);
+  const std::string svg = RenderMemoryPlot(job, marks, PlotOptions{});
   EXPECT_NE(svg.find("rank 5 diverges at 2026-12-"), std::string::npos) << svg.substr(0, 3000);
   EXPECT_NE(svg.find("(25.6 MiB/bucket)"), std::string::npos) << svg.substr(0, 3000);
 }

@@ -251,6 +251,10 @@ TEST_F(AnalysisCliTest, WithoutStepMarkersLongStepsAreComparedInWindowsOfWholeSt
   ASSERT_EQ(divergence.status(), v1::DIVERGENCE_STATUS_DIVERGED) << divergence.DebugString();
   EXPECT_GT(divergence.bucket_ns(), 1'000'000'000) << "not windowed";
   EXPECT_LE(divergence.bucket_ns(), kLongStepNs);
+  // Asked for by --axis time, the buckets are as the collector stored them.
+  EXPECT_EQ(
+      Json<v1::DivergenceReport>({"diverged", "--job", "longsteps", "--axis", "time"}).bucket_ns(),
+      1'000'000'000);
   ASSERT_EQ(divergence.diverged_size(), 1) << divergence.DebugString();
   EXPECT_EQ(divergence.diverged(0).rank(), static_cast<uint32_t>(kLeakRank));
   const int64_t persistence = divergence.params().persistence_steps();
