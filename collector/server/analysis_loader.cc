@@ -42,7 +42,8 @@ Built<Builder> Read(const EventStore& store, absl::string_view job_id, v1::Timel
 // Read, falling back to the time axis for a job without step markers (see LoadJobTimeline).
 template <typename Builder>
 Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_id,
-                                v1::TimelineAxis axis, RollupDetail detail) {
+                                v1::TimelineAxis axis, RollupDetail detail,
+                                StepWindows windows = StepWindows::kChosen) {
   Built<Builder> job = Read<Builder>(store, job_id, axis, detail);
   if (!job.ok()) return job;
   if (job->ranks.empty()) {
@@ -54,7 +55,8 @@ Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_i
     // Standing in for steps, time buckets shorter than the job's steps are read in windows of
     // whole steps (bucket_windows.h): the same window for the timeline and the step metrics,
     // chosen from the floors both hold. Asked for by --axis time, buckets are as stored.
-    if (const int64_t window = analysis::StepWindowOf(*job); window > 1) {
+    if (const int64_t window = analysis::StepWindowOf(*job);
+        windows == StepWindows::kChosen && window > 1) {
       *job = analysis::InStepWindows(*job, window);
     }
   }
@@ -137,9 +139,9 @@ void PhasesFromSnapshot(const LiveSnapshot& live, analysis::RankLiveSet* set) {
 
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
-                                                      v1::TimelineAxis axis,
-                                                      RollupDetail detail) {
-  return ReadWithFallback<analysis::TimelineBuilder>(store, job_id, axis, detail);
+                                                      v1::TimelineAxis axis, RollupDetail detail,
+                                                      StepWindows windows) {
+  return ReadWithFallback<analysis::TimelineBuilder>(store, job_id, axis, detail, windows);
 }
 
 absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& store,

@@ -29,10 +29,13 @@ namespace memtrace::collector {
 // RollupDetail::kScalars the steps' by_tag / by_source / by_phase stay empty (read from the
 // series: much less to read). NOT_FOUND naming the job when the store does not know it or it
 // has no ranks. Thread-safe (reads a store snapshot).
+// kNone: the fallback's buckets as stored, for a caller that picks one window for two jobs.
+enum class StepWindows { kChosen, kNone };
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
                                                       v1::TimelineAxis axis,
-                                                      RollupDetail detail = RollupDetail::kFull);
+                                                      RollupDetail detail = RollupDetail::kFull,
+                                                      StepWindows windows = StepWindows::kChosen);
 
 // As LoadJobTimeline with kScalars, kept as the columns `diverged` compares (step_metrics.h):
 // 40 bytes a rank-step instead of a StepPoint. Same fall-back and errors.

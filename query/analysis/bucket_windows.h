@@ -9,8 +9,12 @@
 //
 // The analyses read such a job in windows of W consecutive buckets instead, one point each (the
 // lowest floor, the highest peak, the last end, ...), W the fewest buckets over which the floors
-// stop swinging: at least a step. A job whose bucket floors do not swing (steps no longer than a
-// bucket, or a steady process) keeps its buckets. Pure functions.
+// stop swinging: a window that holds a step's end (where the activations are gone) has the
+// step's floor, so W may be shorter than a step (10 s steps: 5 or 8 buckets) when most windows
+// do, and the 90th percentile of the changes is what must calm down. A job whose bucket floors
+// swing by under 1% of its memory keeps its buckets; a noisy one may get a window that only
+// smooths its noise. Only where buckets stand in for missing step markers (the collector's
+// fallback, plot's); two jobs compared are read in one window (the wider). Pure functions.
 #ifndef MEMTRACE_QUERY_ANALYSIS_BUCKET_WINDOWS_H_
 #define MEMTRACE_QUERY_ANALYSIS_BUCKET_WINDOWS_H_
 

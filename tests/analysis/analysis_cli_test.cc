@@ -115,6 +115,12 @@ sim::WorkloadOptions LongStepsJob() {
   return w;
 }
 
+sim::WorkloadOptions FourSecondStepsJob() {
+  sim::WorkloadOptions w = LongStepsJob();
+  w.step_ns = 4'000'000'000;
+  return w;
+}
+
 // Headroom's planted answer, from the workload alone: play the leaking rank far past the test's
 // last step; the simulated device runs out (the simulator records an OOM and stops) in the step
 // where its peak plus the memory used outside traced allocations no longer fits.
@@ -142,10 +148,10 @@ class AnalysisCliTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     const std::vector<std::pair<std::string, sim::WorkloadOptions>> jobs = {
-        {"leak", LeakJob()},          {"gradacc", GradAccumJob()},
-        {"healthy", HealthyJob()},    {"oom", OomJob()},
-        {"phases", PhasesJob()},      {"skewed", SkewedClocksJob()},
-        {"longsteps", LongStepsJob()}};
+        {"leak", LeakJob()},           {"gradacc", GradAccumJob()},
+        {"healthy", HealthyJob()},     {"oom", OomJob()},
+        {"phases", PhasesJob()},       {"skewed", SkewedClocksJob()},
+        {"longsteps", LongStepsJob()}, {"foursteps", FourSecondStepsJob()}};
     for (const auto& [job, workload] : jobs) {
       sim::SimulationOptions sim;
       sim.workload = workload;
@@ -283,6 +289,23 @@ TEST_F(AnalysisCliTest, WithoutStepMarkersLongStepsAreComparedInWindowsOfWholeSt
                               : v1::HEADROOM_STATUS_FLAT)
         << h.rank();
   }
+}
+
+// Two jobs whose own windows of whole steps differ (10 s and 4 s steps) are compared in one: the
+// axis read "8s vs 5s time buckets, changed" and every rate per bucket in other units.
+TEST_F(AnalysisCliTest, CompareReadsTwoJobsWithoutStepMarkersInOneWindow) {
+  const int64_t ten = Json<v1::DivergenceReport>({"diverged", "--job", "longsteps"}).bucket_ns();
+  const int64_t four = Json<v1::DivergenceReport>({"diverged", "--job", "foursteps"}).bucket_ns();
+  ASSERT_NE(ten, four) << "the case needs two windows";
+  auto report = Json<v1::CompareReport>({"compare", "--job", "longsteps", "--job", "foursteps"});
+  bool axis_seen = false;
+  for (const v1::CompareItem& item : report.items()) {
+    if (item.analysis() != "axis") continue;
+    axis_seen = true;
+    EXPECT_FALSE(item.changed()) << item.DebugString();
+    EXPECT_EQ(item.a(), item.b());
+  }
+  EXPECT_TRUE(axis_seen) << report.DebugString();
 }
 
 TEST_F(AnalysisCliTest, GrowthByTagAndRankNamesThePlantedTagOnTheLeakingRankOnly) {
