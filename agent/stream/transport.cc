@@ -706,11 +706,11 @@ void Transport::Impl::WaitForWorkLocked(const StreamProgress& progress, bool out
   if (!progress.ending) {
     if (!hello_acked_) deadline = std::min(deadline, opened_at_ + options_.hello_timeout);
     if (outstanding) deadline = std::min(deadline, last_progress_ + options_.ack_timeout);
+    if (stopping_ && !hello_acked_) deadline = std::min(deadline, stop_deadline_);
   }
   if (progress.ending && progress.closing && !progress.cancelled) {
     deadline = std::min(deadline, progress.close_deadline);
   }
-  if (stopping_ && !hello_acked_) deadline = std::min(deadline, stop_deadline_);
   WaitUntil(sender_cv_, lock, deadline);
 }
 
