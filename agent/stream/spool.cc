@@ -14,9 +14,11 @@
 #include <utility>
 
 #include "absl/memory/memory.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "agent/stream/stderr_lines.h"
 #include "proto/memtrace/v1/events.pb.h"
 
@@ -80,6 +82,8 @@ pid_t PidOf(absl::string_view name) {
 
 // Each spool directory holds this file, flock()ed by its process for as long as it lives.
 constexpr char kLockFile[] = "lock";
+// A directory being made (SpoolBatchStore::Create) has this name until it is locked.
+constexpr absl::string_view kStagingPrefix = "staging-";
 
 // Whether the process that made spool directory `dir` is gone. Its lock says so across PID
 // namespaces (containers on one node sharing a host spool directory), where the pid in the name
@@ -100,9 +104,20 @@ void RemoveStaleSiblings(const std::string& spool_dir) {
   if (d == nullptr) return;
   std::vector<std::string> stale;
   while (dirent* e = ::readdir(d)) {
+    const std::string dir = spool_dir + "/" + e->d_name;
+    if (absl::StartsWith(e->d_name, kStagingPrefix)) {
+      // Left by a process that died while making its directory: gone once its lock is free
+      // and a minute has passed (a live one holds it within microseconds of making the file;
+      // one that died before taking it leaves an empty directory behind).
+      struct stat st;
+      if (::stat(dir.c_str(), &st) != 0 || st.st_mtime > ::time(nullptr) - 60) continue;
+      const int fd = ::open((dir + "/" + kLockFile).c_str(), O_RDWR | O_CLOEXEC);
+      if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) stale.push_back(dir);
+      if (fd >= 0) ::close(fd);
+      continue;
+    }
     const pid_t pid = PidOf(e->d_name);
     if (pid == 0) continue;
-    const std::string dir = spool_dir + "/" + e->d_name;
     if (pid != ::getpid() && OwnerIsGone(dir, pid)) stale.push_back(dir);
   }
   ::closedir(d);
@@ -165,26 +180,34 @@ absl::StatusOr<std::unique_ptr<SpoolBatchStore>> SpoolBatchStore::Create(
   const std::string base =
       absl::StrCat(spool_dir, "/", Sanitize(identity.job_id()), ".r", identity.rank(), ".a",
                    identity.attempt(), ".p", ::getpid(), ".");
+  // Made under a name no sweep reads (no ".p<pid>." part), locked, then renamed into place: a
+  // directory of the final name without its lock yet was, to a neighbour's sweep in another PID
+  // namespace, a dead process's, and removed (containers start together: the busiest moment).
+  const std::string staging =
+      absl::StrCat(spool_dir, "/", kStagingPrefix, ::getpid(), "-", absl::GetCurrentTimeNanos(),
+                   "-", reinterpret_cast<uintptr_t>(&identity));
+  if (::mkdir(staging.c_str(), 0700) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create spool directory ", staging, ": ", std::strerror(errno)));
+  }
+  // Held until the store is destroyed or the process ends (see OwnerIsGone). Without it (a file
+  // system without flock) the pid in the name is what others go by.
+  int lock = ::open((staging + "/" + kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock);
+    ::unlink((staging + "/" + kLockFile).c_str());
+    lock = -1;
+  }
   for (int n = 0; n < 1000; ++n) {
     const std::string dir = absl::StrCat(base, n);
-    if (::mkdir(dir.c_str(), 0700) == 0) {
-      // Held until the store is destroyed or the process ends (see OwnerIsGone). Without it
-      // (a file system without flock) the pid in the name is what others go by.
-      const int lock = ::open((dir + "/" + kLockFile).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-      if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-        ::close(lock);
-        ::unlink((dir + "/" + kLockFile).c_str());
-        return absl::WrapUnique(
-            new SpoolBatchStore(dir, memory_bytes, disk_bytes, log_failures, -1));
-      }
+    // rename(2) onto a name that exists fails (EEXIST, or ENOTEMPTY for a directory of files).
+    if (::access(dir.c_str(), F_OK) != 0 && ::rename(staging.c_str(), dir.c_str()) == 0) {
       return absl::WrapUnique(
           new SpoolBatchStore(dir, memory_bytes, disk_bytes, log_failures, lock));
     }
-    if (errno != EEXIST) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot create spool directory ", dir, ": ", std::strerror(errno)));
-    }
   }
+  if (lock >= 0) ::close(lock);
+  RemoveDir(staging);
   return absl::UnavailableError(absl::StrCat("no free spool directory name at ", base, "N"));
 }
 

@@ -287,6 +287,28 @@ TEST(SpoolTest, ALockedDirectoryIsKeptWhateverItsPid) {
   close(probe);
 }
 
+// A directory is made under a name no sweep reads, locked, then renamed into place: under its final
+// name without its lock yet, a neighbour's sweep in another PID namespace took it for a dead
+// process's and removed it. What a process that died while making one leaves is swept once its
+// lock is free and a minute old.
+TEST(SpoolTest, ADirectoryIsLockedBeforeItHasItsName) {
+  const std::string root = test_util::ClearedPath("staging");
+  auto store = Create(root, 1 << 20, 1 << 30);
+  const int probe = open((store->dir() + "/lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(probe, 0);
+  EXPECT_NE(flock(probe, LOCK_EX | LOCK_NB), 0);
+  close(probe);
+  const std::string leftover = root + "/staging-1-2-3";
+  ASSERT_EQ(mkdir(leftover.c_str(), 0700), 0);
+  std::ofstream(leftover + "/lock") << "";
+  auto young = Create(root, 1 << 20, 1 << 30);
+  EXPECT_TRUE(Exists(leftover));  // could be a live process's, a moment from its rename
+  const timespec old[2] = {{time(nullptr) - 120, 0}, {time(nullptr) - 120, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, leftover.c_str(), old, 0), 0);
+  auto later = Create(root, 1 << 20, 1 << 30);
+  EXPECT_FALSE(Exists(leftover));
+}
+
 TEST(SpoolTest, TheStoreRemovesItsDirectoryWhenDestroyed) {
   const uint64_t one = MakeBatch(1, 100).bytes->size();
   auto store = Create(test_util::ClearedPath("destroy"), one, 1 << 30);
