@@ -62,6 +62,16 @@ std::string SanitizeStringValue(std::string_view value) {
 StringTable::StringTable(size_t max_strings, size_t max_bytes)
     : max_strings_(max_strings), max_bytes_(max_bytes) {}
 
+size_t StringTable::ByteClass(size_t kind) {
+  return kind == static_cast<size_t>(StringKind::kSource) ? 1 : 0;
+}
+
+size_t StringTable::BytesFor(size_t kind) const {
+  // Sources (call sites, whole stacks with MEMTRACE_STACKS=1: kilobytes each) get three
+  // quarters; tags and phases keep the rest, so that stacks cannot leave them unnamed.
+  return ByteClass(kind) == 1 ? max_bytes_ / 4 * 3 : max_bytes_ / 4;
+}
+
 uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   const size_t k = static_cast<size_t>(kind) < 4 ? static_cast<size_t>(kind) : 0;
   {
@@ -78,8 +88,8 @@ uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   if (it != ids_[k].end()) {
     const uint32_t id = it->second;  // a copy: emplace may rehash and move the entry
     if (clean != value && value.size() <= kMaxStringValueBytes &&
-        bytes_ + value.size() <= max_bytes_) {
-      bytes_ += value.size();
+        bytes_[ByteClass(k)] + value.size() <= BytesFor(k)) {
+      bytes_[ByteClass(k)] += value.size();
       ids_[k].emplace(std::string(value), id);
     }
     return id;
@@ -88,11 +98,11 @@ uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   // sanitizing changed it.
   const bool keep_raw = clean != value && value.size() <= kMaxStringValueBytes;
   const size_t cost = 2 * clean.size() + (keep_raw ? value.size() : 0);
-  if (defs_.size() >= max_strings_ || bytes_ + cost > max_bytes_) {
+  if (defs_.size() >= max_strings_ || bytes_[ByteClass(k)] + cost > BytesFor(k)) {
     ++refused_;
     return 0;
   }
-  bytes_ += cost;
+  bytes_[ByteClass(k)] += cost;
   const uint32_t id = static_cast<uint32_t>(defs_.size() + 1);
   defs_.push_back(StringDef{id, static_cast<StringKind>(k), clean});
   if (keep_raw) {

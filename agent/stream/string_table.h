@@ -39,7 +39,8 @@ class StringTable {
  public:
   // At most `max_strings` distinct strings get an id, holding at most `max_bytes` of values
   // between them (each value is counted as often as it is kept: its definition, and the keys it
-  // is found by). Either bound reached, Intern() returns 0.
+  // is found by): three quarters for sources, a quarter for tags and phases. Either bound
+  // reached, Intern() returns 0.
   explicit StringTable(size_t max_strings, size_t max_bytes = kDefaultMaxStringTableBytes);
 
   StringTable(const StringTable&) = delete;
@@ -76,7 +77,10 @@ class StringTable {
   std::vector<StringDef> defs_;  // defs_[id - 1]
   std::set<uint32_t> pending_;
   uint64_t refused_ = 0;
-  size_t bytes_ = 0;  // of values kept, as max_bytes_ counts them
+  // Of values kept, as max_bytes_ counts them: [0] tags and phases, [1] sources.
+  size_t bytes_[2] = {0, 0};
+  static size_t ByteClass(size_t kind);
+  size_t BytesFor(size_t kind) const;
 };
 
 }  // namespace memtrace

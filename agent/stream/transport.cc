@@ -172,9 +172,10 @@ class Transport::Impl final : public IngestStream::Listener {
     if (id == 0) {
       failures_.Report(
           Failure::kStringsRefused,
-          absl::StrCat("string table full (", options_.max_strings, " entries or ",
-                       kDefaultMaxStringTableBytes >> 20,
-                       " MiB of names): new tags/sources are recorded without a name"));
+          absl::StrCat("string table full (", options_.max_strings, " entries, or ",
+                       kDefaultMaxStringTableBytes / 4 * 3 >> 20, " MiB of sources and ",
+                       kDefaultMaxStringTableBytes / 4 >> 20,
+                       " MiB of tag and phase names): new ones are recorded without a name"));
     }
     return id;
   }
