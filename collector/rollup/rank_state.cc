@@ -416,6 +416,14 @@ void RankState::AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set
     // Not a moment of its own for the floor: live bytes go from old to new in one move.
     ChangeLive(it->second, /*add=*/false, /*extremes=*/false);
     it->second = a;
+    ChangeLive(a, /*add=*/true);
+    // A host allocation adds nothing to live bytes (ChangeLive stops before the floor): the
+    // device bytes it replaced are gone all the same.
+    for (Accumulator* acc : {&step_, &bucket_}) {
+      acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
+      acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
+    }
+    return;
   }
   ChangeLive(a, /*add=*/true);
 }

@@ -301,6 +301,27 @@ TEST(RankStateTest, AllocOverALiveAddressDoesNotDipTheFloor) {
   EXPECT_EQ(r.peak_bytes(), 1300u);
 }
 
+// A host allocation over a live device address (its free lost) takes the device bytes away: the
+// floor follows, or it stood above the step's end.
+TEST(RankStateTest, AHostAllocationOverALiveDeviceAddressLowersTheFloor) {
+  Script s;
+  s.Alloc(0x9, 1000).Alloc(0x1, 100).Step(1);
+  RankState state(kSecond);
+  state.Apply(s.events(), nullptr);
+  Event host;
+  host.seq = 100;
+  host.ts_ns = state.last_ts_ns() + 1;
+  host.kind = EventKind::kAlloc;
+  host.address = 0x1;
+  host.bytes = 50;
+  host.memory_kind = kMemoryPageable;
+  state.Apply({host}, nullptr);
+  EXPECT_EQ(state.live_bytes(), 1000u);
+  const v1::StepRollup r = state.OpenStepRollup();
+  EXPECT_EQ(r.floor_bytes(), 1000u);
+  EXPECT_LE(r.floor_bytes(), r.end_bytes());
+}
+
 TEST(RankStateTest, VmmMappingsCountAsLiveDeviceMemory) {
   Script s;
   s.Map(0xA000, 2 * kMiB, 3).Map(0xC000, 2 * kMiB, 3).Alloc(0x1, 100).Unmap(0xA000);
