@@ -335,17 +335,16 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // With no moment asked, a subject that stopped before another rank's last step began (it
   // crashed, or ran out of memory) is compared with the others at its own last moment: their
   // latest state is a later point of the job, which made everything it held look like excess.
-  // A time bucket's (or a window of them, bucket_windows.h) last moment is its start plus its
-  // width: a window's start alone is up to its width before the rank's last bucket, and a subject
-  // that stopped within it went unnoticed. (Both ending in one bucket reads the others a moment
-  // early, which changes nothing.)
+  // Another rank got further: its last step (or time bucket, or window of them:
+  // bucket_windows.h) is a later one than the subject's. Compared by start time, a window's
+  // start is up to its width before the rank's last bucket, and a subject that stopped within
+  // it went unnoticed.
   const std::vector<const an::RankStepMetrics*> cohort = an::SelectRanks(*job, attempt);
-  const int64_t last_point_ns = job->time_axis ? job->bucket_ns : 0;
   const bool stopped_early =
-      request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET &&
+      request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET && subject->size() > 0 &&
       std::any_of(cohort.begin(), cohort.end(), [&](const an::RankStepMetrics* rank) {
         return rank->rank != subject->rank && rank->size() > 0 &&
-               rank->start_ns.back() + last_point_ns > mine->set.at_ns;
+               rank->step.back() > subject->step.back();
       });
 
   // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),

@@ -10,6 +10,8 @@
 #include <ctime>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
 namespace memtrace::collector {
@@ -50,10 +52,15 @@ class StdioInfoLog : public rocksdb::Logger {
     if (size == 0 || line[size - 1] != '\n') line[size++] = '\n';
 
     absl::MutexLock lock(&mu_);
-    // WAL recovery's reporter: "<file>: dropping <n> bytes; <why>".
-    if (first_dropped_.empty() && std::strstr(line + n, "dropping ") != nullptr &&
-        std::strstr(line + n, " bytes; ") != nullptr) {
-      first_dropped_.assign(line + n, size - n - 1);
+    // WAL recovery's reporter: "<file>: dropping <n> bytes; <why>". (The buffer holds no NUL
+    // after the '\n' just written: the text is searched as the view it is.) A torn last record
+    // ("truncated header", "truncated record body", trailing data: a write cut by a crash) was
+    // never acknowledged under sync durability and is no damage to speak of.
+    const absl::string_view text(line + n, size - n - 1);
+    if (first_dropped_.empty() && absl::StrContains(text, "dropping ") &&
+        absl::StrContains(text, " bytes; ") && !absl::StrContains(text, "truncated") &&
+        !absl::StrContains(text, "trailing data")) {
+      first_dropped_ = std::string(text);
     }
     if (file_ == nullptr) Open();  // it could not be opened before, or after a rotation
     if (bytes_ > 0 && bytes_ + size > max_bytes_) Rotate();

@@ -41,6 +41,23 @@ TEST(InfoLogTest, AppendsDatedLinesAtTheLevelAndAbove) {
   EXPECT_EQ(text[26], ' ');
 }
 
+// RocksDB opens a store whose write-ahead log is damaged in its middle without an error; the
+// line its recovery writes here is the only sign. A torn last record (a write a crash cut short,
+// never acknowledged) is no damage to speak of.
+TEST(InfoLogTest, KeepsTheFirstLineAboutDroppedLogRecordsButNotATornTail) {
+  const std::string dir = FreshDir("dropped");
+  std::shared_ptr<rocksdb::Logger> log = OpenInfoLog(dir, rocksdb::InfoLogLevel::INFO_LEVEL);
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, log, "%s: dropping %d bytes; %s", "/d/000004.log",
+               32, "Corruption: truncated record body");
+  EXPECT_EQ(FirstDroppedRecordsLine(*log), "");
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, log, "%s: dropping %d bytes; %s", "/d/000004.log",
+               32768, "Corruption: checksum mismatch");
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, log, "%s: dropping %d bytes; %s", "/d/000004.log",
+               7, "Corruption: checksum mismatch");
+  EXPECT_EQ(FirstDroppedRecordsLine(*log),
+            "[WARN] /d/000004.log: dropping 32768 bytes; Corruption: checksum mismatch");
+}
+
 TEST(InfoLogTest, ALogWhoseWritesFailDropsLinesAndCarriesOn) {
   // /dev/full fails every write with ENOSPC, as a full disk does: RocksDB's own writer asserted
   // on the write after a failed one.
