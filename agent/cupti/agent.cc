@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "agent/identity/env.h"
 #include "agent/identity/transport_env.h"
@@ -241,7 +242,16 @@ void Agent::CompareClocks() {
 }
 
 void Agent::Shutdown() {
-  if (shut_down_.exchange(true)) return;
+  if (shut_down_.exchange(true)) {
+    // Another thread is draining (SIGTERM's, term_drain.h) when the application exits: exit()
+    // must not run static destructors under it. Waited for as long as a drain may take.
+    const absl::Time give_up =
+        absl::Now() + absl::Milliseconds(options_.shutdown_timeout_ms) + absl::Seconds(3);
+    while (!shutdown_finished_.load() && absl::Now() < give_up) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return;
+  }
   if (flusher_ != nullptr) flusher_->Stop();
   if (session_ != nullptr) session_->Stop();
   // The forced flush has delivered every record: nothing is left to wait for.
@@ -283,6 +293,7 @@ void Agent::Shutdown() {
   // The lines above are written by the agent's stderr thread: a moment for them to come out
   // before the process exits, and no more (stderr may be a pipe nobody reads).
   AgentStderr().Flush(absl::Milliseconds(250));
+  shutdown_finished_ = true;
 }
 
 void Agent::OnApi(const ApiCall& call) { callbacks_->OnApi(call); }

@@ -78,6 +78,7 @@ class Agent : public CuptiHandlers {
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<CuptiSession> session_;
   std::atomic<bool> shut_down_{false};
+  std::atomic<bool> shutdown_finished_{false};
 };
 
 }  // namespace cupti

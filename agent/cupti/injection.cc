@@ -71,7 +71,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
       // The same drain when a launcher ends the worker by SIGTERM (torchrun, when another rank
       // failed), which skips atexit. MEMTRACE_SIGTERM_DRAIN=0 leaves SIGTERM alone.
       if (inj.agent->options().drain_on_sigterm) {
-        absl::Status s = memtrace::cupti::InstallTermDrain(&memtrace::cupti::AtExit);
+        absl::Status s = memtrace::cupti::InstallTermDrain(
+            &memtrace::cupti::AtExit,
+            absl::Milliseconds(inj.agent->options().shutdown_timeout_ms) + absl::Seconds(2));
         if (!s.ok() && s.code() != absl::StatusCode::kFailedPrecondition) {
           inj.log.Once("sigterm", absl::StrCat("no drain on SIGTERM: ", s.message()));
         }

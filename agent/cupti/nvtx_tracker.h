@@ -89,7 +89,8 @@ class NvtxTracker {
 
   mutable absl::Mutex mu_;
   // Only threads with an open range have an entry, so exited threads leave nothing behind once
-  // their ranges are closed.
+  // their ranges are closed. One that exits with ranges open (a pop skipped on an error path)
+  // leaves its entry, at most kMaxDepth names, for the life of the process.
   // Keyed by a number per thread that is never reused (see ThisThread in the .cc).
   absl::flat_hash_map<uint64_t, ThreadRanges> threads_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> start_owner_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +14,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace memtrace::cupti {
 namespace {
@@ -20,8 +23,19 @@ namespace {
 std::atomic<bool> g_installed{false};
 int g_pipe[2] = {-1, -1};
 pid_t g_owner = 0;
-std::atomic<int> g_terms{0};
+std::atomic<int64_t> g_first_term_ns{0};   // CLOCK_MONOTONIC of the first SIGTERM; 0: none yet
 std::function<void()>* g_drain = nullptr;  // leaked: the thread may outlive any owner
+absl::Duration g_bound;
+
+// A second SIGTERM this soon after the first is the same shutdown sent twice (scancel and the
+// launcher both signalling the process group), not a hurry: it does not cut the drain short.
+constexpr int64_t kRepeatNs = 1'000'000'000;
+
+int64_t MonotonicNs() {  // async-signal-safe
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
 
 // Ends the process by SIGTERM with its default action. Async-signal-safe.
 void EndByDefaultTerm() {
@@ -38,8 +52,15 @@ void EndByDefaultTerm() {
 
 void OnTerm(int) {
   const int saved_errno = errno;
-  // Another process (a fork that inherited the handler), or a second SIGTERM: no drain.
-  if (getpid() != g_owner || g_terms.fetch_add(1) > 0) EndByDefaultTerm();
+  // Another process (a fork that inherited the handler): no drain of ours.
+  if (getpid() != g_owner) EndByDefaultTerm();
+  const int64_t now = MonotonicNs();
+  int64_t first = 0;
+  if (!g_first_term_ns.compare_exchange_strong(first, now)) {
+    if (now - first >= kRepeatNs) EndByDefaultTerm();  // a second one, later: at once
+    errno = saved_errno;
+    return;
+  }
   const char byte = 1;
   if (write(g_pipe[1], &byte, 1) != 1) EndByDefaultTerm();
   errno = saved_errno;
@@ -54,13 +75,30 @@ void Drainer() {
     if (n < 0 && errno == EINTR) continue;
     return;  // the pipe is gone: nothing will come
   }
+  // The drain is bounded on its own (the transport's timeout), but not all of it is (a CUPTI
+  // flush on a wedged GPU, the very case in which torchrun ends the other ranks): past the bound
+  // the process ends regardless, as it would have without the agent.
+  try {
+    std::thread([] {
+      absl::SleepFor(g_bound);
+      EndByDefaultTerm();
+    }).detach();
+  } catch (const std::system_error&) {
+    EndByDefaultTerm();  // no watchdog: no drain either
+  }
   (*g_drain)();
   EndByDefaultTerm();
 }
 
+void ClosePipe() {
+  close(g_pipe[0]);
+  close(g_pipe[1]);
+  g_pipe[0] = g_pipe[1] = -1;
+}
+
 }  // namespace
 
-absl::Status InstallTermDrain(std::function<void()> drain) {
+absl::Status InstallTermDrain(std::function<void()> drain, absl::Duration bound) {
   if (g_installed.exchange(true)) return absl::AlreadyExistsError("installed already");
   struct sigaction current {};
   if (sigaction(SIGTERM, nullptr, &current) != 0 || current.sa_handler != SIG_DFL ||
@@ -72,18 +110,29 @@ absl::Status InstallTermDrain(std::function<void()> drain) {
     return absl::UnavailableError(absl::StrCat("pipe2: ", std::strerror(errno)));
   }
   g_owner = getpid();
+  g_bound = bound;
   g_drain = new std::function<void()>(std::move(drain));
   try {
     std::thread(&Drainer).detach();
   } catch (const std::system_error& e) {
+    ClosePipe();
     return absl::UnavailableError(absl::StrCat("no drain thread: ", e.what()));
   }
   struct sigaction handler {};
   handler.sa_handler = &OnTerm;
   sigemptyset(&handler.sa_mask);
   handler.sa_flags = SA_RESTART;
-  if (sigaction(SIGTERM, &handler, nullptr) != 0) {
+  struct sigaction before {};
+  if (sigaction(SIGTERM, &handler, &before) != 0) {
+    ClosePipe();  // the drain thread's read ends: it returns
     return absl::UnavailableError(absl::StrCat("sigaction: ", std::strerror(errno)));
+  }
+  if (before.sa_handler != SIG_DFL || (before.sa_flags & SA_SIGINFO) != 0) {
+    // Another thread installed the application's own between the check and ours: it stays.
+    sigaction(SIGTERM, &before, nullptr);
+    ClosePipe();
+    return absl::FailedPreconditionError(
+        "SIGTERM got a handler meanwhile: left to the application");
   }
   return absl::OkStatus();
 }

@@ -6,22 +6,27 @@
 //
 // When SIGTERM has its default action at install time, its handler only writes a byte to a
 // pipe; a thread of this module's runs the drain, then ends the process by SIGTERM as the default
-// action would have (the launcher sees the same exit). A second SIGTERM during the drain ends the
-// process at once. A handler the application installs later replaces this one, as it should.
-// A process forked from this one (its SIGTERM handler inherited) ends at once, untouched.
+// action would have (the launcher sees the same exit), after the drain or after `bound`, whichever
+// comes first (a CUPTI flush on a wedged GPU must not keep the process alive). A second SIGTERM
+// a second or more after the first ends the process at once; one sooner is the same shutdown
+// signalled twice (scancel and the launcher). A handler the application installs later replaces
+// this one, as it should. A process forked from this one (its SIGTERM handler inherited) ends at
+// once, untouched. While the drain runs the application's threads go on; their blocking calls
+// may see EINTR, which a fatal SIGTERM never let them see.
 #ifndef MEMTRACE_AGENT_CUPTI_TERM_DRAIN_H_
 #define MEMTRACE_AGENT_CUPTI_TERM_DRAIN_H_
 
 #include <functional>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 
 namespace memtrace::cupti {
 
 // Installs the handler and starts the thread that runs `drain` (once per process). Returns
 // FAILED_PRECONDITION when SIGTERM already has a handler or is ignored (left alone), UNAVAILABLE
 // when the pipe or thread cannot be made. Call once; later calls return ALREADY_EXISTS.
-absl::Status InstallTermDrain(std::function<void()> drain);
+absl::Status InstallTermDrain(std::function<void()> drain, absl::Duration bound);
 
 }  // namespace memtrace::cupti
 

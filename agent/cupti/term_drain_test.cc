@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <string>
 
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "tests/util/test_dirs.h"
 
@@ -43,7 +45,9 @@ TEST(TermDrainTest, DrainsThenEndsBySigterm) {
       [](const std::string& p) {
         static std::string out;
         out = p;
-        if (!InstallTermDrain([] { std::ofstream(out) << "drained"; }).ok()) _exit(3);
+        if (!InstallTermDrain([] { std::ofstream(out) << "drained"; }, absl::Seconds(60)).ok()) {
+          _exit(3);
+        }
         raise(SIGTERM);
         for (;;) pause();
       },
@@ -54,17 +58,21 @@ TEST(TermDrainTest, DrainsThenEndsBySigterm) {
   EXPECT_EQ(ReadAll(path), "drained");
 }
 
-// A second SIGTERM while the drain runs (a launcher in a hurry) ends the process at once.
+// A second SIGTERM a second or more into the drain (a launcher in a hurry) ends the process at
+// once.
 TEST(TermDrainTest, ASecondSigtermDoesNotWaitForTheDrain) {
   const std::string path = test_util::ClearedPath("second");
   const pid_t child = ChildThat(
       [](const std::string& p) {
         static std::string out;
         out = p;
-        if (!InstallTermDrain([] {
-               std::ofstream(out) << "began";
-               for (;;) pause();  // a drain that would never end
-             }).ok()) {
+        if (!InstallTermDrain(
+                 [] {
+                   std::ofstream(out) << "began";
+                   for (;;) pause();  // a drain that would never end
+                 },
+                 absl::Seconds(60))
+                 .ok()) {
           _exit(3);
         }
         raise(SIGTERM);
@@ -73,10 +81,62 @@ TEST(TermDrainTest, ASecondSigtermDoesNotWaitForTheDrain) {
       path);
   for (int i = 0; i < 500 && ReadAll(path) != "began"; ++i) usleep(10'000);
   ASSERT_EQ(ReadAll(path), "began");
+  usleep(1'100'000);  // sooner, it would be the same shutdown signalled twice
   ASSERT_EQ(kill(child, SIGTERM), 0);
   const int status = WaitFor(child);
   ASSERT_TRUE(WIFSIGNALED(status)) << status;
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
+}
+
+// A drain that does not end (a CUPTI flush on a wedged GPU) does not keep the process alive past
+// its bound.
+TEST(TermDrainTest, ADrainThatHangsEndsAtItsBound) {
+  const pid_t child = ChildThat(
+      [](const std::string&) {
+        if (!InstallTermDrain(
+                 [] {
+                   for (;;) pause();
+                 },
+                 absl::Milliseconds(300))
+                 .ok())
+          _exit(3);
+        raise(SIGTERM);
+        for (;;) pause();
+      },
+      "");
+  const int64_t start = time(nullptr);
+  const int status = WaitFor(child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_LE(time(nullptr) - start, 30);
+}
+
+// Two SIGTERMs a moment apart (scancel and the launcher both signalling the group) are one
+// shutdown: the drain still runs to its end.
+TEST(TermDrainTest, TwoSigtermsAMomentApartStillDrain) {
+  const std::string path = test_util::ClearedPath("twice");
+  const pid_t child = ChildThat(
+      [](const std::string& p) {
+        static std::string out;
+        out = p;
+        if (!InstallTermDrain(
+                 [] {
+                   usleep(200'000);
+                   std::ofstream(out) << "drained";
+                 },
+                 absl::Seconds(60))
+                 .ok()) {
+          _exit(3);
+        }
+        raise(SIGTERM);
+        raise(SIGTERM);
+        for (;;) pause();
+      },
+      path);
+  const int status = WaitFor(child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_EQ(ReadAll(path), "drained");
 }
 
 // A handler of the application's own is left alone.
@@ -84,7 +144,10 @@ TEST(TermDrainTest, LeavesAnApplicationsHandlerAlone) {
   const pid_t child = ChildThat(
       [](const std::string&) {
         signal(SIGTERM, [](int) { _exit(7); });
-        if (InstallTermDrain([] {}).code() != absl::StatusCode::kFailedPrecondition) _exit(3);
+        if (InstallTermDrain([] {}, absl::Seconds(60)).code() !=
+            absl::StatusCode::kFailedPrecondition) {
+          _exit(3);
+        }
         raise(SIGTERM);
         _exit(4);
       },
@@ -102,7 +165,10 @@ TEST(TermDrainTest, AForkedChildEndsAtOnceAndLeavesTheParentsDrainAlone) {
       [](const std::string& p) {
         static std::string out;
         out = p;
-        if (!InstallTermDrain([] { std::ofstream(out) << "parent drained"; }).ok()) _exit(3);
+        if (!InstallTermDrain([] { std::ofstream(out) << "parent drained"; }, absl::Seconds(60))
+                 .ok()) {
+          _exit(3);
+        }
         const pid_t grandchild = fork();
         if (grandchild == 0) {
           raise(SIGTERM);

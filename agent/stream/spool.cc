@@ -114,6 +114,9 @@ void RemoveStaleSiblings(const std::string& spool_dir) {
       const int fd = ::open((dir + "/" + kLockFile).c_str(), O_RDWR | O_CLOEXEC);
       if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) stale.push_back(dir);
       if (fd >= 0) ::close(fd);
+      // Without a lock file (no flock there, or a process that died before making it): an
+      // hour old, it is no process's any more.
+      if (fd < 0 && st.st_mtime < ::time(nullptr) - 3600) stale.push_back(dir);
       continue;
     }
     const pid_t pid = PidOf(e->d_name);
@@ -200,8 +203,9 @@ absl::StatusOr<std::unique_ptr<SpoolBatchStore>> SpoolBatchStore::Create(
   }
   for (int n = 0; n < 1000; ++n) {
     const std::string dir = absl::StrCat(base, n);
-    // rename(2) onto a name that exists fails (EEXIST, or ENOTEMPTY for a directory of files).
-    if (::access(dir.c_str(), F_OK) != 0 && ::rename(staging.c_str(), dir.c_str()) == 0) {
+    // Never onto a name that exists: rename(2) would replace an empty directory (another
+    // store's, made a moment before, on a file system without flock).
+    if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, dir.c_str(), RENAME_NOREPLACE) == 0) {
       return absl::WrapUnique(
           new SpoolBatchStore(dir, memory_bytes, disk_bytes, log_failures, lock));
     }
