@@ -419,10 +419,7 @@ void RankState::AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set
     ChangeLive(a, /*add=*/true);
     // A host allocation adds nothing to live bytes (ChangeLive stops before the floor): the
     // device bytes it replaced are gone all the same.
-    for (Accumulator* acc : {&step_, &bucket_}) {
-      acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
-      acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
-    }
+    NoteExtremes();
     return;
   }
   ChangeLive(a, /*add=*/true);
@@ -435,6 +432,14 @@ bool RankState::RemoveAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* 
   ChangeLive(it->second, /*add=*/false);
   set->erase(it);
   return true;
+}
+
+// Inlined, as ChangeLive: it runs for every allocation and free.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RankState::NoteExtremes() {
+  for (Accumulator* acc : {&step_, &bucket_}) {
+    acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
+    acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
+  }
 }
 
 // Inlined: it runs three times for every allocation and free.
@@ -467,11 +472,8 @@ void RankState::ChangeLive(const LiveAllocation& a, bool add, bool extremes) {
   } else {
     live_bytes_ -= a.bytes;
   }
+  if (extremes) NoteExtremes();
   for (Accumulator* acc : {&step_, &bucket_}) {
-    if (extremes) {
-      acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
-      acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
-    }
     if (add) {
       ++acc->allocs;
       acc->alloc_bytes += a.bytes;

@@ -227,6 +227,8 @@ class RankState {
   // Adds or removes `a` from the live totals and every group it counts in. `extremes` = false:
   // the floor and peak do not see the result (half of a replacement, see AddAllocation).
   void ChangeLive(const LiveAllocation& a, bool add, bool extremes = true);
+  // The open step's and bucket's floor and peak take the live bytes as they are now.
+  void NoteExtremes();
   void TouchGroup(GroupMap* groups, uint32_t id, uint64_t bytes, bool add);
   // Checkpoint parts: the groups touched in the open step or bucket (with their peaks there),
   // and one open rollup. Restoring groups takes their live bytes from the restored live set.
