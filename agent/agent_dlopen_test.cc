@@ -76,6 +76,24 @@ class RecordingIngest final : public v1::Ingest::Service {
   std::vector<v1::RankIdentity> hellos_;
 };
 
+// A RecordingIngest served on a loopback port of the OS's choosing, shut down when destroyed.
+struct LoopbackIngest {
+  LoopbackIngest() {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&ingest);
+    server = builder.BuildAndStart();
+  }
+  ~LoopbackIngest() {
+    if (server != nullptr) server->Shutdown();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+
+  RecordingIngest ingest;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server;
+};
+
 struct HostRun {
   int exit_code = -1;
   std::string out;  // stdout + stderr
@@ -139,16 +157,12 @@ HostRun RunHost(const std::map<std::string, std::string>& env, int stay_ms, bool
 }
 
 TEST(AgentDlopenTest, WithoutCudaInitReturnsLogsAndStreamsHostSamples) {
-  RecordingIngest ingest;
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&ingest);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-  ASSERT_GT(port, 0);
+  LoopbackIngest collector;
+  ASSERT_NE(collector.server, nullptr);
+  ASSERT_GT(collector.port, 0);
+  RecordingIngest& ingest = collector.ingest;
 
-  HostRun run = RunHost({{"MEMTRACE_COLLECTOR", "127.0.0.1:" + std::to_string(port)},
+  HostRun run = RunHost({{"MEMTRACE_COLLECTOR", collector.address()},
                          {"MEMTRACE_JOB_ID", "dlopen-test"},
                          {"RANK", "3"},
                          {"WORLD_SIZE", "4"},
@@ -178,20 +192,14 @@ TEST(AgentDlopenTest, WithoutCudaInitReturnsLogsAndStreamsHostSamples) {
   }
   // ~300 ms at one sample per 20 ms, all delivered by the drain at exit.
   EXPECT_GE(host_samples, 5) << run.out;
-  server->Shutdown();
 }
 
 // A launcher ends the worker by SIGTERM (torchrun ends the surviving ranks so when one fails),
 // which skips atexit: the agent drains all the same, and the process still ends by SIGTERM.
 TEST(AgentDlopenTest, SigtermDrainsThenEndsTheProcessBySigterm) {
-  RecordingIngest ingest;
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&ingest);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-  HostRun run = RunHost({{"MEMTRACE_COLLECTOR", "127.0.0.1:" + std::to_string(port)},
+  LoopbackIngest collector;
+  ASSERT_NE(collector.server, nullptr);
+  HostRun run = RunHost({{"MEMTRACE_COLLECTOR", collector.address()},
                          {"MEMTRACE_JOB_ID", "dlopen-sigterm"},
                          {"MEMTRACE_SAMPLE_MS", "20"},
                          {"MEMTRACE_SHUTDOWN_TIMEOUT_MS", "5000"}},
@@ -199,27 +207,22 @@ TEST(AgentDlopenTest, SigtermDrainsThenEndsTheProcessBySigterm) {
   EXPECT_EQ(run.exit_code, 128 + SIGTERM) << run.out;
   EXPECT_NE(run.out.find("memtrace-agent: transport: recorded "), std::string::npos) << run.out;
   int host_samples = 0;
-  for (const Event& e : ingest.events()) host_samples += e.kind == EventKind::kHostSample;
+  for (const Event& e : collector.ingest.events()) {
+    host_samples += e.kind == EventKind::kHostSample;
+  }
   EXPECT_GE(host_samples, 5) << run.out;  // delivered by the drain
   EXPECT_LT(run.elapsed, absl::Seconds(10)) << run.out;
 
   // MEMTRACE_SIGTERM_DRAIN=0: SIGTERM keeps its default action, and nothing is drained.
-  RecordingIngest untouched;
-  int other_port = 0;
-  grpc::ServerBuilder other;
-  other.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &other_port);
-  other.RegisterService(&untouched);
-  std::unique_ptr<grpc::Server> other_server = other.BuildAndStart();
-  ASSERT_NE(other_server, nullptr);
-  HostRun plain = RunHost({{"MEMTRACE_COLLECTOR", "127.0.0.1:" + std::to_string(other_port)},
+  LoopbackIngest untouched;
+  ASSERT_NE(untouched.server, nullptr);
+  HostRun plain = RunHost({{"MEMTRACE_COLLECTOR", untouched.address()},
                            {"MEMTRACE_JOB_ID", "dlopen-sigterm-off"},
                            {"MEMTRACE_SIGTERM_DRAIN", "0"},
                            {"MEMTRACE_SAMPLE_MS", "20"}},
                           /*stay_ms=*/300, /*sigterm=*/true);
   EXPECT_EQ(plain.exit_code, 128 + SIGTERM) << plain.out;
   EXPECT_EQ(plain.out.find("memtrace-agent: transport: recorded "), std::string::npos) << plain.out;
-  server->Shutdown();
-  other_server->Shutdown();
 }
 
 TEST(AgentDlopenTest, UnreachableCollectorDoesNotHoldUpExit) {
