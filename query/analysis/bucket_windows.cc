@@ -25,6 +25,20 @@ int64_t WindowKey(int64_t bucket, int64_t window) {
   return (bucket % window != 0 && bucket < 0) ? q - 1 : q;
 }
 
+// Calls emit(begin, end, key) for each run [begin, end) of the `count` buckets (bucket_at(i),
+// ascending) that fall in one window of `window` buckets.
+template <typename BucketAt, typename Emit>
+void ForEachWindow(size_t count, int64_t window, BucketAt bucket_at, Emit emit) {
+  size_t begin = 0;
+  while (begin < count) {
+    const int64_t key = WindowKey(bucket_at(begin), window);
+    size_t end = begin + 1;
+    while (end < count && WindowKey(bucket_at(end), window) == key) ++end;
+    emit(begin, end, key);
+    begin = end;
+  }
+}
+
 double MedianOf(std::vector<double>& v) {
   if (v.empty()) return 0;
   const size_t mid = v.size() / 2;
@@ -60,28 +74,21 @@ Swing SwingOf(const std::vector<FloorSeries>& ranks, int64_t window) {
     rank_changes.clear();
     size_t windows = 0;
     bool have_previous = false;
-    int64_t previous_key = 0, key = 0;
-    uint64_t previous_floor = 0, floor = 0;
-    for (size_t i = 0; i <= r.bucket.size(); ++i) {
-      const bool ends = i == r.bucket.size() || (i > 0 && WindowKey(r.bucket[i], window) != key);
-      if (i > 0 && ends) {
-        ++windows;
-        if (have_previous && key == previous_key + 1) {
-          rank_changes.push_back(floor > previous_floor ? double(floor - previous_floor)
-                                                        : double(previous_floor - floor));
-        }
-        have_previous = true;
-        previous_key = key;
-        previous_floor = floor;
-      }
-      if (i == r.bucket.size()) break;
-      if (i == 0 || ends) {
-        key = WindowKey(r.bucket[i], window);
-        floor = r.floor[i];
-      } else {
-        floor = std::min(floor, r.floor[i]);
-      }
-    }
+    int64_t previous_key = 0;
+    uint64_t previous_floor = 0;
+    ForEachWindow(
+        r.bucket.size(), window, [&](size_t i) { return r.bucket[i]; },
+        [&](size_t begin, size_t end, int64_t key) {
+          const uint64_t floor = *std::min_element(r.floor.begin() + begin, r.floor.begin() + end);
+          ++windows;
+          if (have_previous && key == previous_key + 1) {
+            rank_changes.push_back(floor > previous_floor ? double(floor - previous_floor)
+                                                          : double(previous_floor - floor));
+          }
+          have_previous = true;
+          previous_key = key;
+          previous_floor = floor;
+        });
     counts.push_back(static_cast<double>(windows));
     if (rank_changes.size() >= 3) changes.push_back(Percentile90(rank_changes));
   }
@@ -209,14 +216,11 @@ JobTimeline InStepWindows(const JobTimeline& job, int64_t window) {
     w.device_index = r.device_index;
     w.allocator = r.allocator;
     const absl::Span<const StepPoint> points(r.steps);
-    size_t begin = 0;
-    while (begin < points.size()) {
-      const int64_t key = WindowKey(points[begin].step, window);
-      size_t end = begin + 1;
-      while (end < points.size() && WindowKey(points[end].step, window) == key) ++end;
-      w.steps.push_back(Merge(points.subspan(begin, end - begin), key));
-      begin = end;
-    }
+    ForEachWindow(
+        points.size(), window, [&](size_t i) { return points[i].step; },
+        [&](size_t begin, size_t end, int64_t key) {
+          w.steps.push_back(Merge(points.subspan(begin, end - begin), key));
+        });
   }
   return out;
 }
@@ -233,23 +237,17 @@ JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window) {
     w.rank = r.rank;
     w.attempt = r.attempt;
     w.host = r.host;
-    size_t begin = 0;
-    while (begin < r.size()) {
-      const int64_t key = WindowKey(r.step[begin], window);
-      size_t end = begin + 1;
-      uint64_t floor = r.floor_bytes[begin], peak = r.peak_bytes[begin];
-      while (end < r.size() && WindowKey(r.step[end], window) == key) {
-        floor = std::min(floor, r.floor_bytes[end]);
-        peak = std::max(peak, r.peak_bytes[end]);
-        ++end;
-      }
-      w.step.push_back(key);
-      w.start_ns.push_back(r.start_ns[begin]);
-      w.floor_bytes.push_back(floor);
-      w.end_bytes.push_back(r.end_bytes[end - 1]);
-      w.peak_bytes.push_back(peak);
-      begin = end;
-    }
+    ForEachWindow(
+        r.size(), window, [&](size_t i) { return r.step[i]; },
+        [&](size_t begin, size_t end, int64_t key) {
+          w.step.push_back(key);
+          w.start_ns.push_back(r.start_ns[begin]);
+          w.floor_bytes.push_back(
+              *std::min_element(r.floor_bytes.begin() + begin, r.floor_bytes.begin() + end));
+          w.end_bytes.push_back(r.end_bytes[end - 1]);
+          w.peak_bytes.push_back(
+              *std::max_element(r.peak_bytes.begin() + begin, r.peak_bytes.begin() + end));
+        });
   }
   return out;
 }
