@@ -57,6 +57,7 @@ bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, const LeakParams& par
                              ? trend.onset
                              : ShortFlatStart(p.x, p.floor, all, params.min_points, fitter);
     e.rising_since_step = static_cast<int64_t>(p.x[onset > 0 ? onset - 1 : 0]);
+    e.rising_from_first_examined = onset == 0;
   }
   return rise.rising;
 }
@@ -162,6 +163,13 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
               params.min_trend_z, fitter);
   const CurrentTrend& trend = rise.trend;
   const bool leak = FloorLeaks(p, rise, params, fitter, e);
+  if (e.rising_from_first_examined && skip > 0) {
+    // The window alone cannot tell a floor flat at its first step and rising after it from one
+    // that rose into it: both lie on one line. The last warm-up step can: a floor that did not
+    // rise into the first step examined by half a step's growth began rising there.
+    const double into_first = p.floor[0] - static_cast<double>(rank.steps[skip - 1].floor_bytes);
+    if (into_first < 0.5 * trend.fit.slope) e.rising_from_first_examined = false;
+  }
   // Spikes stand out from the floor's fit, which is flat before where the floor rose: a flat
   // start too short for FitCurrentTrend to split off, measured along the line, put the floor
   // that far under it there, and the first steps' peaks read as spikes.

@@ -82,6 +82,10 @@ struct CurveEvidence {
   // the figures above still come from the fit over every point then), or the first step
   // examined when the floor rose from it; -1 otherwise.
   int64_t rising_since_step = -1;
+  // The leak's floor rose from the first step examined, and into it from the last warm-up step:
+  // it may have begun before the window. rising_since_step alone cannot say so, as a floor flat
+  // at the first step and rising after it also puts it there.
+  bool rising_from_first_examined = false;
   uint64_t median_peak_bytes = 0;
   uint32_t spike_steps = 0;
   uint64_t max_spike_excess_bytes = 0;  // above the typical peak over the floor trend

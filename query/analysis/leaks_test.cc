@@ -84,6 +84,18 @@ TEST(LeakTest, ALeakFromBeforeTheWindowRisesSinceItsFirstStep) {
   EXPECT_EQ(leak.curve, CurveClass::kLeak);
   EXPECT_EQ(leak.evidence.rising_since_step, leak.evidence.first_step);
   EXPECT_EQ(leak.evidence.first_step, 5);
+  EXPECT_TRUE(leak.evidence.rising_from_first_examined);
+}
+
+TEST(LeakTest, ALeakAfterAOnePointFlatStartDidNotRiseFromTheFirstStepExamined) {
+  // From step 5, the first step examined: the floor is flat there and rises after it. Its
+  // rising_since_step is the first step too, which alone read as "may have begun earlier".
+  JobTimeline job = Simulate(sim::LeakJob(4, 5, 256 * kMiB)).timeline;
+  const RankCurve& leak = CurveOf(FindLeaks(job), 4);
+  EXPECT_EQ(leak.curve, CurveClass::kLeak);
+  EXPECT_EQ(leak.evidence.first_step, 5);
+  EXPECT_EQ(leak.evidence.rising_since_step, 5);
+  EXPECT_FALSE(leak.evidence.rising_from_first_examined);
 }
 
 TEST(LeakTest, ALeakFromAFewStepsAfterWarmupRisesSinceItsOwnStart) {

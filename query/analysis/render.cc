@@ -258,8 +258,8 @@ std::string RenderCurves(const v1::LeakReport& r) {
     const auto rate = [&](double b) {
       return measured ? FormatRate(b, r.bucket_ns()) : std::string("-");
     };
-    if (c.curve() == v1::CURVE_CLASS_LEAK && e.rising_since_step() >= 0 &&
-        e.rising_since_step() == e.first_step() && r.params().warmup_steps() > 0) {
+    if (c.curve() == v1::CURVE_CLASS_LEAK && e.rising_from_first_examined() &&
+        r.params().warmup_steps() > 0) {
       early.push_back(c.rank());
     }
     t.Add({absl::StrCat(c.rank()), kCurve[curve], OrDash(c.allocator()),

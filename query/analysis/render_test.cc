@@ -218,6 +218,11 @@ TEST(RenderTest, ALeakRisingFromTheFirstExaminedStepMayHaveBegunEarlier) {
   v1::LeakReport late;
   ToProto(FindLeaks(sim::Simulate(sim::LeakJob(5, 30)).timeline), &late);
   EXPECT_FALSE(Has(RenderLeaks(late), "may have begun earlier")) << RenderLeaks(late);
+  // Flat at the first step examined, rising after it: nothing began before the window.
+  v1::LeakReport flat_first;
+  ToProto(FindLeaks(sim::Simulate(sim::LeakJob(3, 5)).timeline), &flat_first);
+  EXPECT_EQ(flat_first.curves(3).evidence().rising_since_step(), 5);
+  EXPECT_FALSE(Has(RenderLeaks(flat_first), "may have begun earlier")) << RenderLeaks(flat_first);
 }
 
 // Tag and phase names come from the job: compare and the phase tables printed an ESC sequence

@@ -423,6 +423,7 @@ void ToProto(const LeakReport& r, v1::LeakReport* out) {
     x->set_recent_bytes_per_step(e.recent_bytes_per_step);
     x->set_recent_trend_z(e.recent_trend_z);
     x->set_rising_since_step(e.rising_since_step);
+    x->set_rising_from_first_examined(e.rising_from_first_examined);
     x->set_median_peak_bytes(e.median_peak_bytes);
     x->set_spike_steps(e.spike_steps);
     x->set_max_spike_excess_bytes(e.max_spike_excess_bytes);

@@ -466,9 +466,10 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_wind
     if (curve.curve != analysis::CurveClass::kLeak) continue;
     int64_t since = curve.evidence.rising_since_step >= 0 ? curve.evidence.rising_since_step
                                                           : curve.evidence.first_step;
-    marks.leaks.push_back({curve.rank, since * window,
-                           curve.evidence.floor_bytes_per_step / static_cast<double>(window),
-                           since == curve.evidence.first_step && leaks.params.warmup_steps > 0});
+    marks.leaks.push_back(
+        {curve.rank, since * window,
+         curve.evidence.floor_bytes_per_step / static_cast<double>(window),
+         curve.evidence.rising_from_first_examined && leaks.params.warmup_steps > 0});
   }
   return marks;
 }

@@ -83,6 +83,13 @@ TEST(SvgPlotTest, ALeakFromTheFirstExaminedStepSaysItMayHaveBegunEarlier) {
       << svg.substr(0, 3000);
   std::string late = Plot(analysis::sim::Simulate(analysis::sim::LeakJob(5, 30)).timeline);
   EXPECT_EQ(late.find("may have begun earlier"), std::string::npos);
+  // Flat at the first step examined and rising after it, labelled "from step 5" as well. (The
+  // divergence's label may still say the rank drifted from the first step it compared.)
+  std::string flat_first = Plot(analysis::sim::Simulate(analysis::sim::LeakJob(3, 5)).timeline);
+  const size_t label = flat_first.find("leak on rank 3 from step 5 (");
+  ASSERT_NE(label, std::string::npos) << flat_first.substr(0, 3000);
+  const std::string leak_label = flat_first.substr(label, flat_first.find('<', label) - label);
+  EXPECT_EQ(leak_label.find("examined after warm-up"), std::string::npos) << leak_label;
 }
 
 // Without step markers the leak's rate is per time bucket: the label said "128 MiB/step".
