@@ -41,11 +41,13 @@ constexpr char kUsage[] =
     "this binary; merge it into a runtime_env that has other keys.)\n"
     "\n"
     "The agent library path must exist on every node (install memtrace at the same path, or\n"
-    "pass --agent_lib). Without --job every worker uses RAY_JOB_ID, which all workers of one\n"
-    "Ray job share. Ranks come from RANK / WORLD_SIZE / LOCAL_RANK where the framework sets\n"
-    "them (verl does for its FSDP workers); other workers are named by host + device + pid,\n"
-    "as `memtrace ranks` shows in its identified_by column. The collector address must be\n"
-    "reachable from the worker nodes: not 127.0.0.1 on a multi-node cluster.";
+    "pass --agent_lib). Without --job each worker takes the job id from its own environment:\n"
+    "MEMTRACE_JOB_ID, else TORCHELASTIC_RUN_ID (a torchrun it runs under), else RAY_JOB_ID,\n"
+    "which all workers of one Ray job share. Ranks come from RANK / WORLD_SIZE / LOCAL_RANK\n"
+    "where the framework sets them (verl does for its FSDP workers); other workers are named\n"
+    "by host + device + pid, as `memtrace ranks` shows in its identified_by column. The\n"
+    "collector address must be reachable from the worker nodes: not 127.0.0.1 on a multi-node\n"
+    "cluster.";
 
 bool IsLoopback(const std::string& address) {
   return absl::StartsWith(address, "127.") || absl::StartsWith(address, "localhost:") ||
@@ -131,7 +133,8 @@ cli::Command RayEnvCommand() {
     flags.AddString("collector", "ADDR",
                     "collector host:port as the workers reach it (default $MEMTRACE_COLLECTOR)",
                     &request.collector);
-    flags.AddString("job", "NAME", "job id (default: each worker's RAY_JOB_ID)", &request.job);
+    flags.AddString("job", "NAME", "job id (default: each worker's own, usually its RAY_JOB_ID)",
+                    &request.job);
     flags.AddString("agent_lib", "PATH",
                     "agent library path on the nodes (default $MEMTRACE_AGENT_LIB, else found next "
                     "to memtrace)",

@@ -12,7 +12,8 @@ runtime_env with other keys (pip, working_dir), add its "env_vars" to yours. Pur
 import: it only builds the dict.
 
 Inside the workers the agent takes the job id from MEMTRACE_JOB_ID when `job` is given, else
-from RAY_JOB_ID (shared by all workers of the job); ranks from RANK / WORLD_SIZE / LOCAL_RANK
+from TORCHELASTIC_RUN_ID when a torchrun runs the worker, else from RAY_JOB_ID (shared by all
+workers of the job); ranks from RANK / WORLD_SIZE / LOCAL_RANK
 when the framework sets them (verl does), else the collector names each worker by host + device
 + pid (`memtrace ranks` shows it in identified_by).
 """
@@ -85,7 +86,7 @@ def runtime_env(collector, job=None, agent_lib=None, nvtx_lib=None, extra=None, 
     """The Ray runtime_env {"env_vars": {...}} for tracing a job's workers.
 
     collector: host:port of the collector as the workers reach it.
-    job: job id for every worker (default: each worker's RAY_JOB_ID).
+    job: job id for every worker (default: each worker's own, usually its RAY_JOB_ID).
     agent_lib: path of libmemtrace_agent.so on the nodes (default: find_agent_library()).
     nvtx_lib: NVTX_INJECTION64_PATH (default: $MEMTRACE_NVTX_LIB, else the agent library).
     extra: more variables for the workers, {name: value}; they come last.
