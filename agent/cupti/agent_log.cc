@@ -21,6 +21,11 @@ bool AgentLog::Once(std::string_view kind, std::string_view message) {
 
 void AgentLog::Always(std::string_view message) { Write(message); }
 
+bool AgentLog::Flush(absl::Duration timeout) {
+  if (out_ != nullptr) return std::fflush(out_) == 0;  // Write() flushes each line already
+  return AgentStderr().Flush(timeout);
+}
+
 void AgentLog::Write(std::string_view message) {
   if (out_ == nullptr) {
     AgentStderr().Write(

@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace memtrace {
 namespace cupti {
@@ -27,6 +28,12 @@ class AgentLog {
 
   // Prints unconditionally (for the few lines that must always appear, e.g. the start banner).
   void Always(std::string_view message);
+
+  // Waits until the lines printed so far are on stderr, at most `timeout`; false when some are
+  // not (stderr blocks). For the last lines of a process that exits soon after them: one whose
+  // agent did not start (MEMTRACE_DISABLE=1, a configuration error) has no drain at exit, and a
+  // short-lived one ended before the writer thread wrote why it records nothing.
+  bool Flush(absl::Duration timeout);
 
  private:
   void Write(std::string_view message);

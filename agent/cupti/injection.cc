@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "agent/cupti/agent.h"
 #include "agent/cupti/agent_log.h"
 #include "agent/cupti/term_drain.h"
@@ -78,6 +79,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
           inj.log.Once("sigterm", absl::StrCat("no drain on SIGTERM: ", s.message()));
         }
       }
+    } else {
+      // Why nothing is recorded is the one thing this process will hear from us: without an
+      // agent there is no drain at exit, and a short run ended before the line was written.
+      // Bounded, so a stderr nobody drains delays the start by at most this.
+      inj.log.Flush(absl::Milliseconds(250));
     }
   } catch (...) {
     // Never let an exception reach the driver.
