@@ -72,6 +72,13 @@ size_t StringTable::BytesFor(size_t kind) const {
   return ByteClass(kind) == 1 ? max_bytes_ / 4 * 3 : max_bytes_ / 4;
 }
 
+bool StringTable::IdFits(size_t kind) const {
+  if (defs_.size() >= max_strings_) return false;
+  // With one shared count, 65536 call sites (MEMTRACE_STACKS=1 stacks, a long run's many
+  // backtraces) left every tag and phase named after them unnamed: sources keep a quarter free.
+  return ByteClass(kind) == 0 || sources_ < max_strings_ - max_strings_ / 4;
+}
+
 uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   const size_t k = static_cast<size_t>(kind) < 4 ? static_cast<size_t>(kind) : 0;
   {
@@ -98,11 +105,12 @@ uint32_t StringTable::Intern(StringKind kind, std::string_view value) {
   // sanitizing changed it.
   const bool keep_raw = clean != value && value.size() <= kMaxStringValueBytes;
   const size_t cost = 2 * clean.size() + (keep_raw ? value.size() : 0);
-  if (defs_.size() >= max_strings_ || bytes_[ByteClass(k)] + cost > BytesFor(k)) {
+  if (!IdFits(k) || bytes_[ByteClass(k)] + cost > BytesFor(k)) {
     ++refused_;
     return 0;
   }
   bytes_[ByteClass(k)] += cost;
+  if (ByteClass(k) == 1) ++sources_;
   const uint32_t id = static_cast<uint32_t>(defs_.size() + 1);
   defs_.push_back(StringDef{id, static_cast<StringKind>(k), clean});
   if (keep_raw) {

@@ -39,8 +39,10 @@ class StringTable {
  public:
   // At most `max_strings` distinct strings get an id, holding at most `max_bytes` of values
   // between them (each value is counted as often as it is kept: its definition, and the keys it
-  // is found by): three quarters for sources, a quarter for tags and phases. Either bound
-  // reached, Intern() returns 0.
+  // is found by): three quarters for sources, a quarter for tags and phases. Sources take at
+  // most three quarters of the `max_strings` ids too, so call sites cannot leave new tags and
+  // phases unnamed; tags and phases may use any id left. Either bound reached, Intern() returns
+  // 0.
   explicit StringTable(size_t max_strings, size_t max_bytes = kDefaultMaxStringTableBytes);
 
   StringTable(const StringTable&) = delete;
@@ -79,8 +81,11 @@ class StringTable {
   uint64_t refused_ = 0;
   // Of values kept, as max_bytes_ counts them: [0] tags and phases, [1] sources.
   size_t bytes_[2] = {0, 0};
+  size_t sources_ = 0;  // ids given to sources
   static size_t ByteClass(size_t kind);
   size_t BytesFor(size_t kind) const;
+  // Whether one more id of `kind` fits the count bound.
+  bool IdFits(size_t kind) const;
 };
 
 }  // namespace memtrace

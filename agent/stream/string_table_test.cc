@@ -165,5 +165,30 @@ TEST(StringTableTest, StopsAtItsByteBoundToo) {
   EXPECT_EQ(tags, 4);  // 2 x 4001 bytes each within 32 KiB, beside the two short ones
 }
 
+// Sources and the names of steps' phases and tags shared the 65536 ids: a run with that many
+// call sites recorded every tag it met afterwards unnamed.
+TEST(StringTableTest, SourcesLeaveAQuarterOfTheIdsToTagsAndPhases) {
+  StringTable t(8);
+  int sources = 0;
+  for (int i = 0; i < 8; ++i) {
+    sources += t.Intern(StringKind::kSource, "site" + std::to_string(i)) != 0;
+  }
+  EXPECT_EQ(sources, 6);
+  EXPECT_EQ(t.refused(), 2u);
+  EXPECT_NE(t.Intern(StringKind::kSource, "site0"), 0u);  // known ones still resolve
+  EXPECT_NE(t.Intern(StringKind::kTag, "fsdp:layers.0"), 0u);
+  EXPECT_NE(t.Intern(StringKind::kPhase, "rollout"), 0u);
+  EXPECT_EQ(t.Intern(StringKind::kTag, "fsdp:layers.1"), 0u);  // the whole table is full
+  EXPECT_EQ(t.size(), 8u);
+}
+
+// Tags and phases are not held to a quarter: they may use every id the sources left.
+TEST(StringTableTest, TagsMayUseEveryIdLeft) {
+  StringTable t(8);
+  int tags = 0;
+  for (int i = 0; i < 10; ++i) tags += t.Intern(StringKind::kTag, "tag" + std::to_string(i)) != 0;
+  EXPECT_EQ(tags, 8);
+}
+
 }  // namespace
 }  // namespace memtrace

@@ -60,7 +60,8 @@ struct TransportOptions {
   // ack, for this long is abandoned and reopened.
   absl::Duration hello_timeout = absl::Seconds(10);
   absl::Duration ack_timeout = absl::Seconds(30);
-  // Distinct strings Intern() accepts; beyond it Intern() returns 0 ("none") and counts.
+  // Distinct strings Intern() accepts, at most three quarters of them sources (see
+  // string_table.h); beyond it Intern() returns 0 ("none") and counts.
   size_t max_strings = 1 << 16;
   // Print each kind of failure once to stderr (prefix "memtrace-agent: ").
   bool log_failures = true;
