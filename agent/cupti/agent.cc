@@ -264,19 +264,19 @@ void Agent::Shutdown() {
   const RecordOrderStats o = order_->stats();
   log_->Once(
       "summary",
-      absl::StrCat("summary: records ", t.records, " (memory ", t.memory_records, ", pool ",
-                   t.pool_records, ", marker ", t.marker_records, ", vmm_skipped ",
-                   t.vmm_records_skipped, ", correlated ", t.correlated, ", tagged ", t.tagged,
-                   ", other ", t.other_records, "); callbacks: alloc_calls ", c.alloc_calls,
-                   " (runtime ", c.runtime_alloc_calls, ", nested ", c.nested_alloc_calls,
-                   "), ooms ", c.ooms, ", vmm_maps ", c.vmm_maps, ", vmm_unmaps ", c.vmm_unmaps,
-                   ", vmm_unknown_handles ", c.vmm_unknown_handles, ", vmm_imported_maps ",
-                   c.vmm_imported_maps, ", nvtx_calls ", c.nvtx_calls, "; nvtx: pushes ", n.pushes,
-                   ", pops_without_push ", n.pops_without_push, ", steps ", n.steps, ", phases ",
-                   n.phases, "; order: flushes ", flusher_ != nullptr ? flusher_->flushes() : 0,
-                   ", held ", o.held, " (released by record ", o.released_by_record, ", by flush ",
-                   o.released_by_flush, ", when full ", o.released_when_full, "), records_behind ",
-                   o.records_behind));
+      absl::StrCat(
+          "summary: records ", t.records, " (memory ", t.memory_records, ", pool ", t.pool_records,
+          ", marker ", t.marker_records, ", vmm_skipped ", t.vmm_records_skipped, ", correlated ",
+          t.correlated, ", tagged ", t.tagged, ", other ", t.other_records,
+          "); callbacks: alloc_calls ", c.alloc_calls, " (runtime ", c.runtime_alloc_calls,
+          ", nested ", c.nested_alloc_calls, "), ooms ", c.ooms, ", vmm_maps ", c.vmm_maps,
+          ", vmm_unmaps ", c.vmm_unmaps, ", vmm_unknown_handles ", c.vmm_unknown_handles,
+          ", vmm_imported_maps ", c.vmm_imported_maps, ", nvtx_calls ", c.nvtx_calls,
+          "; nvtx: pushes ", n.pushes, ", pops_without_push ", n.pops_without_push, ", steps ",
+          n.steps, ", phases ", n.phases, ", dropped_at_thread_exit ", n.dropped_at_thread_exit,
+          "; order: flushes ", flusher_ != nullptr ? flusher_->flushes() : 0, ", held ", o.held,
+          " (released by record ", o.released_by_record, ", by flush ", o.released_by_flush,
+          ", when full ", o.released_when_full, "), records_behind ", o.records_behind));
   if (transport_ != nullptr) {
     absl::Status s = transport_->Shutdown(absl::Milliseconds(options_.shutdown_timeout_ms));
     TransportStats ts = transport_->stats();

@@ -1,8 +1,12 @@
 #include "agent/cupti/nvtx_tracker.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 namespace memtrace {
 namespace cupti {
@@ -17,10 +21,73 @@ uint64_t ThisThread() {
   return self;
 }
 
+// The trackers alive, to be told when a thread that opened a range ends. Never destroyed:
+// threads end during process teardown too, after static destructors.
+struct LiveTrackers {
+  absl::Mutex mu;
+  std::vector<NvtxTracker*> trackers ABSL_GUARDED_BY(mu);
+};
+
+LiveTrackers& TheLiveTrackers() {
+  static LiveTrackers* const live = new LiveTrackers;
+  return *live;
+}
+
+// Destroyed when its thread ends (a thread_local), which is when that thread's push ranges can
+// no longer be popped.
+struct ThreadEndNotice {
+  uint64_t thread = 0;
+  pid_t pid = 0;
+  ~ThreadEndNotice() {
+    // A forked child (a DataLoader worker forked inside a step range) inherits the forking
+    // thread's notice, and may inherit the locks below held by another thread of the parent:
+    // taking them at its exit would hang it.
+    if (thread == 0 || ::getpid() != pid) return;
+    LiveTrackers& live = TheLiveTrackers();
+    absl::MutexLock lock(&live.mu);
+    for (NvtxTracker* t : live.trackers) t->ForgetThread(thread);
+  }
+};
+
+// Arms the calling thread's notice: only threads that open ranges get one, not every thread
+// that allocates.
+void NoticeWhenThisThreadEnds(uint64_t self) {
+  thread_local ThreadEndNotice notice;
+  if (notice.thread != 0) return;
+  notice.thread = self;
+  notice.pid = ::getpid();
+}
+
 }  // namespace
 
 NvtxTracker::NvtxTracker(EventSink* sink, RangeClassifier classifier, Clock clock)
-    : sink_(sink), classifier_(std::move(classifier)), clock_(std::move(clock)) {}
+    : sink_(sink), classifier_(std::move(classifier)), clock_(std::move(clock)) {
+  LiveTrackers& live = TheLiveTrackers();
+  absl::MutexLock lock(&live.mu);
+  live.trackers.push_back(this);
+}
+
+NvtxTracker::~NvtxTracker() {
+  // A thread ending now is told under live.mu: once out of the list, none can reach this one.
+  LiveTrackers& live = TheLiveTrackers();
+  absl::MutexLock lock(&live.mu);
+  live.trackers.erase(std::remove(live.trackers.begin(), live.trackers.end(), this),
+                      live.trackers.end());
+}
+
+void NvtxTracker::ForgetThread(uint64_t thread) {
+  absl::MutexLock lock(&mu_);
+  auto it = threads_.find(thread);
+  if (it == threads_.end()) return;
+  std::vector<OpenRange>& open = it->second.open;
+  const auto push_ranges = std::stable_partition(open.begin(), open.end(),
+                                                 [](const OpenRange& r) { return r.is_start; });
+  stats_.dropped_at_thread_exit +=
+      static_cast<uint64_t>(open.end() - push_ranges) + it->second.overflow;
+  open.erase(push_ranges, open.end());
+  it->second.overflow = 0;
+  if (open.empty()) threads_.erase(it);
+}
 
 NvtxTracker::OpenRange NvtxTracker::Open(std::string_view name, uint64_t domain, bool is_start,
                                          uint64_t start_id) {
@@ -58,6 +125,7 @@ void NvtxTracker::Close(const OpenRange& range) {
 
 void NvtxTracker::Push(uint64_t domain, std::string_view name) {
   const uint64_t self = ThisThread();
+  NoticeWhenThisThreadEnds(self);
   {
     absl::MutexLock lock(&mu_);
     ++stats_.pushes;
@@ -189,7 +257,9 @@ uint32_t NvtxTracker::CurrentTag() {
 
 NvtxStats NvtxTracker::stats() const {
   absl::MutexLock lock(&mu_);
-  return stats_;
+  NvtxStats s = stats_;
+  s.threads_with_ranges = threads_.size();
+  return s;
 }
 
 }  // namespace cupti

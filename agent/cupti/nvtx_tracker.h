@@ -36,6 +36,10 @@ struct NvtxStats {
   uint64_t steps = 0;
   uint64_t phases = 0;
   uint64_t overflowed = 0;  // pushes/starts deeper than the kept depth
+  // Push/pop ranges still open on a thread when it ended (a pop skipped on an error path): they
+  // are dropped then, without a PHASE_END for a phase among them.
+  uint64_t dropped_at_thread_exit = 0;
+  size_t threads_with_ranges = 0;  // threads with a range open now
 };
 
 class NvtxTracker {
@@ -43,6 +47,9 @@ class NvtxTracker {
   // `sink` must outlive the tracker. Domain keys identify NVTX domains (0 = default domain;
   // the callback layer passes the nvtxDomainHandle_t value).
   NvtxTracker(EventSink* sink, RangeClassifier classifier, Clock clock);
+  ~NvtxTracker();
+  NvtxTracker(const NvtxTracker&) = delete;
+  NvtxTracker& operator=(const NvtxTracker&) = delete;
 
   // The calling thread opens a push/pop range `name` in `domain`.
   void Push(uint64_t domain, std::string_view name);
@@ -61,6 +68,11 @@ class NvtxTracker {
   uint32_t CurrentTag();
 
   NvtxStats stats() const;
+
+  // Drops the push/pop ranges thread `thread` (its number in the .cc, ThisThread) left open; its
+  // start/end ranges stay, as another thread may end them. Called when a thread that opened a
+  // range ends, for every tracker alive then.
+  void ForgetThread(uint64_t thread);
 
  private:
   struct OpenRange {
@@ -89,8 +101,9 @@ class NvtxTracker {
 
   mutable absl::Mutex mu_;
   // Only threads with an open range have an entry, so exited threads leave nothing behind once
-  // their ranges are closed. One that exits with ranges open (a pop skipped on an error path)
-  // leaves its entry, at most kMaxDepth names, for the life of the process.
+  // their ranges are closed. One that exits with push ranges open (a pop skipped on an error
+  // path) has them dropped at its exit (ForgetThread): a pool that made and ended such threads
+  // kept up to kMaxDepth names for each, for the life of the process.
   // Keyed by a number per thread that is never reused (see ThisThread in the .cc).
   absl::flat_hash_map<uint64_t, ThreadRanges> threads_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> start_owner_ ABSL_GUARDED_BY(mu_);

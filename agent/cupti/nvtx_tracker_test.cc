@@ -1,6 +1,12 @@
 #include "agent/cupti/nvtx_tracker.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +73,76 @@ TEST_F(NvtxTrackerTest, ANewThreadDoesNotInheritTheRangesOfOneThatExited) {
   uint32_t inherited = 1;
   std::thread([&] { inherited = tracker_.CurrentTag(); }).join();
   EXPECT_EQ(inherited, 0u);
+}
+
+// Each such thread also kept its open ranges, up to 1024 names, for the life of the process.
+TEST_F(NvtxTrackerTest, AThreadThatEndsWithPushRangesOpenLeavesNothingBehind) {
+  for (int i = 0; i < 50; ++i) {
+    std::thread([&] {
+      tracker_.Push(0, "fsdp:layers.0");
+      tracker_.Push(7, "leak:cache");
+      EXPECT_EQ(tracker_.stats().threads_with_ranges, 1u);
+    }).join();
+  }
+  EXPECT_EQ(tracker_.stats().threads_with_ranges, 0u);
+  EXPECT_EQ(tracker_.stats().dropped_at_thread_exit, 100u);
+}
+
+// A start/end range may be ended by another thread: its starter ending does not drop it.
+TEST_F(NvtxTrackerTest, AStartedRangeOutlivesTheThreadThatStartedIt) {
+  std::thread([&] {
+    tracker_.Push(0, "fsdp:layers.0");
+    tracker_.Start(42, "phase:reward");
+  }).join();
+  EXPECT_EQ(tracker_.stats().threads_with_ranges, 1u);
+  EXPECT_EQ(tracker_.stats().dropped_at_thread_exit, 1u);
+  tracker_.End(42);
+  EXPECT_EQ(tracker_.stats().ends_unknown_id, 0u);
+  EXPECT_EQ(sink_.EventsOfKind(EventKind::kPhaseEnd).size(), 1u);
+  EXPECT_EQ(tracker_.stats().threads_with_ranges, 0u);
+}
+
+// Intern() waits while `hold` is set: the tracker calls it holding its lock (CurrentTag).
+class HoldingSink : public RecordingSink {
+ public:
+  uint32_t Intern(StringKind kind, std::string_view value) override {
+    inside = true;
+    while (hold) std::this_thread::yield();
+    return RecordingSink::Intern(kind, value);
+  }
+  std::atomic<bool> hold{true}, inside{false};
+};
+
+// A child forked while another thread was inside the tracker (holding its lock) inherits the
+// lock held, and the forking thread's end notice: run at the child's exit, it hung the child.
+TEST(NvtxTrackerForkTest, AForkedChildExitsThoughAnotherThreadHeldTheTrackerAtTheFork) {
+  HoldingSink sink;
+  NvtxTracker tracker(&sink, *RangeClassifier::Create(RangeClassifierOptions()),
+                      [] { return int64_t{1}; });
+  tracker.Push(0, "fsdp:layers.0");  // this thread's notice is armed
+  std::thread inside([&] {
+    tracker.Push(0, "fsdp:layers.1");
+    tracker.CurrentTag();  // holds the tracker's lock until `hold` is cleared
+  });
+  while (!sink.inside) std::this_thread::yield();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) std::exit(0);  // runs this thread's thread_local destructors
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 500 && done == 0; ++i) {
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  sink.hold = false;
+  inside.join();
+  tracker.Pop(0);
+  EXPECT_NE(done, 0) << "the forked child hung at exit";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST_F(NvtxTrackerTest, PhaseRangeEmitsBeginAndEndWithInternedName) {
