@@ -172,9 +172,16 @@ std::vector<std::string> VisibleDevices(const std::string& value) {
   return out;
 }
 
+absl::StatusOr<std::optional<int64_t>> DeviceOverride(const EnvLookup& env) {
+  return EnvInteger(env, "MEMTRACE_DEVICE", 0, INT32_MAX);
+}
+
+absl::StatusOr<std::optional<int64_t>> AttemptOverride(const EnvLookup& env) {
+  return EnvInteger(env, "MEMTRACE_ATTEMPT", 0, UINT32_MAX);
+}
+
 absl::Status ReadDevice(const EnvLookup& env, int32_t local_rank, v1::RankIdentity* id) {
-  absl::StatusOr<std::optional<int64_t>> explicit_device =
-      EnvInteger(env, "MEMTRACE_DEVICE", 0, INT32_MAX);
+  absl::StatusOr<std::optional<int64_t>> explicit_device = DeviceOverride(env);
   if (!explicit_device.ok()) return explicit_device.status();
   if (explicit_device->has_value()) {
     id->set_device_index(static_cast<int32_t>(**explicit_device));
@@ -202,6 +209,12 @@ absl::Status ReadDevice(const EnvLookup& env, int32_t local_rank, v1::RankIdenti
 
 }  // namespace
 
+absl::Status CheckIdentityOverrides(const EnvLookup& env) {
+  if (absl::StatusOr<std::optional<int64_t>> a = AttemptOverride(env); !a.ok()) return a.status();
+  if (absl::StatusOr<std::optional<int64_t>> d = DeviceOverride(env); !d.ok()) return d.status();
+  return absl::OkStatus();
+}
+
 ProcessFacts CurrentProcessFacts() {
   ProcessFacts facts;
   char host[256] = {};
@@ -222,8 +235,7 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
   absl::StatusOr<std::string> job_id = ReadJobId(env);
   if (!job_id.ok()) return job_id.status();
 
-  absl::StatusOr<std::optional<int64_t>> attempt =
-      EnvInteger(env, "MEMTRACE_ATTEMPT", 0, UINT32_MAX);
+  absl::StatusOr<std::optional<int64_t>> attempt = AttemptOverride(env);
   if (!attempt.ok()) return attempt.status();
   if (!attempt->has_value()) {
     attempt = EnvInteger(env, "TORCHELASTIC_RESTART_COUNT", 0, UINT32_MAX);

@@ -71,6 +71,11 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
 // The same with CurrentProcessFacts().
 absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env);
 
+// The overrides memtrace's own launcher passes on to every worker (MEMTRACE_ATTEMPT,
+// MEMTRACE_DEVICE), checked as IdentityFromEnvironment reads them: a value it would refuse is
+// an error (INVALID_ARGUMENT, naming the variable and its range) before any worker starts.
+absl::Status CheckIdentityOverrides(const EnvLookup& env);
+
 // The job id of a process whose environment names none: "local-<host>-<pid>" for a process of
 // its own, "local-<host>-<parent pid>" for a rank of a world of several (world_size > 1), so
 // that the ranks one launcher (torchrun's agent, srun's step daemon, mpirun's daemon) started

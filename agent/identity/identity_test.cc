@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
@@ -106,6 +108,27 @@ TEST(IdentityTest, MemtraceAttemptOverridesRestartCount) {
   absl::StatusOr<v1::RankIdentity> id = FromMap(env);
   ASSERT_TRUE(id.ok()) << id.status();
   EXPECT_EQ(id->attempt(), 9u);
+}
+
+// memtrace run checks the overrides its workers inherit with the agent's own ranges: it kept a
+// copy of them, which could drift from what the agent refuses.
+TEST(IdentityTest, CheckIdentityOverridesRefusesWhatTheIdentityWould) {
+  EXPECT_TRUE(CheckIdentityOverrides(MapEnvironment({})).ok());
+  EXPECT_TRUE(CheckIdentityOverrides(
+                  MapEnvironment({{"MEMTRACE_ATTEMPT", "4294967295"}, {"MEMTRACE_DEVICE", "7"}}))
+                  .ok());
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"MEMTRACE_ATTEMPT", "4294967296"},
+                                                        {"MEMTRACE_ATTEMPT", "abc"},
+                                                        {"MEMTRACE_DEVICE", "-1"},
+                                                        {"MEMTRACE_DEVICE", "2147483648"}}) {
+    auto env = TorchrunEnv();
+    env[name] = value;
+    const absl::Status checked = CheckIdentityOverrides(MapEnvironment(env));
+    EXPECT_EQ(checked.code(), absl::StatusCode::kInvalidArgument) << name << "=" << value;
+    EXPECT_NE(checked.message().find(name), std::string::npos) << checked;
+    EXPECT_FALSE(FromMap(env).ok()) << name << "=" << value;  // the identity refuses it too
+  }
 }
 
 TEST(IdentityTest, TorchrunDefaultRunIdNoneIsNotAJobId) {

@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "agent/identity/env.h"
+#include "agent/identity/identity.h"
 #include "proto/connect/collector_address.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
@@ -606,13 +607,9 @@ void Runner::StopLocalCollector() {
 absl::Status Runner::CheckInheritedSettings() const {
   // The workers inherit them: a value the agent refuses leaves every worker without an
   // identity, untraced, which the run then reported as "did the job use the GPU?".
-  for (const auto& [name, max] : {std::pair<const char*, int64_t>{"MEMTRACE_ATTEMPT", UINT32_MAX},
-                                  std::pair<const char*, int64_t>{"MEMTRACE_DEVICE", INT32_MAX}}) {
-    absl::StatusOr<std::optional<int64_t>> value = EnvInteger(env_, name, 0, max);
-    if (!value.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          value.status().message(), ": every worker's agent would refuse its identity"));
-    }
+  if (absl::Status s = CheckIdentityOverrides(env_); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(s.message(), ": every worker's agent would refuse its identity"));
   }
   return absl::OkStatus();
 }
