@@ -66,10 +66,12 @@ struct Grid {
 // which hid the first steps of the leak and reported the rest as an offset it never had. `change`:
 // how much that line moved over those points. NaN for a rank with no point after warm-up (it
 // started late, died early, or has no rows yet): it has no baseline, and is compared nowhere.
+// `span`: the grid steps those points cover, NaN with the change.
 std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
-                                  std::vector<double>* change) {
+                                  std::vector<double>* change, std::vector<double>* span) {
   std::vector<double> baseline(g.R, 0);
   change->assign(g.R, 0);
+  span->assign(g.R, kMissing);
   std::vector<double> xs, window;
   TheilSen fitter;
   for (size_t r = 0; r < g.R; ++r) {
@@ -86,6 +88,7 @@ std::vector<double> RankBaselines(const Grid& g, const DivergenceParams& params,
       (*change)[r] = kMissing;
       continue;
     }
+    (*span)[r] = xs.back() - xs.front();
     const TrendFit line = fitter.Fit(xs, window);
     // A level that stepped inside the window (an allocation kept from step 7 on) is no line:
     // the line through it starts below the rank's real start and ends above it, which dated a
@@ -590,8 +593,9 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   std::vector<double> baseline(g.R, 0);
   std::vector<double> offset_drift;
   std::vector<double> change;  // over each rank's baseline steps (relative_to_baseline)
+  std::vector<double> span;    // the grid steps each change is over
   if (params.relative_to_baseline) {
-    baseline = RankBaselines(g, params, &change);
+    baseline = RankBaselines(g, params, &change, &span);
     offset_drift = FindOffsets(g, baseline, change, params, report);
   }
   const CohortDeviation cohort = CompareWithCohort(g, baseline, params, report);
@@ -618,11 +622,31 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   for (size_t s = params.warmup_steps; s < g.S && first_threshold == 0; ++s) {
     first_threshold = cohort.threshold[s];
   }
+  // Each rank's rise into its first compared step from its last warm-up step, and the cohort's.
+  std::vector<double> rise_into_first(g.R, kMissing), rises;
+  for (size_t r = 0; r < g.R && params.warmup_steps > 0; ++r) {
+    const RankStepMetrics& rank = *g.ranks[r];
+    if (rank.size() <= params.warmup_steps) continue;
+    rise_into_first[r] = static_cast<double>(rank.Value(params.warmup_steps, params.metric)) -
+                         static_cast<double>(rank.Value(params.warmup_steps - 1, params.metric));
+    rises.push_back(rise_into_first[r]);
+  }
+  const double cohort_rise = rises.empty() ? 0 : MedianInPlace(absl::MakeSpan(rises));
   for (size_t r = 0; r < g.R; ++r) {
     if (std::optional<RankDivergence> d = FindOnset(g, cohort, r, k, &longest)) {
-      d->departed_before_compared =
-          r < change.size() && !std::isnan(change[r]) &&
-          (change[r] - cohort_change) * d->direction >= first_threshold / 4;
+      const double excess_change = r < change.size() && !std::isnan(change[r])
+                                       ? (change[r] - cohort_change) * d->direction
+                                       : kMissing;
+      d->departed_before_compared = excess_change >= first_threshold / 4;
+      // The baseline steps alone cannot tell a drift that began at the first compared step from
+      // one that began before it: both lie on one line. The step before can: a rank that did
+      // not rise into the first compared step, beyond the cohort, by half a step's drift began
+      // drifting there (a leak from step 5 read "may have begun earlier" after 5 warm-up steps).
+      if (d->departed_before_compared && !std::isnan(rise_into_first[r]) && r < span.size() &&
+          span[r] > 0 &&
+          (rise_into_first[r] - cohort_rise) * d->direction < 0.5 * excess_change / span[r]) {
+        d->departed_before_compared = false;
+      }
       report.diverged.push_back(*std::move(d));
     }
   }

@@ -68,7 +68,8 @@ struct RankDivergence {
   // quarter of the threshold that leads into the onset (<= onset_step).
   int64_t departure_step = 0;
   // It was drifting already over its baseline steps (the first compared after warm-up), more
-  // than the cohort: the drift may have begun in warm-up.
+  // than the cohort, and rose into the first of them from its last warm-up step: the drift may
+  // have begun in warm-up.
   bool departed_before_compared = false;
   // At onset: the rank's metric, the cohort's median metric, and the rank's deviation from the
   // cohort (its change since its baseline minus the cohort's median change, when relative).

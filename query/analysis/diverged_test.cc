@@ -78,6 +78,11 @@ TEST(DivergenceTest, ADriftFromTheFirstComparedStepMayHaveBegunInWarmUp) {
               std::string::npos)
         << report.message;
   }
+  // Flat at the first compared step (step 5) and rising after it: nothing began before it.
+  const DivergenceReport at_first = FindDivergence(Simulate(sim::LeakJob(3, 5)).timeline);
+  ASSERT_EQ(at_first.diverged.size(), 1u) << at_first.message;
+  EXPECT_FALSE(at_first.diverged[0].departed_before_compared);
+  EXPECT_EQ(at_first.message.find("may have begun earlier"), std::string::npos) << at_first.message;
   const DivergenceReport later = FindDivergence(Simulate(sim::LeakJob(3, 30)).timeline);
   ASSERT_EQ(later.diverged.size(), 1u) << later.message;
   EXPECT_FALSE(later.diverged[0].departed_before_compared);
