@@ -166,9 +166,12 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
   if (e.rising_from_first_examined && skip > 0) {
     // The window alone cannot tell a floor flat at its first step and rising after it from one
     // that rose into it: both lie on one line. The last warm-up step can: a floor that did not
-    // rise into the first step examined by half a step's growth began rising there.
-    const double into_first = p.floor[0] - static_cast<double>(rank.steps[skip - 1].floor_bytes);
-    if (into_first < 0.5 * trend.fit.slope) e.rising_from_first_examined = false;
+    // rise into the first step examined by half the growth of the steps between began rising
+    // there (step numbers may jump: markers every 10 iterations).
+    const StepPoint& last_warmup = rank.steps[skip - 1];
+    const double into_first = p.floor[0] - static_cast<double>(last_warmup.floor_bytes);
+    const double steps_between = p.x[0] - static_cast<double>(last_warmup.step);
+    if (into_first < 0.5 * trend.fit.slope * steps_between) e.rising_from_first_examined = false;
   }
   // Spikes stand out from the floor's fit, which is flat before where the floor rose: a flat
   // start too short for FitCurrentTrend to split off, measured along the line, put the floor
