@@ -40,25 +40,24 @@ using Timeline = std::shared_ptr<const an::JobTimeline>;
 // Two jobs without step markers whose windows of whole steps came out different (8 and 5
 // buckets for two runs of one setup, bucket_windows.h) are compared in one window, the wider:
 // compare read "8s vs 5s time buckets, changed" and every rate per bucket in other units.
-absl::Status OneWindowForBoth(const EventStore& store, const std::string& job_a,
-                              const std::string& job_b, std::shared_ptr<const an::JobTimeline>* a,
+absl::Status OneWindowForBoth(TimelineCache& cache, const EventStore& store,
+                              const std::string& job_a, const std::string& job_b,
+                              std::shared_ptr<const an::JobTimeline>* a,
                               std::shared_ptr<const an::JobTimeline>* b) {
   if (!(*a)->time_axis || !(*b)->time_axis || (*a)->bucket_ns == (*b)->bucket_ns) {
     return absl::OkStatus();
   }
-  absl::StatusOr<an::JobTimeline> raw_a = LoadJobTimeline(store, job_a, v1::TIMELINE_AXIS_STEP,
-                                                          RollupDetail::kFull, StepWindows::kNone);
+  absl::StatusOr<std::shared_ptr<const an::JobTimeline>> raw_a = cache.GetUnwindowed(store, job_a);
   if (!raw_a.ok()) return raw_a.status();
-  absl::StatusOr<an::JobTimeline> raw_b = LoadJobTimeline(store, job_b, v1::TIMELINE_AXIS_STEP,
-                                                          RollupDetail::kFull, StepWindows::kNone);
+  absl::StatusOr<std::shared_ptr<const an::JobTimeline>> raw_b = cache.GetUnwindowed(store, job_b);
   if (!raw_b.ok()) return raw_b.status();
+  const an::JobTimeline& ra = **raw_a;
+  const an::JobTimeline& rb = **raw_b;
   // Buckets stored at other widths (--bucket_ms) stay as they are: compare says so.
-  if (!raw_a->time_axis || !raw_b->time_axis || raw_a->bucket_ns != raw_b->bucket_ns) {
-    return absl::OkStatus();
-  }
-  const int64_t window = std::max(an::StepWindowOf(*raw_a), an::StepWindowOf(*raw_b));
-  *a = std::make_shared<const an::JobTimeline>(an::InStepWindows(*raw_a, window));
-  *b = std::make_shared<const an::JobTimeline>(an::InStepWindows(*raw_b, window));
+  if (!ra.time_axis || !rb.time_axis || ra.bucket_ns != rb.bucket_ns) return absl::OkStatus();
+  const int64_t window = std::max(an::StepWindowOf(ra), an::StepWindowOf(rb));
+  *a = std::make_shared<const an::JobTimeline>(an::InStepWindows(ra, window));
+  *b = std::make_shared<const an::JobTimeline>(an::InStepWindows(rb, window));
   return absl::OkStatus();
 }
 
@@ -452,7 +451,8 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
   if (!a.ok()) return ToGrpcStatus(a.status());
   absl::StatusOr<Timeline> b = Load(cache_, *store_, request->job_b(), "job_b", request->axis());
   if (!b.ok()) return ToGrpcStatus(b.status());
-  if (absl::Status s = OneWindowForBoth(*store_, request->job_a(), request->job_b(), &*a, &*b);
+  if (absl::Status s =
+          OneWindowForBoth(cache_, *store_, request->job_a(), request->job_b(), &*a, &*b);
       !s.ok()) {
     return ToGrpcStatus(s);
   }

@@ -75,6 +75,15 @@ absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> TimelineCache::Get(
       [&] { return LoadJobTimeline(store, job_id, axis, detail); });
 }
 
+absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> TimelineCache::GetUnwindowed(
+    const EventStore& store, absl::string_view job_id) {
+  return GetOrLoad<analysis::JobTimeline>(
+      store, job_id, v1::TIMELINE_AXIS_STEP, Kind::kUnwindowedTimeline, [&] {
+        return LoadJobTimeline(store, job_id, v1::TIMELINE_AXIS_STEP, RollupDetail::kFull,
+                               StepWindows::kNone);
+      });
+}
+
 absl::StatusOr<std::shared_ptr<const analysis::JobStepMetrics>> TimelineCache::GetStepMetrics(
     const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis) {
   return GetOrLoad<analysis::JobStepMetrics>(

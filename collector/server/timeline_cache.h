@@ -39,6 +39,12 @@ class TimelineCache {
       const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis,
       RollupDetail detail = RollupDetail::kFull);
 
+  // LoadJobTimeline(store, job_id, step axis, kFull, StepWindows::kNone): a job without step
+  // markers in buckets as stored, for compare to put two jobs in one window. An entry of its
+  // own: compare read both jobs from RocksDB again on every call.
+  absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> GetUnwindowed(
+      const EventStore& store, absl::string_view job_id);
+
   // The same for LoadJobStepMetrics, `diverged`'s columns: an entry of its own.
   absl::StatusOr<std::shared_ptr<const analysis::JobStepMetrics>> GetStepMetrics(
       const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis);
@@ -51,7 +57,7 @@ class TimelineCache {
   // (rank, attempt, durable_seq) of every stream, sorted.
   using Version = std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>;
   // What an entry holds. A full timeline also answers a scalars call.
-  enum class Kind { kFullTimeline, kScalarsTimeline, kStepMetrics };
+  enum class Kind { kFullTimeline, kScalarsTimeline, kUnwindowedTimeline, kStepMetrics };
   struct Entry {
     std::string job_id;
     v1::TimelineAxis axis;

@@ -92,6 +92,33 @@ TEST_F(TimelineCacheTest, AFullTimelineServesScalarQuestionsButNotTheOtherWayRou
   EXPECT_EQ(cache.loads(), 2u);
 }
 
+// compare's buckets as stored (two jobs without markers put in one window) were read from
+// RocksDB again on every call.
+TEST_F(TimelineCacheTest, UnwindowedTimelinesAreCachedInEntriesOfTheirOwn) {
+  TimelineCache cache;
+  auto first = cache.GetUnwindowed(*store_, "a");
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = cache.GetUnwindowed(*store_, "a");
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(first->get(), second->get());
+  EXPECT_EQ(cache.loads(), 1u);
+  EXPECT_EQ(cache.hits(), 1u);
+  // Not the timeline Get() answers with (windows chosen), nor answered by it.
+  auto windowed = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(windowed.ok());
+  EXPECT_NE(windowed->get(), first->get());
+  EXPECT_EQ(cache.loads(), 2u);
+  EXPECT_EQ(cache.GetUnwindowed(*store_, "a")->get(), first->get());
+  EXPECT_EQ(cache.hits(), 2u);
+  // A job that changed is reloaded.
+  Touch("a", 100);
+  auto reloaded = cache.GetUnwindowed(*store_, "a");
+  ASSERT_TRUE(reloaded.ok());
+  EXPECT_NE(reloaded->get(), first->get());
+  EXPECT_EQ(cache.loads(), 3u);
+  EXPECT_EQ(cache.GetUnwindowed(*store_, "nope").status().code(), absl::StatusCode::kNotFound);
+}
+
 TEST_F(TimelineCacheTest, StepMetricsAreCachedAndReloadedLikeTimelines) {
   TimelineCache cache;
   auto first = cache.GetStepMetrics(*store_, "a", v1::TIMELINE_AXIS_STEP);
