@@ -238,7 +238,7 @@ class Runner {
     uint64_t events = 0;
     uint32_t ranks = 0;
   };
-  std::optional<RunShare> ShareOfThisRun(const std::string& job);
+  std::optional<RunShare> ShareOfThisRun(const cli::QueryClient& client, const std::string& job);
 
   RunOptions o_;
   std::vector<std::string> command_;
@@ -386,8 +386,15 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
   // job at once, a late node of the last one, or another team's job grows too).
   std::map<std::string, std::optional<RunShare>> shares;
   bool any_named = false;
-  for (const std::string& job : grew) {
-    any_named |= (shares[job] = ShareOfThisRun(job)).has_value();
+  if (!run_id_.empty() && !grew.empty()) {
+    // One client for all the jobs: each made a channel of its own.
+    if (absl::StatusOr<cli::QueryClient> client =
+            cli::QueryClient::Create(o_.collector, o_.timeout);
+        client.ok()) {
+      for (const std::string& job : grew) {
+        any_named |= (shares[job] = ShareOfThisRun(*client, job)).has_value();
+      }
+    }
   }
   if (own_job.empty() && any_named) {
     grew.erase(std::remove_if(grew.begin(), grew.end(),
@@ -417,11 +424,9 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
   }
 }
 
-std::optional<Runner::RunShare> Runner::ShareOfThisRun(const std::string& job) {
-  if (run_id_.empty()) return std::nullopt;
-  absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(o_.collector, o_.timeout);
-  if (!client.ok()) return std::nullopt;
-  absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job);
+std::optional<Runner::RunShare> Runner::ShareOfThisRun(const cli::QueryClient& client,
+                                                       const std::string& job) {
+  absl::StatusOr<v1::ListRanksResponse> ranks = client.ListRanks(job);
   if (!ranks.ok()) return std::nullopt;
   RunShare share;
   bool any_named = false;
