@@ -363,6 +363,8 @@ std::string LeakVerdict(const v1::LeakReport& r) {
   std::string verdict =
       r.leaking_ranks() == 0
           ? (too_short.empty() ? std::string("no rank leaks")
+             // "no rank of the 0 classified leaks" said of a job none of whose ranks was.
+             : classified == 0 ? std::string("no rank classified")
                                : absl::StrCat("no rank of the ", classified, " classified leaks"))
           : absl::StrCat(r.leaking_ranks(), " of ", classified,
                          too_short.empty() ? "" : " classified",

@@ -203,6 +203,13 @@ TEST(RenderTest, LeaksCountOnlyTheRanksClassified) {
   EXPECT_TRUE(
       Has(RenderLeaks(w), "no rank of the 7 classified leaks; rank 7 too short to classify"))
       << RenderLeaks(w);
+  // None classified (one short imported trace): not "no rank of the 0 classified leaks".
+  for (RankTimeline& rank : healthy.ranks) rank.steps.resize(4);
+  ToProto(FindLeaks(healthy), &w);
+  EXPECT_TRUE(Has(RenderLeaks(w),
+                  "job healthy: no rank classified; ranks 0-7 too short to "
+                  "classify\n"))
+      << RenderLeaks(w);
 }
 
 // A leak from step 1, inside warm-up, read "rising since 5" as if it began there.
