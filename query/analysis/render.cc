@@ -366,9 +366,10 @@ std::string LeakVerdict(const v1::LeakReport& r) {
              // "no rank of the 0 classified leaks" said of a job none of whose ranks was.
              : classified == 0 ? std::string("no rank classified")
                                : absl::StrCat("no rank of the ", classified, " classified leaks"))
-          : absl::StrCat(r.leaking_ranks(), " of ", classified,
-                         too_short.empty() ? "" : " classified",
-                         r.leaking_ranks() == 1 ? " rank leaks" : " ranks leak");
+          // "1 of 8 ranks leaks": the noun counts the ranks, the verb the leaking ones.
+          : absl::StrCat(
+                r.leaking_ranks(), " of ", classified, too_short.empty() ? "" : " classified",
+                classified == 1 ? " rank" : " ranks", r.leaking_ranks() == 1 ? " leaks" : " leak");
   if (!too_short.empty()) {
     absl::StrAppend(&verdict, "; ", too_short.size() == 1 ? "rank " : "ranks ",
                     FormatRankList(too_short), " too short to classify");

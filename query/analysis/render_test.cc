@@ -196,7 +196,7 @@ TEST(RenderTest, LeaksCountOnlyTheRanksClassified) {
   ToProto(FindLeaks(job), &w);
   std::string text = RenderLeaks(w);
   Show(text);
-  EXPECT_TRUE(Has(text, "1 of 7 classified rank leaks; rank 7 too short to classify")) << text;
+  EXPECT_TRUE(Has(text, "1 of 7 classified ranks leaks; rank 7 too short to classify")) << text;
   JobTimeline healthy = sim::Simulate(sim::HealthyJob()).timeline;
   healthy.ranks[7].steps.resize(4);
   ToProto(FindLeaks(healthy), &w);
@@ -311,7 +311,13 @@ TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
   ToProto(FindLeaks(sim::Simulate(spec).timeline, live), &w);
   std::string text = RenderLeaks(w);
   Show(text);
-  EXPECT_TRUE(Has(text, "1 of 8 rank leaks"));
+  EXPECT_TRUE(Has(text, "1 of 8 ranks leaks"));
+  // "1 of 8 rank leaks" read as if one rank had been examined; two leak, plural.
+  sim::JobSpec two = sim::LeakJob(5, 30);
+  two.growths.push_back({2, sim::kLeakTag, sim::kLeakSource, 30, 256 * kMiB});
+  v1::LeakReport both;
+  ToProto(FindLeaks(sim::Simulate(two).timeline), &both);
+  EXPECT_TRUE(Has(RenderLeaks(both), "job leak: 2 of 8 ranks leak\n")) << RenderLeaks(both);
   EXPECT_TRUE(Has(text, "leak candidates"));
   EXPECT_TRUE(Has(text, "segments"));
   EXPECT_TRUE(Has(text, "spikes"));
