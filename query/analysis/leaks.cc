@@ -36,8 +36,10 @@ CurvePoints PointsAfterWarmup(const RankTimeline& rank, size_t skip) {
 }
 
 // Whether the floor leaks (`rise`, fitted to the floors), with the fit's figures in `e`.
-bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, const LeakParams& params,
-                TheilSen& fitter, CurveEvidence& e) {
+// `onset`: the first rising point (rise.trend's onset, or past a flat start too short for it to
+// split off: ShortFlatStart). `last_warmup`: the step before the first examined, if any.
+bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, size_t onset,
+                const StepPoint* last_warmup, TheilSen& fitter, CurveEvidence& e) {
   const CurrentTrend& trend = rise.trend;
   const TrendFit& all = trend.fit;
   e.floor_bytes_per_step = all.slope;
@@ -53,11 +55,15 @@ bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, const LeakParams& par
     // min_growth_bytes put it steps late for a slow leak, and mid-rise for one that had begun
     // before the window (its "start" was the median of the first tenth of the floors).
     // A flat stretch too short for FitCurrentTrend to split off moves it too.
-    const size_t onset = trend.onset > 0
-                             ? trend.onset
-                             : ShortFlatStart(p.x, p.floor, all, params.min_points, fitter);
     e.rising_since_step = static_cast<int64_t>(p.x[onset > 0 ? onset - 1 : 0]);
-    e.rising_from_first_examined = onset == 0;
+    // The window alone cannot tell a floor flat at its first step and rising after it from one
+    // that rose into it: both lie on one line. The last warm-up step can: a floor that did not
+    // rise into the first step examined by half the growth of the steps between began rising
+    // there (step numbers may jump: markers every 10 iterations).
+    e.rising_from_first_examined =
+        onset == 0 && (last_warmup == nullptr ||
+                       p.floor[0] - static_cast<double>(last_warmup->floor_bytes) >=
+                           0.5 * all.slope * (p.x[0] - static_cast<double>(last_warmup->step)));
   }
   return rise.rising;
 }
@@ -162,24 +168,15 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
       FitRise(p.x, p.floor, params.min_points, static_cast<double>(params.min_growth_bytes),
               params.min_trend_z, fitter);
   const CurrentTrend& trend = rise.trend;
-  const bool leak = FloorLeaks(p, rise, params, fitter, e);
-  if (e.rising_from_first_examined && skip > 0) {
-    // The window alone cannot tell a floor flat at its first step and rising after it from one
-    // that rose into it: both lie on one line. The last warm-up step can: a floor that did not
-    // rise into the first step examined by half the growth of the steps between began rising
-    // there (step numbers may jump: markers every 10 iterations).
-    const StepPoint& last_warmup = rank.steps[skip - 1];
-    const double into_first = p.floor[0] - static_cast<double>(last_warmup.floor_bytes);
-    const double steps_between = p.x[0] - static_cast<double>(last_warmup.step);
-    if (into_first < 0.5 * trend.fit.slope * steps_between) e.rising_from_first_examined = false;
-  }
-  // Spikes stand out from the floor's fit, which is flat before where the floor rose: a flat
-  // start too short for FitCurrentTrend to split off, measured along the line, put the floor
-  // that far under it there, and the first steps' peaks read as spikes.
+  // The fit with its onset past a flat start too short for FitCurrentTrend to split off: where
+  // a leak began, and what spikes stand out from (measured along the line, such a start put the
+  // floor that far under it, and the first steps' peaks read as spikes). Found once for both.
   CurrentTrend along = trend;
   if (along.onset == 0) {
     along.onset = ShortFlatStart(p.x, p.floor, trend.fit, params.min_points, fitter);
   }
+  const bool leak =
+      FloorLeaks(p, rise, along.onset, skip > 0 ? &rank.steps[skip - 1] : nullptr, fitter, e);
   const std::vector<int64_t> spikes = FindSpikes(p, along, params, e);
   bool spiky = !spikes.empty() && spikes.size() <= params.max_spike_fraction * n;
   out.curve = leak ? CurveClass::kLeak : spiky ? CurveClass::kSpikes : CurveClass::kPlateau;
