@@ -274,9 +274,10 @@ void Agent::Shutdown() {
           ", vmm_imported_maps ", c.vmm_imported_maps, ", nvtx_calls ", c.nvtx_calls,
           "; nvtx: pushes ", n.pushes, ", pops_without_push ", n.pops_without_push, ", steps ",
           n.steps, ", phases ", n.phases, ", dropped_at_thread_exit ", n.dropped_at_thread_exit,
-          "; order: flushes ", flusher_ != nullptr ? flusher_->flushes() : 0, ", held ", o.held,
-          " (released by record ", o.released_by_record, ", by flush ", o.released_by_flush,
-          ", when full ", o.released_when_full, "), records_behind ", o.records_behind));
+          ", phases_ended_at_thread_exit ", n.phases_ended_at_thread_exit, "; order: flushes ",
+          flusher_ != nullptr ? flusher_->flushes() : 0, ", held ", o.held, " (released by record ",
+          o.released_by_record, ", by flush ", o.released_by_flush, ", when full ",
+          o.released_when_full, "), records_behind ", o.records_behind));
   if (transport_ != nullptr) {
     absl::Status s = transport_->Shutdown(absl::Milliseconds(options_.shutdown_timeout_ms));
     TransportStats ts = transport_->stats();

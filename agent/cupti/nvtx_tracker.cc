@@ -76,17 +76,28 @@ NvtxTracker::~NvtxTracker() {
 }
 
 void NvtxTracker::ForgetThread(uint64_t thread) {
-  absl::MutexLock lock(&mu_);
-  auto it = threads_.find(thread);
-  if (it == threads_.end()) return;
-  std::vector<OpenRange>& open = it->second.open;
-  const auto push_ranges = std::stable_partition(open.begin(), open.end(),
-                                                 [](const OpenRange& r) { return r.is_start; });
-  stats_.dropped_at_thread_exit +=
-      static_cast<uint64_t>(open.end() - push_ranges) + it->second.overflow;
-  open.erase(push_ranges, open.end());
-  it->second.overflow = 0;
-  if (open.empty()) threads_.erase(it);
+  std::vector<OpenRange> phases;  // the phases among the dropped ranges, outermost first
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = threads_.find(thread);
+    if (it == threads_.end()) return;
+    std::vector<OpenRange>& open = it->second.open;
+    const auto push_ranges = std::stable_partition(open.begin(), open.end(),
+                                                   [](const OpenRange& r) { return r.is_start; });
+    stats_.dropped_at_thread_exit +=
+        static_cast<uint64_t>(open.end() - push_ranges) + it->second.overflow;
+    for (auto r = push_ranges; r != open.end(); ++r) {
+      if (r->cls.kind == RangeClass::Kind::kPhase) phases.push_back(std::move(*r));
+    }
+    stats_.phases_ended_at_thread_exit += phases.size();
+    open.erase(push_ranges, open.end());
+    it->second.overflow = 0;
+    if (open.empty()) threads_.erase(it);
+  }
+  // The phase did end here: no pop can come for it once its thread is gone. Without the end,
+  // the analyses saw it open until the rank's last event, its floor and peak taken over the
+  // phases that followed. Innermost first, as pops would have closed them.
+  for (auto r = phases.rbegin(); r != phases.rend(); ++r) Close(*r);
 }
 
 NvtxTracker::OpenRange NvtxTracker::Open(std::string_view name, uint64_t domain, bool is_start,

@@ -37,8 +37,9 @@ struct NvtxStats {
   uint64_t phases = 0;
   uint64_t overflowed = 0;  // pushes/starts deeper than the kept depth
   // Push/pop ranges still open on a thread when it ended (a pop skipped on an error path): they
-  // are dropped then, without a PHASE_END for a phase among them.
+  // are dropped then; a phase among them gets its PHASE_END then, counted here too.
   uint64_t dropped_at_thread_exit = 0;
+  uint64_t phases_ended_at_thread_exit = 0;
   size_t threads_with_ranges = 0;  // threads with a range open now
 };
 
@@ -69,9 +70,9 @@ class NvtxTracker {
 
   NvtxStats stats() const;
 
-  // Drops the push/pop ranges thread `thread` (its number in the .cc, ThisThread) left open; its
-  // start/end ranges stay, as another thread may end them. Called when a thread that opened a
-  // range ends, for every tracker alive then.
+  // Drops the push/pop ranges thread `thread` (its number in the .cc, ThisThread) left open,
+  // emitting PHASE_END for each phase among them; its start/end ranges stay, as another thread
+  // may end them. Called when a thread that opened a range ends, for every tracker alive then.
   void ForgetThread(uint64_t thread);
 
  private:

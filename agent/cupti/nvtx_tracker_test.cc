@@ -88,6 +88,43 @@ TEST_F(NvtxTrackerTest, AThreadThatEndsWithPushRangesOpenLeavesNothingBehind) {
   EXPECT_EQ(tracker_.stats().dropped_at_thread_exit, 100u);
 }
 
+// A phase pushed on a thread that ends without popping it (an exception past the pop, a worker
+// thread torn down) ended then: without a PHASE_END the analyses saw it open to the rank's end.
+TEST_F(NvtxTrackerTest, APhaseLeftOpenByAThreadThatEndsIsEndedThere) {
+  std::thread([&] {
+    tracker_.Push(0, "phase:rollout");
+    tracker_.Push(0, "fsdp:layers.0");
+    tracker_.Push(0, "phase:reward");
+  }).join();
+  const std::vector<Event> begins = sink_.EventsOfKind(EventKind::kPhaseBegin);
+  const std::vector<Event> ends = sink_.EventsOfKind(EventKind::kPhaseEnd);
+  ASSERT_EQ(begins.size(), 2u);
+  ASSERT_EQ(ends.size(), 2u);
+  // Innermost first, as the pops would have ended them, each after it began.
+  EXPECT_EQ(sink_.Name(ends[0].tag_id), "reward");
+  EXPECT_EQ(sink_.Name(ends[1].tag_id), "rollout");
+  EXPECT_GT(ends[0].ts_ns, begins[1].ts_ns);
+  EXPECT_GT(ends[1].ts_ns, ends[0].ts_ns);
+  const NvtxStats stats = tracker_.stats();
+  EXPECT_EQ(stats.dropped_at_thread_exit, 3u);
+  EXPECT_EQ(stats.phases_ended_at_thread_exit, 2u);
+  EXPECT_EQ(stats.threads_with_ranges, 0u);
+}
+
+// A phase popped before its thread ends gets one end, not a second at the thread's end; a phase
+// started (start/end) on it is ended by whoever ends it, not by the thread ending.
+TEST_F(NvtxTrackerTest, OnlyPhasesStillPushedWhenTheThreadEndsAreEndedThere) {
+  std::thread([&] {
+    tracker_.Push(0, "phase:rollout");
+    tracker_.Pop(0);
+    tracker_.Start(9, "phase:reward");
+  }).join();
+  EXPECT_EQ(sink_.EventsOfKind(EventKind::kPhaseEnd).size(), 1u);
+  EXPECT_EQ(tracker_.stats().phases_ended_at_thread_exit, 0u);
+  tracker_.End(9);
+  EXPECT_EQ(sink_.EventsOfKind(EventKind::kPhaseEnd).size(), 2u);
+}
+
 // A start/end range may be ended by another thread: its starter ending does not drop it.
 TEST_F(NvtxTrackerTest, AStartedRangeOutlivesTheThreadThatStartedIt) {
   std::thread([&] {
