@@ -16,7 +16,7 @@ if ! [[ "$total" =~ ^[0-9]+$ ]] || [ "$total" -lt 1 ]; then
   echo "fuzz.sh: TOTAL_SECONDS must be a positive integer, got '$total'" >&2
   exit 2
 fi
-read -r -a targets <<<"${FUZZ_TARGETS:-//proto/codec/fuzz:batch_codec_fuzzer //collector/store:key_codec_fuzzer}"
+read -r -a targets <<<"${FUZZ_TARGETS:-//proto/codec/fuzz:batch_codec_fuzzer //collector/store:key_codec_fuzzer //query/importers/fuzz:kineto_fuzzer}"
 per=$((total / ${#targets[@]}))
 [ "$per" -ge 1 ] || per=1
 
@@ -51,10 +51,15 @@ for t in "${targets[@]}"; do
   name=${t##*:}
   corpus="$work/$name/corpus"
   mkdir -p "$corpus" "$work/$name/artifacts"
+  extra=()
   if [ "$name" = batch_codec_fuzzer ]; then "$seeds_bin" "$corpus" || true; fi
+  if [ "$name" = kineto_fuzzer ]; then
+    cp query/importers/fuzz/seeds/*.json "$corpus"/
+    extra=(-dict=query/importers/fuzz/kineto.dict)
+  fi
   out="$work/$name/run.log"
   # -rss_limit_mb / -timeout turn runaway memory or a hang on one input into a finding too.
-  "$bin_dir/$pkg/$name" -max_total_time="$per" -timeout=10 -rss_limit_mb=2048 \
+  "$bin_dir/$pkg/$name" "${extra[@]}" -max_total_time="$per" -timeout=10 -rss_limit_mb=2048 \
     -print_final_stats=1 -artifact_prefix="$work/$name/artifacts/" "$corpus" >"$out" 2>&1
   rc=$?
   execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | grep -oE '[0-9]+$' | tail -1)

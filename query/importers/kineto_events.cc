@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 
 namespace memtrace::importers {
 namespace {
@@ -114,10 +115,15 @@ struct Seed {
   PoolKey pool;
 };
 
-// Walks the sorted memory records once: the pre-trace blocks to seed, and the consistency of
-// Total Allocated.
+// Walks the sorted memory records once: the pre-trace blocks to seed, the frees that match
+// nothing, and the consistency of Total Allocated.
 struct BaselineScan {
   std::vector<Seed> seeds;
+  // By record: a free of an address the trace saw allocated or freed before, and not allocated
+  // again since (a double free, or an allocation missing from the trace). Not recorded: it is
+  // not a pre-trace block, and no allocation is live there to free.
+  std::vector<bool> unmatched_free;
+  uint64_t unmatched_frees = 0;
   uint64_t mismatches = 0;
   uint64_t seeded_cuda_bytes = 0;
   int64_t final_cuda_total = 0;
@@ -129,11 +135,17 @@ BaselineScan ScanBaseline(const KinetoTrace& trace, bool include_cpu) {
     int64_t before_first = 0;  // Total Allocated before the first event
     int64_t running = 0;
     int64_t pre_trace_freed = 0;
-    absl::flat_hash_map<uint64_t, int64_t> live;
   };
   std::map<PoolKey, Pool> pools;
+  // Blocks are matched by address alone, across pools, as the collector's live set matches
+  // them: one process's host and device pointers never share an address (UVA), so a trace
+  // where they do is malformed, and matching per pool here let two seeds take one address.
+  absl::flat_hash_set<uint64_t> live;
+  absl::flat_hash_set<uint64_t> seen;  // every address allocated or freed so far
   BaselineScan scan;
-  for (const KinetoMemoryRecord& r : trace.memory) {
+  scan.unmatched_free.assign(trace.memory.size(), false);
+  for (size_t i = 0; i < trace.memory.size(); ++i) {
+    const KinetoMemoryRecord& r = trace.memory[i];
     if (!include_cpu && r.device_type == kKinetoDeviceCpu) continue;
     PoolKey key{r.device_type, r.device_id};
     auto [it, first] = pools.try_emplace(key);
@@ -148,11 +160,17 @@ BaselineScan ScanBaseline(const KinetoTrace& trace, bool include_cpu) {
       pool.running = r.total_allocated;
     }
     if (r.bytes == 0) continue;
+    const bool first_sight = seen.insert(r.address).second;
     if (r.bytes > 0) {
-      pool.live[r.address] = r.bytes;
-    } else if (pool.live.erase(r.address) == 0) {
-      scan.seeds.push_back({r.address, static_cast<uint64_t>(-r.bytes), key});
-      pool.pre_trace_freed += -r.bytes;
+      live.insert(r.address);
+    } else if (live.erase(r.address) == 0) {
+      if (first_sight) {
+        scan.seeds.push_back({r.address, static_cast<uint64_t>(-r.bytes), key});
+        pool.pre_trace_freed += -r.bytes;
+      } else {
+        scan.unmatched_free[i] = true;
+        ++scan.unmatched_frees;
+      }
     }
   }
   for (auto& [key, pool] : pools) {
@@ -212,6 +230,7 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
   KinetoEventStats stats;
   BaselineScan baseline = ScanBaseline(*trace, include_cpu);
   stats.total_allocated_mismatches = baseline.mismatches;
+  stats.unmatched_frees = baseline.unmatched_frees;
   stats.cuda_devices = baseline.cuda_devices;
   stats.final_total_allocated = baseline.final_cuda_total;
   std::vector<uint32_t> tag_of = InnermostAnnotations(*trace, include_cpu);
@@ -297,6 +316,7 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
       ++stats.zero_byte_skipped;
       continue;
     }
+    if (baseline.unmatched_free[i]) continue;  // counted in stats.unmatched_frees
     Event e;
     e.ts_ns = base + r.ts_ns;
     e.address = r.address;

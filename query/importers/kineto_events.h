@@ -19,7 +19,9 @@
 // per device, with (a) one allocation at its real address for every block the trace frees
 // without having allocated it, sized from that free, and (b) one allocation of the remainder
 // (Total Allocated before the first event minus those blocks) at BaselineAddress(), all tagged
-// kBaselineTag. Then every FREE matches a live ALLOC and live bytes equal Total Allocated after
+// kBaselineTag. A free of an address the trace has already seen freed, with no allocation
+// there since, is not a pre-trace block: it is dropped and counted (unmatched_frees). Then every
+// FREE matches a live ALLOC, and for a complete trace live bytes equal Total Allocated after
 // every event (summed over CUDA devices), which the stats verify (total_allocated_mismatches).
 #ifndef MEMTRACE_QUERY_IMPORTERS_KINETO_EVENTS_H_
 #define MEMTRACE_QUERY_IMPORTERS_KINETO_EVENTS_H_
@@ -67,6 +69,9 @@ struct KinetoEventStats {
   uint64_t seeded_allocations = 0;
   uint64_t seeded_bytes = 0;  // CUDA devices only: what live bytes start from
   uint64_t device_samples = 0;
+  // Frees of an address already freed, with no allocation there since (a double free, or an
+  // allocation missing from the trace): not recorded, since nothing is live there to free.
+  uint64_t unmatched_frees = 0;
   // Events whose Total Allocated differs from the previous one's plus Bytes (on the same
   // device): 0 for a complete trace.
   uint64_t total_allocated_mismatches = 0;

@@ -93,6 +93,10 @@ std::string FormatSummary(const KinetoFileSummary& s) {
     absl::StrAppend(&line, ", CUDA devices ", absl::StrJoin(e.cuda_devices, " and "),
                     " summed in this rank");
   }
+  if (e.unmatched_frees > 0) {
+    absl::StrAppend(&line, ", ", e.unmatched_frees,
+                    " frees of blocks already freed dropped (events missing from the trace)");
+  }
   if (e.total_allocated_mismatches > 0) {
     absl::StrAppend(&line, ", ", e.total_allocated_mismatches,
                     " events disagree with Total Allocated (events missing from the trace)");

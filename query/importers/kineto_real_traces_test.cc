@@ -96,6 +96,7 @@ TEST_F(KinetoRealTracesTest, ImportsEveryMemoryEventTheReadmeCounts) {
     EXPECT_EQ(s.events.frees, expected.frees);
     EXPECT_EQ(s.events.steps, expected.cpu_step_markers);
     EXPECT_EQ(s.events.total_allocated_mismatches, 0u);
+    EXPECT_EQ(s.events.unmatched_frees, 0u);
     EXPECT_EQ(s.parse.module_ranges, expected.module_ranges);
     EXPECT_EQ(s.events.tagged_allocs, expected.tagged_allocs);
     EXPECT_EQ(s.events.tags, expected.tags);
