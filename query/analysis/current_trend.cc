@@ -114,13 +114,21 @@ size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, co
                       size_t min_points, TheilSen& fitter) {
   const size_t n = std::min(x.size(), y.size());
   const size_t min_part = std::max<size_t>(min_points, 3);
-  if (n < 2 * min_part) return 0;
+  // FitCurrentTrend splits only where both parts keep min_part points, so this takes the flat
+  // starts shorter than that; in a window too short for any split (fewer than 2 x min_part
+  // points) it takes every flat start that leaves 3 points of rise. Looking at none there put a
+  // leak that began 3 steps into a 15-step window at its first step, with the line's rate over
+  // the flat steps counted as growth.
+  if (n < 5) return 0;
+  const size_t last_split = n < 2 * min_part ? n - 3 : min_part - 1;
   std::vector<double> scratch;
   const double noise = PointNoise(y.first(n), scratch);
   double best_cost = LineCost(x.first(n), y.first(n), line);
   size_t best_split = 0;
-  for (size_t split = 2; split < min_part; ++split) {
-    const double above = MedianResidual(x, y, line, 0, split, scratch);
+  for (size_t split = 2; split <= last_split; ++split) {
+    // Its first half: the points near the bend lie on the line (see the header).
+    const double above =
+        MedianResidual(x, y, line, 0, std::max<size_t>(2, (split + 1) / 2), scratch);
     if (!(above > 0 && above > 2 * noise)) continue;
     // Flat: its own Theil-Sen slope (the median of its pairs', robust to one odd point) is less
     // than half the line's. A start that rose at the line's rate, or points raised above a

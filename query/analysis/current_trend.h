@@ -37,14 +37,18 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
 
 // For a series that FitCurrentTrend fitted as one line (onset 0): where a flat stretch at its
 // start ends when it is too short for FitCurrentTrend to split off (fewer than min_points
-// points; this looks no further). FitCurrentTrend keeps min_points on each side of a split so
-// that noise cannot buy a split; a leak that began a few points into the window then read as
-// rising from its first point. Returns the first point of the rise (2 .. max(min_points, 3) - 1),
-// or 0 when no flat start is found. A start counts when its own slope (the median of its
-// pairs') is less than half the line's, it sits above the line by more than twice the noise of
-// one point (from step-to-step differences, as FitCurrentTrend asks of a series before it
-// searches), and flat-then-rising fits better than the line. Only the start moves: the line
-// stays the fit. O(n x min_points); `fitter` as in TheilSen.
+// points; this looks no further), or, in a series too short for FitCurrentTrend to split at all
+// (fewer than 2 x max(min_points, 3) points), wherever it leaves 3 points of rise.
+// FitCurrentTrend keeps min_points on each side of a split so that noise cannot buy a split; a
+// leak that began a few points into the window then read as rising from its first point.
+// Returns the first point of the rise (2 .. max(min_points, 3) - 1, or 2 .. n - 3 in a short
+// series), or 0 when no flat start is found. A start counts when its own slope (the median of its
+// pairs') is less than half the line's, its first half sits above the line by more than twice
+// the noise of one point (from step-to-step differences, as FitCurrentTrend asks of a series
+// before it searches; the points near the bend lie on the line, and asked of the whole start
+// this put the onset a point early where the start was half the window), and flat-then-rising
+// fits better than the line. Only the start moves: the line
+// stays the fit. O(n x min_points), O(n^2) in a short series; `fitter` as in TheilSen.
 size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
                       size_t min_points, TheilSen& fitter);
 

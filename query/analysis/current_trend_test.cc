@@ -69,11 +69,11 @@ TEST(CurrentTrendTest, AFlatStartTooShortToSplitOffIsFoundWhereItEnds) {
 // differences have no spread, so the noise estimate there is 0), and the first `raised` points
 // `bump` higher (memory freed a few steps in).
 Series Noisy(size_t from, double rate, double noise, uint64_t seed, size_t raised = 0,
-             double bump = 0) {
+             double bump = 0, size_t n = 95) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0, noise);
   Series s;
-  for (size_t i = 0; i < 95; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     s.x.push_back(static_cast<double>(i));
     s.y.push_back(10'000 * kMiB + normal(rng) + (i < raised ? bump : 0) +
                   (i >= from ? rate * static_cast<double>(i - from + 1) : 0));
@@ -112,9 +112,53 @@ TEST(CurrentTrendTest, ALineRisingFromItsFirstPointHasNoFlatStart) {
     CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
     EXPECT_EQ(ShortFlatStart(s.x, s.y, t.fit, 8, fitter), 0u);
   }
-  // Too short to have two parts at all.
-  Series s = FlatThenRising(12, 3, 64 * kMiB);
-  EXPECT_EQ(ShortFlatStart(s.x, s.y, fitter.Fit(s.x, s.y), 8, fitter), 0u);
+  // Too short for FitCurrentTrend to split, rising from the first point all the same.
+  for (size_t n : {8, 12, 15}) {
+    Series s = FlatThenRising(n, 0, 64 * kMiB);
+    EXPECT_EQ(ShortFlatStart(s.x, s.y, fitter.Fit(s.x, s.y), 8, fitter), 0u) << n;
+  }
+}
+
+// The same in a 15-point window, too short for FitCurrentTrend to split: a flat start of 4 is
+// found, and a rise from the first point, bumped or not, keeps its start.
+TEST(CurrentTrendTest, ANoisyFlatStartInAShortWindowIsFoundAndANoisyRiseThereHasNone) {
+  TheilSen fitter;
+  constexpr int kSeeds = 100;
+  int found = 0, rising_moved = 0, bumped_moved = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    const Series flat4 = Noisy(4, 256 * kMiB, 8 * kMiB, seed, 0, 0, 15);
+    TrendFit line = fitter.Fit(flat4.x, flat4.y);
+    const size_t start = ShortFlatStart(flat4.x, flat4.y, line, 8, fitter);
+    if (start >= 3 && start <= 5) ++found;
+    const Series rising = Noisy(0, 256 * kMiB, 8 * kMiB, seed, 0, 0, 15);
+    line = fitter.Fit(rising.x, rising.y);
+    if (ShortFlatStart(rising.x, rising.y, line, 8, fitter) != 0) ++rising_moved;
+    const Series bumped = Noisy(0, 256 * kMiB, 8 * kMiB, seed, 2, 2048 * kMiB, 15);
+    line = fitter.Fit(bumped.x, bumped.y);
+    if (ShortFlatStart(bumped.x, bumped.y, line, 8, fitter) != 0) ++bumped_moved;
+  }
+  EXPECT_GE(found, 90) << "of " << kSeeds;
+  EXPECT_EQ(rising_moved, 0);
+  EXPECT_EQ(bumped_moved, 0);
+}
+
+// Found with the simulator: 15 steps after warm-up, flat for 3 of them, then a leak. No window
+// under 16 points (2 x min_points) was searched, so leaks said "rising since" the first step
+// examined and growth counted the line's rate over the flat steps (+3.50 GiB for 3.0).
+TEST(CurrentTrendTest, AFlatStartInAWindowTooShortToSplitIsFoundWhereItEnds) {
+  TheilSen fitter;
+  for (size_t n : {8, 10, 12, 15}) {
+    for (size_t from = 2; from + 3 <= n; ++from) {
+      Series s = FlatThenRising(n, from, 256 * kMiB);
+      const TrendFit line = fitter.Fit(s.x, s.y);
+      const size_t start = ShortFlatStart(s.x, s.y, line, 8, fitter);
+      // A flat start longer than the rise after it pulls the line flat: that rise is a
+      // RecentRise's (FitRise), which has its own onset; ShortFlatStart is asked only about
+      // lines that rise.
+      if (line.slope < 128 * kMiB) continue;
+      EXPECT_EQ(start, from) << n << " points, flat for " << from;
+    }
+  }
 }
 
 TEST(CurrentTrendTest, ALineOverTheWholeWindowStaysOneLine) {

@@ -55,6 +55,34 @@ TEST(PlantedAnswersTest, GradientAccumulationGrowsOnEveryRankWithoutADivergence)
   }
 }
 
+// A short job: 15 steps after warm-up, flat for the first 3 of them, then a leak (found with
+// memtrace-sim --steps 20 --leak_from_step 8). No window under 16 steps was searched for a flat
+// start: leaks said "rising since 5" and growth counted the rate over the flat steps too.
+TEST(PlantedAnswersTest, ALeakAFewStepsIntoAShortWindowBeginsWhereItBegan) {
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    sim::JobSpec spec = sim::LeakJob(1, 8, 256 * kMiB, 4, 20);
+    spec.seed = seed;
+    JobTimeline job = sim::Simulate(spec).timeline;
+    const LeakReport leaks = FindLeaks(job);
+    ASSERT_EQ(leaks.leaking_ranks, 1u) << "seed " << seed;
+    for (const RankCurve& c : leaks.curves) {
+      if (c.rank != 1) continue;
+      EXPECT_LE(std::abs(c.evidence.rising_since_step - 8), 1) << "seed " << seed;
+      EXPECT_FALSE(c.evidence.rising_from_first_examined) << "seed " << seed;
+    }
+    GrowthReport g = FindGrowth(job);
+    ASSERT_EQ(g.groups.size(), 1u) << "seed " << seed;
+    ASSERT_EQ(g.groups[0].ranks.size(), 1u) << "seed " << seed;
+    const RankGrowth& r = g.groups[0].ranks[0];
+    EXPECT_LE(std::abs(r.first_step - 8), 1) << "seed " << seed;
+    // What it grew by is what the series rose by, within a step's leak.
+    EXPECT_NEAR(static_cast<double>(r.growth_bytes),
+                static_cast<double>(r.last_bytes) - static_cast<double>(r.first_bytes),
+                256.0 * kMiB)
+        << "seed " << seed;
+  }
+}
+
 TEST(PlantedAnswersTest, HealthyJobWithNoiseAndSpikesInventsNothing) {
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     sim::JobSpec spec = sim::HealthyJob();
