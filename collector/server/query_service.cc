@@ -62,7 +62,13 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
         return absl::OkStatus();
       },
       [&](const v1::StepRollup& r) {
-        if (request->from_ns() != 0 && r.end_ns() < request->from_ns()) return;
+        // Rows are [start, end): one that ends where the window starts is not in it (a bucket
+        // on a whole second came back with the one before it). A row of one instant is.
+        if (request->from_ns() != 0 &&
+            (r.end_ns() < request->from_ns() ||
+             (r.end_ns() == request->from_ns() && r.start_ns() < r.end_ns()))) {
+          return;
+        }
         if (request->to_ns() != 0 && r.start_ns() > request->to_ns()) return;
         v1::TimelinePoint* p = out->add_points();
         p->set_key(r.step());

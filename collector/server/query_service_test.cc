@@ -164,6 +164,18 @@ TEST_F(QueryServiceTest, TimelineByStepFiltersByTimeWindow) {
   EXPECT_EQ(window.ranks(0).points(0).key(), 3);
   EXPECT_EQ(window.ranks(0).points(2).key(), 5);
 
+  // Steps end where the next begins: a window from step 4's start holds neither step 3, which
+  // ends there, nor step 6, which starts after it.
+  grpc::ClientContext ctx4;
+  req.set_from_ns(Ts(40));
+  req.set_to_ns(Ts(59));
+  v1::TimelineResponse boundary;
+  ASSERT_TRUE(query_->Timeline(&ctx4, req, &boundary).ok());
+  ASSERT_EQ(boundary.ranks_size(), 1);
+  ASSERT_EQ(boundary.ranks(0).points_size(), 2);
+  EXPECT_EQ(boundary.ranks(0).points(0).key(), 4);
+  EXPECT_EQ(boundary.ranks(0).points(1).key(), 5);
+
   grpc::ClientContext ctx3;
   req.set_rank(7);
   v1::TimelineResponse none;

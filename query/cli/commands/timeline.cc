@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "query/analysis/timeline.h"
 #include "query/cli/query_client.h"
@@ -280,12 +281,25 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
   }
   const Table table = TimelineTable(*response, a.view);
   if (table.rows().empty()) {
-    // A bare header read as an answer ("nothing happened"): the selection was empty.
-    io.err << "memtrace timeline: no row of job '" << a.job << "' in the selection ("
-           << (a.view.axis == v1::TIMELINE_AXIS_TIME
-                   ? "--steps on time buckets selects bucket numbers, seconds since the epoch; "
-                   : "")
-           << "--from / --to select steps or buckets that overlap the window)\n";
+    // A bare header read as an answer ("nothing happened"): say why there is none, naming only
+    // the flags that were given.
+    const bool by_steps = a.view.first_key.has_value() || a.view.last_key.has_value();
+    const bool by_time = !a.from.empty() || !a.to.empty();
+    const bool on_buckets = a.view.axis == v1::TIMELINE_AXIS_TIME;
+    if (!by_steps && !by_time) {
+      io.err << "memtrace timeline: job '" << a.job << "' has no "
+             << (on_buckets ? "time bucket" : "step") << " yet\n";
+    } else {
+      std::vector<std::string> why;
+      if (by_steps) {
+        why.push_back(
+            on_buckets ? "--steps on time buckets selects bucket numbers, seconds since the epoch"
+                       : "--steps selects step numbers");
+      }
+      if (by_time) why.push_back("--from / --to select steps or buckets that overlap the window");
+      io.err << "memtrace timeline: no row of job '" << a.job << "' in the selection ("
+             << absl::StrJoin(why, "; ") << ")\n";
+    }
   }
   WriteTable(table, common.format, io.out);
   return kExitOk;
@@ -295,20 +309,22 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
 
 absl::Status ParseKeyRange(absl::string_view text, TimelineView* view) {
   auto bad = [&text]() {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a step range (A:B, A:, :B or A)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", text, "' is not a step range (A:B, A:, :B or A, of non-negative integers)"));
   };
   size_t colon = text.find(':');
   absl::string_view first = text.substr(0, colon);
   absl::string_view last = colon == absl::string_view::npos ? first : text.substr(colon + 1);
   int64_t value = 0;
   std::optional<int64_t> a, b;
+  // Step numbers and bucket indices are never negative: "-5" selected nothing and "-5:3" meant
+  // "0:3", where every other count flag refuses a negative.
   if (!first.empty()) {
-    if (!absl::SimpleAtoi(first, &value)) return bad();
+    if (!absl::SimpleAtoi(first, &value) || value < 0) return bad();
     a = value;
   }
   if (!last.empty()) {
-    if (!absl::SimpleAtoi(last, &value)) return bad();
+    if (!absl::SimpleAtoi(last, &value) || value < 0) return bad();
     b = value;
   }
   if ((!a && !b) || (a && b && *a > *b)) return bad();

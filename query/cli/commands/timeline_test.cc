@@ -138,7 +138,7 @@ TEST(ParseKeyRangeTest, AcceptsClosedOpenAndSingleRanges) {
 }
 
 TEST(ParseKeyRangeTest, RejectsMalformedAndBackwardRanges) {
-  for (const char* text : {"", ":", "a:b", "5:3", "1:2:3", "x"}) {
+  for (const char* text : {"", ":", "a:b", "5:3", "1:2:3", "x", "-5", ":-3", "-1:-1", "-5:3"}) {
     TimelineView view;
     absl::Status s = ParseKeyRange(text, &view);
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << text;
@@ -201,7 +201,9 @@ TEST_F(TimelineCommandTest, ReportsAnUnreachableCollectorWithExitCodeOne) {
 // on the time axis four 1 s buckets per rank. Records the axis of each request.
 class FakeTimelineServer final : public v1::Query::Service {
  public:
-  explicit FakeTimelineServer(bool step_markers) : step_markers_(step_markers) {
+  // `empty`: ranks without a row (a job whose agents connected and sent nothing yet).
+  explicit FakeTimelineServer(bool step_markers, bool empty = false)
+      : step_markers_(step_markers), empty_(empty) {
     server_ = StartLoopbackServer(this, &address_);
   }
   ~FakeTimelineServer() override { server_->Shutdown(); }
@@ -211,7 +213,7 @@ class FakeTimelineServer final : public v1::Query::Service {
     absl::MutexLock lock(&mu_);
     axes_.push_back(request->axis());
     const bool by_time = request->axis() == v1::TIMELINE_AXIS_TIME;
-    const int rows = by_time ? 4 : (step_markers_ ? 5 : 1);
+    const int rows = empty_ ? 0 : by_time ? 4 : (step_markers_ ? 5 : 1);
     if (by_time) response->set_bucket_ns(1'000'000'000);
     for (uint32_t r = 0; r < 3; ++r) {
       if (request->has_rank() && request->rank() != r) continue;
@@ -230,6 +232,7 @@ class FakeTimelineServer final : public v1::Query::Service {
 
  private:
   const bool step_markers_;
+  const bool empty_;
   absl::Mutex mu_;
   std::vector<v1::TimelineAxis> axes_;
   std::string address_;
@@ -301,11 +304,25 @@ TEST(TimelineNoStepMarkersTest, AnEmptySelectionSaysSo) {
   EXPECT_NE(run.err.find("memtrace timeline: no row of job 'j' in the selection"),
             std::string::npos)
       << run.err;
+  // Only the flags given are named.
+  EXPECT_NE(run.err.find("(--steps selects step numbers)"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("--from"), std::string::npos) << run.err;
   // On time buckets, what --steps selects is said too.
   FakeTimelineServer unmarked(/*step_markers=*/false);
   run = RunAgainst(unmarked, {"--job", "j", "--steps", "7:9", "--by", "time"});
   EXPECT_NE(run.err.find("--steps on time buckets selects bucket numbers"), std::string::npos)
       << run.err;
+  EXPECT_EQ(run.err.find("--from"), std::string::npos) << run.err;
+}
+
+// With no selection, an empty answer is the job's: it spoke of --steps and --from / --to, given
+// or not.
+TEST(TimelineNoStepMarkersTest, AJobWithNoRowYetSaysSoWithoutNamingFlags) {
+  FakeTimelineServer server(/*step_markers=*/true, /*empty=*/true);
+  TimelineRun run = RunAgainst(server, {"--job", "j", "--by", "step"});
+  ASSERT_EQ(run.code, kExitOk) << run.err;
+  EXPECT_TRUE(run.keys.empty());
+  EXPECT_EQ(run.err, "memtrace timeline: job 'j' has no step yet\n");
 }
 
 }  // namespace
