@@ -150,9 +150,11 @@ std::string PlotSummary(const std::string& output, const analysis::JobTimeline& 
       " ranks, ",
       marks.highlighted_rank
           ? absl::StrCat(
-                "rank ", *marks.highlighted_rank, " highlighted (diverged at ",
+                "rank ", *marks.highlighted_rank,
+                shown.count(*marks.highlighted_rank) > 0 ? " highlighted (diverged at "
+                                                         : " diverged at ",
                 analysis::FormatKey(marks.onset_step, timeline.time_axis ? timeline.bucket_ns : 0),
-                ")")
+                shown.count(*marks.highlighted_rank) > 0 ? ")" : ", not drawn: not in --ranks")
           : std::string("no rank diverged"),
       marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"));
 }

@@ -190,6 +190,25 @@ TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {
   EXPECT_NE(run.err.find(": 4 of 8 ranks, "), std::string::npos) << run.err;
 }
 
+// --ranks without the diverging rank: the summary said "rank 5 highlighted" and the SVG named it
+// in data-highlighted-rank, with no line of it drawn.
+TEST_F(PlotCommandTest, ADivergingRankLeftOutByRanksIsNotCalledHighlighted) {
+  std::string svg = Svg("sim-leak", {"--ranks", "0-3"});
+  EXPECT_EQ(testing::Root(svg)["data-highlighted-rank"], "");
+  EXPECT_EQ(testing::Root(svg)["data-onset-step"], "");  // rank 5's leak is not drawn either
+  for (Attributes& line : testing::Elements(svg, "polyline", "rank-line")) {
+    EXPECT_EQ(line["data-highlighted"], "false") << line["data-rank"];
+  }
+  EXPECT_NE(svg.find("(rank 5 is not drawn)"), std::string::npos);
+  const std::string path = test_util::TmpPath("ranks-without-it.svg");
+  CommandRun run =
+      Plot({"--job", "sim-leak", "-o", path, "--ranks", "0-3", "--collector", server_->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.err.find("highlighted"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("rank 5 diverged at "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(", not drawn: not in --ranks"), std::string::npos) << run.err;
+}
+
 TEST_F(PlotCommandTest, ErrorsNameWhatIsWrong) {
   CommandRun missing =
       Plot({"--job", "sim-leak", "-o", "-", "--ranks", "42", "--collector", server_->address()});

@@ -161,15 +161,20 @@ std::vector<size_t> ByLayer(const std::vector<Series>& series, const RankStyles&
   return order;
 }
 
+// `highlight_drawn`: the diverging rank is among the ranks drawn (--ranks may leave it out).
 void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
                   const PlotOptions& options, const PlotFrame& frame, size_t ranks,
-                  const std::string& axis_name, std::string* svg) {
+                  bool highlight_drawn, const std::string& axis_name, std::string* svg) {
   const std::string metric = std::string(PlotMetricName(options.metric));
   std::optional<int64_t> onset;
-  if (marks.highlighted_rank.has_value()) {
+  if (highlight_drawn) {
     onset = marks.onset_step;
-  } else if (!marks.leaks.empty()) {
-    onset = marks.leaks.front().since_step;
+  } else {
+    for (const PlotMarks::Leak& leak : marks.leaks) {
+      if (!options.ranks.empty() && options.ranks.count(leak.rank) == 0) continue;
+      onset = leak.since_step;  // the first leak drawn
+      break;
+    }
   }
   absl::StrAppendFormat(
       svg,
@@ -179,7 +184,7 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
       "data-highlighted-rank=\"%s\" data-onset-step=\"%s\">\n",
       frame.width(), frame.height(), frame.width(), frame.height(), cli::XmlEscaped(job.job_id),
       metric, ranks, cli::XmlEscaped(marks.status),
-      marks.highlighted_rank ? absl::StrCat(*marks.highlighted_rank) : "",
+      highlight_drawn ? absl::StrCat(*marks.highlighted_rank) : "",
       onset ? absl::StrCat(*onset) : "");
   absl::StrAppend(svg, "<title>", cli::XmlEscaped(job.job_id), ": ", metric, " bytes by ",
                   axis_name, "</title>\n");
@@ -192,9 +197,14 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
       kLeft, cli::XmlEscaped(job.job_id),
       options.metric == analysis::Metric::kEnd ? "live" : metric, axis_name, ranks);
   if (!marks.message.empty()) {
+    // The message is the job's (diverged over every rank); say when its rank is not drawn.
+    const std::string message =
+        marks.highlighted_rank && !highlight_drawn
+            ? absl::StrCat(marks.message, " (rank ", *marks.highlighted_rank, " is not drawn)")
+            : marks.message;
     absl::StrAppendFormat(svg,
                           "<text class=\"subtitle\" x=\"%d\" y=\"50\" fill=\"#444\">%s</text>\n",
-                          kLeft, cli::XmlEscaped(marks.message));
+                          kLeft, cli::XmlEscaped(message));
   }
 }
 
@@ -481,7 +491,8 @@ std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& 
   const RankStyles styles(marks, series);
   const std::string axis_name = job.time_axis ? "time bucket" : "step";
   std::string svg;
-  AppendHeader(job, marks, options, frame, series.size(), axis_name, &svg);
+  AppendHeader(job, marks, options, frame, series.size(), styles.highlight_drawn(), axis_name,
+               &svg);
   AppendAxes(frame, PlotMetricName(options.metric), axis_name, &svg);
   AppendLines(series, frame, styles, &svg);
   // A job without step markers leaks per time bucket: "128 MiB/step" there was a bucket's.
