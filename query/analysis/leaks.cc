@@ -226,7 +226,8 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
   std::map<std::pair<std::string, std::string>, Agg> candidates;
   std::map<std::tuple<std::string, std::string, std::string>, Agg> survivors;
   for (const LiveAllocation& a : set.allocations) {
-    if (a.step_allocated >= warmup_end &&
+    // Memory from before the trace was "allocated" at its first moment only on paper.
+    if (a.tag != kBeforeTraceTag && a.step_allocated >= warmup_end &&
         boundaries(a.step_allocated) >= static_cast<int64_t>(params.min_boundaries)) {
       candidates[{a.tag, a.source}].Add(a);
     }

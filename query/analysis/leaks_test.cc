@@ -278,6 +278,27 @@ TEST(LeakTest, CandidatesAreThePlantedTagAllocatedOverManySteps) {
   EXPECT_EQ(report.candidates.size(), 1u);
 }
 
+// `memtrace import` seeds memory from before a Kineto trace as one allocation at its first
+// moment: with --warmup 0 it was listed as the top candidate ("kineto:before-trace 3.82 GiB
+// oldest 2"), though when it was allocated is unknown.
+TEST(LeakTest, MemoryFromBeforeTheTraceIsNoCandidate) {
+  sim::JobSpec spec = sim::LeakJob(5, 30, 128 * kMiB);
+  JobTimeline job = Simulate(spec).timeline;
+  RankLiveSet set = sim::LiveAt(spec, 5, 99, sim::Moment::kEnd);
+  LiveAllocation seed;
+  seed.tag = kBeforeTraceTag;
+  seed.step_allocated = 30;
+  seed.address = 0xFFFFFF0000010000;
+  seed.bytes = 100 * kGiB;
+  set.allocations.push_back(seed);
+  LeakParams params;
+  params.rank = 5;
+  LeakReport report = FindLeaks(job, {set}, params);
+  ASSERT_FALSE(report.candidates.empty());
+  for (const LeakCandidate& c : report.candidates) EXPECT_NE(c.tag, kBeforeTraceTag);
+  EXPECT_EQ(report.candidates[0].tag, sim::kLeakTag);
+}
+
 TEST(LeakTest, CandidatesCountStepBoundariesNotStepNumbers) {
   // The same job with step markers every 10 iterations (steps 0, 10, ..., 990): a buffer made
   // in step 970 and read at 990 crossed 2 boundaries, not 20, and is no candidate.

@@ -10,6 +10,12 @@
 
 namespace memtrace::analysis {
 
+// The tag of memory that was live before recording began, seeded by an importer as one
+// allocation made at the first moment recorded (`memtrace import` of a Kineto trace: Total
+// Allocated before its first event). When it was really allocated is unknown, so it is never a
+// leak candidate.
+inline constexpr char kBeforeTraceTag[] = "kineto:before-trace";
+
 struct LiveAllocation {
   std::string tag;     // innermost NVTX range when allocated; "" = none
   std::string source;  // shared object that asked for the memory; "" = unknown

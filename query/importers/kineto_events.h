@@ -32,11 +32,12 @@
 
 #include "absl/status/statusor.h"
 #include "agent/stream/event_sink.h"
+#include "query/analysis/live_set.h"
 #include "query/importers/kineto_trace.h"
 
 namespace memtrace::importers {
 
-inline constexpr char kBaselineTag[] = "kineto:before-trace";
+inline constexpr const char* kBaselineTag = analysis::kBeforeTraceTag;
 
 // Where the remainder of a device's pre-trace memory is seeded: an upper-half (kernel space)
 // address that no user-space or device pointer can take.
