@@ -50,6 +50,27 @@ void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std
       });
 }
 
+void AddStepWindowFlag(FlagSet& flags, std::string name, std::string help, uint32_t min_points,
+                       std::function<void(uint32_t)> set) {
+  flags.Add(std::move(name), "N", std::move(help),
+            [set, min_points](absl::string_view v) -> absl::Status {
+              uint32_t n = 0;
+              if (v.empty() ||
+                  !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+                  !absl::SimpleAtoi(v, &n)) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
+              }
+              if (n > 0 && n < min_points) {
+                return absl::InvalidArgumentError(
+                    absl::StrCat(n, " is too few steps to fit a trend: give at least ", min_points,
+                                 ", or 0 for all steps after warm-up"));
+              }
+              set(n);
+              return absl::OkStatus();
+            });
+}
+
 void AddBytesFlag(FlagSet& flags, std::string name, std::string help,
                   std::function<void(uint64_t)> set) {
   flags.Add(std::move(name), "BYTES", std::move(help), [set](absl::string_view v) {

@@ -41,6 +41,12 @@ void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis);
 // Registers --NAME VALUE_NAME calling `set` with an integer from `min` up to 2^32 - 1.
 void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,
                    std::function<void(uint32_t)> set, uint32_t min = 0);
+// Registers --NAME N, a window of steps a trend is fitted over: 0 (all steps after warm-up) or
+// at least `min_points`. Fewer steps than a trend needs made every rank "too short" and the job
+// read as safe ("nothing to fit").
+void AddStepWindowFlag(FlagSet& flags, std::string name, std::string help, uint32_t min_points,
+                       std::function<void(uint32_t)> set);
+
 // Registers --NAME BYTES calling `set` with a byte count ("256MiB", "80GiB", "1048576").
 void AddBytesFlag(FlagSet& flags, std::string name, std::string help,
                   std::function<void(uint64_t)> set);

@@ -1,5 +1,7 @@
 #include "query/cli/commands/growth.h"
 
+#include "absl/strings/str_cat.h"
+#include "query/analysis/growth.h"
 #include "query/analysis/render.h"
 #include "query/cli/commands/analysis_client.h"
 #include "query/cli/commands/analysis_command.h"
@@ -44,9 +46,11 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                               "grouping (default tag)", [p](v1::GrowthBy by) { p->set_by(by); });
   AddUint32Flag(flags, "warmup", "N", "first steps of each rank not fitted (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
-  AddUint32Flag(flags, "window", "N",
-                "fit only the last N steps (default, and 0: all after warm-up)",
-                [p](uint32_t v) { p->set_window_steps(v); });
+  const uint32_t min_window = analysis::GrowthParams().min_points;
+  AddStepWindowFlag(flags, "window",
+                    absl::StrCat("fit only the last N steps, at least ", min_window,
+                                 " (default, and 0: all after warm-up)"),
+                    min_window, [p](uint32_t v) { p->set_window_steps(v); });
   AddBytesFlag(flags, "min-growth", "least growth over the window that counts (default 64MiB)",
                [p](uint64_t v) { p->set_min_growth_bytes(v); });
   AddDoubleFlag(flags, "min-z", "Z", "least trend statistic that counts, > 0 (default 3)",

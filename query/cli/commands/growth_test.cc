@@ -62,6 +62,22 @@ TEST(GrowthCommandTest, SendsWindowAndThresholds) {
   EXPECT_EQ(server.calls, calls);
 }
 
+// --window 3 was accepted and answered "nothing to fit" for every series, as headroom's
+// --recent 3 is refused.
+TEST(GrowthCommandTest, AWindowBelowTheFittedMinimumIsAUsageError) {
+  FakeAnalysisServer server;
+  std::string out, err;
+  for (const char* window : {"1", "7"}) {
+    EXPECT_EQ(Growth(server, {"--job", "j", "--window", window}, &out, &err), kExitUsage) << window;
+    EXPECT_NE(err.find("give at least 8, or 0 for all steps after warm-up"), std::string::npos)
+        << err;
+  }
+  EXPECT_EQ(server.calls, 0);
+  for (const char* window : {"0", "8"}) {
+    EXPECT_EQ(Growth(server, {"--job", "j", "--window", window}, &out, &err), kExitOk) << window;
+  }
+}
+
 TEST(GrowthCommandTest, RefusesATrendThresholdThatIsNotAFinitePositiveNumber) {
   FakeAnalysisServer server;
   std::string out, err;

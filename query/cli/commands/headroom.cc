@@ -44,27 +44,11 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
               p->set_capacity_bytes(*bytes);
               return absl::OkStatus();
             });
-  // Fewer steps than a trend needs made every rank "too short" and the job read as safe.
   const uint32_t min_recent = analysis::HeadroomParams().min_points;
-  flags.Add("recent", "N",
-            absl::StrCat("steps the trend is fitted over, at least ", min_recent,
-                         " (default 50; 0: all after warm-up)"),
-            [p, min_recent](absl::string_view v) -> absl::Status {
-              uint32_t n = 0;
-              if (v.empty() ||
-                  !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-                  !absl::SimpleAtoi(v, &n)) {
-                return absl::InvalidArgumentError(
-                    absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
-              }
-              if (n > 0 && n < min_recent) {
-                return absl::InvalidArgumentError(
-                    absl::StrCat(n, " is too few steps to fit a trend: give at least ", min_recent,
-                                 ", or 0 for all steps after warm-up"));
-              }
-              p->set_recent_steps(n);
-              return absl::OkStatus();
-            });
+  AddStepWindowFlag(flags, "recent",
+                    absl::StrCat("steps the trend is fitted over, at least ", min_recent,
+                                 " (default 50; 0: all after warm-up)"),
+                    min_recent, [p](uint32_t v) { p->set_recent_steps(v); });
   AddUint32Flag(flags, "warmup", "N", "first steps left out (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
   AddBytesFlag(flags, "min-growth", "least floor growth over the window (default 64MiB)",

@@ -51,8 +51,10 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   AddUint32Flag(flags, "min-boundaries", "N",
                 "step boundaries a candidate must have survived (default 3)",
                 [p](uint32_t v) { p->set_min_boundaries(v); });
-  AddUint32Flag(flags, "top", "N", "candidates per rank (default 20)",
-                [p](uint32_t v) { p->set_top_n(v); });
+  // From 1, as live's --top: 0 left the candidates out without a word.
+  AddUint32Flag(
+      flags, "top", "N", "candidates per rank (default 20)", [p](uint32_t v) { p->set_top_n(v); },
+      1);
   AddUint32Flag(flags, "attempt", "N", "restart attempt to analyse (default each rank's latest)",
                 [p](uint32_t v) { p->set_attempt(v); });
   v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;

@@ -47,6 +47,15 @@ TEST(LeaksCommandTest, EveryRankAndEverythingStoredByDefault) {
   EXPECT_FALSE(server.leaks_request.has_at_ns());
 }
 
+// --top 0 left the candidates out without a word; live's --top starts at 1 too.
+TEST(LeaksCommandTest, TopStartsAtOne) {
+  FakeAnalysisServer server;
+  std::string err;
+  EXPECT_EQ(Leaks(server, {"--job", "j", "--top", "0"}, &err), kExitUsage);
+  EXPECT_NE(err.find("'0' is not an integer from 1"), std::string::npos) << err;
+  EXPECT_EQ(Leaks(server, {"--job", "j", "--top", "1"}, &err), kExitOk) << err;
+}
+
 TEST(LeaksCommandTest, BadTimeIsAUsageErrorNamingTheFlag) {
   FakeAnalysisServer server;
   std::string err;

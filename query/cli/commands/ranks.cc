@@ -14,7 +14,8 @@ constexpr char kUsage[] =
     "Usage: memtrace ranks --job JOB [common flags]\n"
     "\n"
     "One row per rank of JOB as the collector stored it: host, local rank, attempt, how the\n"
-    "rank was identified (env: RANK from the launcher; host+device+pid otherwise), events\n"
+    "rank was identified (env: the rank its sender gave, RANK from the launcher or, for\n"
+    "`memtrace import`, the trace's rank; host+device+pid otherwise), events\n"
     "stored, the highest durable sequence number, whether the agent closed its stream\n"
     "cleanly (complete), the agent's counters as it last sent them (events lost; unacked:\n"
     "bytes of batches waiting behind its last one, in memory or spooled), the events up to the\n"
@@ -120,13 +121,16 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
         row.insert(row.end(), {std::monostate(), std::monostate()});
       }
     }
-    row.insert(row.end(),
-               {rank.identified_by(), uint64_t{rank.events_stored()}, uint64_t{rank.durable_seq()},
-                rank.complete(), uint64_t{rank.counters().events_lost()},
-                uint64_t{rank.counters().spool_bytes()}, MissingEvents(rank),
-                int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
-                rank.no_step_markers() ? Cell{} : Cell{int64_t{rank.current_step()}},
-                uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
+    row.insert(
+        row.end(),
+        {rank.identified_by(), uint64_t{rank.events_stored()}, uint64_t{rank.durable_seq()},
+         rank.complete(), uint64_t{rank.counters().events_lost()},
+         uint64_t{rank.counters().spool_bytes()}, MissingEvents(rank),
+         int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},
+         // A rank with no event yet has no step either (its summary was never updated).
+         rank.no_step_markers() || rank.events_stored() == 0 ? Cell{}
+                                                             : Cell{int64_t{rank.current_step()}},
+         uint64_t{rank.anomalies()}, uint64_t{rank.ooms()}});
     if (detailed) row.push_back(AnomalyKinds(rank.anomaly_counts()));
     table.AddRow(std::move(row));
   }

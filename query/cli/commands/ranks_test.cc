@@ -81,6 +81,18 @@ TEST(RanksTableTest, ARankWithoutStepMarkersHasNoStep) {
   EXPECT_TRUE(absl::StrContains(csv.str(), ",3221225472,,2,1,")) << csv.str();
 }
 
+// A rank whose stream opened and stored nothing yet: its summary was never updated, and its
+// step read 0.
+TEST(RanksTableTest, ARankWithNoEventYetHasNoStep) {
+  v1::ListRanksResponse response = OneRank();
+  response.mutable_ranks(0)->set_current_step(0);
+  response.mutable_ranks(0)->set_events_stored(0);
+  response.mutable_ranks(0)->set_live_bytes(0);
+  std::ostringstream csv;
+  WriteCsv(RanksTable(response, /*detailed=*/true), csv);
+  EXPECT_TRUE(absl::StrContains(csv.str(), ",0,,2,1,")) << csv.str();
+}
+
 TEST(RanksCommandTest, RequiresAJob) {
   std::ostringstream out, err;
   CommandIo io{out, err, "127.0.0.1:1"};
