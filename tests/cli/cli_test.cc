@@ -376,6 +376,17 @@ TEST_F(CliTest, ASimulatorRunAgainUnderItsJobIsItsNextAttempt) {
   EXPECT_EQ(std::count(ranks.out.begin(), ranks.out.end(), '\n'), 9) << ranks.out;  // header + 8
 }
 
+// The hint the simulator ends with is pasted into a shell: a job id with a space was two words.
+TEST_F(CliTest, TheSimulatorsReadBackHintIsOneShellWordPerJob) {
+  ProcessResult run =
+      RunProcess({kSim, "--collector", Address(), "--job", "a b/c", "--ranks", "4", "--steps", "3",
+                  "--events_per_rank", "500", "--start", absl::StrCat(kStart)});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_TRUE(absl::StrContains(
+      run.out, "read it back: memtrace ranks --job 'a b/c'; memtrace timeline --job 'a b/c'"))
+      << run.out;
+}
+
 TEST_F(CliTest, SimulatedFollowersDivergeInTheOrderTheirLeaksBegan) {
   // Rank 5 leaks from step 20 and rank 2, planted with --also_leak, from step 45.
   ProcessResult sim =

@@ -18,6 +18,7 @@
 #include "proto/connect/client_channel.h"
 #include "query/cli/flags.h"
 #include "query/cli/output.h"
+#include "query/cli/text_escape.h"
 #include "tools/sim/rank_report.h"
 #include "tools/sim/recording_sink.h"
 #include "tools/sim/runner.h"
@@ -381,8 +382,9 @@ int Main(int argc, char** argv) {
                      "stored as attempt ",
                      absl::StrJoin(attempts, ", "), " (the analyses read each rank's latest)"));
   }
-  Log(absl::StrCat("read it back: memtrace ranks --job ", options.job_id,
-                   "; memtrace timeline --job ", options.job_id));
+  // One shell word, so that the line can be pasted whatever the job id holds.
+  const std::string job = cli::ShellWord(options.job_id);
+  Log(absl::StrCat("read it back: memtrace ranks --job ", job, "; memtrace timeline --job ", job));
   return 0;
 }
 
