@@ -152,8 +152,10 @@ TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
   return fitter.Fit(x.subspan(half, n - half), y.subspan(half, n - half));
 }
 
+size_t GrowthStart(const CurrentTrend& trend) { return trend.onset > 0 ? trend.onset - 1 : 0; }
+
 double TrendGrowth(absl::Span<const double> x, const CurrentTrend& trend) {
-  return x.empty() ? 0 : trend.fit.slope * (x.back() - x[trend.onset]);
+  return x.empty() ? 0 : trend.fit.slope * (x.back() - x[GrowthStart(trend)]);
 }
 
 bool RisesEnough(absl::Span<const double> x, absl::Span<const double> y, const CurrentTrend& trend,
@@ -195,7 +197,7 @@ std::optional<CurrentTrend> RecentRise(absl::Span<const double> x, absl::Span<co
   trend.onset = onset;
   trend.fit = fitter.Fit(x.subspan(onset, rises), y.subspan(onset, rises));
   trend.recent = true;
-  // What it reports as growth (TrendGrowth, from its first risen point, as for every trend)
+  // What it reports as growth (TrendGrowth, from the point before the run, as for every trend)
   // must reach the floor too.
   if (TrendGrowth(x.first(n), trend) < min_growth) return std::nullopt;
   return trend;

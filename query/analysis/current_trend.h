@@ -63,7 +63,13 @@ TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
 bool RisesEnough(absl::Span<const double> x, absl::Span<const double> y, const CurrentTrend& trend,
                  double min_growth, double min_trend_z);
 
-// The growth the trend's fit gives over its trending part: slope x its span of x.
+// Where the trend's growth is measured from: the last point before its trending part (where
+// the rise began: the rise into the trending part's first point is part of it), or the first
+// point when it trends from there. Measured from the first risen point, growth came out one
+// step's rise short of what the series rose by (+14.5 GiB for 14.75).
+size_t GrowthStart(const CurrentTrend& trend);
+
+// The growth the trend's fit gives since it began: slope x the span of x from GrowthStart.
 double TrendGrowth(absl::Span<const double> x, const CurrentTrend& trend);
 
 // A rise the series ends on that is too recent for the trend test: FitCurrentTrend keeps

@@ -259,12 +259,27 @@ TEST(CurrentTrendTest, WhatIsNotARecentRise) {
   dip.y[98] = 9'216 * kMiB;
   dip.y[99] = 10'240 * kMiB;
   EXPECT_FALSE(RecentRise(dip.x, dip.y, 64 * kMiB, fitter).has_value());
-  // Three rises of 25 MiB: 75 MiB from the base, but 50 MiB of reported growth (counted from
-  // the first risen point, as for every trend), under a 64 MiB floor.
-  Series three = FlatThenRising(100, 97, 25 * kMiB, 10'000 * kMiB);
-  for (size_t i = 0; i < 100; ++i)
-    three.y[i] = 10'000 * kMiB + (i >= 97 ? 25 * kMiB * (i - 96) : 0);
-  EXPECT_FALSE(RecentRise(three.x, three.y, 64 * kMiB, fitter).has_value());
+  // Three rises of 20 MiB: 60 MiB from the base (growth counts from the point before the run,
+  // as for every trend), under a 64 MiB floor; three of 25 MiB, 75 MiB, are over it.
+  for (const auto& [rise, found] : {std::pair<double, bool>{20 * kMiB, false}, {25 * kMiB, true}}) {
+    Series three = FlatThenRising(100, 97, rise, 10'000 * kMiB);
+    for (size_t i = 0; i < 100; ++i) three.y[i] = 10'000 * kMiB + (i >= 97 ? rise * (i - 96) : 0);
+    EXPECT_EQ(RecentRise(three.x, three.y, 64 * kMiB, fitter).has_value(), found) << rise / kMiB;
+  }
+}
+
+// The growth of a trend counts the rise into its first trending point: measured from that
+// point, it came out one step short of what the series rose by (+14.5 GiB for 14.75).
+TEST(CurrentTrendTest, GrowthIsMeasuredFromThePointBeforeTheRise) {
+  TheilSen fitter;
+  Series s = FlatThenRising(95, 40, 64 * kMiB);  // flat to point 39, then +64 MiB a point
+  CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+  ASSERT_NEAR(static_cast<double>(t.onset), 40, 1);
+  EXPECT_EQ(GrowthStart(t), t.onset - 1);
+  EXPECT_NEAR(TrendGrowth(s.x, t), s.y.back() - s.y[t.onset - 1], 4 * kMiB);
+  CurrentTrend from_first = t;
+  from_first.onset = 0;
+  EXPECT_EQ(GrowthStart(from_first), 0u);
 }
 
 }  // namespace

@@ -56,10 +56,12 @@ class GrowthFitter {
     g.rank = rank;
     g.bytes_per_step = f.slope;
     g.growth_bytes = TrendGrowth(x, trend);
-    g.first_bytes = static_cast<uint64_t>(y[trend.onset]);
+    // From where the growth is measured, so that last - first is what grew.
+    const size_t from = GrowthStart(trend);
+    g.first_bytes = static_cast<uint64_t>(y[from]);
     g.last_bytes = static_cast<uint64_t>(y.back());
     g.trend_z = f.trend_z;
-    g.first_step = static_cast<int64_t>(x[trend.onset]);
+    g.first_step = static_cast<int64_t>(x[from]);
     g.last_step = static_cast<int64_t>(x.back());
     agg.growing.push_back(g);
   }

@@ -43,7 +43,10 @@ bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, size_t onset,
   const CurrentTrend& trend = rise.trend;
   const TrendFit& all = trend.fit;
   e.floor_bytes_per_step = all.slope;
-  e.floor_growth_bytes = TrendGrowth(p.x, trend);
+  // Since the rise began (past a short flat start too), as rising_since_step says below.
+  CurrentTrend since_onset = trend;
+  since_onset.onset = onset;
+  e.floor_growth_bytes = TrendGrowth(p.x, since_onset);
   e.floor_trend_z = all.trend_z;
   TrendFit recent = FitLaterHalf(p.x, p.floor, trend, fitter);
   e.recent_bytes_per_step = recent.slope;
@@ -55,7 +58,7 @@ bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, size_t onset,
     // min_growth_bytes put it steps late for a slow leak, and mid-rise for one that had begun
     // before the window (its "start" was the median of the first tenth of the floors).
     // A flat stretch too short for FitCurrentTrend to split off moves it too.
-    e.rising_since_step = static_cast<int64_t>(p.x[onset > 0 ? onset - 1 : 0]);
+    e.rising_since_step = static_cast<int64_t>(p.x[GrowthStart(since_onset)]);
     // The window alone cannot tell a floor flat at its first step and rising after it from one
     // that rose into it: both lie on one line. The last warm-up step can: a floor that did not
     // rise into the first step examined by half the growth of the steps between began rising
