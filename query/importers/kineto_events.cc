@@ -109,6 +109,16 @@ std::vector<KinetoStepRange> StepMarkers(const KinetoTrace& trace) {
   return steps;
 }
 
+// a + b, held within +-2^62 instead of overflowing: the parser bounds each byte count to 2^53,
+// but a sum over many events of malformed input could still pass int64 (a finding of the Kineto
+// fuzzer under UBSan). Real traces are far below the bound.
+int64_t ClampedSum(int64_t a, int64_t b) {
+  constexpr int64_t kBound = int64_t{1} << 62;
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return b > 0 ? kBound : -kBound;
+  return std::clamp(sum, -kBound, kBound);
+}
+
 struct Seed {
   uint64_t address;
   uint64_t bytes;
@@ -166,7 +176,7 @@ BaselineScan ScanBaseline(const KinetoTrace& trace, bool include_cpu) {
     } else if (live.erase(r.address) == 0) {
       if (first_sight) {
         scan.seeds.push_back({r.address, static_cast<uint64_t>(-r.bytes), key});
-        pool.pre_trace_freed += -r.bytes;
+        pool.pre_trace_freed = ClampedSum(pool.pre_trace_freed, -r.bytes);
       } else {
         scan.unmatched_free[i] = true;
         ++scan.unmatched_frees;
@@ -183,8 +193,9 @@ BaselineScan ScanBaseline(const KinetoTrace& trace, bool include_cpu) {
     }
     if (key.first == kKinetoDeviceCuda) {
       scan.cuda_devices.push_back(key.second);
-      scan.final_cuda_total += pool.running;
-      scan.seeded_cuda_bytes += std::max<int64_t>(pool.before_first, 0);
+      scan.final_cuda_total = ClampedSum(scan.final_cuda_total, pool.running);
+      scan.seeded_cuda_bytes = static_cast<uint64_t>(ClampedSum(
+          static_cast<int64_t>(scan.seeded_cuda_bytes), std::max<int64_t>(pool.before_first, 0)));
     }
   }
   return scan;

@@ -82,7 +82,8 @@ std::string FormatSummary(const KinetoFileSummary& s) {
   absl::StrAppend(&line, ")");
   if (e.cpu_memory_skipped > 0) absl::StrAppend(&line, ", ", e.cpu_memory_skipped, " CPU skipped");
   if (s.parse.memory_skipped > 0) {
-    absl::StrAppend(&line, ", ", s.parse.memory_skipped, " without Addr/Bytes skipped");
+    absl::StrAppend(&line, ", ", s.parse.memory_skipped,
+                    " without Addr/Bytes/ts or out of range skipped");
   }
   absl::StrAppend(&line, ", ", e.steps, " steps (", s.parse.step_ranges, " ProfilerStep ranges), ",
                   e.tags, " tags (", e.tagged_allocs, " allocations tagged), rank ", s.rank.rank,

@@ -43,6 +43,31 @@ bool ParseInt64(absl::string_view text, int64_t* out) {
   return true;
 }
 
+// A byte count (Bytes, Total Allocated, Total Reserved) within +-2^53: more than any device
+// holds, and the most a JSON writer that goes through doubles keeps exact. Larger values are
+// not byte counts; kept, their sums overflowed (found by the Kineto fuzzer under UBSan).
+constexpr int64_t kMaxByteCount = int64_t{1} << 53;
+// A time within +-2^62 ns (year 2116): a base time and a ts that each fit add up without
+// overflowing, as do a ts and a duration.
+constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
+
+bool ParseByteCount(absl::string_view text, int64_t* out) {
+  int64_t value = 0;
+  if (!ParseInt64(text, &value) || value < -kMaxByteCount || value > kMaxByteCount) return false;
+  *out = value;
+  return true;
+}
+
+bool ParseTimeNs(absl::string_view text, int64_t* out, bool micros) {
+  int64_t value = 0;
+  if (!(micros ? ParseMicrosToNanos(text, &value) : ParseInt64(text, &value)) ||
+      value < -kMaxTimeNs || value > kMaxTimeNs) {
+    return false;
+  }
+  *out = value;
+  return true;
+}
+
 bool ParseAddress(absl::string_view text, uint64_t* out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, *out);
@@ -267,7 +292,7 @@ class KinetoHandler {
     int64_t value = 0;
     switch (field) {
       case Field::kBaseTime:
-        if (is_number && ParseInt64(text, &value)) trace_->base_time_ns = value;
+        if (is_number && ParseTimeNs(text, &value, /*micros=*/false)) trace_->base_time_ns = value;
         break;
       case Field::kPh:
         event_.ph.assign(text.data(), text.size());
@@ -279,10 +304,10 @@ class KinetoHandler {
         event_.cat.assign(text.data(), text.size());
         break;
       case Field::kTs:
-        event_.has_ts = is_number && ParseMicrosToNanos(text, &event_.ts_ns);
+        event_.has_ts = is_number && ParseTimeNs(text, &event_.ts_ns, /*micros=*/true);
         break;
       case Field::kDur:
-        event_.has_dur = is_number && ParseMicrosToNanos(text, &event_.dur_ns);
+        event_.has_dur = is_number && ParseTimeNs(text, &event_.dur_ns, /*micros=*/true);
         break;
       case Field::kPid:
         event_.pid = ThreadPart(text, is_number);
@@ -294,13 +319,13 @@ class KinetoHandler {
         event_.has_addr = is_number && ParseAddress(text, &event_.memory.address);
         break;
       case Field::kBytes:
-        event_.has_bytes = is_number && ParseInt64(text, &event_.memory.bytes);
+        event_.has_bytes = is_number && ParseByteCount(text, &event_.memory.bytes);
         break;
       case Field::kTotalAllocated:
-        if (is_number) ParseInt64(text, &event_.memory.total_allocated);
+        if (is_number) ParseByteCount(text, &event_.memory.total_allocated);
         break;
       case Field::kTotalReserved:
-        if (is_number) ParseInt64(text, &event_.memory.total_reserved);
+        if (is_number) ParseByteCount(text, &event_.memory.total_reserved);
         break;
       case Field::kDeviceType:
         if (is_number && ParseInt64(text, &value)) event_.memory.device_type = value;

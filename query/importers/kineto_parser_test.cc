@@ -117,6 +117,32 @@ TEST(KinetoParserTest, AcceptsTheBareArrayForm) {
   EXPECT_FALSE(trace->distributed.rank.has_value());
 }
 
+// Found by the Kineto fuzzer under UBSan: Bytes or Total Allocated of -2^63 overflowed the
+// importer's sums. Byte counts past +-2^53 and times past +-2^62 ns are not kept.
+TEST(KinetoParserTest, ValuesOutOfRangeAreNotKept) {
+  const auto memory = [](const std::string& ts, const std::string& bytes,
+                         const std::string& total) {
+    return R"({"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": )" + ts +
+           R"(, "args": {"Addr": 4096, "Bytes": )" + bytes + R"(, "Total Allocated": )" + total +
+           R"(, "Device Id": 0, "Device Type": 1}})";
+  };
+  const std::string json =
+      R"({"baseTimeNanoseconds": 9223372036854775807, "traceEvents": [)" +
+      memory("1", "9007199254740992", "9007199254740992") + ", " +  // 2^53: kept
+      memory("2", "9007199254740993", "0") + ", " +                 // Bytes past 2^53
+      memory("3", "-9223372036854775808", "0") + ", " +             // Bytes -2^63
+      memory("4", "64", "-9223372036854775808") + ", " +            // Total Allocated -2^63
+      memory("4611686018427388", "64", "64") + "]}";                // ts past 2^62 ns
+  auto trace = ParseKinetoJson(json, "range.json");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  ASSERT_EQ(trace->memory.size(), 2u);
+  EXPECT_EQ(trace->memory[0].bytes, int64_t{1} << 53);
+  EXPECT_EQ(trace->memory[1].bytes, 64);
+  EXPECT_EQ(trace->memory[1].total_allocated, 0);  // out of range: as if absent
+  EXPECT_EQ(trace->counts.memory_skipped, 3u);
+  EXPECT_EQ(trace->base_time_ns, 0);  // past 2^62 ns: as if absent
+}
+
 TEST(KinetoParserTest, MalformedJsonNamesFileAndOffset) {
   std::string json = SampleTrace();
   size_t at = json.find("\"Bytes\": 1024");
