@@ -52,11 +52,15 @@ Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_i
   if (axis == v1::TIMELINE_AXIS_STEP && !analysis::HasStepMarkers(*job)) {
     job = Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
     if (!job.ok()) return job;
-    // Standing in for steps, time buckets shorter than the job's steps are read in windows of
-    // whole steps (bucket_windows.h): the same window for the timeline and the step metrics,
-    // chosen from the floors both hold. Asked for by --axis time, buckets are as stored.
-    if (const int64_t window = analysis::StepWindowOf(*job);
-        windows == StepWindows::kChosen && window > 1) {
+    axis = v1::TIMELINE_AXIS_TIME;
+  }
+  // Time buckets shorter than the job's steps are read in windows of whole steps
+  // (bucket_windows.h): the same window for the timeline and the step metrics, chosen from the
+  // floors both hold. So too when --axis time asked for buckets: read bucket by bucket, a 1 s
+  // bucket's "floor" is a moment mid-step, and headroom called a rank 816 MiB from full flat
+  // where the default (windows, on a job without step markers) forecast it 20 s from OOM.
+  if (axis == v1::TIMELINE_AXIS_TIME && windows == StepWindows::kChosen) {
+    if (const int64_t window = analysis::StepWindowOf(*job); window > 1) {
       *job = analysis::InStepWindows(*job, window);
     }
   }

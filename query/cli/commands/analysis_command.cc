@@ -25,7 +25,8 @@ void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis) {
   AddChoiceFlag<v1::TimelineAxis>(
       flags, "axis", {{"step", v1::TIMELINE_AXIS_STEP}, {"time", v1::TIMELINE_AXIS_TIME}},
       "step: compare ranks by step, or by time buckets when the job has no step markers (the "
-      "default; the report then says so); time: by the collector's time buckets",
+      "default; the report then says so); time: by the collector's time buckets. Buckets "
+      "shorter than the job's steps are read in windows of whole steps either way",
       [axis](v1::TimelineAxis a) { *axis = a; });
 }
 
