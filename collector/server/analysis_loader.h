@@ -23,13 +23,13 @@ namespace memtrace::collector {
 
 // Reads `job_id`'s rollups on `axis` and converts them. On the step axis, a job none of whose
 // ranks recorded a step marker (every rank has at most one step row) is read on the time axis
-// instead: the returned timeline's time_axis says which one was used, and buckets shorter than
-// the job's steps then come in windows of whole steps (bucket_windows.h: bucket_ns is the
-// window's width; the time axis asked for gives the buckets as stored). With
+// instead: the returned timeline's time_axis says which one was used. On the time axis, asked
+// for or fallen back to, buckets shorter than the job's steps come in windows of whole steps
+// (bucket_windows.h: bucket_ns is the window's width). With
 // RollupDetail::kScalars the steps' by_tag / by_source / by_phase stay empty (read from the
 // series: much less to read). NOT_FOUND naming the job when the store does not know it or it
 // has no ranks. Thread-safe (reads a store snapshot).
-// kNone: the fallback's buckets as stored, for a caller that picks one window for two jobs.
+// kNone: the buckets as stored, for a caller that picks one window for two jobs.
 enum class StepWindows { kChosen, kNone };
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
