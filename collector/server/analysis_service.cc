@@ -37,19 +37,22 @@ absl::Status RequireJob(const std::string& job_id, absl::string_view field = "jo
 
 using Timeline = std::shared_ptr<const an::JobTimeline>;
 
-// Two jobs without step markers whose windows of whole steps came out different (8 and 5
-// buckets for two runs of one setup, bucket_windows.h) are compared in one window, the wider:
-// compare read "8s vs 5s time buckets, changed" and every rate per bucket in other units.
+// Two jobs on time buckets (no step markers, or --axis time) whose windows of whole steps came
+// out different (8 and 5 buckets for two runs of one setup, bucket_windows.h) are compared in
+// one window, the wider: compare read "8s vs 5s time buckets, changed" and every rate per
+// bucket in other units.
 absl::Status OneWindowForBoth(TimelineCache& cache, const EventStore& store,
                               const std::string& job_a, const std::string& job_b,
-                              std::shared_ptr<const an::JobTimeline>* a,
+                              v1::TimelineAxis axis, std::shared_ptr<const an::JobTimeline>* a,
                               std::shared_ptr<const an::JobTimeline>* b) {
   if (!(*a)->time_axis || !(*b)->time_axis || (*a)->bucket_ns == (*b)->bucket_ns) {
     return absl::OkStatus();
   }
-  absl::StatusOr<std::shared_ptr<const an::JobTimeline>> raw_a = cache.GetUnwindowed(store, job_a);
+  absl::StatusOr<std::shared_ptr<const an::JobTimeline>> raw_a =
+      cache.GetUnwindowed(store, job_a, axis);
   if (!raw_a.ok()) return raw_a.status();
-  absl::StatusOr<std::shared_ptr<const an::JobTimeline>> raw_b = cache.GetUnwindowed(store, job_b);
+  absl::StatusOr<std::shared_ptr<const an::JobTimeline>> raw_b =
+      cache.GetUnwindowed(store, job_b, axis);
   if (!raw_b.ok()) return raw_b.status();
   const an::JobTimeline& ra = **raw_a;
   const an::JobTimeline& rb = **raw_b;
@@ -451,8 +454,8 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
   if (!a.ok()) return ToGrpcStatus(a.status());
   absl::StatusOr<Timeline> b = Load(cache_, *store_, request->job_b(), "job_b", request->axis());
   if (!b.ok()) return ToGrpcStatus(b.status());
-  if (absl::Status s =
-          OneWindowForBoth(cache_, *store_, request->job_a(), request->job_b(), &*a, &*b);
+  if (absl::Status s = OneWindowForBoth(cache_, *store_, request->job_a(), request->job_b(),
+                                        request->axis(), &*a, &*b);
       !s.ok()) {
     return ToGrpcStatus(s);
   }

@@ -76,12 +76,10 @@ absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> TimelineCache::Get(
 }
 
 absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> TimelineCache::GetUnwindowed(
-    const EventStore& store, absl::string_view job_id) {
-  return GetOrLoad<analysis::JobTimeline>(
-      store, job_id, v1::TIMELINE_AXIS_STEP, Kind::kUnwindowedTimeline, [&] {
-        return LoadJobTimeline(store, job_id, v1::TIMELINE_AXIS_STEP, RollupDetail::kFull,
-                               StepWindows::kNone);
-      });
+    const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis) {
+  return GetOrLoad<analysis::JobTimeline>(store, job_id, axis, Kind::kUnwindowedTimeline, [&] {
+    return LoadJobTimeline(store, job_id, axis, RollupDetail::kFull, StepWindows::kNone);
+  });
 }
 
 absl::StatusOr<std::shared_ptr<const analysis::JobStepMetrics>> TimelineCache::GetStepMetrics(

@@ -39,11 +39,12 @@ class TimelineCache {
       const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis,
       RollupDetail detail = RollupDetail::kFull);
 
-  // LoadJobTimeline(store, job_id, step axis, kFull, StepWindows::kNone): a job without step
-  // markers in buckets as stored, for compare to put two jobs in one window. An entry of its
-  // own: compare read both jobs from RocksDB again on every call.
+  // LoadJobTimeline(store, job_id, axis, kFull, StepWindows::kNone): time buckets (of a job
+  // without step markers, or asked for) as stored, for compare to put two jobs in one window.
+  // An entry of its own: compare read both jobs from RocksDB again on every call.
   absl::StatusOr<std::shared_ptr<const analysis::JobTimeline>> GetUnwindowed(
-      const EventStore& store, absl::string_view job_id);
+      const EventStore& store, absl::string_view job_id,
+      v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP);
 
   // The same for LoadJobStepMetrics, `diverged`'s columns: an entry of its own.
   absl::StatusOr<std::shared_ptr<const analysis::JobStepMetrics>> GetStepMetrics(

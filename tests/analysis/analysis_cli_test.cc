@@ -313,6 +313,16 @@ TEST_F(AnalysisCliTest, CompareReadsTwoJobsWithoutStepMarkersInOneWindow) {
     EXPECT_EQ(item.a(), item.b());
   }
   EXPECT_TRUE(axis_seen) << report.DebugString();
+  // So too with --axis time, whose buckets are read in windows as well.
+  auto by_time = Json<v1::CompareReport>(
+      {"compare", "--job", "longsteps", "--job", "foursteps", "--axis", "time"});
+  axis_seen = false;
+  for (const v1::CompareItem& item : by_time.items()) {
+    if (item.analysis() != "axis") continue;
+    axis_seen = true;
+    EXPECT_FALSE(item.changed()) << item.DebugString();
+  }
+  EXPECT_TRUE(axis_seen) << by_time.DebugString();
 }
 
 TEST_F(AnalysisCliTest, GrowthByTagAndRankNamesThePlantedTagOnTheLeakingRankOnly) {

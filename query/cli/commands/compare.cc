@@ -21,7 +21,10 @@ constexpr char kUsage[] =
     "highest step peak and each phase's, forecasts and the final floor. A growth rate is one\n"
     "rank's (the median over the ranks where the group grows), followed by on how many ranks\n"
     "it grows. Peaks, floors and growth summed over ranks that differ by less than\n"
-    "--min-change (default 0.05 = 5%) count as unchanged.";
+    "--min-change (default 0.05 = 5%) count as unchanged.\n"
+    "Two jobs read on time buckets (no step markers, or --axis time) are compared in one\n"
+    "window of whole steps, the wider of the two jobs' own, so a job's column may differ from\n"
+    "what the command alone says of it: its warm-up is 5 of those windows, not of its own.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
