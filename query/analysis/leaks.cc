@@ -85,13 +85,23 @@ std::vector<int64_t> FindSpikes(const CurvePoints& p, const CurrentTrend& trend,
     // Flat before the fit's onset.
     return trend.fit.intercept + trend.fit.slope * p.x[std::max(k, trend.onset)];
   };
+  // Nor above the floor the step began from, carried on at the rate it last rose (when it rose):
+  // a floor that rose step by step and then fell back (a leak freed) is no line the fit follows,
+  // the running median lagged its top, and the last steps of the rise, each peak its usual
+  // height above its floor, read as spikes ("3 spikes, max +7.50 GiB"). A step that held memory
+  // for its whole length still stands out: the floor before it had not risen.
   std::vector<double> over(n), window;
   for (size_t i = 0; i < n; ++i) {
     size_t lo_i = i >= 5 ? i - 5 : 0;
     size_t hi_i = std::min(n, i + 6);
     window.clear();
     for (size_t j = lo_i; j < hi_i; ++j) window.push_back(p.floor[j] - fitted(j) + fitted(i));
-    over[i] = p.peak[i] - MedianInPlace(absl::MakeSpan(window));
+    double reference = MedianInPlace(absl::MakeSpan(window));
+    if (i >= 1) {
+      const double last_rise = i >= 2 ? std::max(0.0, p.floor[i - 1] - p.floor[i - 2]) : 0.0;
+      reference = std::max(reference, p.floor[i - 1] + last_rise);
+    }
+    over[i] = p.peak[i] - reference;
   }
   Spread s = RobustSpread(over);
   double cut = s.median + std::max(static_cast<double>(params.min_spike_bytes),

@@ -253,6 +253,41 @@ TEST(LeakTest, TheFlatStepsBeforeALeakThatStartsSoonAreNotSpikes) {
   for (int64_t step : c.evidence.first_spikes) EXPECT_EQ(step % 50, 0) << step;
 }
 
+// Found by recomputing a Kineto import by hand: a rank whose floor rose 512 MiB a step over
+// steps 10..24 and fell back at 25 (the leak freed) was called "spikes" at 23, 24 and 25,
+// though every peak stood its usual 4 GiB above its own floor. The rest of the job is flat.
+TEST(LeakTest, TheTopOfAFreedLeakIsNoSpike) {
+  JobTimeline job;
+  for (uint32_t r = 0; r < 4; ++r) {
+    RankTimeline rank;
+    rank.rank = r;
+    for (int64_t i = 0; i < 40; ++i) {
+      StepPoint p;
+      p.step = i;
+      double floor = 10.0 * kGiB;
+      if (r == 1 && i >= 10 && i <= 24) floor += 0.5 * kGiB * static_cast<double>(i - 9);
+      p.floor_bytes = static_cast<uint64_t>(floor);
+      p.peak_bytes = p.floor_bytes + 4 * kGiB;
+      // Step 25 ran on the leaked memory before freeing it.
+      if (r == 1 && i == 25) p.peak_bytes = static_cast<uint64_t>(17.5 * kGiB + 4.0 * kGiB);
+      p.end_bytes = p.floor_bytes;
+      rank.steps.push_back(p);
+    }
+    job.ranks.push_back(std::move(rank));
+  }
+  const LeakReport report = FindLeaks(job);
+  const RankCurve& c = CurveOf(report, 1);
+  EXPECT_NE(c.curve, CurveClass::kSpikes);
+  EXPECT_EQ(c.evidence.spike_steps, 0u);
+  // A step that held 6 GiB for its whole length on that rank still is one.
+  job.ranks[1].steps[32].floor_bytes += 6 * kGiB;
+  job.ranks[1].steps[32].peak_bytes += 6 * kGiB;
+  const LeakReport with_spike = FindLeaks(job);
+  const RankCurve& spiked = CurveOf(with_spike, 1);
+  EXPECT_EQ(spiked.evidence.spike_steps, 1u);
+  EXPECT_EQ(spiked.evidence.max_spike_step, 32);
+}
+
 TEST(LeakTest, CandidatesAreThePlantedTagAllocatedOverManySteps) {
   sim::JobSpec spec = sim::LeakJob(5, 30, 128 * kMiB);
   JobTimeline job = Simulate(spec).timeline;
