@@ -188,9 +188,11 @@ struct ReferenceScratch {
 // and leaks begun one rank after another spread the movers so wide that the latest did not stand
 // out (its onset read 12 steps late). The few are the reference then: the ranks within half the
 // threshold of the one that moved least, when that one began with the job (a rank restarted alone
-// has a baseline of its own), the median moved a threshold away from it, a gap of half a
-// threshold, and of min_z times their own spread, parts them from the rest, and, alone, it kept
-// its baseline (within a quarter of the threshold). Without that gap (every rank growing alike
+// has a baseline of its own), the median moved half a threshold away from it (a whole one let the
+// fourth of eight ranks that leaked one after another move the median of eight a quarter GiB
+// itself, and it was named a step late), a gap of half a threshold, and of min_z times their own
+// spread, parts them from the rest, and, alone, it kept its baseline (within a quarter of the
+// threshold). Without that gap (every rank growing alike
 // with noise, whose least-moved rank is only the low end of it) the median stays the reference.
 std::optional<Reference> KeptBaseline(const std::vector<double>& rel,
                                       const std::vector<double>& value, double median,
@@ -205,7 +207,7 @@ std::optional<Reference> KeptBaseline(const std::vector<double>& rel,
   }
   if (least == n) return std::nullopt;
   const double anchor = rel[least];
-  if (std::fabs(median - anchor) < threshold) return std::nullopt;
+  if (std::fabs(median - anchor) < threshold / 2) return std::nullopt;
   std::vector<double>& stayed_rel = scratch.low_rel;
   std::vector<double>& stayed_value = scratch.low_value;
   stayed_rel.clear();

@@ -50,7 +50,7 @@ TEST(PlantedAnswersTest, GradientAccumulationGrowsOnEveryRankWithoutADivergence)
     // From step 10, five steps after warm-up: a flat start too short to split off the fit.
     for (const RankCurve& c : leaks.curves) {
       EXPECT_LE(std::abs(c.evidence.rising_since_step - 10), 1)
-          << "seed " << seed << " rank " << c.rank;
+          << "seed " << seed << " rank " << c.rank << " since " << c.evidence.rising_since_step;
     }
   }
 }
