@@ -47,8 +47,8 @@ bool ParseInt64(absl::string_view text, int64_t* out) {
 // holds, and the most a JSON writer that goes through doubles keeps exact. Larger values are
 // not byte counts; kept, their sums overflowed (found by the Kineto fuzzer under UBSan).
 constexpr int64_t kMaxByteCount = int64_t{1} << 53;
-// A time within +-2^62 ns (year 2116): a base time and a ts that each fit add up without
-// overflowing, as do a ts and a duration.
+// A time strictly within +-2^62 ns (year 2116): a base time and a ts that each fit add up
+// without overflowing, as do a ts and a duration (2^62 + 2^62 would not).
 constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
 
 bool ParseByteCount(absl::string_view text, int64_t* out) {
@@ -61,7 +61,7 @@ bool ParseByteCount(absl::string_view text, int64_t* out) {
 bool ParseTimeNs(absl::string_view text, int64_t* out, bool micros) {
   int64_t value = 0;
   if (!(micros ? ParseMicrosToNanos(text, &value) : ParseInt64(text, &value)) ||
-      value < -kMaxTimeNs || value > kMaxTimeNs) {
+      value <= -kMaxTimeNs || value >= kMaxTimeNs) {
     return false;
   }
   *out = value;

@@ -132,15 +132,21 @@ TEST(KinetoParserTest, ValuesOutOfRangeAreNotKept) {
       memory("2", "9007199254740993", "0") + ", " +                 // Bytes past 2^53
       memory("3", "-9223372036854775808", "0") + ", " +             // Bytes -2^63
       memory("4", "64", "-9223372036854775808") + ", " +            // Total Allocated -2^63
-      memory("4611686018427388", "64", "64") + "]}";                // ts past 2^62 ns
+      memory("4611686018427388", "64", "64") + ", " +               // ts past 2^62 ns
+      memory("4611686018427387.904", "64", "64") + "]}";            // ts of 2^62 ns exactly
   auto trace = ParseKinetoJson(json, "range.json");
   ASSERT_TRUE(trace.ok()) << trace.status();
   ASSERT_EQ(trace->memory.size(), 2u);
   EXPECT_EQ(trace->memory[0].bytes, int64_t{1} << 53);
   EXPECT_EQ(trace->memory[1].bytes, 64);
   EXPECT_EQ(trace->memory[1].total_allocated, 0);  // out of range: as if absent
-  EXPECT_EQ(trace->counts.memory_skipped, 3u);
+  EXPECT_EQ(trace->counts.memory_skipped, 4u);
   EXPECT_EQ(trace->base_time_ns, 0);  // past 2^62 ns: as if absent
+  // 2^62 itself is out too: two of them overflow a sum (base + ts, ts + dur).
+  auto at_bound = ParseKinetoJson(
+      R"({"baseTimeNanoseconds": 4611686018427387904, "traceEvents": []})", "bound.json");
+  ASSERT_TRUE(at_bound.ok()) << at_bound.status();
+  EXPECT_EQ(at_bound->base_time_ns, 0);
 }
 
 TEST(KinetoParserTest, MalformedJsonNamesFileAndOffset) {

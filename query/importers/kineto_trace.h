@@ -58,7 +58,7 @@ struct KinetoParseCounts {
   uint64_t trace_events = 0;       // objects in traceEvents
   uint64_t memory_events = 0;      // `[memory]` events kept (== memory.size())
   // `[memory]` events without Addr, Bytes or ts, or with one out of range (a byte count past
-  // +-2^53, a time past +-2^62 ns): not kept.
+  // +-2^53, a time at or past +-2^62 ns): not kept.
   uint64_t memory_skipped = 0;
   uint64_t step_ranges = 0;        // ProfilerStep#N ranges, CPU and GPU timeline both
   uint64_t annotation_ranges = 0;  // user_annotation ranges other than ProfilerStep#N
