@@ -145,6 +145,18 @@ size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, co
   return best_split;
 }
 
+CurrentTrend PastShortFlatStart(absl::Span<const double> x, absl::Span<const double> y,
+                                const CurrentTrend& trend, size_t min_points, TheilSen& fitter) {
+  CurrentTrend out = trend;
+  if (out.onset != 0) return out;
+  out.onset = ShortFlatStart(x, y, trend.fit, min_points, fitter);
+  const size_t n = std::min(x.size(), y.size());
+  if (out.onset > 0 && n < 2 * std::max<size_t>(min_points, 3)) {
+    out.fit = fitter.Fit(x.subspan(out.onset, n - out.onset), y.subspan(out.onset, n - out.onset));
+  }
+  return out;
+}
+
 TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
                       const CurrentTrend& trend, TheilSen& fitter) {
   const size_t n = std::min(x.size(), y.size());

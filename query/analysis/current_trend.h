@@ -52,6 +52,15 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
 size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
                       size_t min_points, TheilSen& fitter);
 
+// `trend` (of a series FitCurrentTrend fitted as one line) with its onset moved past a short
+// flat start (ShortFlatStart). In a series too short for FitCurrentTrend to split, where the
+// flat start may be most of it, the fit is redone over the rise: the line through the flat
+// points ran at a fraction of the rise's rate, and growth came out under min_growth for a
+// series accepted as growing. Elsewhere the flat start is under min_points of 2 x min_points or
+// more, and the line stays the fit. Unchanged when trend.onset > 0 or no flat start is found.
+CurrentTrend PastShortFlatStart(absl::Span<const double> x, absl::Span<const double> y,
+                                const CurrentTrend& trend, size_t min_points, TheilSen& fitter);
+
 // The Theil-Sen fit of the second half of `trend`'s trending part (what it did lately).
 TrendFit FitLaterHalf(absl::Span<const double> x, absl::Span<const double> y,
                       const CurrentTrend& trend, TheilSen& fitter);

@@ -142,6 +142,30 @@ TEST(CurrentTrendTest, ANoisyFlatStartInAShortWindowIsFoundAndANoisyRiseThereHas
   EXPECT_EQ(bumped_moved, 0);
 }
 
+// Found by review: past a long flat start in a short window, the line through the flat points
+// ran at a fraction of the rise's rate, and the growth reported (that rate x the rise's steps)
+// came out near half of what the series rose by, under min_growth for a series accepted as
+// growing. In a short window the fit is redone over the rise.
+TEST(CurrentTrendTest, PastALongFlatStartInAShortWindowTheRiseKeepsItsRate) {
+  TheilSen fitter;
+  // (A start of 8 of 15 points pulls the line so flat that no start sits above it: not found.)
+  for (size_t from : {4, 5, 6, 7}) {
+    Series s = FlatThenRising(15, from, 256 * kMiB);
+    const RiseFit rise = FitRise(s.x, s.y, 8, 64 * kMiB, 3, fitter);
+    if (!rise.rising || rise.trend.onset > 0) continue;  // a RecentRise has its own onset
+    const CurrentTrend past = PastShortFlatStart(s.x, s.y, rise.trend, 8, fitter);
+    ASSERT_EQ(past.onset, from) << from;
+    EXPECT_NEAR(past.fit.slope, 256 * kMiB, 16 * kMiB) << from;
+    EXPECT_NEAR(TrendGrowth(s.x, past), s.y.back() - s.y[from - 1], 64 * kMiB) << from;
+  }
+  // In a long window the line stays the fit (a flat start there is under min_points).
+  Series s = FlatThenRising(95, 5, 64 * kMiB);
+  const CurrentTrend line = FitCurrentTrend(s.x, s.y, 8, fitter);
+  const CurrentTrend past = PastShortFlatStart(s.x, s.y, line, 8, fitter);
+  EXPECT_EQ(past.onset, 5u);
+  EXPECT_EQ(past.fit.slope, line.fit.slope);
+}
+
 // Found with the simulator: 15 steps after warm-up, flat for 3 of them, then a leak. No window
 // under 16 points (2 x min_points) was searched, so leaks said "rising since" the first step
 // examined and growth counted the line's rate over the flat steps (+3.50 GiB for 3.0).

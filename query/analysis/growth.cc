@@ -47,11 +47,10 @@ class GrowthFitter {
     // One jump, then flat, fits a rising line too; a growth keeps rising.
     RiseFit rise = FitRise(x, y, params_.min_points, min_growth_, params_.min_trend_z, fitter_);
     if (!rise.rising) return;
-    CurrentTrend& trend = rise.trend;
-    const TrendFit& f = trend.fit;
     // A flat start too short for FitCurrentTrend to split off (a tag that appeared a few steps
     // into the window) grew nothing: counting the line's rate over it read +34 GiB for 30.
-    if (trend.onset == 0) trend.onset = ShortFlatStart(x, y, f, params_.min_points, fitter_);
+    const CurrentTrend trend = PastShortFlatStart(x, y, rise.trend, params_.min_points, fitter_);
+    const TrendFit& f = trend.fit;
     RankGrowth g;
     g.rank = rank;
     g.bytes_per_step = f.slope;

@@ -5,7 +5,8 @@
 // flat before it rose, from where it started to rise (current_trend.h: a leak that began late
 // keeps its own rate). A series grows when all of these hold:
 //   - it spans at least min_points steps and its range (max - min) is >= min_growth_bytes;
-//   - the fitted growth (slope x steps spanned by the fit) is >= min_growth_bytes;
+//   - the fitted growth (slope x steps from where the rise began, GrowthStart) is >=
+//     min_growth_bytes;
 //   - its Kendall trend statistic is >= min_trend_z (a monotone rise noise rarely makes);
 //   - it still rises in the later half of the fit (StillRising: not one jump, then flat);
 // or it ends on a RecentRise (current_trend.h: each of its last 3+ steps rose out of the noise,
@@ -52,10 +53,11 @@ struct RankGrowth {
   uint32_t rank = 0;
   double bytes_per_step = 0;
   double growth_bytes = 0;   // bytes_per_step x steps from first_step to last_step
-  uint64_t first_bytes = 0;  // the series at the fit's first and last step
+  uint64_t first_bytes = 0;  // the series at first_step and last_step
   uint64_t last_bytes = 0;
   double trend_z = 0;
-  // The fit's steps: from the window's first, or from where a series flat until then rose.
+  // From the window's first step, or, for a series flat until then, the last step before it
+  // rose (GrowthStart: where leaks' "rising since" stands), to the window's last.
   int64_t first_step = 0;
   int64_t last_step = 0;
 };

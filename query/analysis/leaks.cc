@@ -36,16 +36,16 @@ CurvePoints PointsAfterWarmup(const RankTimeline& rank, size_t skip) {
 }
 
 // Whether the floor leaks (`rise`, fitted to the floors), with the fit's figures in `e`.
-// `onset`: the first rising point (rise.trend's onset, or past a flat start too short for it to
-// split off: ShortFlatStart). `last_warmup`: the step before the first examined, if any.
-bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, size_t onset,
+// `since_onset`: rise.trend past a flat start too short for it to split off
+// (PastShortFlatStart): where the rise began and its rate. `last_warmup`: the step before the
+// first examined, if any.
+bool FloorLeaks(const CurvePoints& p, const RiseFit& rise, const CurrentTrend& since_onset,
                 const StepPoint* last_warmup, TheilSen& fitter, CurveEvidence& e) {
   const CurrentTrend& trend = rise.trend;
-  const TrendFit& all = trend.fit;
+  const TrendFit& all = since_onset.fit;
+  const size_t onset = since_onset.onset;
   e.floor_bytes_per_step = all.slope;
   // Since the rise began (past a short flat start too), as rising_since_step says below.
-  CurrentTrend since_onset = trend;
-  since_onset.onset = onset;
   e.floor_growth_bytes = TrendGrowth(p.x, since_onset);
   e.floor_trend_z = all.trend_z;
   TrendFit recent = FitLaterHalf(p.x, p.floor, trend, fitter);
@@ -184,12 +184,9 @@ RankCurve Classify(const RankTimeline& rank, const LeakParams& params, TheilSen&
   // The fit with its onset past a flat start too short for FitCurrentTrend to split off: where
   // a leak began, and what spikes stand out from (measured along the line, such a start put the
   // floor that far under it, and the first steps' peaks read as spikes). Found once for both.
-  CurrentTrend along = trend;
-  if (along.onset == 0) {
-    along.onset = ShortFlatStart(p.x, p.floor, trend.fit, params.min_points, fitter);
-  }
+  const CurrentTrend along = PastShortFlatStart(p.x, p.floor, trend, params.min_points, fitter);
   const bool leak =
-      FloorLeaks(p, rise, along.onset, skip > 0 ? &rank.steps[skip - 1] : nullptr, fitter, e);
+      FloorLeaks(p, rise, along, skip > 0 ? &rank.steps[skip - 1] : nullptr, fitter, e);
   const std::vector<int64_t> spikes = FindSpikes(p, along, params, e);
   bool spiky = !spikes.empty() && spikes.size() <= params.max_spike_fraction * n;
   out.curve = leak ? CurveClass::kLeak : spiky ? CurveClass::kSpikes : CurveClass::kPlateau;

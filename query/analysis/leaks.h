@@ -8,7 +8,8 @@
 //           >= a quarter of the fit's, trend z >= 2); or its last 3+ floors each rose out of the
 //           step-to-step noise, too few for those tests (RecentRise; FitRise in current_trend.h
 //           has the rule). A floor that jumped once and then stayed is not a leak.
-//   spikes  not a leak, and some steps' peaks stand above the floor's running median by more
+//   spikes  not a leak, and some steps' peaks stand above the floor's running median (and above
+//           the floor the step began from, carried on at the rate it last rose) by more
 //           than max(min_spike_bytes, spike_mad_factor x the peaks' robust spread), in at most
 //           max_spike_fraction of the steps (more often than that is the job's normal peak).
 //           A peak that rose by memory the next step's floor still holds is a step up (a leak's
