@@ -128,11 +128,14 @@ std::string UtcTime(int64_t ns) {
       " UTC");
 }
 
-// Says in the report's sentence that time buckets stood in for missing step markers.
+// Says in the report's sentence which time buckets were compared: standing in for missing
+// step markers, or asked for. Either way they may be windows of whole steps (bucket_windows.h),
+// whose width --warmup and --persistence then count in.
 template <typename Job>  // a JobTimeline or JobStepMetrics
 void NoteAxis(const Job& job, v1::TimelineAxis asked, std::string* message) {
-  if (!job.time_axis || asked == v1::TIMELINE_AXIS_TIME) return;
-  absl::StrAppend(message, message->empty() ? "" : " ", "(no step markers: compared ",
+  if (!job.time_axis) return;
+  absl::StrAppend(message, message->empty() ? "" : " ", "(",
+                  asked == v1::TIMELINE_AXIS_TIME ? "" : "no step markers: ", "compared ",
                   job.bucket_ns / 1'000'000, " ms time buckets)");
 }
 

@@ -13,8 +13,9 @@
 // step's floor, so W may be shorter than a step (10 s steps: 5 or 8 buckets) when most windows
 // do, and the 90th percentile of the changes is what must calm down. A job whose bucket floors
 // swing by under 1% of its memory keeps its buckets; a noisy one may get a window that only
-// smooths its noise. Only where buckets stand in for missing step markers (the collector's
-// fallback, plot's); two jobs compared are read in one window (the wider). Pure functions.
+// smooths its noise. Wherever the analyses read time buckets: standing in for missing step
+// markers, or asked for with --axis time (the collector's, plot's); two jobs compared are read
+// in one window (the wider). Pure functions.
 #ifndef MEMTRACE_QUERY_ANALYSIS_BUCKET_WINDOWS_H_
 #define MEMTRACE_QUERY_ANALYSIS_BUCKET_WINDOWS_H_
 

@@ -188,7 +188,9 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
   if (!timeline.ok()) return cli::ReportError(io, timeline.status(), self.name);
   absl::Status ranks = CheckRanksExist(*timeline, f.job, options->ranks);
   if (!ranks.ok()) return cli::ReportError(io, ranks, self.name);
-  PlotMarks marks = MarksFromAnalyses(*timeline, /*step_windows=*/fell_back);
+  // On time buckets, fallen back to or asked for with --axis time, the marks come from windows
+  // of whole steps, as the collector's analyses read them.
+  PlotMarks marks = MarksFromAnalyses(*timeline, /*step_windows=*/timeline->time_axis);
   absl::Status written = WriteOutputFile(f.output, io.out, [&](std::ostream& out) {
     out << RenderMemoryPlot(*timeline, marks, *options);
     return absl::OkStatus();

@@ -52,9 +52,9 @@ struct PlotMarks {
 };
 
 // Runs FindDivergence and FindLeaks (default parameters, as `memtrace diverged` / `leaks` do)
-// over `job`. With `step_windows` (time buckets standing in for a job's missing step markers),
-// in windows of whole steps when its buckets are shorter than its steps, as the collector reads
-// them (bucket_windows.h); the marks are on `job`'s own buckets. Pure.
+// over `job`. With `step_windows` (a job on time buckets: standing in for missing step markers,
+// or asked for), in windows of whole steps when its buckets are shorter than its steps, as the
+// collector reads them (bucket_windows.h); the marks are on `job`'s own buckets. Pure.
 PlotMarks MarksFromAnalyses(const analysis::JobTimeline& job, bool step_windows = false);
 
 struct PlotOptions {
