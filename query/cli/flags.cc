@@ -43,15 +43,9 @@ void FlagSet::AddInt(std::string name, std::string value_name, std::string help,
 void FlagSet::AddOptionalUint32(std::string name, std::string value_name, std::string help,
                                 std::optional<uint32_t>* target) {
   Add(std::move(name), std::move(value_name), std::move(help), [target](absl::string_view v) {
-    uint32_t value = 0;
-    // SimpleAtoi accepts a leading '+' and surrounding spaces; a rank is plain digits.
-    if (v.empty() ||
-        !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-        !absl::SimpleAtoi(v, &value)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
-    }
-    *target = value;
+    absl::StatusOr<uint32_t> value = ParsePlainUint32(v);  // a rank is plain digits
+    if (!value.ok()) return value.status();
+    *target = *value;
     return absl::OkStatus();
   });
 }
@@ -63,6 +57,17 @@ void FlagSet::AddBool(std::string name, std::string help, bool* target) {
     }
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<uint32_t> ParsePlainUint32(absl::string_view text) {
+  uint32_t value = 0;
+  if (text.empty() ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+      !absl::SimpleAtoi(text, &value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", text, "' is not a non-negative integer below 2^32"));
+  }
+  return value;
 }
 
 absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {

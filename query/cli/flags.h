@@ -77,6 +77,10 @@ class FlagSet {
 // Parses a byte count as AddBytes does; INVALID_ARGUMENT (without a flag name) otherwise.
 absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
 
+// Parses plain decimal digits into a uint32 ("'x' is not a non-negative integer below 2^32",
+// INVALID_ARGUMENT, otherwise): SimpleAtoi alone accepts a leading '+' and surrounding spaces.
+absl::StatusOr<uint32_t> ParsePlainUint32(absl::string_view text);
+
 }  // namespace memtrace::cli
 
 #endif  // MEMTRACE_QUERY_CLI_FLAGS_H_

@@ -1,6 +1,5 @@
 #include "query/cli/commands/analysis_command.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/numbers.h"
@@ -34,19 +33,13 @@ void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std
                    std::function<void(uint32_t)> set, uint32_t min) {
   flags.Add(
       std::move(name), std::move(value_name), std::move(help), [set, min](absl::string_view v) {
-        uint32_t value = 0;
-        if (v.empty() ||
-            !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-            !absl::SimpleAtoi(v, &value)) {
-          return absl::InvalidArgumentError(
-              min == 0 ? absl::StrCat("'", v, "' is not a non-negative integer below 2^32")
-                       : absl::StrCat("'", v, "' is not an integer from ", min, " below 2^32"));
-        }
-        if (value < min) {
+        absl::StatusOr<uint32_t> value = ParsePlainUint32(v);
+        if (min == 0 && !value.ok()) return value.status();
+        if (!value.ok() || *value < min) {
           return absl::InvalidArgumentError(
               absl::StrCat("'", v, "' is not an integer from ", min, " below 2^32"));
         }
-        set(value);
+        set(*value);
         return absl::OkStatus();
       });
 }
@@ -55,13 +48,9 @@ void AddStepWindowFlag(FlagSet& flags, std::string name, std::string help, uint3
                        std::function<void(uint32_t)> set) {
   flags.Add(std::move(name), "N", std::move(help),
             [set, min_points](absl::string_view v) -> absl::Status {
-              uint32_t n = 0;
-              if (v.empty() ||
-                  !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-                  !absl::SimpleAtoi(v, &n)) {
-                return absl::InvalidArgumentError(
-                    absl::StrCat("'", v, "' is not a non-negative integer below 2^32"));
-              }
+              absl::StatusOr<uint32_t> parsed = ParsePlainUint32(v);
+              if (!parsed.ok()) return parsed.status();
+              const uint32_t n = *parsed;
               if (n > 0 && n < min_points) {
                 return absl::InvalidArgumentError(
                     absl::StrCat(n, " is too few steps to fit a trend: give at least ", min_points,
