@@ -44,9 +44,7 @@ absl::StatusOr<analysis::JobTimeline> FetchTimeline(const cli::QueryClient& clie
 // Plotted on its single step instead, every rank would be one point and none could diverge.
 absl::StatusOr<analysis::JobTimeline> LoadTimeline(const cli::QueryClient& client,
                                                    const std::string& job, v1::TimelineAxis axis,
-                                                   bool axis_given, cli::CommandIo& io,
-                                                   bool* fell_back) {
-  *fell_back = false;
+                                                   bool axis_given, cli::CommandIo& io) {
   absl::StatusOr<analysis::JobTimeline> timeline = FetchTimeline(client, job, axis);
   if (!timeline.ok() || axis_given || axis != v1::TIMELINE_AXIS_STEP || timeline->ranks.empty() ||
       analysis::HasStepMarkers(*timeline)) {
@@ -54,7 +52,6 @@ absl::StatusOr<analysis::JobTimeline> LoadTimeline(const cli::QueryClient& clien
   }
   timeline = FetchTimeline(client, job, v1::TIMELINE_AXIS_TIME);
   if (!timeline.ok()) return timeline;
-  *fell_back = true;
   io.err << "memtrace plot: job '" << job << "' has no step markers: plotting "
          << absl::FormatDuration(absl::Nanoseconds(timeline->bucket_ns))
          << " time buckets (--axis step for its single step)\n";
@@ -182,9 +179,8 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
   if (!client.ok()) return cli::ReportError(io, client.status(), self.name);
   const v1::TimelineAxis wire_axis =
       f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP;
-  bool fell_back = false;
   absl::StatusOr<analysis::JobTimeline> timeline =
-      LoadTimeline(*client, f.job, wire_axis, f.axis_given, io, &fell_back);
+      LoadTimeline(*client, f.job, wire_axis, f.axis_given, io);
   if (!timeline.ok()) return cli::ReportError(io, timeline.status(), self.name);
   absl::Status ranks = CheckRanksExist(*timeline, f.job, options->ranks);
   if (!ranks.ok()) return cli::ReportError(io, ranks, self.name);
