@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (bazel --config=fuzz: clang, -fsanitize=fuzzer,address) and runs
+# Builds the libFuzzer targets (bazel --config=fuzz: clang, -fsanitize=fuzzer,address,undefined) and runs
 # each for a bounded time. Exits non-zero when a target crashes, leaks, times out on an input or
 # fails to build; the crashing input is kept and its path printed.
 #
