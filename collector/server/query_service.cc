@@ -1,6 +1,7 @@
 #include "collector/server/query_service.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -51,34 +52,52 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
   if (request->has_rank()) only_ranks = {request->rank()};
   int64_t bucket_ns = 0;
   v1::RankTimelineProto* out = nullptr;
+  // A rank's last step is open: its end is its latest event, inside the row, where a closed
+  // step's end is the next step's start, outside it. A step row that ends exactly where the
+  // window starts waits here and is kept only when no row follows it on its rank.
+  std::optional<v1::TimelinePoint> ends_at_from;
+  auto keep_ends_at_from = [&] {
+    if (ends_at_from.has_value() && out != nullptr) *out->add_points() = std::move(*ends_at_from);
+    ends_at_from.reset();
+  };
   // The scalars only (a timeline shows no tags): from the series family where a stream has
   // one, a fraction of the full rows' bytes.
   absl::Status visited = store_->VisitRollups(
       request->job_id(), AxisOf(request->axis()), RollupDetail::kScalars, &bucket_ns,
       [&](const v1::RankRollups& rank) {
+        keep_ends_at_from();
         out = response->add_ranks();
         out->set_rank(rank.rank());
         out->set_attempt(rank.attempt());
         return absl::OkStatus();
       },
       [&](const v1::StepRollup& r) {
+        ends_at_from.reset();  // a row follows it: it was closed
         // Rows are [start, end): one that ends where the window starts is not in it (a bucket
-        // on a whole second came back with the one before it). A row of one instant is.
-        if (request->from_ns() != 0 &&
-            (r.end_ns() < request->from_ns() ||
-             (r.end_ns() == request->from_ns() && r.start_ns() < r.end_ns()))) {
-          return;
+        // on a whole second came back with the one before it). A row of one instant is, and so
+        // is a rank's open last step (above).
+        bool ends_at_window_start = false;
+        if (request->from_ns() != 0) {
+          if (r.end_ns() < request->from_ns()) return;
+          ends_at_window_start = r.end_ns() == request->from_ns() && r.start_ns() < r.end_ns();
+          if (ends_at_window_start && request->axis() == v1::TIMELINE_AXIS_TIME) return;
         }
         if (request->to_ns() != 0 && r.start_ns() > request->to_ns()) return;
-        v1::TimelinePoint* p = out->add_points();
-        p->set_key(r.step());
-        p->set_start_ns(r.start_ns());
-        p->set_end_ns(r.end_ns());
-        p->set_floor_bytes(r.floor_bytes());
-        p->set_peak_bytes(r.peak_bytes());
-        p->set_end_bytes(r.end_bytes());
+        v1::TimelinePoint p;
+        p.set_key(r.step());
+        p.set_start_ns(r.start_ns());
+        p.set_end_ns(r.end_ns());
+        p.set_floor_bytes(r.floor_bytes());
+        p.set_peak_bytes(r.peak_bytes());
+        p.set_end_bytes(r.end_bytes());
+        if (ends_at_window_start) {
+          ends_at_from = std::move(p);
+        } else {
+          *out->add_points() = std::move(p);
+        }
       },
       only_ranks);
+  keep_ends_at_from();
   if (!visited.ok()) return ToGrpcStatus(visited);
   response->set_bucket_ns(bucket_ns);
   if (request->has_rank() && response->ranks_size() == 0) {

@@ -183,6 +183,35 @@ TEST_F(QueryServiceTest, TimelineByStepFiltersByTimeWindow) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
 }
 
+// A rank's last step is still open: its end is its latest event, which is inside the row. A
+// window from exactly that event keeps the step; a closed step ending there stays out.
+TEST_F(QueryServiceTest, AWindowFromAnOpenStepsLastEventHoldsThatStep) {
+  Ingest("job", 0, 105);  // step 10 opens at event 100 and is still open at event 105
+  for (const auto& [from, keys] : std::vector<std::pair<int64_t, std::vector<int64_t>>>{
+           {Ts(105), {10}}, {Ts(100), {10}}, {Ts(99), {9, 10}}}) {
+    grpc::ClientContext ctx;
+    v1::TimelineRequest req;
+    req.set_job_id("job");
+    req.set_from_ns(from);
+    v1::TimelineResponse resp;
+    ASSERT_TRUE(query_->Timeline(&ctx, req, &resp).ok());
+    ASSERT_EQ(resp.ranks_size(), 1);
+    std::vector<int64_t> got;
+    for (const v1::TimelinePoint& p : resp.ranks(0).points()) got.push_back(p.key());
+    EXPECT_EQ(got, keys) << "from event " << (from - kBaseTs) / 1'000'000;
+  }
+  // Time buckets end where the next begins, open or not: from a bucket's end, it is left out.
+  grpc::ClientContext ctx;
+  v1::TimelineRequest req;
+  req.set_job_id("job");
+  req.set_axis(v1::TIMELINE_AXIS_TIME);
+  req.set_from_ns(kBaseTs + 1'000'000'000);
+  v1::TimelineResponse resp;
+  ASSERT_TRUE(query_->Timeline(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.ranks_size(), 1);
+  EXPECT_EQ(resp.ranks(0).points_size(), 0);
+}
+
 TEST_F(QueryServiceTest, TimelineByTimeUsesBuckets) {
   Ingest("job", 0, 100);
   grpc::ClientContext ctx;
