@@ -20,6 +20,7 @@ using testing::Attributes;
 
 constexpr int kLeakRank = 5;
 constexpr int64_t kLeakFrom = 20;
+constexpr int64_t kLongStepNs = 8'000'000'000;
 
 struct CommandRun {
   int code;
@@ -57,6 +58,13 @@ class PlotCommandTest : public ::testing::Test {
       unmarked.workload.step_markers = false;
       unmarked.collector_address = server_->address();
       unmarked_ok_ = sim::RunSimulation(unmarked, [](const std::string&) {}).ok();
+      // Steps of 8 s with markers: on --axis time, 1 s buckets in 8 s steps.
+      sim::SimulationOptions long_steps = testing::SmallJob("sim-long-steps", 8, 50, 3000);
+      long_steps.workload.leak_rank = kLeakRank;
+      long_steps.workload.leak_from_step = kLeakFrom;
+      long_steps.workload.step_ns = kLongStepNs;
+      long_steps.collector_address = server_->address();
+      long_steps_ok_ = sim::RunSimulation(long_steps, [](const std::string&) {}).ok();
       // 4 ranks, run twice: attempts 0 and 1 of each.
       restarted_ok_ = true;
       for (uint32_t attempt : {0u, 1u}) {
@@ -83,11 +91,13 @@ class PlotCommandTest : public ::testing::Test {
   static bool healthy_ok_;
   static bool unmarked_ok_;
   static bool restarted_ok_;
+  static bool long_steps_ok_;
 };
 std::unique_ptr<collector::CollectorServer> PlotCommandTest::server_;
 bool PlotCommandTest::healthy_ok_ = false;
 bool PlotCommandTest::unmarked_ok_ = false;
 bool PlotCommandTest::restarted_ok_ = false;
+bool PlotCommandTest::long_steps_ok_ = false;
 
 // A restarted rank is one line (its latest attempt): the summary counted rank-attempts, "8
 // ranks" for a plot of 4 lines, "2 of 8" for --ranks 1.
@@ -172,6 +182,35 @@ TEST_F(PlotCommandTest, AJobWithoutStepMarkersIsDrawnByTimeBucketAndSaysSo) {
   for (Attributes& line : testing::Elements(Read(path), "polyline", "rank-line")) {
     EXPECT_EQ(line["data-points"], "1");
   }
+}
+
+// --axis time on 8 s steps: 1 s buckets, marked as the collector's analyses read them, in
+// windows of whole steps. The onset is found within 2 steps of the leak (1.5 here; bucket by
+// bucket it was 2.5).
+TEST_F(PlotCommandTest, OnTimeBucketsTheMarksComeFromWindowsOfWholeSteps) {
+  ASSERT_TRUE(long_steps_ok_);
+  const std::string path = test_util::TmpPath("long-steps.svg");
+  CommandRun run = Plot(
+      {"--job", "sim-long-steps", "-o", path, "--axis", "time", "--collector", server_->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  const std::string svg = Read(path);
+  Attributes root = testing::Root(svg);
+  ASSERT_EQ(root["data-highlighted-rank"], std::to_string(kLeakRank)) << run.err;
+  const int64_t leak_s =
+      (sim::WorkloadOptions().start_ns + kLeakFrom * kLongStepNs) / 1'000'000'000;
+  const int64_t onset_s = std::stoll(root["data-onset-step"]);
+  EXPECT_GE(onset_s, leak_s - 1) << run.err;
+  EXPECT_LE(onset_s, leak_s + 2 * kLongStepNs / 1'000'000'000) << run.err;
+  for (Attributes& line : testing::Elements(svg, "polyline", "rank-line")) {
+    EXPECT_GE(std::stoi(line["data-points"]), 300) << "1 s buckets, not steps";
+  }
+  bool leak_line = false;
+  for (Attributes& o : testing::Elements(svg, "line", "onset")) {
+    if (o["data-kind"].find("leak") == std::string::npos) continue;
+    leak_line = true;
+    EXPECT_EQ(o["data-rank"], std::to_string(kLeakRank));
+  }
+  EXPECT_TRUE(leak_line) << run.err;
 }
 
 TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {
