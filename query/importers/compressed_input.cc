@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace memtrace::importers {
@@ -67,6 +68,20 @@ uint64_t CompressedInput::compressed_offset() const {
   return offset < 0 ? 0 : static_cast<uint64_t>(offset);
 }
 
+namespace {
+
+// gzerror's message for a gzdopen'ed file starts with its made-up path, "<fd:3>: ", which says
+// nothing to the user (the file's own path is in front already).
+absl::string_view WithoutFdName(const char* message) {
+  absl::string_view text(message == nullptr ? "" : message);
+  if (absl::StartsWith(text, "<fd:")) {
+    if (size_t end = text.find(">: "); end != absl::string_view::npos) text.remove_prefix(end + 3);
+  }
+  return text;
+}
+
+}  // namespace
+
 void CompressedInput::Refill() {
   consumed_before_ += static_cast<size_t>(end_ - buffer_.data());
   cur_ = end_ = buffer_.data();
@@ -80,7 +95,7 @@ void CompressedInput::Refill() {
     read_status_ = absl::DataLossError(
         absl::StrCat(path_, ": ", compressed_ ? "gzip data corrupt or truncated" : "read error",
                      " at compressed byte ", compressed_offset(), ": ",
-                     zerr == Z_ERRNO ? std::strerror(errno) : message));
+                     zerr == Z_ERRNO ? std::strerror(errno) : WithoutFdName(message)));
     n = 0;
   } else if (n == 0 && compressed_) {
     // gzread returns 0 at a clean end, but also when the last member stops short; gzerror
@@ -90,7 +105,7 @@ void CompressedInput::Refill() {
     if (zerr != Z_OK) {
       read_status_ = absl::DataLossError(
           absl::StrCat(path_, ": gzip data corrupt or truncated at compressed byte ",
-                       compressed_offset(), ": ", message));
+                       compressed_offset(), ": ", WithoutFdName(message)));
     }
   }
   end_ = buffer_.data() + n;

@@ -92,6 +92,9 @@ TEST(CompressedInputTest, TruncatedGzipIsDataLossNamingTheFile) {
   EXPECT_NE((*input)->read_status().message().find(path), std::string::npos)
       << (*input)->read_status();
   EXPECT_NE((*input)->read_status().message().find("truncated"), std::string::npos);
+  // Not zlib's made-up name of the descriptor ("<fd:3>: unexpected end of file").
+  EXPECT_EQ((*input)->read_status().message().find("<fd:"), std::string::npos)
+      << (*input)->read_status();
 }
 
 TEST(CompressedInputTest, MissingFileIsNotFoundNamingIt) {

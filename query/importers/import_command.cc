@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <ostream>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "agent/stream/transport.h"
 #include "proto/connect/client_channel.h"
 #include "proto/connect/collector_address.h"
 #include "query/cli/flags.h"
+#include "query/cli/query_client.h"
 
 namespace memtrace::importers {
 namespace {
@@ -17,8 +21,10 @@ constexpr char kUsage[] =
     "\n"
     "Imports PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, one file per rank,\n"
     "into the collector as job JOB. The rank of a file is its distributedInfo.rank, else a rank\n"
-    "in its name (rank3, rank_3, _r3.), else its position among the files (the lowest rank\n"
-    "still free if an earlier file stated that one).\n"
+    "in its name (rank3, rank_3, rank3_of_8, _r3.), else in its directory's (rank_3/, as\n"
+    "tensorboard_trace_handler writes them), else the lowest rank no file states, in file order.\n"
+    "All files get one world size: the largest any states (distributedInfo, _of_8), at least\n"
+    "the number of files and the highest rank + 1.\n"
     "\n"
     "Imported: [memory] events as allocations and frees (CUDA ones as device memory, CPU ones\n"
     "as host memory, which live bytes leave out), Total Reserved as device samples,\n"
@@ -28,9 +34,20 @@ constexpr char kUsage[] =
     "(Total Allocated at its first event) is seeded as allocations tagged kineto:before-trace,\n"
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
-    "other flags) there is refused: give it another --job or --attempt. Every file is opened and\n"
-    "read up to its events before any is stored: a missing or unreadable file, a file given\n"
-    "twice, or two files stating one rank in their distributedInfo import nothing.";
+    "other flags) there is refused: give it another --job or --attempt; so is a trace that is\n"
+    "already another rank of the job. Ranks of another world size already in the job are warned\n"
+    "of. Every file is opened and read up to its events, and the collector asked for the job,\n"
+    "before any is stored: a missing or unreadable file, a file given twice, two files stating\n"
+    "one rank (in distributedInfo or their names) or an unreachable collector import nothing. A\n"
+    "file without [memory] events is refused (record with profile_memory=True).\n"
+    "\n"
+    "A profiler trace holds a few steps: the analyses' defaults (--warmup 5, a trend over 8 or\n"
+    "more steps) find them too short; use --warmup 0, and peak, live and timeline. Total\n"
+    "Reserved is the device sample, so headroom's \"outside\" is the caching allocator's free\n"
+    "cache (reserved minus allocated), where the agent's is memory outside any allocation.\n"
+    "\n"
+    "Exit codes: 2 for a bad command line (flags, a file given twice), 1 when a file cannot be\n"
+    "read or imported or the collector fails.";
 
 // Forwards to a Transport and waits for durability at checkpoints.
 class TransportSink : public RankImportSink {
@@ -124,6 +141,73 @@ class TransportSink : public RankImportSink {
   absl::Duration drain_timeout_;
 };
 
+// What the job already holds, read before any file is parsed: an unreachable collector fails
+// the import at once (it used to wait out --drain-timeout after parsing the first file), and a
+// trace that does not belong with the job's ranks is caught before it is stored.
+class JobGuard {
+ public:
+  JobGuard(std::string job, std::string collector, uint32_t attempt, std::ostream& warnings)
+      : job_(std::move(job)),
+        collector_(std::move(collector)),
+        attempt_(attempt),
+        warnings_(warnings) {}
+
+  // Reads the job's ranks (none for a new job). Warns when they were imported with another
+  // world size than `world_size`: the traces of other jobs, most likely.
+  absl::Status Read(int32_t world_size) {
+    absl::StatusOr<cli::QueryClient> client =
+        cli::QueryClient::Create(collector_, kPreflightTimeout);
+    if (!client.ok()) return client.status();
+    absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job_);
+    if (absl::IsNotFound(ranks.status())) return absl::OkStatus();
+    if (!ranks.ok()) return ranks.status();
+    for (const v1::RankSummary& r : ranks->ranks()) held_.push_back(r);
+    for (const v1::RankSummary& r : held_) {
+      if (r.identity().world_size() == world_size) continue;
+      warnings_ << "memtrace import: warning: job " << job_ << " already holds rank " << r.rank()
+                << " of " << r.identity().world_size() << " (launcher "
+                << (r.identity().launcher().empty() ? "unknown" : r.identity().launcher())
+                << "), and this import's files are ranks of " << world_size
+                << ": are they traces of one run? (another --job keeps runs apart)\n";
+      break;
+    }
+    return absl::OkStatus();
+  }
+
+  // Refuses a trace that is already another rank of the job, stored or imported just now: the
+  // same trace imported the same way has the same fingerprint (process_start_ns), and one
+  // process is one rank.
+  absl::Status Admit(const ImportedRank& rank) {
+    for (const v1::RankSummary& r : held_) {
+      const v1::RankIdentity& id = r.identity();
+      if (id.launcher() != "kineto-import" || id.process_start_ns() != rank.fingerprint) continue;
+      if (r.rank() == static_cast<uint32_t>(rank.rank) && id.attempt() == attempt_) continue;
+      return Duplicate(rank, absl::StrCat("rank ", r.rank(), " (attempt ", id.attempt(),
+                                          ") of job ", job_, " at ", collector_));
+    }
+    auto [it, inserted] = imported_.try_emplace(rank.fingerprint, rank.path);
+    if (!inserted)
+      return Duplicate(rank, absl::StrCat("what ", it->second, " was just imported as"));
+    return absl::OkStatus();
+  }
+
+ private:
+  static constexpr absl::Duration kPreflightTimeout = absl::Seconds(10);
+
+  static absl::Status Duplicate(const ImportedRank& rank, const std::string& where) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(rank.path, ": the same trace, imported the same way, is already ", where,
+                     "; one process's trace is one rank"));
+  }
+
+  std::string job_;
+  std::string collector_;
+  uint32_t attempt_;
+  std::ostream& warnings_;
+  std::vector<v1::RankSummary> held_;
+  std::map<uint64_t, std::string> imported_;  // fingerprint -> path, this import's
+};
+
 int RunImport(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
   cli::FlagSet flags;
   TransportSinkOptions sink_options;
@@ -180,11 +264,16 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
   options.include_cpu_memory = !skip_cpu;
   options.module_tags = !no_module_tags;
   options.progress = stderr;
+  JobGuard guard(sink_options.job_id, sink_options.collector, sink_options.attempt, io.err);
+  options.before_first_file = [&guard](int32_t world_size) { return guard.Read(world_size); };
   uint64_t memory_events = 0;
   size_t files_with_news = 0;  // files the collector did not already hold whole
   absl::StatusOr<std::vector<KinetoFileSummary>> summaries = ImportKinetoFiles(
       parsed->positional, options,
-      [&](const ImportedRank& rank) { return StartTransportSink(sink_options, rank); },
+      [&](const ImportedRank& rank) -> absl::StatusOr<std::unique_ptr<RankImportSink>> {
+        if (absl::Status admitted = guard.Admit(rank); !admitted.ok()) return admitted;
+        return StartTransportSink(sink_options, rank);
+      },
       [&](const KinetoFileSummary& summary) {
         io.out << FormatSummary(summary) << "\n";
         io.out.flush();

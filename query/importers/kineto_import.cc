@@ -75,8 +75,8 @@ std::string Gib(uint64_t bytes) {
 
 std::string FormatSummary(const KinetoFileSummary& s) {
   const KinetoEventStats& e = s.events;
-  std::string line = absl::StrCat(BaseName(s.rank.path), ": ", s.parse.trace_events,
-                                  " events read, ", e.memory_events, " memory events imported (",
+  std::string line = absl::StrCat(s.rank.path, ": ", s.parse.trace_events, " events read, ",
+                                  e.memory_events, " memory events imported (",
                                   e.cuda_memory_events, " CUDA, ", e.cpu_memory_events, " CPU");
   if (e.other_memory_events > 0) absl::StrAppend(&line, ", ", e.other_memory_events, " other");
   absl::StrAppend(&line, ")");
@@ -110,11 +110,6 @@ std::string FormatSummary(const KinetoFileSummary& s) {
     absl::StrAppend(&line, "; the collector already had ", d.already_stored, " of the ", d.recorded,
                     " events it makes (memory events, steps, samples)");
   }
-  if (s.parse.memory_events == 0) {
-    absl::StrAppend(&line,
-                    "; the trace has no [memory] events: record it with "
-                    "torch.profiler.profile(profile_memory=True)");
-  }
   return line;
 }
 
@@ -124,7 +119,7 @@ namespace {
 absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size_t index,
                                                    const KinetoImportOptions& options,
                                                    const RankSinkFactory& sinks,
-                                                   RankAssigner& assigner) {
+                                                   RankAssigner& assigner, bool* sink_opened) {
   absl::Time start = absl::Now();
   KinetoFileSummary summary;
   absl::StatusOr<KinetoTrace> trace;
@@ -140,7 +135,19 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
     trace = ParseKinetoFile(path, parse_options);
   }
   if (!trace.ok()) return trace.status();
-  absl::StatusOr<RankChoice> choice = assigner.Assign(index, path, trace->distributed);
+  if (trace->memory.empty()) {
+    // Stored, it would be a rank of steps alone, or an empty job: no analysis has anything to
+    // read, and the job would say nothing of why.
+    return absl::FailedPreconditionError(
+        trace->counts.memory_skipped > 0
+            ? absl::StrCat(path, ": none of its ", trace->counts.memory_skipped,
+                           " [memory] events could be imported (without Addr, Bytes or ts, or "
+                           "out of range)")
+            : absl::StrCat(path,
+                           ": the trace has no [memory] events: record it with "
+                           "torch.profiler.profile(profile_memory=True)"));
+  }
+  absl::StatusOr<RankChoice> choice = assigner.Assign(index, trace->distributed);
   if (!choice.ok()) return choice.status();
 
   summary.parse = trace->counts;
@@ -158,6 +165,7 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
   }
   absl::StatusOr<std::unique_ptr<RankImportSink>> sink = sinks(summary.rank);
   if (!sink.ok()) return sink.status();
+  *sink_opened = true;
   KinetoEventOptions event_options;
   event_options.include_cpu_memory = options.include_cpu_memory;
   event_options.checkpoint_events = options.checkpoint_events;
@@ -180,13 +188,10 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
 
 }  // namespace
 
-absl::Status CheckFilesBeforeImport(const std::vector<std::string>& paths) {
-  // Only ranks stated before the events are certain: a file without one there may still state
-  // one after them, so the rank its name or position gives it is not held against the others.
-  RankAssigner stated(paths.size());
+absl::StatusOr<RankAssigner> CheckFilesBeforeImport(const std::vector<std::string>& paths) {
+  std::vector<KinetoDistributedInfo> headers;
   std::map<std::string, std::string> seen;  // canonical path -> path as given
-  for (size_t index = 0; index < paths.size(); ++index) {
-    const std::string& path = paths[index];
+  for (const std::string& path : paths) {
     absl::StatusOr<KinetoDistributedInfo> header = ReadKinetoHeader(path);
     absl::Status checked = header.status();
     if (checked.ok()) {
@@ -198,28 +203,41 @@ absl::Status CheckFilesBeforeImport(const std::vector<std::string>& paths) {
             absl::StrCat(path, ": the same file as ", it->second, ", given twice"));
       }
     }
-    if (checked.ok() && header->rank.has_value()) {
-      checked = stated.Assign(index, path, *header).status();
-    }
     if (!checked.ok()) {
       return absl::Status(checked.code(),
                           absl::StrCat(checked.message(), " (nothing was imported)"));
     }
+    headers.push_back(*std::move(header));
   }
-  return absl::OkStatus();
+  absl::StatusOr<RankAssigner> plan = RankAssigner::Plan(paths, headers);
+  if (!plan.ok()) {
+    return absl::Status(plan.status().code(),
+                        absl::StrCat(plan.status().message(), " (nothing was imported)"));
+  }
+  return plan;
 }
 
 absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
     const std::vector<std::string>& paths, const KinetoImportOptions& options,
     const RankSinkFactory& sinks, const std::function<void(const KinetoFileSummary&)>& on_file) {
-  if (absl::Status s = CheckFilesBeforeImport(paths); !s.ok()) return s;
-  RankAssigner assigner(paths.size());
+  absl::StatusOr<RankAssigner> assigner = CheckFilesBeforeImport(paths);
+  if (!assigner.ok()) return assigner.status();
+  if (options.before_first_file) {
+    if (absl::Status ready = options.before_first_file(assigner->world_size()); !ready.ok()) {
+      return absl::Status(ready.code(), absl::StrCat(ready.message(), " (nothing was imported)"));
+    }
+  }
   std::vector<KinetoFileSummary> summaries;
   for (size_t index = 0; index < paths.size(); ++index) {
+    bool sink_opened = false;
     absl::StatusOr<KinetoFileSummary> summary =
-        ImportKinetoFile(paths[index], index, options, sinks, assigner);
+        ImportKinetoFile(paths[index], index, options, sinks, *assigner, &sink_opened);
     if (!summary.ok()) {
-      if (summaries.empty()) return summary.status();
+      if (summaries.empty()) {
+        if (sink_opened) return summary.status();  // some of its events may be stored
+        return absl::Status(summary.status().code(),
+                            absl::StrCat(summary.status().message(), " (nothing was imported)"));
+      }
       // What a partial import left behind, and that repeating it is safe.
       return absl::Status(
           summary.status().code(),

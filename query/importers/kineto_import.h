@@ -63,6 +63,9 @@ struct KinetoImportOptions {
   uint64_t checkpoint_events = 1 << 18;
   // Progress bar on this stream when it is a terminal; nullptr for none.
   std::FILE* progress = nullptr;
+  // Called once every file is checked (CheckFilesBeforeImport), before the first is parsed,
+  // with the world size planned: an error stops the import there, with nothing imported.
+  std::function<absl::Status(int32_t world_size)> before_first_file;
 };
 
 struct KinetoFileSummary {
@@ -78,12 +81,11 @@ struct KinetoFileSummary {
 //  5 steps (5 ProfilerStep ranges), 2 tags, rank 1 of 2 (distributedInfo), ..."
 std::string FormatSummary(const KinetoFileSummary& summary);
 
-// Checks what can be checked of `paths` before any is stored: that each opens and reads as a
-// trace up to its events, that no file is given twice, and that no two state the same rank in
-// the distributedInfo before their events (where PyTorch writes it). A rank from a file's name
-// or position is not checked here: the file may state another after its events. Errors name
-// the file and say that nothing was imported.
-absl::Status CheckFilesBeforeImport(const std::vector<std::string>& paths);
+// Checks what can be checked of `paths` before any is stored, and plans their ranks: that each
+// opens and reads as a trace up to its events, that no file is given twice, and that no two
+// state the same rank before their events (distributedInfo there, where PyTorch writes it, or
+// their names; see rank_assignment.h). Errors name the file and say that nothing was imported.
+absl::StatusOr<RankAssigner> CheckFilesBeforeImport(const std::vector<std::string>& paths);
 
 // Imports `paths` in order, calling `on_file` after each, after CheckFilesBeforeImport. Stops
 // at the first error, which names the file and, when files before it were imported (they stay

@@ -139,20 +139,34 @@ TEST(KinetoImportTest, ATraceOnTwoDevicesIsOneRankAndSaysSo) {
   EXPECT_EQ(lines[0].find("CUDA devices"), std::string::npos) << lines[0];
 }
 
-// A trace recorded without profile_memory has no [memory] events: the summary says how to get
-// them instead of only "0 memory events imported".
-TEST(KinetoImportTest, ATraceWithoutMemoryEventsSaysHowToRecordThem) {
+// A trace recorded without profile_memory has no [memory] events: it is refused, saying how to
+// get them (it was stored as a job of 0 events, exit 0), and so is one whose every [memory]
+// event was out of range (which was told to record them).
+TEST(KinetoImportTest, ATraceWithoutMemoryEventsIsRefusedSayingHowToRecordThem) {
   std::string path = test_util::TmpPath("no_memory_rank0.json");
   Write(path, Trace(0, ""));
   Recorder recorder;
-  std::vector<std::string> lines;
-  auto summaries = ImportWithSummaries({path}, recorder, lines);
-  ASSERT_TRUE(summaries.ok()) << summaries.status();
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("no [memory] events: record it with "
-                          "torch.profiler.profile(profile_memory=True)"),
-            std::string::npos)
-      << lines[0];
+  auto summaries = ImportKinetoFiles({path}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(summaries.status().message(),
+            path +
+                ": the trace has no [memory] events: record it with "
+                "torch.profiler.profile(profile_memory=True) (nothing was imported)");
+  EXPECT_TRUE(recorder.by_rank.empty());
+
+  std::string huge = test_util::TmpPath("huge_rank0.json");
+  Write(huge,
+        "{\"traceEvents\": [{\"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"name\": "
+        "\"[memory]\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"args\": {\"Device Type\": 1, "
+        "\"Device Id\": 0, \"Addr\": 4096, \"Bytes\": 1152921504606846976}}]}");
+  summaries = ImportKinetoFiles({huge}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().message(),
+            huge +
+                ": none of its 1 [memory] events could be imported (without Addr, Bytes or ts, "
+                "or out of range) (nothing was imported)");
+  EXPECT_TRUE(recorder.by_rank.empty());
 }
 
 TEST(KinetoImportTest, StopsAtABadFileNamingItAfterImportingTheOnesBefore) {
@@ -191,8 +205,8 @@ TEST(KinetoImportTest, TwoFilesOfOneRankAreRefusedBeforeAnythingIsStored) {
   ASSERT_FALSE(summaries.ok());
   EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(summaries.status().message(),
-            b + ": rank 1 (from distributedInfo) is already taken by " + a +
-                " (from distributedInfo); import one file per rank, or separate runs of a rank "
+            b + ": rank 1 (from distributedInfo) is also " + a +
+                "'s (from distributedInfo); import one file per rank, or separate runs of a rank "
                 "as separate jobs (nothing was imported)");
   EXPECT_TRUE(recorder.by_rank.empty());
   EXPECT_EQ(recorder.finishes, 0);
@@ -234,14 +248,20 @@ TEST(KinetoImportTest, ARankStatedOnlyAfterTheEventsIsCheckedWhenItsFileIsImport
   ExpectRankClashAfterTheFirstFile({a, b});
 }
 
-TEST(KinetoImportTest, RefusesTwoFilesOfOneRank) {
+// Two file names stating one rank: a user found the first stored before the second was refused.
+// Names are known before anything is parsed, so the clash is refused then.
+TEST(KinetoImportTest, TwoFilesNamedForOneRankAreRefusedBeforeAnythingIsStored) {
   std::string a = test_util::TmpPath("x_rank0.json");
   std::string b = test_util::TmpPath("y_rank0.json");
   Write(a, Trace(1, ""));
   Write(b, Trace(1, ""));
-  // Ranks from names are not certain until a file is parsed (distributedInfo may follow the
-  // events): this clash is found when the second file is imported.
-  ExpectRankClashAfterTheFirstFile({a, b});
+  Recorder recorder;
+  auto summaries = ImportKinetoFiles({a, b}, {}, recorder.Factory());
+  ASSERT_FALSE(summaries.ok());
+  EXPECT_EQ(summaries.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(summaries.status().message().find("(nothing was imported)"), std::string::npos)
+      << summaries.status();
+  EXPECT_EQ(recorder.finishes, 0);
 }
 
 TEST(KinetoImportTest, ARankFromAFilesPositionIsNotHeldAgainstALaterFilesStatedRank) {

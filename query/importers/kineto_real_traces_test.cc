@@ -197,25 +197,32 @@ TEST_F(KinetoRealTracesTest, LiveBytesReplayedFromTheEventsEqualTotalAllocated) 
 }
 
 TEST_F(KinetoRealTracesTest, SeveralFilesGetDistinctRanks) {
-  // The tracelens traces have no distributedInfo and no rank in their names: they take their
-  // position; the HTA trace says it is rank 1 of 2.
-  std::vector<std::string> paths = {Path(kTraces[1].file), Path(kTraces[0].file),
-                                    Path(kTraces[2].file)};
-  std::map<int32_t, std::unique_ptr<RecordingSink>> sinks;
-  auto summaries = ImportKinetoFiles(
-      paths, {}, [&](const ImportedRank& r) -> absl::StatusOr<std::unique_ptr<RankImportSink>> {
-        auto& sink = sinks[r.rank];
-        sink = std::make_unique<RecordingSink>();
-        return std::make_unique<TestRankSink>(sink.get());
-      });
-  ASSERT_TRUE(summaries.ok()) << summaries.status();
-  ASSERT_EQ(summaries->size(), 3u);
-  EXPECT_EQ((*summaries)[0].rank.rank, 0);
-  EXPECT_EQ((*summaries)[1].rank.rank, 1);
-  EXPECT_EQ((*summaries)[1].rank.world_size, 2);
-  EXPECT_EQ((*summaries)[2].rank.rank, 2);
-  EXPECT_EQ((*summaries)[2].rank.world_size, 3);
-  EXPECT_EQ(sinks.size(), 3u);
+  // The tracelens traces have no distributedInfo and no rank in their names: they take the
+  // ranks no file states, in file order; the HTA trace says it is rank 1 of 2. Found by a user
+  // with the HTA trace last: the second tracelens trace took rank 1 by its position, and the
+  // HTA trace was then refused, with two files stored.
+  for (const std::vector<int>& order : {std::vector<int>{1, 0, 2}, std::vector<int>{1, 2, 0}}) {
+    std::vector<std::string> paths;
+    for (int i : order) paths.push_back(Path(kTraces[i].file));
+    std::map<int32_t, std::unique_ptr<RecordingSink>> sinks;
+    auto summaries = ImportKinetoFiles(
+        paths, {}, [&](const ImportedRank& r) -> absl::StatusOr<std::unique_ptr<RankImportSink>> {
+          auto& sink = sinks[r.rank];
+          sink = std::make_unique<RecordingSink>();
+          return std::make_unique<TestRankSink>(sink.get());
+        });
+    ASSERT_TRUE(summaries.ok()) << summaries.status();
+    ASSERT_EQ(summaries->size(), 3u);
+    std::map<std::string, int32_t> rank_of;
+    for (const KinetoFileSummary& s : *summaries) {
+      rank_of[s.rank.path] = s.rank.rank;
+      EXPECT_EQ(s.rank.world_size, 3) << s.rank.path << ": one world size for the import";
+    }
+    EXPECT_EQ(rank_of[Path(kTraces[0].file)], 1);
+    EXPECT_EQ(rank_of[paths[0]], 0);
+    EXPECT_EQ(rank_of[order[1] == 0 ? paths[2] : paths[1]], 2);
+    EXPECT_EQ(sinks.size(), 3u);
+  }
 }
 
 TEST_F(KinetoRealTracesTest, TruncatedRealTraceNamesFileAndOffset) {

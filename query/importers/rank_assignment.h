@@ -1,9 +1,13 @@
 // Which rank a trace file is. In order of trust: the trace's own distributedInfo.rank (PyTorch
-// writes it when torch.distributed is initialized; it may come after traceEvents, so it is
-// known only once the file is parsed), then the file name ("rank3", "rank_3", "rank-3",
-// "_r3."), then the file's position on the command line (or, when an earlier file stated that
-// rank, the lowest one still free). World size: distributedInfo's, else the number of files
-// (at least the highest rank + 1).
+// writes it when torch.distributed is initialized, usually before traceEvents, where it is read
+// before anything is imported; one written after the events is known only once the file is
+// parsed), then the file name ("rank3", "rank_3", "rank-3", "rank3_of_8", "_r3."), then the
+// name of the directory holding it ("rank_3/host.pt.trace.json", as tensorboard_trace_handler
+// lays traces out per rank), then the file's place among the files that state no rank: the
+// lowest rank no other file states, in file order.
+//
+// One world size for the whole import: the largest of the number of files, every world size a
+// file states (distributedInfo, "_of_N" in a name) and the highest rank + 1.
 #ifndef MEMTRACE_QUERY_IMPORTERS_RANK_ASSIGNMENT_H_
 #define MEMTRACE_QUERY_IMPORTERS_RANK_ASSIGNMENT_H_
 
@@ -11,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -18,15 +23,24 @@
 
 namespace memtrace::importers {
 
-// The rank a file name states, looking at the base name only: "rank" (any case, not preceded
-// by a letter) optionally followed by '_' or '-', then digits; else 'r' + digits between
-// separators ('_', '.', '-'), as in "trace_r3.json". nullopt when the name states none.
-std::optional<int32_t> RankFromFileName(absl::string_view path);
+struct NamedRank {
+  int32_t rank = 0;
+  std::optional<int32_t> world_size;  // "rank3_of_8"
+  // "file name" or "directory name".
+  std::string source;
+};
+
+// The rank a path states. Its base name first: "rank" (any case, not preceded by a letter),
+// optionally followed by '_' or '-', then digits, optionally followed by "of" N (with or
+// without '_' / '-' around it); else 'r' + digits between a separator ('_', '.', '-') and a
+// '.', as in "trace_r3.json" ("resnet_r50_fpn.json" states none: that is a model). Else the
+// parent directory's name, "rank" spellings only. nullopt when the path states none.
+std::optional<NamedRank> RankFromFileName(absl::string_view path);
 
 struct RankChoice {
   int32_t rank = 0;
   int32_t world_size = 0;
-  // "distributedInfo", "file name" or "file order".
+  // "distributedInfo", "file name", "directory name" or "file order".
   std::string source;
 };
 
@@ -34,17 +48,36 @@ struct RankChoice {
 // A plain value; not thread-safe.
 class RankAssigner {
  public:
-  explicit RankAssigner(size_t file_count) : file_count_(file_count) {}
+  // Plans the ranks of `paths` from what each states before it is parsed: `headers[i]` is the
+  // distributedInfo read before file i's events (empty when there is none), else its name.
+  // ALREADY_EXISTS naming both files when two state one rank; DATA_LOSS for a negative rank.
+  // Nothing is imported yet, so either refusal leaves the job as it was.
+  static absl::StatusOr<RankAssigner> Plan(const std::vector<std::string>& paths,
+                                           const std::vector<KinetoDistributedInfo>& headers);
 
-  // The rank of the file at `index` (0-based position among the files) named `path`.
-  // ALREADY_EXISTS naming both files when an earlier file has the rank this one states (in
-  // distributedInfo or its name); INVALID_ARGUMENT for a negative distributedInfo rank.
-  absl::StatusOr<RankChoice> Assign(size_t index, const std::string& path,
-                                    const KinetoDistributedInfo& info);
+  // The world size every file of the import is given, as far as the plan knows (a
+  // distributedInfo found only after a file's events can raise it).
+  int32_t world_size() const { return world_size_; }
+
+  // The rank of the file at `index` (as given to Plan), now that it is parsed: `info` is its
+  // whole distributedInfo. ALREADY_EXISTS naming both files when another file has, or will
+  // have, the rank it states after its events; DATA_LOSS for a negative rank.
+  absl::StatusOr<RankChoice> Assign(size_t index, const KinetoDistributedInfo& info);
 
  private:
-  size_t file_count_;
+  struct Stated {
+    int32_t rank = 0;
+    std::string source;
+  };
+  RankAssigner() = default;
+  // The file holding `rank` other than `index`, taken or planned, if any: (path, source).
+  std::optional<std::pair<std::string, std::string>> HolderOf(int32_t rank, size_t index) const;
+
+  std::vector<std::string> paths_;
+  std::vector<std::optional<Stated>> stated_;                     // per file, before parsing
+  std::map<int32_t, size_t> stated_ranks_;                        // rank -> the file stating it
   std::map<int32_t, std::pair<std::string, std::string>> taken_;  // rank -> (file, source)
+  int32_t world_size_ = 0;
 };
 
 }  // namespace memtrace::importers

@@ -5,75 +5,152 @@
 namespace memtrace::importers {
 namespace {
 
+std::optional<int32_t> RankOf(absl::string_view path) {
+  std::optional<NamedRank> named = RankFromFileName(path);
+  return named.has_value() ? std::optional<int32_t>(named->rank) : std::nullopt;
+}
+
+KinetoDistributedInfo Info(int32_t rank, std::optional<int32_t> world = std::nullopt) {
+  KinetoDistributedInfo info;
+  info.rank = rank;
+  info.world_size = world;
+  return info;
+}
+
 TEST(RankFromFileNameTest, ReadsTheCommonSpellings) {
-  EXPECT_EQ(RankFromFileName("/traces/rank3.json"), 3);
-  EXPECT_EQ(RankFromFileName("worker_rank_12.pt.trace.json.gz"), 12);
-  EXPECT_EQ(RankFromFileName("RANK-5.json"), 5);
-  EXPECT_EQ(RankFromFileName("hta_rank1_of_2.json.gz"), 1);
-  EXPECT_EQ(RankFromFileName("trace_r3.json"), 3);
-  EXPECT_EQ(RankFromFileName("job-r07-host.json"), 7);
+  EXPECT_EQ(RankOf("/traces/rank3.json"), 3);
+  EXPECT_EQ(RankOf("worker_rank_12.pt.trace.json.gz"), 12);
+  EXPECT_EQ(RankOf("RANK-5.json"), 5);
+  EXPECT_EQ(RankOf("hta_rank1_of_2.json.gz"), 1);
+  EXPECT_EQ(RankOf("trace_r3.json"), 3);
+  EXPECT_EQ(RankOf("job-r07.pt.trace.json"), 7);
+}
+
+TEST(RankFromFileNameTest, ReadsTheWorldSizeOfRankKOfN) {
+  for (const char* name :
+       {"hta_rank1_of_2.json.gz", "rank1of2.json", "rank-1-of-2.json", "RANK_1_OF_2.json"}) {
+    std::optional<NamedRank> named = RankFromFileName(name);
+    ASSERT_TRUE(named.has_value()) << name;
+    EXPECT_EQ(named->rank, 1) << name;
+    EXPECT_EQ(named->world_size, 2) << name;
+  }
+  EXPECT_EQ(RankFromFileName("rank3.json")->world_size, std::nullopt);
+  EXPECT_EQ(RankFromFileName("rank3_of_0.json")->world_size, std::nullopt);
+  EXPECT_EQ(RankFromFileName("rank3_offload.json")->world_size, std::nullopt);
 }
 
 TEST(RankFromFileNameTest, IgnoresNamesWithoutARank) {
-  EXPECT_EQ(RankFromFileName("tracelens_h100_qwen1.5-0.5b.json.gz"), std::nullopt);
-  EXPECT_EQ(RankFromFileName("frank2.json"), std::nullopt);             // a word, not "rank"
-  EXPECT_EQ(RankFromFileName("/data/rank7/trace.json"), std::nullopt);  // directory, not file
-  EXPECT_EQ(RankFromFileName("h100_r3x.json"), std::nullopt);
-  EXPECT_EQ(RankFromFileName("rank.json"), std::nullopt);
+  EXPECT_EQ(RankOf("tracelens_h100_qwen1.5-0.5b.json.gz"), std::nullopt);
+  EXPECT_EQ(RankOf("frank2.json"), std::nullopt);  // a word, not "rank"
+  EXPECT_EQ(RankOf("h100_r3x.json"), std::nullopt);
+  EXPECT_EQ(RankOf("rank.json"), std::nullopt);
+  // Models, not ranks: 'r' + digits between separators.
+  EXPECT_EQ(RankOf("mask_rcnn_r50_fpn.json"), std::nullopt);
+  EXPECT_EQ(RankOf("job-r07-host.json"), std::nullopt);
+}
+
+// tensorboard_trace_handler writes each rank's traces into a directory of their own.
+TEST(RankFromFileNameTest, ReadsTheDirectoryWhenTheBaseNameStatesNone) {
+  std::optional<NamedRank> named = RankFromFileName("/data/rank_10/host_123.pt.trace.json");
+  ASSERT_TRUE(named.has_value());
+  EXPECT_EQ(named->rank, 10);
+  EXPECT_EQ(named->source, "directory name");
+  EXPECT_EQ(RankFromFileName("rank7/trace.json")->rank, 7);
+  EXPECT_EQ(RankFromFileName("/data/rank7/rank2.json")->rank, 2);  // the file's own name first
+  EXPECT_EQ(RankFromFileName("/data/rank7/rank2.json")->source, "file name");
+  EXPECT_EQ(RankOf("/data/run_r7/trace.json"), std::nullopt);  // "rank" spellings only
+  EXPECT_EQ(RankOf("/rank7/x/trace.json"), std::nullopt);      // the parent only
 }
 
 TEST(RankAssignerTest, PrefersDistributedInfoThenNameThenOrder) {
-  RankAssigner assigner(3);
-  KinetoDistributedInfo info;
-  info.rank = 1;
-  info.world_size = 2;
-  auto a = assigner.Assign(0, "rank5.json", info);
+  auto plan =
+      RankAssigner::Plan({"rank5.json", "a/rank6.json", "model.json"}, {Info(1, 2), {}, {}});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->world_size(), 7);  // 3 files, but rank 6 needs at least 7
+  auto a = plan->Assign(0, Info(1, 2));
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->rank, 1);
-  EXPECT_EQ(a->world_size, 2);
   EXPECT_EQ(a->source, "distributedInfo");
-  auto b = assigner.Assign(1, "rank5.json", {});
+  auto b = plan->Assign(1, {});
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->rank, 5);
+  EXPECT_EQ(b->rank, 6);
   EXPECT_EQ(b->source, "file name");
-  EXPECT_EQ(b->world_size, 6);  // 3 files, but rank 5 needs at least 6
-  auto c = assigner.Assign(2, "model.json", {});
+  auto c = plan->Assign(2, {});
   ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->rank, 2);
+  EXPECT_EQ(c->rank, 0);
   EXPECT_EQ(c->source, "file order");
-  EXPECT_EQ(c->world_size, 3);
+  // One world size for every file of the import.
+  EXPECT_EQ(a->world_size, 7);
+  EXPECT_EQ(b->world_size, 7);
+  EXPECT_EQ(c->world_size, 7);
 }
 
-TEST(RankAssignerTest, RefusesTwoFilesForOneRankNamingBoth) {
-  RankAssigner assigner(2);
-  ASSERT_TRUE(assigner.Assign(0, "a/rank0.json", {}).ok());
-  auto second = assigner.Assign(1, "b/trace_r0.json", {});
-  ASSERT_FALSE(second.ok());
-  EXPECT_EQ(second.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_NE(second.status().message().find("b/trace_r0.json: rank 0"), std::string::npos);
-  EXPECT_NE(second.status().message().find("a/rank0.json"), std::string::npos);
+// Found by a user: qwen and falcon by file order (ranks 0, 1), then hta stating rank 1 in its
+// distributedInfo: refused after two files were stored, and no order of the files could import
+// all three. A guess now takes no rank another file states.
+TEST(RankAssignerTest, FileOrderSkipsRanksThatLaterFilesState) {
+  auto plan = RankAssigner::Plan({"qwen.json", "falcon.json", "hta.json"}, {{}, {}, Info(1, 2)});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->Assign(0, {})->rank, 0);
+  EXPECT_EQ(plan->Assign(1, {})->rank, 2);
+  auto hta = plan->Assign(2, Info(1, 2));
+  ASSERT_TRUE(hta.ok()) << hta.status();
+  EXPECT_EQ(hta->rank, 1);
+  EXPECT_EQ(hta->world_size, 3);
 }
 
-TEST(RankAssignerTest, AFileWithoutARankTakesTheLowestFreeOneWhenItsPositionIsStated) {
-  // hta_rank1_of_2 (distributedInfo rank 1) first, a trace stating no rank second: position 1
-  // is taken, so it is rank 0, not a refusal after the first file was imported.
-  RankAssigner assigner(2);
-  KinetoDistributedInfo info;
-  info.rank = 1;
-  info.world_size = 2;
-  ASSERT_TRUE(assigner.Assign(0, "hta_rank1_of_2.json.gz", info).ok());
-  auto second = assigner.Assign(1, "tracelens_h100_qwen.json.gz", {});
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_EQ(second->rank, 0);
-  EXPECT_EQ(second->source, "file order");
+TEST(RankAssignerTest, TheWorldSizeIsTheLargestAnyFileStates) {
+  // "rank 3 of 4" and "rank 1 of 2" came out of one import.
+  auto plan = RankAssigner::Plan({"qwen_rank3.json", "falcon.json"}, {{}, {}});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->Assign(0, {})->world_size, 4);
+  auto falcon = plan->Assign(1, {});
+  EXPECT_EQ(falcon->rank, 0);
+  EXPECT_EQ(falcon->world_size, 4);
+  // "_of_4" in a name: rank 1 of 4, not of 2 (the files).
+  auto named = RankAssigner::Plan({"falcon_rank1_of_4.json"}, {{}});
+  EXPECT_EQ(named->Assign(0, {})->world_size, 4);
+  // distributedInfo {"rank": 3, "world_size": 2}: the rank needs a world of 4.
+  auto stated = RankAssigner::Plan({"x.json"}, {Info(3, 2)});
+  EXPECT_EQ(stated->Assign(0, Info(3, 2))->world_size, 4);
+}
+
+TEST(RankAssignerTest, TwoFilesStatingOneRankAreRefusedBeforeAnyIsImported) {
+  auto names = RankAssigner::Plan({"a/rank0.json", "b/trace_r0.json"}, {{}, {}});
+  ASSERT_FALSE(names.ok());
+  EXPECT_EQ(names.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(names.status().message().find("b/trace_r0.json: rank 0 (from file name)"),
+            std::string::npos)
+      << names.status();
+  EXPECT_NE(names.status().message().find("a/rank0.json"), std::string::npos);
+  auto mixed = RankAssigner::Plan({"qwen_rank3.json", "x.json"}, {{}, Info(3)});
+  EXPECT_EQ(mixed.status().code(), absl::StatusCode::kAlreadyExists);
+}
+
+// A distributedInfo after the events is known only once the file is parsed: a clash with a rank
+// another file holds or states is refused then, naming both.
+TEST(RankAssignerTest, ARankStatedAfterTheEventsCannotTakeAnotherFilesRank) {
+  auto plan = RankAssigner::Plan({"a.json", "rank1.json"}, {{}, {}});
+  ASSERT_TRUE(plan.ok());
+  auto a = plan->Assign(0, Info(1));
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(a.status().message().find("a.json: rank 1 (from distributedInfo) is rank1.json's"),
+            std::string::npos)
+      << a.status();
 }
 
 TEST(RankAssignerTest, RefusesANegativeRank) {
-  RankAssigner assigner(1);
-  KinetoDistributedInfo info;
-  info.rank = -1;
-  EXPECT_EQ(assigner.Assign(0, "x.json", info).status().code(),
+  EXPECT_EQ(RankAssigner::Plan({"x.json"}, {Info(-1)}).status().code(),
             absl::StatusCode::kDataLoss);  // a bad file: exit 1
+  auto plan = RankAssigner::Plan({"x.json"}, {{}});
+  EXPECT_EQ(plan->Assign(0, Info(-1)).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(RankAssignerTest, TheLargestRankNeedsNoOverflow) {
+  auto plan = RankAssigner::Plan({"x.json"}, {Info(INT32_MAX)});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->Assign(0, Info(INT32_MAX))->world_size, INT32_MAX);
 }
 
 }  // namespace
