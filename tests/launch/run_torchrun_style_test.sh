@@ -83,6 +83,23 @@ expect_eq "exit code of its rerun" "$?" "0"
 expect_grep "$WORK/run1e.err" "memtrace: job crash-1 already holds rank(s) 0,1 of attempt 0 from a run that ended: this run's workers for them are stored as attempt 1"
 echo "ok: a rerun after a run whose workers were killed is noted"
 
+# 1e2. A process without RANK, run twice under one job: each is a rank of its own (host, device,
+# pid), so the rerun is a second rank, not attempt 1 of the first, which the note said it was.
+"$MEMTRACE" run --job solo-1 --data "$WORK/data1e2" -- "$WORKER" >"$WORK/solo1.out" 2>"$WORK/solo1.err" \
+  || fail "first run of solo-1: $(cat "$WORK/solo1.err")"
+"$MEMTRACE" run --job solo-1 --data "$WORK/data1e2" -- "$WORKER" >"$WORK/solo2.out" 2>"$WORK/solo2.err"
+expect_eq "exit code of solo-1's rerun" "$?" "0"
+grep -q "stored as attempt" "$WORK/solo2.err" && fail "a rankless rerun was said to be the next attempt: $(cat "$WORK/solo2.err")"
+expect_grep "$WORK/solo2.err" "WARNING: job solo-1 already holds 1 process(es) without a RANK from a run that ended: without RANK each process is a rank of its own"
+start_collector "$WORK/data1e2"
+"$VIEW" "$COLLECTOR_ADDR" ranks solo-1 >"$WORK/solo.ranks" 2>"$WORK/view.err" || fail "collector_view ranks solo-1"
+expect_eq "ranks of solo-1" "$(wc -l <"$WORK/solo.ranks" | tr -d ' ')" "2"
+while read -r line; do
+  expect_eq "attempt of a rankless process" "$(field "$line" attempt)" "0"
+done <"$WORK/solo.ranks"
+stop_collector
+echo "ok: a rankless rerun is said to be new ranks, as it is stored"
+
 # 1f. A rerun while another rerun of the same job is still recording: its workers' ranks are
 # streamed by the other's processes (moved to attempt 1), so the collector refuses them while
 # that runs. Said before the job, not "stored as attempt 2".

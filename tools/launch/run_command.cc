@@ -460,8 +460,15 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
   std::map<int32_t, uint32_t> highest;  // per rank
   std::map<int32_t, uint32_t> live_at;  // ranks streamed now at another attempt
   std::vector<int32_t> ended;
+  size_t rankless_ended = 0;  // processes of an ended run that had no RANK
   for (const v1::RankSummary& r : ranks->ranks()) {
     const int32_t rank = r.identity().rank();
+    if (rank < 0) {
+      // Without RANK a process is a rank of its own (host, device, pid): this run's processes
+      // are new ranks beside it, not its next attempt, whatever the attempt.
+      if (!r.connected()) ++rankless_ended;
+      continue;
+    }
     uint32_t& h = highest[rank];
     h = std::max(h, r.identity().attempt());
     if (r.identity().attempt() != attempt) {
@@ -484,6 +491,14 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
                       " are being recorded now by another process (another run of the job?): "
                       "this run's workers for them, if it has them, are refused while it runs "
                       "(--job gives the run a job of its own)"));
+  }
+  if (rankless_ended > 0) {
+    Warn(absl::StrCat(
+        "job ", job, " already holds ", rankless_ended,
+        " process(es) without a RANK from a run that ended: without RANK each process is a rank "
+        "of its own (by host, device and pid), so this run's are stored beside them as new ranks, "
+        "not as their next attempt, and the analyses compare both runs' processes as one job's "
+        "(--job gives the run a job of its own)"));
   }
   if (held.empty()) return;
   std::sort(held.begin(), held.end());
