@@ -1,6 +1,7 @@
 #include "query/cli/flags.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -18,6 +19,16 @@ void FlagSet::AddRepeatable(std::string name, std::string value_name, std::strin
                             Setter setter) {
   Add(std::move(name), std::move(value_name), std::move(help), std::move(setter));
   flags_.back().repeatable = true;
+}
+
+void FlagSet::AddAlias(std::string alias, absl::string_view of) {
+  const Flag* original = Find(of);
+  if (original == nullptr) return;  // a programming error; the alias is then unknown
+  Flag flag = *original;
+  flag.help = absl::StrCat("the same as ", of.size() == 1 ? "-" : "--", of);
+  flag.name = std::move(alias);
+  flag.same_as = std::string(of);
+  flags_.push_back(std::move(flag));
 }
 
 void FlagSet::AddString(std::string name, std::string value_name, std::string help,
@@ -136,7 +147,7 @@ const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
 
 absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& args) const {
   Parsed parsed;
-  std::set<const Flag*> seen;
+  std::map<std::string, std::string> seen;  // flag (an alias's original) -> the name given
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg == "--") {
@@ -163,9 +174,17 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
     if (flag == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", body));
     }
-    if (!seen.insert(flag).second && !flag->repeatable) {
+    auto [first, inserted] =
+        seen.try_emplace(flag->same_as.empty() ? flag->name : flag->same_as, flag->name);
+    if (!inserted && !flag->repeatable) {
+      const auto dashed = [](const std::string& name) {
+        return absl::StrCat(name.size() == 1 ? "-" : "--", name);
+      };
       return absl::InvalidArgumentError(
-          absl::StrCat("--", flag->name, " given more than once (it takes one value)"));
+          first->second == flag->name
+              ? absl::StrCat(dashed(flag->name), " given more than once (it takes one value)")
+              : absl::StrCat(dashed(first->second), " and ", dashed(flag->name),
+                             " given: they are one flag, which takes one value"));
     }
     std::string value;
     if (inline_value.has_value()) {

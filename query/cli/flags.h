@@ -36,6 +36,10 @@ class FlagSet {
   // order (e.g. `compare --job A --job B`).
   void AddRepeatable(std::string name, std::string value_name, std::string help, Setter setter);
 
+  // --alias is another name of the flag `of` (added before): the same value and setter; giving
+  // both is a flag given twice. Its help reads "the same as -o".
+  void AddAlias(std::string alias, absl::string_view of);
+
   // A string flag; an empty value is refused ("--job: empty value"), as it would read as unset.
   void AddString(std::string name, std::string value_name, std::string help, std::string* target);
   void AddInt(std::string name, std::string value_name, std::string help, int64_t* target);
@@ -68,6 +72,7 @@ class FlagSet {
     std::string help;
     Setter setter;
     bool repeatable = false;
+    std::string same_as;  // an alias's flag; empty for a flag of its own
   };
   const Flag* Find(absl::string_view name) const;
 

@@ -101,6 +101,24 @@ TEST(FlagSetTest, RefusesASingleValuedFlagGivenTwice) {
   }
 }
 
+// Found by a user: `export -o a.json --output b.json` wrote b.json without a word, and `-o a
+// -o b` was refused naming "--o".
+TEST(FlagSetTest, AnAliasIsTheSameFlag) {
+  std::string output;
+  FlagSet flags;
+  flags.AddString("o", "FILE", "output file", &output);
+  flags.AddAlias("output", "o");
+  ASSERT_TRUE(flags.Parse({"--output", "b.json"}).ok());
+  EXPECT_EQ(output, "b.json");
+  EXPECT_EQ(flags.Parse({"--output", ""}).status().message(), "--output: empty value");
+  EXPECT_EQ(flags.Parse({"-o", "a.json", "--output", "b.json"}).status().message(),
+            "-o and --output given: they are one flag, which takes one value");
+  EXPECT_EQ(flags.Parse({"-o", "a.json", "-o", "b.json"}).status().message(),
+            "-o given more than once (it takes one value)");
+  EXPECT_NE(flags.Describe().find("--output FILE   the same as -o"), std::string::npos)
+      << flags.Describe();
+}
+
 TEST(FlagSetTest, RepeatableFlagsSeeEveryValueInOrder) {
   std::vector<std::string> jobs;
   FlagSet flags;

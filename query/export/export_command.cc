@@ -19,8 +19,10 @@ constexpr char kUsage[] =
     "\n"
     "Writes the job's memory as a Chrome trace-event JSON file that ui.perfetto.dev and\n"
     "chrome://tracing open: one process per rank (pid = rank) with counter tracks for live\n"
-    "bytes, each step's floor and peak, device memory used and the top tags' live bytes, and\n"
-    "one slice per step. Live bytes and device used come from every raw event (ReadEvents),\n"
+    "bytes, each step's floor and peak, device memory used and the top tags' live bytes at\n"
+    "each step end (tags ranked by the most any rank held at a step end: one freed within its\n"
+    "step, such as activations, has none), and one slice per step. Live bytes and device used come "
+    "from every raw event (ReadEvents),\n"
     "reduced to at most --max-points per rank (keeping each interval's lowest and highest\n"
     "value); --raw=false uses only the per-step rollups. FILE '-' writes to stdout.";
 
@@ -100,7 +102,7 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
   flags.AddString("job", "JOB", "job id (required)", &f.job);
   flags.AddString("format", "perfetto", "output format (required; only perfetto)", &f.format);
   flags.AddString("o", "FILE", "output file (required; '-' = stdout)", &f.output);
-  flags.AddString("output", "FILE", "the same as -o", &f.output);
+  flags.AddAlias("output", "o");
   flags.AddString("collector", "ADDR",
                   absl::StrCat("collector host:port (default $MEMTRACE_COLLECTOR or ",
                                cli::kDefaultCollector, "; now ", io.default_collector, ")"),
@@ -118,7 +120,8 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
                 &f.raw);
   flags.AddInt("max-points", "N", "live-bytes points per rank at most (default 200000)",
                &f.max_points);
-  flags.AddInt("top-tags", "N", "tags with a counter track (default 5)", &f.top_tags);
+  flags.AddInt("top-tags", "N", "tags with a counter track, by live bytes at step ends (default 5)",
+               &f.top_tags);
   absl::StatusOr<cli::FlagSet::Parsed> parsed = flags.Parse(args);
   if (!parsed.ok()) return cli::ReportError(io, parsed.status(), self.name);
   if (parsed->help) {

@@ -70,7 +70,7 @@ void RegisterPlotFlags(const cli::CommandIo& io, cli::FlagSet* flags, PlotFlags*
   f->collector = io.default_collector;
   flags->AddString("job", "JOB", "job id (required)", &f->job);
   flags->AddString("o", "FILE", "output SVG file (required; '-' = stdout)", &f->output);
-  flags->AddString("output", "FILE", "the same as -o", &f->output);
+  flags->AddAlias("output", "o");
   flags->AddString("metric", "live|floor|peak", "what each line shows (default live)", &f->metric);
   flags->AddString("ranks", "LIST", "only these ranks, e.g. 0,1,5 or 0-3 (default all)", &f->ranks);
   flags->Add("axis", "step|time",

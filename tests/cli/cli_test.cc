@@ -332,16 +332,33 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
   sim = RunProcess({kSim, "--collector", down, "--ranks", "4", "--steps", "200",
                     "--events_per_rank", "3000000"});
   EXPECT_EQ(sim.exit_code, 2) << sim.err;
-  EXPECT_TRUE(absl::StrContains(sim.err, "--events_per_rank 3000000: step 0 of the simulated "
-                                         "model (936 layers, "))
+  EXPECT_TRUE(
+      absl::StrContains(sim.err,
+                        "--events_per_rank 3000000 over --steps 200: step 0 of the simulated "
+                        "model (936 layers, "))
       << sim.err;
   EXPECT_TRUE(absl::StrContains(sim.err, "every rank would run out of memory in it")) << sim.err;
+  // Which way fits depends on the model; the advice names a layer count that does.
+  EXPECT_TRUE(absl::StrContains(sim.err,
+                                "With 468 layers it fits: pass --layers 468, or fewer "
+                                "events per step"))
+      << sim.err;
   EXPECT_EQ(std::count(sim.err.begin(), sim.err.end(), '\n'), 1) << sim.err;
+  // 1000 events over 40 steps make 1 layer, whose activations do not fit at once: the advice
+  // was "fewer --layers or --events_per_rank", the wrong way.
+  sim = RunProcess(
+      {kSim, "--collector", down, "--ranks", "2", "--steps", "40", "--events_per_rank", "1000"});
+  EXPECT_EQ(sim.exit_code, 2) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err,
+                                "With 8 layers it fits: pass --layers 8, or more events "
+                                "per step"))
+      << sim.err;
   // On 3 ranks a 2000-event model fits step 0 but not step 1, where the optimizer state made in
   // step 0 is live: it ran, every rank out of memory in step 1.
   sim = RunProcess({kSim, "--collector", down, "--ranks", "3", "--events_per_rank", "2000"});
   EXPECT_EQ(sim.exit_code, 2) << sim.err;
-  EXPECT_TRUE(absl::StrContains(sim.err, "--events_per_rank 2000: step 1 of the simulated model"))
+  EXPECT_TRUE(absl::StrContains(
+      sim.err, "--events_per_rank 2000 over --steps 100: step 1 of the simulated model"))
       << sim.err;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -292,25 +293,50 @@ absl::Status CheckModelFits(const WorkloadOptions& w, const WorkloadPlan& plan) 
   healthy.oom_rank.reset();
   healthy.grad_accum = false;
   healthy.rollout_leak_bytes = 0;
-  RecordingSink first_steps;
-  // Options this trimming makes invalid leave the question open; the run then reports any OOM.
-  if (!PlayRank(healthy, 0, first_steps).ok()) return absl::OkStatus();
-  int64_t step = 0;
-  for (const Event& e : first_steps.events()) {
-    if (e.kind == EventKind::kStep) step = static_cast<int64_t>(e.aux);
-    if (e.kind != EventKind::kOom) continue;
-    return absl::InvalidArgumentError(absl::StrCat(
-        w.layers > 0 ? absl::StrCat("--layers ", w.layers)
-                     : absl::StrCat("--events_per_rank ", w.events_per_rank),
-        ": step ", step, " of the simulated model (", plan.layers, " layers, ",
-        cli::FormatBytes(plan.resident_bytes), " resident per rank) does not fit --device_bytes ",
-        cli::FormatBytes(w.device_total_bytes),
-        ": every rank would run out of memory in it, with nothing planted (allocations are rounded "
-        "as PyTorch's caching allocator does, so many small layers take more than the model). "
-        "Use fewer --layers or --events_per_rank, more --ranks, or a larger --device_bytes; plant "
-        "an OOM with --oom_rank"));
+  // The step whose allocation fails with `layers`, or nullopt when both steps fit. Options this
+  // trimming makes invalid leave the question open (nullopt); the run then reports any OOM.
+  const auto oom_step = [&healthy](int layers) -> std::optional<int64_t> {
+    WorkloadOptions trial = healthy;
+    trial.layers = layers;
+    RecordingSink first_steps;
+    if (!PlayRank(trial, 0, first_steps).ok()) return std::nullopt;
+    int64_t step = 0;
+    for (const Event& e : first_steps.events()) {
+      if (e.kind == EventKind::kStep) step = static_cast<int64_t>(e.aux);
+      if (e.kind == EventKind::kOom) return step;
+    }
+    return std::nullopt;
+  };
+  std::optional<int64_t> step = oom_step(plan.layers);
+  if (!step.has_value()) return absl::OkStatus();
+  // Which way fits depends on the model: few layers make each layer's activations one large
+  // working set, many small ones lose most to the allocator's rounding. Try both ways.
+  // Nearest first: x2, /2, x4, /4, ... up to 16 times.
+  std::optional<int> fitting;
+  for (int factor = 2; !fitting && factor <= 16; factor *= 2) {
+    for (int layers : {plan.layers * factor, plan.layers / factor}) {
+      if (!fitting && layers >= 1 && !oom_step(layers).has_value()) fitting = layers;
+    }
   }
-  return absl::OkStatus();
+  std::string advice;
+  if (fitting.has_value()) {
+    advice = absl::StrCat(
+        "With ", *fitting, " layers it fits: pass --layers ", *fitting, ", or ",
+        *fitting > plan.layers ? "more" : "fewer",
+        " events per step (--events_per_rank / --steps), which make the layers; or more "
+        "--ranks, or a larger --device_bytes");
+  } else {
+    advice = "Use more --ranks (the model is sharded over them) or a larger --device_bytes";
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      w.layers > 0
+          ? absl::StrCat("--layers ", w.layers)
+          : absl::StrCat("--events_per_rank ", w.events_per_rank, " over --steps ", w.steps),
+      ": step ", *step, " of the simulated model (", plan.layers, " layers, ",
+      cli::FormatBytes(plan.resident_bytes), " resident per rank) does not fit --device_bytes ",
+      cli::FormatBytes(w.device_total_bytes),
+      ": every rank would run out of memory in it, with nothing planted. ", advice,
+      "; plant an OOM with --oom_rank"));
 }
 
 // One line per rank (RankReport), and the number of ranks that failed.

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 
 namespace memtrace::sim {
 namespace {
@@ -408,13 +409,17 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
   if (o.steps < 1 || o.steps > 10'000'000) {
     return Invalid("steps", absl::StrCat(o.steps), "must be 1..10000000");
   }
-  if (o.step_ns < 1'000'000) return Invalid("step_ns", absl::StrCat(o.step_ns), "must be >= 1 ms");
+  // Named as memtrace-sim's flags are (--step, --device_bytes, --clock_skew_per_node).
+  if (o.step_ns < 1'000'000) {
+    return Invalid("step", absl::FormatDuration(absl::Nanoseconds(o.step_ns)), "must be >= 1ms");
+  }
   if (o.sample_interval_ns < 1'000'000) {
     return Invalid("sample_interval_ns", absl::StrCat(o.sample_interval_ns), "must be >= 1 ms");
   }
   if (o.device_total_bytes <= o.context_bytes) {
-    return Invalid("device_total_bytes", absl::StrCat(o.device_total_bytes),
-                   "must exceed context_bytes");
+    return Invalid("device_bytes", absl::StrCat(o.device_total_bytes),
+                   absl::StrCat("must exceed the simulated CUDA context and workspaces (",
+                                o.context_bytes, " bytes)"));
   }
   if (o.activations_per_layer < 1 || o.activations_per_layer > 64) {
     return Invalid("activations_per_layer", absl::StrCat(o.activations_per_layer), "must be 1..64");
@@ -473,7 +478,8 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
   }
   constexpr int64_t kHourNs = int64_t{3600} * 1'000'000'000;
   if (o.clock_skew_per_node_ns > kHourNs || o.clock_skew_per_node_ns < -kHourNs) {
-    return Invalid("clock_skew_per_node_ns", absl::StrCat(o.clock_skew_per_node_ns),
+    return Invalid("clock_skew_per_node",
+                   absl::FormatDuration(absl::Nanoseconds(o.clock_skew_per_node_ns)),
                    "must be within one hour either way");
   }
   return absl::OkStatus();

@@ -9,7 +9,8 @@ constexpr char kUsage[] =
     "Usage: memtrace jobs [common flags]\n"
     "\n"
     "Lists the jobs the collector has stored: ranks, events (of every attempt of every rank),\n"
-    "the time of the first and last event, the span between them, and restarts: ranks stored\n"
+    "the time of the first and last event (in the collector's clock: each rank's shifted by\n"
+    "its clock offset, see memtrace ranks), the span between them, and restarts: ranks stored\n"
     "again as a later attempt (a restart, or a rerun under the same id; the analyses read each\n"
     "rank's latest attempt, `memtrace ranks` lists them all).";
 

@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "collector counted (frees of unknown addresses, double frees, time going back,\n"
     "timestamps far past when the collector received them, ...) and OOM events.\n"
     "With --format json or csv also: world size, pid, device, launcher, first and last\n"
-    "event time, the agent's clock estimate (collector clock minus the rank's, and the\n"
+    "event time in the rank's own clock (add clock_offset_ns for the collector's, which\n"
+    "memtrace jobs uses), the agent's clock estimate (collector clock minus the rank's, and the\n"
     "round trip it was measured over, in ns; empty when the agent sent none), and the\n"
     "anomalies by kind (anomaly_kinds: 'kind=count' for each kind counted, as named in\n"
     "memtrace.v1.AnomalyCounts).";

@@ -23,9 +23,11 @@ constexpr char kUsage[] =
     "\n"
     "Per-rank live bytes from the collector's rollups: for each step (--by step, the default)\n"
     "or time bucket (--by time) the floor (lowest), peak (highest) and end (last) live bytes\n"
-    "and how much end changed since the rank's previous row. A rising end/floor on one rank\n"
-    "is a leak on that rank; a high peak with a flat floor is a spike. A job without step\n"
-    "markers is shown by time bucket unless --by is given (a note on stderr says so).\n"
+    "and how much end changed since the rank's step (or bucket) before, printed or not (none\n"
+    "for a rank's first, or the first in the --from / --to window, whose step before is not\n"
+    "fetched). A rising end/floor on one rank is a leak on that rank; a high peak with a\n"
+    "flat floor is a spike. A job without step markers is shown by time bucket unless --by is\n"
+    "given (a note on stderr says so).\n"
     "\n"
     "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
     "RFC 3339 (2026-12-02T16:54:03Z), or a time as memtrace prints it (2026-12-02\n"
@@ -201,7 +203,9 @@ void RegisterTimelineFlags(FlagSet* flags, TimelineArgs& a) {
                }
                return absl::OkStatus();
              });
-  flags->Add("steps", "A:B", "only steps (or bucket indices) A..B inclusive; A: and :B are open",
+  flags->Add("steps", "A:B",
+             "only steps (or bucket numbers: start / bucket width, seconds since the epoch for 1 s "
+             "buckets) A..B inclusive; A: and :B are open",
              [&a](absl::string_view v) { return ParseKeyRange(v, &a.view); });
   flags->Add(
       "every", "N", "only every N-th row of each rank, plus its last", [&a](absl::string_view v) {
@@ -293,8 +297,9 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
       std::vector<std::string> why;
       if (by_steps) {
         why.push_back(
-            on_buckets ? "--steps on time buckets selects bucket numbers, seconds since the epoch"
-                       : "--steps selects step numbers");
+            on_buckets
+                ? "--steps on time buckets selects bucket numbers, a bucket's start / its width"
+                : "--steps selects step numbers");
       }
       if (by_time) why.push_back("--from / --to select steps or buckets that overlap the window");
       io.err << "memtrace timeline: no row of job '" << a.job << "' in the selection ("
