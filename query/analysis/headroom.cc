@@ -49,13 +49,14 @@ ForecastWindow WindowOf(const RankTimeline& rank, const HeadroomParams& params) 
   if (params.recent_steps > 0 && rank.steps.size() - begin > params.recent_steps) {
     begin = rank.steps.size() - params.recent_steps;
   }
+  // What the device holds outside traced allocations is no trend: a rank with no step past
+  // the warm-up (too short to forecast) reads it from every step, where it read 0 B, and its
+  // headroom as the whole capacity less its peak.
+  const size_t overhead_begin = begin < rank.steps.size() ? begin : 0;
   ForecastWindow w;
   std::vector<double> transient, overhead, period;
-  for (size_t i = begin; i < rank.steps.size(); ++i) {
+  for (size_t i = overhead_begin; i < rank.steps.size(); ++i) {
     const StepPoint& p = rank.steps[i];
-    w.x.push_back(static_cast<double>(p.step));
-    w.floor.push_back(static_cast<double>(p.floor_bytes));
-    transient.push_back(static_cast<double>(p.peak_bytes) - static_cast<double>(p.floor_bytes));
     // Device memory used outside traced allocations: the step's highest device-used sample
     // minus the live bytes at its moment. Rows from before that moment's live bytes were kept
     // can only tell it where the sample caught the step's peak.
@@ -65,6 +66,12 @@ ForecastWindow WindowOf(const RankTimeline& rank, const HeadroomParams& params) 
                p.peak_bytes > 0) {
       overhead.push_back(static_cast<double>(p.device_used_max - p.peak_bytes));
     }
+  }
+  for (size_t i = begin; i < rank.steps.size(); ++i) {
+    const StepPoint& p = rank.steps[i];
+    w.x.push_back(static_cast<double>(p.step));
+    w.floor.push_back(static_cast<double>(p.floor_bytes));
+    transient.push_back(static_cast<double>(p.peak_bytes) - static_cast<double>(p.floor_bytes));
     if (i + 1 < rank.steps.size()) {
       const StepPoint& next = rank.steps[i + 1];
       if (next.step > p.step && next.start_ns > p.start_ns) {

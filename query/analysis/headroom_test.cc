@@ -55,6 +55,22 @@ TEST(HeadroomTest, ARecentWindowTooShortToFitIsRefused) {
   }
 }
 
+// Found by a user: with --warmup past a rank's steps (or a profiler trace of 5 steps), the rank
+// is too short to forecast, and its "outside" read 0 B and its headroom the whole capacity
+// less its peak. What the device holds outside traced allocations is read from every step then.
+TEST(HeadroomTest, ARankTooShortToForecastStillReadsWhatTheDeviceHoldsOutside) {
+  JobTimeline job = sim::Simulate(sim::LeakJob(3, 20, 200 * kMiB, 8, 150)).timeline;
+  HeadroomParams params;
+  params.warmup_steps = 200;
+  HeadroomReport report = ForecastHeadroom(job, params);
+  ASSERT_EQ(report.entries.size(), 8u);
+  for (const RankHeadroom& h : report.entries) {
+    EXPECT_EQ(h.status, HeadroomStatus::kTooShort) << h.rank;
+    EXPECT_EQ(h.overhead_bytes, 600 * kMiB) << h.rank;
+    EXPECT_EQ(h.headroom_bytes, 80 * kGiB - 600 * kMiB - h.last_peak_bytes) << h.rank;
+  }
+}
+
 TEST(HeadroomTest, APeriodicSpikeIsWhatRunsOutFirst) {
   sim::JobSpec spec = sim::LeakJob(2, 10, 200 * kMiB, 8, 60);
   spec.spikes.push_back({-1, "eval", 10, 0, 18 * kGiB});

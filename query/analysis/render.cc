@@ -510,12 +510,31 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ");
   uint32_t ooms = 0;
   uint32_t full = 0;
+  std::vector<uint32_t> too_short, no_capacity;
   for (const v1::RankHeadroom& h : r.entries()) {
     if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) ++ooms;
     if (h.status() == v1::HEADROOM_STATUS_AT_CAPACITY) ++full;
+    if (h.status() == v1::HEADROOM_STATUS_TOO_SHORT) too_short.push_back(h.rank());
+    if (h.status() == v1::HEADROOM_STATUS_NO_CAPACITY) no_capacity.push_back(h.rank());
   }
-  if (r.forecasts() == 0 && ooms == 0 && full == 0) {
-    absl::StrAppend(&out, "no rank is on course to fill its device\n");
+  // "No rank is on course" read as all clear on a job none of whose ranks could be forecast.
+  std::vector<std::string> unread;
+  if (!too_short.empty()) {
+    unread.push_back(absl::StrCat(FormatRankList(too_short), " too short to forecast (fewer than ",
+                                  r.params().min_points(), " steps after --warmup ",
+                                  r.params().warmup_steps(), ")"));
+  }
+  if (!no_capacity.empty()) {
+    unread.push_back(absl::StrCat(FormatRankList(no_capacity), " without a known capacity"));
+  }
+  const size_t forecastable =
+      static_cast<size_t>(r.entries_size()) - too_short.size() - no_capacity.size();
+  if (r.forecasts() == 0 && ooms == 0 && full == 0 && forecastable == 0 && !unread.empty()) {
+    absl::StrAppend(&out, "no rank could be forecast: ", absl::StrJoin(unread, "; "), "\n");
+  } else if (r.forecasts() == 0 && ooms == 0 && full == 0) {
+    absl::StrAppend(&out, "no rank is on course to fill its device",
+                    unread.empty() ? "" : absl::StrCat(" (", absl::StrJoin(unread, "; "), ")"),
+                    "\n");
   } else {
     absl::StrAppend(&out, r.forecasts(), " of ", r.ranks(), " ranks on course to fill their device",
                     ooms > 0 ? absl::StrCat(", ", ooms, " already out of memory") : "",

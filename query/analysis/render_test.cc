@@ -418,6 +418,18 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
   v1::HeadroomReport flat;
   ToProto(ForecastHeadroom(sim::Simulate(sim::HealthyJob()).timeline), &flat);
   EXPECT_TRUE(Has(RenderHeadroom(flat), "no rank is on course"));
+  // Not when no rank could be forecast at all: that read as all clear on a leaking job.
+  HeadroomParams past_every_step;
+  past_every_step.warmup_steps = 200;
+  v1::HeadroomReport unread;
+  ToProto(ForecastHeadroom(sim::Simulate(sim::LeakJob(3, 20, 200 * kMiB, 8, 150)).timeline,
+                           past_every_step),
+          &unread);
+  EXPECT_TRUE(Has(RenderHeadroom(unread),
+                  ": no rank could be forecast: 0-7 too short to forecast (fewer than 8 steps "
+                  "after --warmup 200)\n"))
+      << RenderHeadroom(unread);
+  EXPECT_FALSE(Has(RenderHeadroom(unread), "on course")) << RenderHeadroom(unread);
 
   v1::CompareReport c;
   ToProto(CompareJobs(sim::Simulate(sim::LeakJob(5, 30)).timeline,

@@ -28,6 +28,7 @@ void TimelineBuilder::BeginRank(const v1::RankRollups& header) {
   rank_.attempt = header.attempt();
   rank_.host = header.identity().host();
   rank_.device_index = header.has_identity() ? header.identity().device_index() : -1;
+  imported_ = header.identity().launcher() == "kineto-import";
   ids_.clear();
   for (const v1::StringEntry& e : header.strings()) ids_[e.id()] = job_.names.Intern(e.value());
   allocator_paths_ = 0;
@@ -87,7 +88,9 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
 absl::Status TimelineBuilder::FinishRank() {
   std::vector<std::string> paths;
   if (allocator_paths_ & kPathPool) paths.push_back("pool");
-  if (allocator_paths_ & kPathSegments) paths.push_back("segments");
+  // A profiler's [memory] events are the caching allocator's blocks (tensors), not the
+  // segments under them that the agent sees.
+  if (allocator_paths_ & kPathSegments) paths.push_back(imported_ ? "blocks" : "segments");
   if (allocator_paths_ & kPathVmm) paths.push_back("vmm");
   rank_.allocator = absl::StrJoin(paths, "+");
   // Rows come in key order, which is step order: the sort is for hand-built input.

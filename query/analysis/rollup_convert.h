@@ -97,6 +97,7 @@ class TimelineBuilder : public RankByRankBuilder<TimelineBuilder, JobTimeline> {
   RankTimeline rank_;
   absl::flat_hash_map<uint32_t, NameId> ids_;        // the current rank's wire id -> name
   uint32_t allocator_paths_ = 0;                     // bits: segments, pool, vmm
+  bool imported_ = false;                            // the rank came from `memtrace import`
   std::vector<GroupBytes> tags_, sources_, phases_;  // AddRow's scratch: keeps its capacity
 };
 

@@ -126,7 +126,9 @@ struct RankTimeline {
   int32_t device_index = -1;
   // How the rank got its device memory, from the bytes by memory kind in its rollups:
   // "segments" (cudaMalloc: PyTorch's caching allocator), "pool" (cudaMallocAsync), "vmm"
-  // (cuMemMap: expandable segments), a '+'-joined mix, or "" when unknown.
+  // (cuMemMap: expandable segments), a '+'-joined mix, or "" when unknown; "blocks" for a
+  // rank imported from a profiler trace (memtrace import), whose events are the caching
+  // allocator's blocks, not its segments.
   std::string allocator;
   std::vector<StepPoint> steps;
 };

@@ -177,6 +177,11 @@ TEST_F(ImportCommandTest, RealTracesLandInTheCollectorWithLiveBytesEqualToTotalA
   analysis::LeakReport leaks = analysis::FindLeaks(*job);
   EXPECT_EQ(leaks.curves.size(), 3u);
   EXPECT_EQ(leaks.leaking_ranks, 0u);
+  // A profiler's events are the caching allocator's blocks: "segments" (the agent's view, the
+  // allocator's cudaMalloc calls) said otherwise.
+  for (const analysis::RankCurve& curve : leaks.curves) {
+    EXPECT_EQ(curve.allocator, "blocks") << "rank " << curve.rank;
+  }
 
   // The memory there before the trace began dates from its first step (ProfilerStep#2 in the
   // HTA trace), not from a step 0 that no rollup shows.
