@@ -26,7 +26,12 @@ constexpr char kUsage[] =
     "rank that always held more is listed as an offset, not as diverged (--absolute compares\n"
     "raw bytes).\n"
     "Shows the onset step and time, the rank's value vs the cohort median, and the ranks that\n"
-    "followed in onset order. \"No rank diverged\" is an answer too (exit code 0).";
+    "followed in onset order. \"No rank diverged\" is an answer too (exit code 0).\n"
+    "\"drift from\" is the first step of the run of deviations (a quarter of the threshold or\n"
+    "more, on the same side) that leads to the onset. On the floor, memory kept from step S\n"
+    "on usually shows from step S+1 (a step's floor is its lowest point, often before S's\n"
+    "allocation), so a leak that `memtrace leaks` says is \"rising since S\" (its last step\n"
+    "at the old floor) drifts from S+1 here.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
