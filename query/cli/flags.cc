@@ -83,8 +83,9 @@ absl::StatusOr<uint32_t> ParsePlainUint32(absl::string_view text) {
 
 absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
   auto bad = [&text]() {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", text, "' is not a byte count (e.g. 1048576, 256MiB, 1.5GiB)"));
+    return absl::InvalidArgumentError(absl::StrCat("'", text,
+                                                   "' is not a byte count (e.g. 1048576, 256MiB, "
+                                                   "1.5GiB; units B, K/KiB, M/MiB, G/GiB, T/TiB)"));
   };
   uint64_t plain = 0;
   if (absl::SimpleAtoi(text, &plain)) {

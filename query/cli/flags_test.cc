@@ -166,7 +166,9 @@ TEST(ParseBytesTest, RejectsNegativeUnknownUnitsAndOverflow) {
     absl::StatusOr<uint64_t> bytes = ParseBytes(text);
     EXPECT_FALSE(bytes.ok()) << text;
     EXPECT_EQ(bytes.status().message(),
-              absl::StrCat("'", text, "' is not a byte count (e.g. 1048576, 256MiB, 1.5GiB)"));
+              absl::StrCat("'", text,
+                           "' is not a byte count (e.g. 1048576, 256MiB, 1.5GiB; units B, K/KiB, "
+                           "M/MiB, G/GiB, T/TiB)"));
   }
 }
 
