@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 namespace memtrace::analysis {
@@ -14,6 +15,25 @@ constexpr size_t kCandidatesPerPass = 16;
 double PointNoise(absl::Span<const double> y, std::vector<double>& scratch) {
   scratch.resize(y.size() - 1);
   for (size_t i = 1; i < y.size(); ++i) scratch[i - 1] = y[i] - y[i - 1];
+  return RobustSpread(scratch).scale / std::sqrt(2.0);
+}
+
+// The noise of one point if the series is flat before `split` and a line after it: the spread
+// of each part's step-to-step differences about that part's own median, pooled. Across a bend
+// PointNoise counts the rise's steps as noise (half the differences flat, half a rise, read
+// the rate as the noise).
+double SplitNoise(absl::Span<const double> y, size_t split, std::vector<double>& scratch) {
+  std::vector<double> part;
+  scratch.clear();
+  for (auto [begin, end] : {std::pair<size_t, size_t>{0, split}, {split, y.size()}}) {
+    part.clear();
+    for (size_t i = begin + 1; i < end; ++i) part.push_back(y[i] - y[i - 1]);
+    if (part.empty()) continue;
+    std::vector<double> sorted = part;
+    const double median = MedianInPlace(absl::MakeSpan(sorted));
+    for (double d : part) scratch.push_back(d - median);
+  }
+  if (scratch.size() < 2) return 0;
   return RobustSpread(scratch).scale / std::sqrt(2.0);
 }
 
@@ -129,11 +149,24 @@ size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, co
     // Its first half: the points near the bend lie on the line (see the header).
     const double above =
         MedianResidual(x, y, line, 0, std::max<size_t>(2, (split + 1) / 2), scratch);
-    if (!(above > 0 && above > 2 * noise)) continue;
-    // Flat: its own Theil-Sen slope (the median of its pairs', robust to one odd point) is less
-    // than half the line's. A start that rose at the line's rate, or points raised above a
-    // rise that went on under them, are not a flat start.
-    if (std::abs(fitter.Fit(x.first(split), y.first(split)).slope) > 0.5 * std::abs(line.slope)) {
+    const double flat_slope = std::abs(fitter.Fit(x.first(split), y.first(split)).slope);
+    if (above > 0 && above > 2 * noise) {
+      // Flat: its own Theil-Sen slope (the median of its pairs', robust to one odd point) is
+      // less than half the line's. A start that rose at the line's rate, or points raised above
+      // a rise that went on under them, are not a flat start.
+      if (flat_slope > 0.5 * std::abs(line.slope)) continue;
+    } else if (n < 2 * min_part && 2 * split >= n) {
+      // A flat start longer than the rise after it pulls the line down to it: the start sits
+      // on the line and the end above it (the last half of the rise, as the first half of the
+      // start above). Then the start must be flat against the rise's own slope, which the
+      // line's no longer is. Without this, 8 flat points of 15 put the onset at the first.
+      const size_t rise = n - split;
+      const double end_above = MedianResidual(x, y, line, n - std::max<size_t>(2, (rise + 1) / 2),
+                                              std::max<size_t>(2, (rise + 1) / 2), scratch);
+      if (!(end_above > 0 && end_above > 2 * SplitNoise(y.first(n), split, scratch))) continue;
+      const double rise_slope = fitter.Fit(x.subspan(split, rise), y.subspan(split, rise)).slope;
+      if (!(rise_slope > 0) || flat_slope > 0.5 * rise_slope) continue;
+    } else {
       continue;
     }
     const double cost = SplitCost(x.first(n), y.first(n), split, scratch);
