@@ -47,7 +47,10 @@ CurrentTrend FitCurrentTrend(absl::Span<const double> x, absl::Span<const double
 // the noise of one point (from step-to-step differences, as FitCurrentTrend asks of a series
 // before it searches; the points near the bend lie on the line, and asked of the whole start
 // this put the onset a point early where the start was half the window), and flat-then-rising
-// fits better than the line. Only the start moves: the line
+// fits better than the line. In a short series a start of half of it or more sits on the line
+// (it pulls the line down to it) and the end above: it counts when the last half of the rise
+// sits above the line by more than twice the two parts' own noise and the start's slope is less
+// than half the rise's. Only the start moves: the line
 // stays the fit. O(n x min_points), O(n^2) in a short series; `fitter` as in TheilSen.
 size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, const TrendFit& line,
                       size_t min_points, TheilSen& fitter);
