@@ -457,8 +457,21 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
   if (!a.ok()) return ToGrpcStatus(a.status());
   absl::StatusOr<Timeline> b = Load(cache_, *store_, request->job_b(), "job_b", request->axis());
   if (!b.ok()) return ToGrpcStatus(b.status());
-  if (absl::Status s = OneWindowForBoth(cache_, *store_, request->job_a(), request->job_b(),
-                                        request->axis(), &*a, &*b);
+  // One job with step markers, one without: the other is read by step and this one by time
+  // bucket, and every rate and forecast differs in its units alone (the same leak read "128
+  // MiB/step" vs "64.0 MiB/bucket", changed). Both are read by time then, as --axis time does.
+  v1::TimelineAxis axis = request->axis();
+  std::string no_markers;  // the job without step markers, when only one has none
+  if ((*a)->time_axis != (*b)->time_axis) {
+    no_markers = (*a)->time_axis ? request->job_a() : request->job_b();
+    axis = v1::TIMELINE_AXIS_TIME;
+    a = Load(cache_, *store_, request->job_a(), "job_a", axis);
+    if (!a.ok()) return ToGrpcStatus(a.status());
+    b = Load(cache_, *store_, request->job_b(), "job_b", axis);
+    if (!b.ok()) return ToGrpcStatus(b.status());
+  }
+  if (absl::Status s =
+          OneWindowForBoth(cache_, *store_, request->job_a(), request->job_b(), axis, &*a, &*b);
       !s.ok()) {
     return ToGrpcStatus(s);
   }
@@ -471,6 +484,13 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
     }
   }
   an::ToProto(an::CompareJobs(**a, **b, params), response);
+  if (!no_markers.empty()) {
+    for (v1::CompareItem& item : *response->mutable_items()) {
+      if (item.analysis() != "axis") continue;
+      item.set_subject(
+          absl::StrCat("compared by (", no_markers, " has no step markers: both read by time)"));
+    }
+  }
   return grpc::Status::OK;
 }
 

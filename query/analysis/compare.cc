@@ -34,7 +34,10 @@ std::string FirstDivergence(const DivergenceReport& r, int64_t first_key) {
   if (r.diverged.empty()) return "none";
   const RankDivergence& d = r.diverged.front();
   return absl::StrCat("rank ", d.rank, " at ", MomentInJob(d.onset_step, r.bucket_ns, first_key),
-                      r.diverged.size() > 1 ? absl::StrCat(" (+", r.diverged.size() - 1, ")") : "");
+                      r.diverged.size() > 1
+                          ? absl::StrCat(", ", r.diverged.size() - 1, " rank",
+                                         r.diverged.size() == 2 ? "" : "s", " followed")
+                          : "");
 }
 
 // The rate on one rank (the median over the growing ranks, "per rank"): the sum over ranks beside

@@ -585,9 +585,15 @@ std::string RenderCompare(const v1::CompareReport& r) {
   int changed = 0;
   for (const v1::CompareItem& it : r.items()) changed += it.changed();
   // Job ids, and tag and phase names in the subjects and values, come from the jobs.
-  std::string out =
-      absl::StrCat("compare ", Printable(r.job_a()), " (A) with ", Printable(r.job_b()),
-                   " (B): ", changed, changed == 1 ? " difference" : " differences", "\n\n");
+  // What each job is: comparing 8 ranks x 60 steps with 4 x 25 said nothing of it.
+  const auto shape = [&r](const v1::JobAnalyses& j) {
+    const bool by_time = j.diverged().bucket_ns() > 0;
+    return absl::StrCat(j.ranks(), j.ranks() == 1 ? " rank" : " ranks", ", ", j.steps(),
+                        by_time ? " time buckets" : (j.steps() == 1 ? " step" : " steps"));
+  };
+  std::string out = absl::StrCat("compare ", Printable(r.job_a()), " (A: ", shape(r.a()), ") with ",
+                                 Printable(r.job_b()), " (B: ", shape(r.b()), "): ", changed,
+                                 changed == 1 ? " difference" : " differences", "\n\n");
   TextTable t(
       {"analysis", "subject", "A: " + Printable(r.job_a()), "B: " + Printable(r.job_b()), ""});
   for (const v1::CompareItem& it : r.items()) {

@@ -115,6 +115,13 @@ sim::WorkloadOptions LongStepsJob() {
   return w;
 }
 
+// longsteps with its step markers.
+sim::WorkloadOptions LongStepsMarkedJob() {
+  sim::WorkloadOptions w = LongStepsJob();
+  w.step_markers = true;
+  return w;
+}
+
 sim::WorkloadOptions FourSecondStepsJob() {
   sim::WorkloadOptions w = LongStepsJob();
   w.step_ns = 4'000'000'000;
@@ -148,10 +155,15 @@ class AnalysisCliTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     const std::vector<std::pair<std::string, sim::WorkloadOptions>> jobs = {
-        {"leak", LeakJob()},           {"gradacc", GradAccumJob()},
-        {"healthy", HealthyJob()},     {"oom", OomJob()},
-        {"phases", PhasesJob()},       {"skewed", SkewedClocksJob()},
-        {"longsteps", LongStepsJob()}, {"foursteps", FourSecondStepsJob()}};
+        {"leak", LeakJob()},
+        {"gradacc", GradAccumJob()},
+        {"healthy", HealthyJob()},
+        {"oom", OomJob()},
+        {"phases", PhasesJob()},
+        {"skewed", SkewedClocksJob()},
+        {"longsteps", LongStepsJob()},
+        {"foursteps", FourSecondStepsJob()},
+        {"longsteps-marked", LongStepsMarkedJob()}};
     for (const auto& [job, workload] : jobs) {
       sim::SimulationOptions sim;
       sim.workload = workload;
@@ -296,6 +308,23 @@ TEST_F(AnalysisCliTest, WithoutStepMarkersLongStepsAreComparedInWindowsOfWholeSt
                               : v1::HEADROOM_STATUS_FLAT)
         << h.rank();
   }
+}
+
+// Found by a user: one run with step markers and the same run without them. Read by step and
+// by bucket, the same leak was "128 MiB/step" vs "64.0 MiB/bucket", changed, and so were the
+// forecasts. Both are read by time then, and the runs agree.
+TEST_F(AnalysisCliTest, AJobWithStepMarkersAndOneWithoutAreBothReadByTime) {
+  auto report =
+      Json<v1::CompareReport>({"compare", "--job", "longsteps-marked", "--job", "longsteps"});
+  bool axis_seen = false;
+  for (const v1::CompareItem& item : report.items()) {
+    if (item.analysis() == "axis") {
+      axis_seen = true;
+      EXPECT_EQ(item.subject(), "compared by (longsteps has no step markers: both read by time)");
+    }
+    EXPECT_FALSE(item.changed()) << item.DebugString();
+  }
+  EXPECT_TRUE(axis_seen) << report.DebugString();
 }
 
 // Two jobs whose own windows of whole steps differ (10 s and 4 s steps) are compared in one: the

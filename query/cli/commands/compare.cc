@@ -22,6 +22,8 @@ constexpr char kUsage[] =
     "rank's (the median over the ranks where the group grows), followed by on how many ranks\n"
     "it grows. Peaks, floors and growth summed over ranks that differ by less than\n"
     "--min-change (default 0.05 = 5%) count as unchanged.\n"
+    "When only one job has step markers, both are read on time buckets (as --axis time):\n"
+    "read by step and by bucket, every rate differed in its units alone. The axis row says so.\n"
     "Two jobs read on time buckets (no step markers, or --axis time) are compared in one\n"
     "window of whole steps, the wider of the two jobs' own, so a job's column may differ from\n"
     "what the command alone says of it: its warm-up is 5 of those windows, not of its own.";
