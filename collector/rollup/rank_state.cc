@@ -245,6 +245,8 @@ void RankState::OnOom(const Event& e) {
     first_oom_seq_ = e.seq;
     first_oom_ts_ns_ = e.ts_ns;
     first_oom_bytes_ = e.bytes;
+    first_oom_tag_id_ = e.tag_id;
+    first_oom_source_id_ = e.source_id;
   }
   for (Accumulator* acc : {&step_, &bucket_}) {
     ++acc->ooms;
@@ -636,6 +638,8 @@ std::string RankState::Serialize() const {
   rec.set_first_oom_seq(first_oom_seq_);
   rec.set_first_oom_ts_ns(first_oom_ts_ns_);
   rec.set_first_oom_bytes(first_oom_bytes_);
+  rec.set_first_oom_tag_id(first_oom_tag_id_);
+  rec.set_first_oom_source_id(first_oom_source_id_);
   rec.set_steps_closed(steps_closed_);
   rec.set_clock_offset_ns(clock_offset_ns_);
   return rec.SerializeAsString();
@@ -743,6 +747,8 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.first_oom_seq_ = rec.first_oom_seq();
   s.first_oom_ts_ns_ = rec.first_oom_ts_ns();
   s.first_oom_bytes_ = rec.first_oom_bytes();
+  s.first_oom_tag_id_ = rec.first_oom_tag_id();
+  s.first_oom_source_id_ = rec.first_oom_source_id();
   s.steps_closed_ = rec.steps_closed();
   s.clock_offset_ns_ = rec.clock_offset_ns();
   return s;

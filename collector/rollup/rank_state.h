@@ -140,6 +140,9 @@ class RankState {
   uint64_t first_oom_seq() const { return first_oom_seq_; }
   int64_t first_oom_ts_ns() const { return first_oom_ts_ns_; }
   uint64_t first_oom_bytes() const { return first_oom_bytes_; }
+  // The first OOM's tag and call site (string ids; 0 = none).
+  uint32_t first_oom_tag_id() const { return first_oom_tag_id_; }
+  uint32_t first_oom_source_id() const { return first_oom_source_id_; }
   uint64_t pool_reserved_bytes() const;
   // Steps closed so far (the store checkpoints every N).
   uint64_t steps_closed() const { return steps_closed_; }
@@ -278,6 +281,8 @@ class RankState {
   uint64_t first_oom_seq_ = 0;
   int64_t first_oom_ts_ns_ = 0;
   uint64_t first_oom_bytes_ = 0;
+  uint32_t first_oom_tag_id_ = 0;
+  uint32_t first_oom_source_id_ = 0;
   uint64_t steps_closed_ = 0;
 };
 

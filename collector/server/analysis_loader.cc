@@ -222,6 +222,11 @@ absl::StatusOr<LoadedLiveSet> LoadLiveSet(const EventStore& store, absl::string_
   }
   out.live_bytes = live->live_bytes;
   out.oom_requested_bytes = live->oom_requested_bytes;
+  for (const StringDef& d : live->strings) {
+    if (d.id == 0) continue;
+    if (d.id == live->oom_tag_id) out.oom_tag = d.value;
+    if (d.id == live->oom_source_id) out.oom_source = d.value;
+  }
   out.seq = live->seq;
   if (with_phases) {
     if (live->allocation_phases_known) {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -49,6 +50,9 @@ struct LoadedLiveSet {
   uint64_t live_bytes = 0;
   // For LivePoint::Kind::kFirstOom: the size the failed allocation asked for.
   uint64_t oom_requested_bytes = 0;
+  // And its tag and call site ("" when it had none).
+  std::string oom_tag;
+  std::string oom_source;
   // The sequence number of the last event the set includes; 0 = none (a moment before the
   // rank's first event).
   uint64_t seq = 0;

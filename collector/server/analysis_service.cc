@@ -334,7 +334,8 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                             : ""));
   }
   if (point.kind == LivePoint::Kind::kFirstOom) {
-    oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes};
+    oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes,
+                        mine->oom_tag, mine->oom_source};
   }
 
   // With no moment asked, a subject that stopped before another rank's last step began (it
@@ -378,6 +379,21 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       an::DescribeLive(request.job_id(), mine->set, *others, an::FromProto(request.params()), oom),
       response);
   response->set_no_step_markers(job->time_axis);
+  if (request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early) {
+    response->set_asked_ns(request.at_ns());
+  }
+  // An OOM (or a time) after the other ranks had ended reads them at their last event: their
+  // ordinary activations showed as the subject's excess, unexplained.
+  if (!job->time_axis) {
+    uint32_t ended = 0;
+    for (const an::RankStepMetrics* rank : cohort) {
+      if (rank->rank != subject->rank && rank->size() > 0 &&
+          rank->step.back() < response->at_step()) {
+        ++ended;
+      }
+    }
+    response->set_others_ended_before(ended);
+  }
   response->set_attempt(subject->attempt);
   response->set_oom_before_restart(oom_before_restart);
   uint32_t latest = subject->attempt;

@@ -135,6 +135,13 @@ TEST_F(AnalysisServiceTest, LiveAtOomListsTheLeakFirstAndComparesTheOtherRanks) 
   ASSERT_TRUE(report.has_oom());
   EXPECT_GT(report.oom().requested_bytes(), 0u);
   EXPECT_EQ(report.oom().step(), 50);
+  // What the failed allocation was for: "a 570 MiB allocation failed" said only its size.
+  EXPECT_EQ(report.oom().tag(), "fsdp:layers.1") << report.oom().DebugString();
+  EXPECT_EQ(report.oom().source(), "libc10_cuda.so");
+  // The others' runs ended at step 49: they are read at their last event, which the report
+  // says (their activations showed as the OOM rank's excess, unexplained).
+  EXPECT_EQ(report.others_ended_before(), 7u);
+  EXPECT_EQ(report.asked_ns(), 0);
   EXPECT_EQ(report.other_ranks(), 7u);
   ASSERT_GE(report.groups_size(), 1);
   EXPECT_EQ(report.groups(0).tag(), "leak:cache");
@@ -490,6 +497,9 @@ TEST_F(AnalysisServiceTest, LiveOfARankThatStoppedEarlyComparesTheOthersAtItsLas
   v1::LiveReport at_its_moment;
   ASSERT_TRUE(service.Live(nullptr, &request, &at_its_moment).ok());
   ASSERT_EQ(latest.other_ranks(), 7u);
+  // A time asked is the one every rank was read at, which the report names.
+  EXPECT_EQ(latest.asked_ns(), 0);
+  EXPECT_EQ(at_its_moment.asked_ns(), latest.at_ns());
   EXPECT_EQ(latest.others_median_total_bytes(), at_its_moment.others_median_total_bytes());
   ASSERT_EQ(latest.groups_size(), at_its_moment.groups_size());
   for (int i = 0; i < latest.groups_size(); ++i) {

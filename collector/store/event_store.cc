@@ -779,6 +779,8 @@ void EventStore::UpdateSummary(Stream* stream, absl::Span<const Event> events,
   summary.set_first_oom_seq(state.first_oom_seq());
   summary.set_first_oom_ts_ns(state.first_oom_ts_ns());
   stream->record.set_first_oom_bytes(state.first_oom_bytes());
+  stream->record.set_first_oom_tag_id(state.first_oom_tag_id());
+  stream->record.set_first_oom_source_id(state.first_oom_source_id());
 }
 
 bool EventStore::CheckpointDue(const Stream& stream) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -1316,7 +1318,11 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
   out.step = state->current_step();
   out.live_bytes = state->live_bytes();
   out.clock_offset_ns = clock_offset_ns;
-  if (point.kind == LivePoint::Kind::kFirstOom) out.oom_requested_bytes = record->first_oom_bytes();
+  if (point.kind == LivePoint::Kind::kFirstOom) {
+    out.oom_requested_bytes = record->first_oom_bytes();
+    out.oom_tag_id = record->first_oom_tag_id();
+    out.oom_source_id = record->first_oom_source_id();
+  }
   out.open_phases = state->open_phases();
   out.allocation_phases_known = state->allocation_phases_known();
   out.allocations.reserve(state->allocations().size() + state->mappings().size());

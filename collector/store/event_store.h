@@ -133,6 +133,9 @@ struct LiveSnapshot {
   std::vector<std::pair<uint64_t, LiveAllocation>> allocations;
   std::vector<StringDef> strings;
   uint64_t oom_requested_bytes = 0;
+  // For kFirstOom: the failed allocation's tag and call site (string ids; 0 = none).
+  uint32_t oom_tag_id = 0;
+  uint32_t oom_source_id = 0;
   // The phases open at that moment, outermost first (string ids), and whether each
   // allocation's phase_id is known (RankState::allocation_phases_known).
   std::vector<uint32_t> open_phases;

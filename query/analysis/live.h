@@ -35,6 +35,9 @@ struct OomMoment {
   int64_t step = 0;
   int64_t ts_ns = 0;  // the end of that step's rollup: the latest the OOM can have happened
   uint64_t requested_bytes = 0;
+  // What the failed allocation was for, when the live set's replay read it ("" otherwise).
+  std::string tag;
+  std::string source;
 };
 
 // The first OOM `rank` recorded, if any.

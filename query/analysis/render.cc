@@ -402,9 +402,22 @@ std::string RenderLive(const v1::LiveReport& r) {
                              : "")
           : "",
       " at ",
-      steps ? absl::StrCat("step ", r.at_step(), " (", TimeMs(r.at_ns()), ")") : TimeMs(r.at_ns()));
+      // A time asked: that time, which every rank was read at (the header showed the rank's
+      // last event before it, while the other ranks' median included what came after).
+      r.asked_ns() != 0
+          ? absl::StrCat(TimeMs(r.asked_ns()), " (",
+                         steps ? absl::StrCat("step ", r.at_step(), "; ") : std::string(),
+                         "its last event before it at ", TimeMs(r.at_ns()), ")")
+      : steps ? absl::StrCat("step ", r.at_step(), " (", TimeMs(r.at_ns()), ")")
+              : TimeMs(r.at_ns()));
   if (r.has_oom()) {
     absl::StrAppend(&out, ", its OOM: a ", Bytes(r.oom().requested_bytes()), " allocation failed");
+    std::vector<std::string> what;
+    if (!r.oom().tag().empty()) what.push_back(absl::StrCat("tag ", Printable(r.oom().tag())));
+    if (!r.oom().source().empty()) {
+      what.push_back(absl::StrCat("from ", Printable(r.oom().source())));
+    }
+    if (!what.empty()) absl::StrAppend(&out, " (", absl::StrJoin(what, ", "), ")");
     if (r.oom_before_restart()) absl::StrAppend(&out, " (a restart followed it)");
   }
   absl::StrAppend(&out, "\n", Bytes(r.total_bytes()), " live in ", r.total_count(), " allocations");
@@ -414,6 +427,10 @@ std::string RenderLive(const v1::LiveReport& r) {
   if (r.other_ranks() > 0) {
     absl::StrAppend(&out, "; the other ", r.other_ranks(), " ranks' median ",
                     Bytes(r.others_median_total_bytes()));
+    if (r.others_ended_before() > 0) {
+      absl::StrAppend(&out, " (", r.others_ended_before(), " of them had ended before step ",
+                      r.at_step(), ": read at their last event, what they held then)");
+    }
   }
   absl::StrAppend(&out, "\n\n");
   bool tag = r.params().by() != v1::LIVE_GROUP_BY_SOURCE;

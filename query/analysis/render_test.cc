@@ -389,6 +389,25 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   const std::string earlier = RenderLive(w);
   EXPECT_TRUE(Has(earlier, "rank " + std::to_string(rank) + " attempt 0 (of 2) at step"))
       << earlier;
+  w.set_latest_attempt(0);
+
+  // What the failed allocation was for, and the other ranks that had ended before it.
+  w.mutable_oom()->set_tag("fsdp:layers.5");
+  w.mutable_oom()->set_source("libc10_cuda.so");
+  w.set_others_ended_before(3);
+  const std::string forensics = RenderLive(w);
+  EXPECT_TRUE(Has(forensics, "allocation failed (tag fsdp:layers.5, from libc10_cuda.so)"))
+      << forensics;
+  EXPECT_TRUE(Has(forensics, "(3 of them had ended before step ")) << forensics;
+
+  // A time asked for is the moment shown (every rank was read at it), with the rank's last
+  // event before it: the header showed only that event's time.
+  w.clear_oom();
+  w.set_others_ended_before(0);
+  w.set_asked_ns(1'767'232'820'300'000'000);
+  const std::string asked = RenderLive(w);
+  EXPECT_TRUE(Has(asked, " at 2026-01-01 02:00:20.300 (step ")) << asked;
+  EXPECT_TRUE(Has(asked, "; its last event before it at 2026-01-01 02:00:20.250)")) << asked;
 }
 
 TEST(RenderTest, PeakAndHeadroomAndCompare) {

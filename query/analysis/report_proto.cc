@@ -479,6 +479,8 @@ void ToProto(const LiveReport& r, v1::LiveReport* out) {
     out->mutable_oom()->set_step(r.oom->step);
     out->mutable_oom()->set_ts_ns(r.oom->ts_ns);
     out->mutable_oom()->set_requested_bytes(r.oom->requested_bytes);
+    out->mutable_oom()->set_tag(r.oom->tag);
+    out->mutable_oom()->set_source(r.oom->source);
   }
   for (const std::string& p : r.open_phases) out->add_open_phases(p);
   out->set_total_bytes(r.total_bytes);
