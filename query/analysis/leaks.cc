@@ -208,13 +208,15 @@ struct Agg {
   uint64_t bytes = 0;
   int64_t oldest = 0;
   int64_t newest = 0;
-  std::vector<int64_t> steps;
-  void Add(const LiveAllocation& a) {
+  std::vector<int64_t> steps;  // when each was allocated: its step, or its time bucket
+  // `bucket_ns` > 0: allocations are told apart by time bucket, not step (a job without step
+  // markers, where every step is 0).
+  void Add(const LiveAllocation& a, int64_t bucket_ns = 0) {
     if (count == 0 || a.step_allocated < oldest) oldest = a.step_allocated;
     if (count == 0 || a.step_allocated > newest) newest = a.step_allocated;
     ++count;
     bytes += a.bytes;
-    steps.push_back(a.step_allocated);
+    steps.push_back(bucket_ns > 0 ? a.ts_ns / bucket_ns : a.step_allocated);
   }
   uint32_t Distinct() {
     std::sort(steps.begin(), steps.end());
@@ -222,9 +224,12 @@ struct Agg {
   }
 };
 
+// `run_bucket_ns` > 0 for a job without step markers: the runs of a phase that left memory are
+// counted by the time buckets their allocations were made in (every step is 0 there, so the
+// KV cache each rollout kept read as one run's, listed after the optimizer's state).
 void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
-                    const std::vector<int64_t>* rank_steps, const LeakParams& params,
-                    LeakReport& report) {
+                    const std::vector<int64_t>* rank_steps, int64_t run_bucket_ns,
+                    const LeakParams& params, LeakReport& report) {
   // Step boundaries an allocation lived across: the rank's steps begun after the one it was
   // made in, up to the moment read. Step numbers may jump (markers every 10 iterations), so
   // their difference would count one boundary as ten.
@@ -243,7 +248,7 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
     }
     if (!a.phase.empty() &&
         (a.step_allocated < set.at_step || !InPhase(set.open_phases, a.phase))) {
-      survivors[{a.phase, a.tag, a.source}].Add(a);
+      survivors[{a.phase, a.tag, a.source}].Add(a, run_bucket_ns);
     }
   }
   std::vector<LeakCandidate> mine;
@@ -390,7 +395,8 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
                                                            : int64_t{params.warmup_steps};
     auto steps_of = rank_steps.find(set.rank);
     FindCandidates(set, candidates_from, steps_of != rank_steps.end() ? &steps_of->second : nullptr,
-                   params, report);
+                   job.time_axis && steps_of == rank_steps.end() ? job.bucket_ns : 0, params,
+                   report);
   }
   std::stable_sort(report.candidates.begin(), report.candidates.end(),
                    [](const LeakCandidate& a, const LeakCandidate& b) { return a.rank < b.rank; });

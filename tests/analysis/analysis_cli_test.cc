@@ -90,6 +90,12 @@ sim::WorkloadOptions PhasesJob() {
   return w;
 }
 
+sim::WorkloadOptions PhasesWithoutStepMarkersJob() {
+  sim::WorkloadOptions w = PhasesJob();
+  w.step_markers = false;
+  return w;
+}
+
 // No step markers, two hosts whose clocks disagree by 30 s (node 1 ahead), and a leak on rank
 // 12 (node 1) from step 30, i.e. 30 s after the start. Without the collector's clock alignment
 // node 1's time buckets would sit 30 buckets late and the onset would read 60 s in.
@@ -163,7 +169,8 @@ class AnalysisCliTest : public ::testing::Test {
         {"skewed", SkewedClocksJob()},
         {"longsteps", LongStepsJob()},
         {"foursteps", FourSecondStepsJob()},
-        {"longsteps-marked", LongStepsMarkedJob()}};
+        {"longsteps-marked", LongStepsMarkedJob()},
+        {"phases-no-steps", PhasesWithoutStepMarkersJob()}};
     for (const auto& [job, workload] : jobs) {
       sim::SimulationOptions sim;
       sim.workload = workload;
@@ -500,6 +507,23 @@ TEST_F(AnalysisCliTest, LeaksNamesRolloutMemoryLiveAfterTheRollout) {
   }
   EXPECT_EQ(survivor_ranks.size(), 8u) << leaks.DebugString();
   EXPECT_EQ(residue_ranks.size(), 8u) << leaks.DebugString();
+}
+
+// Found by a user: without step markers every allocation's step is 0, so the KV cache each
+// rollout kept read as one run's, listed after the optimizer's state made once. The runs are
+// told apart by time bucket there.
+TEST_F(AnalysisCliTest, WithoutStepMarkersWhatEachRolloutKeptIsListedFirst) {
+  auto leaks = Json<v1::LeakReport>({"leaks", "--job", "phases-no-steps"});
+  ASSERT_GT(leaks.phase_survivors_size(), 0) << leaks.DebugString();
+  const v1::PhaseSurvivor& first = leaks.phase_survivors(0);
+  EXPECT_EQ(first.phase(), "rollout") << leaks.DebugString();
+  EXPECT_EQ(first.tag(), "rollout:kv_cache") << leaks.DebugString();
+  EXPECT_GT(first.distinct_steps(), 10u) << first.DebugString();
+  for (const v1::PhaseSurvivor& s : leaks.phase_survivors()) {
+    if (s.tag() != "rollout:kv_cache") {
+      EXPECT_LT(s.distinct_steps(), 3u) << s.DebugString();
+    }
+  }
 }
 
 TEST_F(AnalysisCliTest, CompareRunsTheAnalysesOnBothJobs) {

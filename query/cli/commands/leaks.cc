@@ -43,7 +43,10 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   AddUint32Flag(flags, "rank", "R", "only this rank (default every rank)",
                 [&request](uint32_t v) { request.set_rank(v); });
   std::string at;
-  flags.AddString("at", "TIME", "live sets at this time (default everything stored)", &at);
+  flags.AddString("at", "TIME",
+                  "candidates and phase survivors from the live sets at this time (default now); "
+                  "the curves and the phase-tagged memory at step ends read every step stored",
+                  &at);
   AddUint32Flag(flags, "warmup", "N", "first steps not classified (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
   AddBytesFlag(flags, "min-growth", "least floor growth that is a leak (default 64MiB)",
