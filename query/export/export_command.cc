@@ -21,10 +21,12 @@ constexpr char kUsage[] =
     "chrome://tracing open: one process per rank (pid = rank) with counter tracks for live\n"
     "bytes, each step's floor and peak, device memory used and the top tags' live bytes at\n"
     "each step end (tags ranked by the most any rank held at a step end: one freed within its\n"
-    "step, such as activations, has none), and one slice per step. Live bytes and device used come "
-    "from every raw event (ReadEvents),\n"
-    "reduced to at most --max-points per rank (keeping each interval's lowest and highest\n"
-    "value); --raw=false uses only the per-step rollups. FILE '-' writes to stdout.";
+    "step, such as activations, has none), and one slice per step. Live bytes and device used\n"
+    "come from every raw event (ReadEvents), reduced to at most --max-points per rank (keeping\n"
+    "each interval's lowest and highest value); the raw events also give each run of an NVTX\n"
+    "phase (rollout, weight_sync, ...) as a slice on a \"phases\" thread, and each OOM as an\n"
+    "instant event with the bytes requested, tag and call site. --raw=false uses only the\n"
+    "per-step rollups. FILE '-' writes to stdout.";
 
 struct ExportFlags {
   std::string collector;
@@ -89,6 +91,17 @@ absl::StatusOr<FineSeriesMap> ReadFineSeries(const ExportFlags& flags,
     series.device_used = builder.TakeDeviceUsed();
     for (std::vector<SeriesPoint>* points : {&series.live, &series.device_used}) {
       for (SeriesPoint& p : *points) p.ts_ns = collector::SaturatingAdd(p.ts_ns, clock_offset_ns);
+    }
+    series.phases = builder.TakePhases();
+    for (PhaseSlice& s : series.phases) {
+      s.begin_ns = collector::SaturatingAdd(s.begin_ns, clock_offset_ns);
+      s.end_ns = collector::SaturatingAdd(s.end_ns, clock_offset_ns);
+    }
+    series.ooms = builder.TakeOoms();
+    for (OomMark& m : series.ooms) m.ts_ns = collector::SaturatingAdd(m.ts_ns, clock_offset_ns);
+    if (builder.phases_dropped() > 0) {
+      err << "memtrace export: rank " << rank.rank() << ": " << builder.phases_dropped()
+          << " phase runs past the first " << LiveSeriesBuilder::kMaxPhaseSlices << " left out\n";
     }
   }
   return fine;

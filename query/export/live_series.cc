@@ -1,6 +1,7 @@
 #include "query/export/live_series.h"
 
 #include <algorithm>
+#include <cstddef>
 
 namespace memtrace::exporter {
 namespace {
@@ -59,7 +60,20 @@ std::vector<SeriesPoint> BucketedSeries::Finish() {
   return out;
 }
 
+std::vector<PhaseSlice> LiveSeriesBuilder::TakePhases() {
+  for (const auto& [id, begin] : open_phases_) {
+    if (phases_.size() >= kMaxPhaseSlices) {
+      ++phases_dropped_;
+      continue;
+    }
+    phases_.push_back({id, begin, std::max(begin, last_ts_ns_), /*open=*/true});
+  }
+  open_phases_.clear();
+  return std::move(phases_);
+}
+
 void LiveSeriesBuilder::Add(const Event& e) {
+  last_ts_ns_ = std::max(last_ts_ns_, e.ts_ns);
   switch (e.kind) {
     case EventKind::kAlloc:
     case EventKind::kVmmMap: {
@@ -91,6 +105,27 @@ void LiveSeriesBuilder::Add(const Event& e) {
     }
     case EventKind::kDeviceSample:
       used_series_.Add(e.ts_ns, e.bytes);
+      return;
+    case EventKind::kPhaseBegin:
+      if (open_phases_.size() < kMaxOpenPhases) open_phases_.emplace_back(e.tag_id, e.ts_ns);
+      return;
+    case EventKind::kPhaseEnd: {
+      // The innermost open run of that phase; an END with none open changes nothing.
+      for (size_t i = open_phases_.size(); i-- > 0;) {
+        if (open_phases_[i].first != e.tag_id) continue;
+        if (phases_.size() < kMaxPhaseSlices) {
+          phases_.push_back({e.tag_id, open_phases_[i].second,
+                             std::max(open_phases_[i].second, e.ts_ns), /*open=*/false});
+        } else {
+          ++phases_dropped_;
+        }
+        open_phases_.erase(open_phases_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+      return;
+    }
+    case EventKind::kOom:
+      ooms_.push_back({e.ts_ns, e.bytes, e.tag_id, e.source_id});
       return;
     default:
       return;

@@ -11,6 +11,7 @@
 #define MEMTRACE_QUERY_EXPORT_LIVE_SERIES_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -23,6 +24,27 @@ struct SeriesPoint {
   uint64_t bytes = 0;
 
   bool operator==(const SeriesPoint& o) const { return ts_ns == o.ts_ns && bytes == o.bytes; }
+};
+
+// One run of an NVTX phase (rollout, weight_sync, ...): PHASE_BEGIN to the matching PHASE_END,
+// or to the rank's last event when it never ended (`open`).
+struct PhaseSlice {
+  uint32_t phase_id = 0;  // string id of the phase name
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;
+  bool open = false;
+
+  bool operator==(const PhaseSlice& o) const {
+    return phase_id == o.phase_id && begin_ns == o.begin_ns && end_ns == o.end_ns && open == o.open;
+  }
+};
+
+// An allocation that failed (an OOM event).
+struct OomMark {
+  int64_t ts_ns = 0;
+  uint64_t requested_bytes = 0;
+  uint32_t tag_id = 0;
+  uint32_t source_id = 0;
 };
 
 // How points are bucketed: `count` buckets of `width_ns` from `origin_ns`. A point before the
@@ -67,6 +89,16 @@ class LiveSeriesBuilder {
   std::vector<SeriesPoint> TakeLive() { return live_series_.Finish(); }
   // DEVICE_SAMPLE "used" values (bucketed).
   std::vector<SeriesPoint> TakeDeviceUsed() { return used_series_.Finish(); }
+  // Phase runs in the order they ended, those still open last (ended at the last event). At
+  // most kMaxPhaseSlices; the rest are counted in phases_dropped().
+  std::vector<PhaseSlice> TakePhases();
+  std::vector<OomMark> TakeOoms() { return std::move(ooms_); }
+  uint64_t phases_dropped() const { return phases_dropped_; }
+
+  static constexpr size_t kMaxPhaseSlices = 200'000;
+  // Deeper nesting than this is an agent's unmatched BEGINs, not phases (as the collector's
+  // RankState bounds them).
+  static constexpr size_t kMaxOpenPhases = 64;
 
  private:
   // Live bytes by address, allocations and VMM mappings apart as the collector keeps them (a
@@ -75,6 +107,11 @@ class LiveSeriesBuilder {
   absl::flat_hash_map<uint64_t, uint64_t> allocations_;
   absl::flat_hash_map<uint64_t, uint64_t> mappings_;
   uint64_t live_bytes_ = 0;
+  int64_t last_ts_ns_ = INT64_MIN;
+  std::vector<std::pair<uint32_t, int64_t>> open_phases_;  // (phase id, begin), outermost first
+  std::vector<PhaseSlice> phases_;
+  uint64_t phases_dropped_ = 0;
+  std::vector<OomMark> ooms_;
   BucketedSeries live_series_;
   BucketedSeries used_series_;
 };

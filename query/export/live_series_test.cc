@@ -48,6 +48,45 @@ TEST(LiveSeriesTest, ReplacesAndRemovesAsTheCollectorDoes) {
             (std::vector<SeriesPoint>{{1, 100}, {2, 0}, {4, 1000}, {6, 1010}, {7, 10}}));
 }
 
+Event Marker(EventKind kind, int64_t ts, uint32_t id, uint64_t bytes = 0, uint32_t source = 0) {
+  Event e;
+  e.kind = kind;
+  e.ts_ns = ts;
+  e.tag_id = id;
+  e.bytes = bytes;
+  e.source_id = source;
+  return e;
+}
+
+// Found by a user: neither the OOM nor the RL phases (rollout, weight_sync, actor_update) were
+// in the export, though they are what an OOM is read against.
+TEST(LiveSeriesTest, KeepsPhaseRunsAndOoms) {
+  LiveSeriesBuilder b(Bucketing{});
+  b.Add(Marker(EventKind::kPhaseBegin, 10, 7));  // rollout
+  b.Add(Marker(EventKind::kPhaseBegin, 12, 8));  // nested: generate
+  b.Add(Marker(EventKind::kPhaseEnd, 15, 8));
+  b.Add(Marker(EventKind::kPhaseEnd, 20, 7));
+  b.Add(Marker(EventKind::kPhaseEnd, 21, 9));    // never begun: nothing
+  b.Add(Marker(EventKind::kPhaseBegin, 30, 7));  // a second rollout, still open at the end
+  b.Add(Marker(EventKind::kOom, 35, 3, 5 << 20, 4));
+  b.Add(Mem(EventKind::kAlloc, 40, 0x10, 100));
+  EXPECT_EQ(b.TakePhases(),
+            (std::vector<PhaseSlice>{{8, 12, 15, false}, {7, 10, 20, false}, {7, 30, 40, true}}));
+  std::vector<OomMark> ooms = b.TakeOoms();
+  ASSERT_EQ(ooms.size(), 1u);
+  EXPECT_EQ(ooms[0].ts_ns, 35);
+  EXPECT_EQ(ooms[0].requested_bytes, 5u << 20);
+  EXPECT_EQ(ooms[0].tag_id, 3u);
+  EXPECT_EQ(ooms[0].source_id, 4u);
+  EXPECT_EQ(b.phases_dropped(), 0u);
+}
+
+TEST(LiveSeriesTest, UnmatchedPhaseBeginsAreBounded) {
+  LiveSeriesBuilder b(Bucketing{});
+  for (int i = 0; i < 100; ++i) b.Add(Marker(EventKind::kPhaseBegin, i, 7));
+  EXPECT_EQ(b.TakePhases().size(), LiveSeriesBuilder::kMaxOpenPhases);
+}
+
 TEST(LiveSeriesTest, KeepsDeviceSamples) {
   LiveSeriesBuilder b(Bucketing{});
   Event s;

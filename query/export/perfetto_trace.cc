@@ -14,6 +14,7 @@ namespace {
 using JsonWriter = rapidjson::Writer<rapidjson::OStreamWrapper>;
 
 constexpr int kStepsTid = 1;
+constexpr int kPhasesTid = 2;
 
 std::string RankName(const v1::RankRollups& rank) {
   std::string name = absl::StrCat("rank ", rank.rank());
@@ -22,13 +23,25 @@ std::string RankName(const v1::RankRollups& rank) {
   return name;
 }
 
-// The tag names of a rank's string table, by id.
-absl::flat_hash_map<uint32_t, std::string> TagNames(const v1::RankRollups& rank) {
+// The names of a rank's string table of one kind, by id.
+absl::flat_hash_map<uint32_t, std::string> NamesOf(const v1::RankRollups& rank,
+                                                   v1::StringKind kind) {
   absl::flat_hash_map<uint32_t, std::string> names;
   for (const v1::StringEntry& s : rank.strings()) {
-    if (s.kind() == v1::STRING_KIND_TAG) names[s.id()] = s.value();
+    if (s.kind() == kind) names[s.id()] = s.value();
   }
   return names;
+}
+
+absl::flat_hash_map<uint32_t, std::string> TagNames(const v1::RankRollups& rank) {
+  return NamesOf(rank, v1::STRING_KIND_TAG);
+}
+
+// The name of string `id` in `names`, "KIND#id" when the table lacks it (its batch was lost).
+std::string NameOr(const absl::flat_hash_map<uint32_t, std::string>& names, uint32_t id,
+                   absl::string_view kind) {
+  auto it = names.find(id);
+  return it != names.end() ? it->second : absl::StrCat(kind, "#", id);
 }
 
 // The job's top tags: by the most live bytes any rank held under the tag at a step end.
@@ -106,6 +119,64 @@ class TraceWriter {
     w_.EndObject();
   }
 
+  void PhaseSliceEvent(int64_t pid, const std::string& name, const PhaseSlice& slice) {
+    w_.StartObject();
+    w_.Key("ph");
+    w_.String("X");
+    w_.Key("cat");
+    w_.String("memtrace.phase");
+    w_.Key("name");
+    w_.String(name.c_str(), static_cast<rapidjson::SizeType>(name.size()));
+    w_.Key("pid");
+    w_.Int64(pid);
+    w_.Key("tid");
+    w_.Int(kPhasesTid);
+    w_.Key("ts");
+    w_.Double(Micros(slice.begin_ns));
+    w_.Key("dur");
+    w_.Double((slice.end_ns - slice.begin_ns) / 1000.0);
+    if (slice.open) {
+      w_.Key("args");
+      w_.StartObject();
+      w_.Key("open");
+      w_.Bool(true);  // never ended: drawn to the rank's last event
+      w_.EndObject();
+    }
+    w_.EndObject();
+  }
+
+  void Oom(int64_t pid, const OomMark& oom, const std::string& tag, const std::string& source) {
+    w_.StartObject();
+    w_.Key("ph");
+    w_.String("i");
+    w_.Key("s");
+    w_.String("p");  // across the rank's whole process track
+    w_.Key("cat");
+    w_.String("memtrace.oom");
+    w_.Key("name");
+    w_.String("OOM");
+    w_.Key("pid");
+    w_.Int64(pid);
+    w_.Key("tid");
+    w_.Int(kStepsTid);
+    w_.Key("ts");
+    w_.Double(Micros(oom.ts_ns));
+    w_.Key("args");
+    w_.StartObject();
+    w_.Key("requested_bytes");
+    w_.Uint64(oom.requested_bytes);
+    if (!tag.empty()) {
+      w_.Key("tag");
+      w_.String(tag.c_str(), static_cast<rapidjson::SizeType>(tag.size()));
+    }
+    if (!source.empty()) {
+      w_.Key("source");
+      w_.String(source.c_str(), static_cast<rapidjson::SizeType>(source.size()));
+    }
+    w_.EndObject();
+    w_.EndObject();
+  }
+
   void StepSlice(int64_t pid, const v1::StepRollup& step, bool time_axis) {
     w_.StartObject();
     w_.Key("ph");
@@ -163,6 +234,8 @@ int64_t TimeOrigin(const v1::GetRollupsResponse& rollups, const FineSeriesMap& f
   for (const auto& [key, series] : fine) {
     if (!series.live.empty()) origin = std::min(origin, series.live.front().ts_ns);
     if (!series.device_used.empty()) origin = std::min(origin, series.device_used.front().ts_ns);
+    for (const PhaseSlice& p : series.phases) origin = std::min(origin, p.begin_ns);
+    for (const OomMark& m : series.ooms) origin = std::min(origin, m.ts_ns);
   }
   return origin == INT64_MAX ? 0 : origin;
 }
@@ -207,6 +280,21 @@ absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsR
 
     auto it = fine.find({rank.rank(), rank.attempt()});
     const FineSeries* series = it != fine.end() ? &it->second : nullptr;
+    if (series != nullptr && !series->phases.empty()) {
+      trace.Metadata(pid, "thread_name", kPhasesTid, "name", "phases", 0, true);
+      const auto phases = NamesOf(rank, v1::STRING_KIND_PHASE);
+      for (const PhaseSlice& slice : series->phases) {
+        trace.PhaseSliceEvent(pid, NameOr(phases, slice.phase_id, "phase"), slice);
+      }
+    }
+    if (series != nullptr && !series->ooms.empty()) {
+      const auto tags = TagNames(rank);
+      const auto sources = NamesOf(rank, v1::STRING_KIND_SOURCE);
+      for (const OomMark& oom : series->ooms) {
+        trace.Oom(pid, oom, oom.tag_id != 0 ? NameOr(tags, oom.tag_id, "tag") : "",
+                  oom.source_id != 0 ? NameOr(sources, oom.source_id, "source") : "");
+      }
+    }
     if (series != nullptr && !series->live.empty()) {
       for (const SeriesPoint& p : series->live) {
         trace.Counter(pid, kLiveBytesTrack, p.ts_ns, {{"bytes", p.bytes}});

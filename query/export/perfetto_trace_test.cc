@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
@@ -150,6 +151,42 @@ TEST(PerfettoTraceTest, RawSeriesReplaceTheRollupApproximation) {
   auto tracks = CounterTracks(doc);
   EXPECT_EQ((tracks[{0, kDeviceUsedTrack}]), 1);
   EXPECT_EQ((tracks[{1, kLiveBytesTrack}]), 4);  // rank 1 has no raw series
+}
+
+TEST(PerfettoTraceTest, PhaseRunsAreSlicesAndOomsInstantsWithTheirNames) {
+  v1::GetRollupsResponse rollups = Rollups(2, 2);
+  for (auto [id, kind, value] : std::vector<std::tuple<uint32_t, v1::StringKind, std::string>>{
+           {7, v1::STRING_KIND_PHASE, "rollout"}, {9, v1::STRING_KIND_SOURCE, "libc10_cuda.so"}}) {
+    v1::StringEntry* e = rollups.mutable_ranks(1)->add_strings();
+    e->set_id(id);
+    e->set_kind(kind);
+    e->set_value(value);
+  }
+  FineSeriesMap fine;
+  fine[{1, 0}].phases = {{7, kT0 + 1000, kT0 + 5000, false}, {7, kT0 + 8000, kT0 + 9000, true}};
+  fine[{1, 0}].ooms = {{kT0 + 8500, 5 * kGiB, 2, 9}};
+  rapidjson::Document doc = Parse(Export(rollups, fine));
+  int slices = 0, ooms = 0, open = 0;
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    const std::string ph = e["ph"].GetString();
+    if (ph == "X" && std::string(e["cat"].GetString()) == "memtrace.phase") {
+      ++slices;
+      EXPECT_EQ(e["pid"].GetInt64(), 1);
+      EXPECT_EQ(std::string(e["name"].GetString()), "rollout");
+      if (e.HasMember("args") && e["args"]["open"].GetBool()) ++open;
+    }
+    if (ph == "i") {
+      ++ooms;
+      EXPECT_EQ(std::string(e["name"].GetString()), "OOM");
+      EXPECT_EQ(e["pid"].GetInt64(), 1);
+      EXPECT_EQ(e["args"]["requested_bytes"].GetUint64(), 5 * kGiB);
+      EXPECT_EQ(std::string(e["args"]["tag"].GetString()), "leak:cache");
+      EXPECT_EQ(std::string(e["args"]["source"].GetString()), "libc10_cuda.so");
+    }
+  }
+  EXPECT_EQ(slices, 2);
+  EXPECT_EQ(open, 1);
+  EXPECT_EQ(ooms, 1);
 }
 
 TEST(PerfettoTraceTest, RestartedRanksAreSeparateProcesses) {

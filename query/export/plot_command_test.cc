@@ -21,6 +21,8 @@ using testing::Attributes;
 constexpr int kLeakRank = 5;
 constexpr int64_t kLeakFrom = 20;
 constexpr int64_t kLongStepNs = 8'000'000'000;
+constexpr int kOomRank = 3;
+constexpr int64_t kOomStep = 30;
 
 struct CommandRun {
   int code;
@@ -65,6 +67,11 @@ class PlotCommandTest : public ::testing::Test {
       long_steps.workload.step_ns = kLongStepNs;
       long_steps.collector_address = server_->address();
       long_steps_ok_ = sim::RunSimulation(long_steps, [](const std::string&) {}).ok();
+      sim::SimulationOptions oom = testing::SmallJob("sim-oom", 8, 50, 3000);
+      oom.workload.oom_rank = kOomRank;
+      oom.workload.oom_step = kOomStep;
+      oom.collector_address = server_->address();
+      oom_ok_ = sim::RunSimulation(oom, [](const std::string&) {}).ok();
       // 4 ranks, run twice: attempts 0 and 1 of each.
       restarted_ok_ = true;
       for (uint32_t attempt : {0u, 1u}) {
@@ -92,12 +99,14 @@ class PlotCommandTest : public ::testing::Test {
   static bool unmarked_ok_;
   static bool restarted_ok_;
   static bool long_steps_ok_;
+  static bool oom_ok_;
 };
 std::unique_ptr<collector::CollectorServer> PlotCommandTest::server_;
 bool PlotCommandTest::healthy_ok_ = false;
 bool PlotCommandTest::unmarked_ok_ = false;
 bool PlotCommandTest::restarted_ok_ = false;
 bool PlotCommandTest::long_steps_ok_ = false;
+bool PlotCommandTest::oom_ok_ = false;
 
 // A restarted rank is one line (its latest attempt): the summary counted rank-attempts, "8
 // ranks" for a plot of 4 lines, "2 of 8" for --ranks 1.
@@ -211,6 +220,28 @@ TEST_F(PlotCommandTest, OnTimeBucketsTheMarksComeFromWindowsOfWholeSteps) {
     EXPECT_EQ(o["data-rank"], std::to_string(kLeakRank));
   }
   EXPECT_TRUE(leak_line) << run.err;
+}
+
+// Found by a user: the plot of a job whose rank ran out of memory did not show where; its labels
+// stopped at the divergence.
+TEST_F(PlotCommandTest, AnOomIsMarkedWhereItHappened) {
+  ASSERT_TRUE(oom_ok_);
+  const std::string svg = Svg("sim-oom");
+  int marks = 0;
+  for (Attributes& o : testing::Elements(svg, "line", "onset")) {
+    if (o["data-kind"] != "oom") continue;
+    ++marks;
+    EXPECT_EQ(o["data-rank"], std::to_string(kOomRank));
+    EXPECT_EQ(o["data-onset-step"], std::to_string(kOomStep));
+  }
+  EXPECT_EQ(marks, 1);
+  EXPECT_NE(svg.find("rank " + std::to_string(kOomRank) + " out of memory at step " +
+                     std::to_string(kOomStep) + " (a "),
+            std::string::npos);
+  // Not drawn when its rank is not.
+  for (Attributes& o : testing::Elements(Svg("sim-oom", {"--ranks", "0-2"}), "line", "onset")) {
+    EXPECT_NE(o["data-kind"], "oom");
+  }
 }
 
 TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {

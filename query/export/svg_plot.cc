@@ -30,6 +30,7 @@ constexpr char kHighlight[] = "#d62728";
 constexpr char kFollower[] = "#ff7f0e";
 constexpr char kMuted[] = "#a8b3bf";
 constexpr char kLeakColor[] = "#6a3d9a";
+constexpr char kOomColor[] = "#b00020";
 
 std::string Number(double v) {
   std::string s = absl::StrFormat("%.2f", v);
@@ -330,6 +331,20 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
                          : ""),
         kLeakColor);
   }
+  size_t oom_labels = 0;
+  for (const PlotMarks::Oom& oom : marks.ooms) {
+    if (!options.ranks.empty() && !options.ranks.count(oom.rank)) continue;
+    if (++oom_labels > 4) break;
+    add("oom", oom.rank, oom.step,
+        absl::StrCat(
+            "rank ", oom.rank, " out of memory at ", analysis::FormatKey(oom.step, bucket_ns),
+            oom.requested_bytes > 0
+                ? absl::StrCat(" (a ",
+                               analysis::FormatBytes(static_cast<double>(oom.requested_bytes)),
+                               " allocation failed)")
+                : ""),
+        kOomColor);
+  }
   return onsets;
 }
 
@@ -469,6 +484,14 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_wind
     marks.last_excess_bytes = first.last_excess_bytes;
     for (size_t i = 1; i < divergence.diverged.size(); ++i) {
       marks.followers.push_back(divergence.diverged[i].rank);
+    }
+  }
+  // Where a rank ran out of memory: the end of the story the lines tell.
+  for (const analysis::RankTimeline& rank : plotted.ranks) {
+    for (const analysis::StepPoint& p : rank.steps) {
+      if (p.ooms == 0) continue;
+      marks.ooms.push_back({rank.rank, p.step, p.oom_requested_bytes});
+      break;
     }
   }
   analysis::LeakReport leaks = analysis::FindLeaks(job);

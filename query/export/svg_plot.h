@@ -49,6 +49,12 @@ struct PlotMarks {
     bool since_first_examined = false;
   };
   std::vector<Leak> leaks;  // ranks whose floor rises, with where it began to
+  struct Oom {
+    uint32_t rank = 0;
+    int64_t step = 0;  // the first step (or bucket) with an OOM on the rank
+    uint64_t requested_bytes = 0;
+  };
+  std::vector<Oom> ooms;  // by rank
 };
 
 // Runs FindDivergence and FindLeaks (default parameters, as `memtrace diverged` / `leaks` do)
