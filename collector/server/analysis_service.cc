@@ -356,6 +356,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),
   // each rank's latest otherwise.
   std::vector<LiveSetAsk> asks;
+  std::vector<const an::RankStepMetrics*> asked;  // the ranks of `asks`
   for (const an::RankStepMetrics* rank : cohort) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
@@ -371,6 +372,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       at = *end;
     }
     asks.push_back({rank->rank, rank->attempt, at, /*with_phases=*/false});
+    asked.push_back(rank);
   }
   absl::StatusOr<std::vector<an::RankLiveSet>> others =
       LoadLiveSets(store, request.job_id(), asks, threads);
@@ -382,15 +384,16 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   if (request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early) {
     response->set_asked_ns(request.at_ns());
   }
-  // An OOM (or a time) after the other ranks had ended reads them at their last event: their
-  // ordinary activations showed as the subject's excess, unexplained.
-  if (!job->time_axis) {
+  // Read at a time (an OOM, a time asked, the subject's last event), a rank whose run had ended
+  // before it is read at its last event: its ordinary activations showed as the subject's
+  // excess, unexplained. (Read at a step, a rank without it is not read; read at their latest,
+  // a rank a step behind is running, not ended.)
+  const bool read_at_a_time = point.kind == LivePoint::Kind::kFirstOom || stopped_early ||
+                              request.moment_case() == v1::LiveRequest::kAtNs;
+  if (!job->time_axis && read_at_a_time) {
     uint32_t ended = 0;
-    for (const an::RankStepMetrics* rank : cohort) {
-      if (rank->rank != subject->rank && rank->size() > 0 &&
-          rank->step.back() < response->at_step()) {
-        ++ended;
-      }
+    for (const an::RankStepMetrics* rank : asked) {
+      if (rank->size() > 0 && rank->step.back() < response->at_step()) ++ended;
     }
     response->set_others_ended_before(ended);
   }

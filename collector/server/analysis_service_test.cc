@@ -513,6 +513,14 @@ TEST_F(AnalysisServiceTest, LiveOfARankThatStoppedEarlyComparesTheOthersAtItsLas
   v1::LiveReport healthy_latest;
   ASSERT_TRUE(service.Live(nullptr, &healthy, &healthy_latest).ok());
   EXPECT_EQ(healthy_latest.other_ranks(), 7u);
+  EXPECT_EQ(healthy_latest.others_ended_before(), 0u);  // read at their latest, not a time
+  // At a step rank 2 never reached, rank 2 is not read: it was counted as "ended before" all
+  // the same, beside a median of the 6 ranks that were.
+  healthy.set_at_step(55);
+  v1::LiveReport at_step;
+  ASSERT_TRUE(service.Live(nullptr, &healthy, &at_step).ok());
+  EXPECT_EQ(at_step.other_ranks(), 6u);
+  EXPECT_EQ(at_step.others_ended_before(), 0u);
 }
 
 TEST_F(AnalysisServiceTest, LiveAndLeaksSayWhenTheJobHasNoStepMarkers) {

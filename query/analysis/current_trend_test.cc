@@ -165,9 +165,6 @@ TEST(CurrentTrendTest, PastALongFlatStartInAShortWindowTheRiseKeepsItsRate) {
   EXPECT_EQ(past.fit.slope, line.fit.slope);
 }
 
-// Found with the simulator: 15 steps after warm-up, flat for 3 of them, then a leak. No window
-// under 16 points (2 x min_points) was searched, so leaks said "rising since" the first step
-// examined and growth counted the line's rate over the flat steps (+3.50 GiB for 3.0).
 // A flat start longer than the rise after it pulls the line down onto it: no start sits above
 // the line, the end does. 8 flat points of 15 were found 9 times in 100 (the rise's steps read
 // as the noise they had to stand out of), and growth read the line's diluted rate.
@@ -191,6 +188,9 @@ TEST(CurrentTrendTest, AFlatStartLongerThanTheRiseInAShortWindowIsFoundToo) {
   }
 }
 
+// Found with the simulator: 15 steps after warm-up, flat for 3 of them, then a leak. No window
+// under 16 points (2 x min_points) was searched, so leaks said "rising since" the first step
+// examined and growth counted the line's rate over the flat steps (+3.50 GiB for 3.0).
 TEST(CurrentTrendTest, AFlatStartInAWindowTooShortToSplitIsFoundWhereItEnds) {
   TheilSen fitter;
   for (size_t n : {8, 10, 12, 15}) {
@@ -198,9 +198,8 @@ TEST(CurrentTrendTest, AFlatStartInAWindowTooShortToSplitIsFoundWhereItEnds) {
       Series s = FlatThenRising(n, from, 256 * kMiB);
       const TrendFit line = fitter.Fit(s.x, s.y);
       const size_t start = ShortFlatStart(s.x, s.y, line, 8, fitter);
-      // A flat start longer than the rise after it pulls the line flat: that rise is a
-      // RecentRise's (FitRise), which has its own onset; ShortFlatStart is asked only about
-      // lines that rise.
+      // Where a long flat start pulls the line under half the rise's rate, a clean rise is a
+      // RecentRise's (FitRise), with its own onset; noisy ones are the test above's.
       if (line.slope < 128 * kMiB) continue;
       EXPECT_EQ(start, from) << n << " points, flat for " << from;
     }

@@ -208,25 +208,33 @@ struct Agg {
   uint64_t bytes = 0;
   int64_t oldest = 0;
   int64_t newest = 0;
-  std::vector<int64_t> steps;  // when each was allocated: its step, or its time bucket
-  // `bucket_ns` > 0: allocations are told apart by time bucket, not step (a job without step
-  // markers, where every step is 0).
-  void Add(const LiveAllocation& a, int64_t bucket_ns = 0) {
+  std::vector<int64_t> steps;  // when each was allocated: its step, or its time
+  // `run_gap_ns` > 0: allocations are told apart by time, not step (a job without step markers,
+  // where every step is 0): those more than run_gap_ns apart are separate runs.
+  int64_t run_gap_ns = 0;
+  void Add(const LiveAllocation& a) {
     if (count == 0 || a.step_allocated < oldest) oldest = a.step_allocated;
     if (count == 0 || a.step_allocated > newest) newest = a.step_allocated;
     ++count;
     bytes += a.bytes;
-    steps.push_back(bucket_ns > 0 ? a.ts_ns / bucket_ns : a.step_allocated);
+    steps.push_back(run_gap_ns > 0 ? a.ts_ns : a.step_allocated);
   }
   uint32_t Distinct() {
     std::sort(steps.begin(), steps.end());
-    return static_cast<uint32_t>(std::unique(steps.begin(), steps.end()) - steps.begin());
+    if (run_gap_ns <= 0) {
+      return static_cast<uint32_t>(std::unique(steps.begin(), steps.end()) - steps.begin());
+    }
+    uint32_t runs = steps.empty() ? 0 : 1;
+    for (size_t i = 1; i < steps.size(); ++i) runs += steps[i] - steps[i - 1] > run_gap_ns;
+    return runs;
   }
 };
 
 // `run_bucket_ns` > 0 for a job without step markers: the runs of a phase that left memory are
-// counted by the time buckets their allocations were made in (every step is 0 there, so the
-// KV cache each rollout kept read as one run's, listed after the optimizer's state).
+// told apart by time, allocations more than half a bucket (a window of whole steps, where the
+// job's buckets are read so) apart being separate runs. Every step is 0 there, so the KV cache
+// each rollout kept read as one run's, listed after the optimizer's state; counted by bucket,
+// one step() across a bucket's end read as two runs.
 void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
                     const std::vector<int64_t>* rank_steps, int64_t run_bucket_ns,
                     const LeakParams& params, LeakReport& report) {
@@ -248,7 +256,9 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
     }
     if (!a.phase.empty() &&
         (a.step_allocated < set.at_step || !InPhase(set.open_phases, a.phase))) {
-      survivors[{a.phase, a.tag, a.source}].Add(a, run_bucket_ns);
+      Agg& agg = survivors[{a.phase, a.tag, a.source}];
+      agg.run_gap_ns = run_bucket_ns / 2;
+      agg.Add(a);
     }
   }
   std::vector<LeakCandidate> mine;

@@ -129,7 +129,8 @@ struct PhaseSurvivor {
   std::vector<std::string> open_phases;  // at the moment
   // Steps whose run of the phase left these allocations: 1 = kept once (an optimizer's state,
   // made by the first update, is the common healthy case); more = each run leaves more. In a
-  // job without step markers, the time buckets they were allocated in.
+  // job without step markers, their runs told apart by time (allocations more than half a
+  // bucket apart).
   uint32_t distinct_steps = 0;
 };
 

@@ -147,6 +147,10 @@ const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
 }
 
 absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& args) const {
+  // A flag's name in messages, as it is usually typed: "-o", "--job".
+  const auto dashed = [](const std::string& name) {
+    return absl::StrCat(name.size() == 1 ? "-" : "--", name);
+  };
   Parsed parsed;
   std::map<std::string, std::string> seen;  // flag (an alias's original) -> the name given
   for (size_t i = 0; i < args.size(); ++i) {
@@ -178,9 +182,6 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
     auto [first, inserted] =
         seen.try_emplace(flag->same_as.empty() ? flag->name : flag->same_as, flag->name);
     if (!inserted && !flag->repeatable) {
-      const auto dashed = [](const std::string& name) {
-        return absl::StrCat(name.size() == 1 ? "-" : "--", name);
-      };
       return absl::InvalidArgumentError(
           first->second == flag->name
               ? absl::StrCat(dashed(flag->name), " given more than once (it takes one value)")
@@ -197,10 +198,10 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
       value = args[++i];
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("--", flag->name, " needs a value (", flag->value_name, ")"));
+          absl::StrCat(dashed(flag->name), " needs a value (", flag->value_name, ")"));
     }
     if (absl::Status s = flag->setter(value); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag->name, ": ", s.message()));
+      return absl::InvalidArgumentError(absl::StrCat(dashed(flag->name), ": ", s.message()));
     }
   }
   return parsed;

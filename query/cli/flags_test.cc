@@ -115,6 +115,8 @@ TEST(FlagSetTest, AnAliasIsTheSameFlag) {
             "-o and --output given: they are one flag, which takes one value");
   EXPECT_EQ(flags.Parse({"-o", "a.json", "-o", "b.json"}).status().message(),
             "-o given more than once (it takes one value)");
+  EXPECT_EQ(flags.Parse({"-o"}).status().message(), "-o needs a value (FILE)");
+  EXPECT_EQ(flags.Parse({"-o", ""}).status().message(), "-o: empty value");
   EXPECT_NE(flags.Describe().find("--output FILE   the same as -o"), std::string::npos)
       << flags.Describe();
 }

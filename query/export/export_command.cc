@@ -24,7 +24,7 @@ constexpr char kUsage[] =
     "step, such as activations, has none), and one slice per step. Live bytes and device used\n"
     "come from every raw event (ReadEvents), reduced to at most --max-points per rank (keeping\n"
     "each interval's lowest and highest value); the raw events also give each run of an NVTX\n"
-    "phase (rollout, weight_sync, ...) as a slice on a \"phases\" thread, and each OOM as an\n"
+    "phase (rollout, weight_sync, ...) as an async slice, and each OOM as an\n"
     "instant event with the bytes requested, tag and call site. --raw=false uses only the\n"
     "per-step rollups. FILE '-' writes to stdout.";
 

@@ -60,6 +60,17 @@ std::vector<SeriesPoint> BucketedSeries::Finish() {
   return out;
 }
 
+void LiveSeriesBuilder::EndPhase(size_t open_index, int64_t end_ns) {
+  const auto [id, begin] = open_phases_[open_index];
+  if (phases_.size() < kMaxPhaseSlices) {
+    phases_.push_back({id, begin, std::max(begin, end_ns), /*open=*/false});
+  } else {
+    ++phases_dropped_;
+  }
+  open_phases_.erase(open_phases_.begin() + static_cast<std::ptrdiff_t>(open_index));
+  if (open_phases_.empty()) phases_after_loss_ = false;
+}
+
 std::vector<PhaseSlice> LiveSeriesBuilder::TakePhases() {
   for (const auto& [id, begin] : open_phases_) {
     if (phases_.size() >= kMaxPhaseSlices) {
@@ -106,20 +117,33 @@ void LiveSeriesBuilder::Add(const Event& e) {
     case EventKind::kDeviceSample:
       used_series_.Add(e.ts_ns, e.bytes);
       return;
-    case EventKind::kPhaseBegin:
-      if (open_phases_.size() < kMaxOpenPhases) open_phases_.emplace_back(e.tag_id, e.ts_ns);
+    case EventKind::kLoss:
+      if (!open_phases_.empty()) phases_after_loss_ = true;
       return;
+    case EventKind::kPhaseBegin: {
+      if (phases_after_loss_) {
+        for (size_t i = open_phases_.size(); i-- > 0;) {
+          if (open_phases_[i].first != e.tag_id) continue;
+          EndPhase(i, e.ts_ns);
+          break;
+        }
+      }
+      if (open_phases_.size() >= kMaxOpenPhases) {
+        ++ignored_phases_[e.tag_id];
+        return;
+      }
+      open_phases_.emplace_back(e.tag_id, e.ts_ns);
+      return;
+    }
     case EventKind::kPhaseEnd: {
+      if (auto ignored = ignored_phases_.find(e.tag_id); ignored != ignored_phases_.end()) {
+        if (--ignored->second == 0) ignored_phases_.erase(ignored);
+        return;
+      }
       // The innermost open run of that phase; an END with none open changes nothing.
       for (size_t i = open_phases_.size(); i-- > 0;) {
         if (open_phases_[i].first != e.tag_id) continue;
-        if (phases_.size() < kMaxPhaseSlices) {
-          phases_.push_back({e.tag_id, open_phases_[i].second,
-                             std::max(open_phases_[i].second, e.ts_ns), /*open=*/false});
-        } else {
-          ++phases_dropped_;
-        }
-        open_phases_.erase(open_phases_.begin() + static_cast<std::ptrdiff_t>(i));
+        EndPhase(i, e.ts_ns);
         break;
       }
       return;

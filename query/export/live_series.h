@@ -90,15 +90,17 @@ class LiveSeriesBuilder {
   // DEVICE_SAMPLE "used" values (bucketed).
   std::vector<SeriesPoint> TakeDeviceUsed() { return used_series_.Finish(); }
   // Phase runs in the order they ended, those still open last (ended at the last event). At
-  // most kMaxPhaseSlices; the rest are counted in phases_dropped().
+  // most kMaxPhaseSlices; the rest are counted in phases_dropped(). Matched as the collector's
+  // RankState matches them (rank_state.cc): an END closes the innermost open run of its phase;
+  // BEGINs past kMaxOpenPhases deep are ignored, and so is the END of each; after events were
+  // lost (a LOSS) while a run was open, another BEGIN of its phase ends it there (its END was
+  // most likely lost) and starts a new one.
   std::vector<PhaseSlice> TakePhases();
   std::vector<OomMark> TakeOoms() { return std::move(ooms_); }
   uint64_t phases_dropped() const { return phases_dropped_; }
 
   static constexpr size_t kMaxPhaseSlices = 200'000;
-  // Deeper nesting than this is an agent's unmatched BEGINs, not phases (as the collector's
-  // RankState bounds them).
-  static constexpr size_t kMaxOpenPhases = 64;
+  static constexpr size_t kMaxOpenPhases = 64;  // as RankState's
 
  private:
   // Live bytes by address, allocations and VMM mappings apart as the collector keeps them (a
@@ -108,7 +110,11 @@ class LiveSeriesBuilder {
   absl::flat_hash_map<uint64_t, uint64_t> mappings_;
   uint64_t live_bytes_ = 0;
   int64_t last_ts_ns_ = INT64_MIN;
+  void EndPhase(size_t open_index, int64_t end_ns);
+
   std::vector<std::pair<uint32_t, int64_t>> open_phases_;  // (phase id, begin), outermost first
+  absl::flat_hash_map<uint32_t, uint32_t> ignored_phases_;  // phase id -> BEGINs ignored
+  bool phases_after_loss_ = false;
   std::vector<PhaseSlice> phases_;
   uint64_t phases_dropped_ = 0;
   std::vector<OomMark> ooms_;

@@ -81,10 +81,36 @@ TEST(LiveSeriesTest, KeepsPhaseRunsAndOoms) {
   EXPECT_EQ(b.phases_dropped(), 0u);
 }
 
-TEST(LiveSeriesTest, UnmatchedPhaseBeginsAreBounded) {
+// As the collector's RankState: BEGINs past the depth bound are ignored, and so is the END of
+// each (matched by name alone, it closed an outer run of the same name).
+TEST(LiveSeriesTest, PhaseBeginsPastTheDepthBoundAndTheirEndsAreIgnored) {
   LiveSeriesBuilder b(Bucketing{});
-  for (int i = 0; i < 100; ++i) b.Add(Marker(EventKind::kPhaseBegin, i, 7));
-  EXPECT_EQ(b.TakePhases().size(), LiveSeriesBuilder::kMaxOpenPhases);
+  for (int i = 0; i < 66; ++i) b.Add(Marker(EventKind::kPhaseBegin, i, 7));
+  b.Add(Marker(EventKind::kPhaseEnd, 100, 7));  // the 66th BEGIN's
+  b.Add(Marker(EventKind::kPhaseEnd, 101, 7));  // the 65th BEGIN's
+  b.Add(Marker(EventKind::kPhaseEnd, 102, 7));  // the 64th: the innermost open run
+  std::vector<PhaseSlice> phases = b.TakePhases();
+  ASSERT_EQ(phases.size(), LiveSeriesBuilder::kMaxOpenPhases);
+  EXPECT_EQ(phases[0], (PhaseSlice{7, 63, 102, false}));
+  EXPECT_TRUE(phases[1].open);
+}
+
+// After a LOSS while a run was open, another BEGIN of its phase ends it there: its END was most
+// likely lost, and every later run would have nested in it, open to the end of the job.
+TEST(LiveSeriesTest, AfterALossAnotherBeginOfAnOpenPhaseEndsIt) {
+  LiveSeriesBuilder b(Bucketing{});
+  b.Add(Marker(EventKind::kPhaseBegin, 10, 7));
+  Event loss;
+  loss.kind = EventKind::kLoss;
+  loss.ts_ns = 15;
+  loss.aux = 3;
+  b.Add(loss);
+  b.Add(Marker(EventKind::kPhaseBegin, 20, 7));
+  b.Add(Marker(EventKind::kPhaseEnd, 25, 7));
+  b.Add(Marker(EventKind::kPhaseBegin, 30, 7));  // no loss since none was open: a plain run
+  b.Add(Marker(EventKind::kPhaseEnd, 35, 7));
+  EXPECT_EQ(b.TakePhases(),
+            (std::vector<PhaseSlice>{{7, 10, 20, false}, {7, 20, 25, false}, {7, 30, 35, false}}));
 }
 
 TEST(LiveSeriesTest, KeepsDeviceSamples) {

@@ -119,30 +119,35 @@ class TraceWriter {
     w_.EndObject();
   }
 
-  void PhaseSliceEvent(int64_t pid, const std::string& name, const PhaseSlice& slice) {
-    w_.StartObject();
-    w_.Key("ph");
-    w_.String("X");
-    w_.Key("cat");
-    w_.String("memtrace.phase");
-    w_.Key("name");
-    w_.String(name.c_str(), static_cast<rapidjson::SizeType>(name.size()));
-    w_.Key("pid");
-    w_.Int64(pid);
-    w_.Key("tid");
-    w_.Int(kPhasesTid);
-    w_.Key("ts");
-    w_.Double(Micros(slice.begin_ns));
-    w_.Key("dur");
-    w_.Double((slice.end_ns - slice.begin_ns) / 1000.0);
-    if (slice.open) {
-      w_.Key("args");
+  // A phase run as a pair of async events ("b"/"e", id `id`): runs of phases that do not nest
+  // (A begins, B begins, A ends) would be overlapping slices on one thread, which Perfetto does
+  // not draw; async runs get lanes of their own.
+  void PhaseRun(int64_t pid, const std::string& name, const PhaseSlice& slice, uint64_t id) {
+    for (const bool begin : {true, false}) {
       w_.StartObject();
-      w_.Key("open");
-      w_.Bool(true);  // never ended: drawn to the rank's last event
+      w_.Key("ph");
+      w_.String(begin ? "b" : "e");
+      w_.Key("cat");
+      w_.String("memtrace.phase");
+      w_.Key("name");
+      w_.String(name.c_str(), static_cast<rapidjson::SizeType>(name.size()));
+      w_.Key("id");
+      w_.Uint64(id);
+      w_.Key("pid");
+      w_.Int64(pid);
+      w_.Key("tid");
+      w_.Int(kPhasesTid);
+      w_.Key("ts");
+      w_.Double(Micros(begin ? slice.begin_ns : slice.end_ns));
+      if (begin && slice.open) {
+        w_.Key("args");
+        w_.StartObject();
+        w_.Key("open");
+        w_.Bool(true);  // never ended: drawn to the rank's last event
+        w_.EndObject();
+      }
       w_.EndObject();
     }
-    w_.EndObject();
   }
 
   void Oom(int64_t pid, const OomMark& oom, const std::string& tag, const std::string& source) {
@@ -255,6 +260,7 @@ absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsR
   const bool time_axis = options.time_axis;
   const std::vector<std::string> top_tags = TopTags(rollups, options.top_tags);
   TraceWriter trace(w, origin);
+  uint64_t phase_run_id = 0;  // unique over the trace: async ids pair "b" with "e"
 
   w.StartObject();
   w.Key("displayTimeUnit");
@@ -284,7 +290,7 @@ absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsR
       trace.Metadata(pid, "thread_name", kPhasesTid, "name", "phases", 0, true);
       const auto phases = NamesOf(rank, v1::STRING_KIND_PHASE);
       for (const PhaseSlice& slice : series->phases) {
-        trace.PhaseSliceEvent(pid, NameOr(phases, slice.phase_id, "phase"), slice);
+        trace.PhaseRun(pid, NameOr(phases, slice.phase_id, "phase"), slice, ++phase_run_id);
       }
     }
     if (series != nullptr && !series->ooms.empty()) {

@@ -7,9 +7,9 @@
 //   - "device used": counter from device samples (raw) or each step's device_used_max;
 //   - "tag: NAME": live bytes of the job's top tags at each step end;
 //   - "step N" slices on the "steps" thread, with the step's rollup in args;
-//   - from raw events: each phase run (rollout, weight_sync, ...) as a slice on the "phases"
-//     thread, and each OOM as an instant event "OOM" on the steps thread, with the bytes
-//     requested, tag and call site in args.
+//   - from raw events: each phase run (rollout, weight_sync, ...) as an async slice (a "b"/"e"
+//     pair: runs that do not nest get lanes of their own), and each OOM as an instant event "OOM"
+//     on the steps thread, with the bytes requested, tag and call site in args.
 // Times are microseconds since the earliest moment in the export (otherData.time_origin_ns
 // holds it in ns since the epoch), so sub-microsecond detail survives the JSON doubles.
 #ifndef MEMTRACE_QUERY_EXPORT_PERFETTO_TRACE_H_

@@ -167,10 +167,13 @@ TEST(PerfettoTraceTest, PhaseRunsAreSlicesAndOomsInstantsWithTheirNames) {
   fine[{1, 0}].ooms = {{kT0 + 8500, 5 * kGiB, 2, 9}};
   rapidjson::Document doc = Parse(Export(rollups, fine));
   int slices = 0, ooms = 0, open = 0;
+  std::map<uint64_t, std::vector<std::string>> ids;
   for (const auto& e : doc["traceEvents"].GetArray()) {
     const std::string ph = e["ph"].GetString();
-    if (ph == "X" && std::string(e["cat"].GetString()) == "memtrace.phase") {
-      ++slices;
+    if ((ph == "b" || ph == "e") && std::string(e["cat"].GetString()) == "memtrace.phase") {
+      // Async pairs: runs of phases that do not nest get lanes of their own.
+      if (ph == "b") ++slices;
+      ids[e["id"].GetUint64()].push_back(ph);
       EXPECT_EQ(e["pid"].GetInt64(), 1);
       EXPECT_EQ(std::string(e["name"].GetString()), "rollout");
       if (e.HasMember("args") && e["args"]["open"].GetBool()) ++open;
@@ -186,6 +189,8 @@ TEST(PerfettoTraceTest, PhaseRunsAreSlicesAndOomsInstantsWithTheirNames) {
   }
   EXPECT_EQ(slices, 2);
   EXPECT_EQ(open, 1);
+  ASSERT_EQ(ids.size(), 2u);
+  for (const auto& [id, phs] : ids) EXPECT_EQ(phs, (std::vector<std::string>{"b", "e"})) << id;
   EXPECT_EQ(ooms, 1);
 }
 

@@ -331,19 +331,25 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
                          : ""),
         kLeakColor);
   }
-  size_t oom_labels = 0;
+  // The first 4 drawn ranks' OOMs; the last label counts the others.
+  std::vector<const PlotMarks::Oom*> ooms;
   for (const PlotMarks::Oom& oom : marks.ooms) {
-    if (!options.ranks.empty() && !options.ranks.count(oom.rank)) continue;
-    if (++oom_labels > 4) break;
-    add("oom", oom.rank, oom.step,
-        absl::StrCat(
-            "rank ", oom.rank, " out of memory at ", analysis::FormatKey(oom.step, bucket_ns),
-            oom.requested_bytes > 0
-                ? absl::StrCat(" (a ",
-                               analysis::FormatBytes(static_cast<double>(oom.requested_bytes)),
-                               " allocation failed)")
-                : ""),
-        kOomColor);
+    if (options.ranks.empty() || options.ranks.count(oom.rank)) ooms.push_back(&oom);
+  }
+  constexpr size_t kOomLabels = 4;
+  for (size_t i = 0; i < ooms.size() && i < kOomLabels; ++i) {
+    const PlotMarks::Oom& oom = *ooms[i];
+    std::string label = absl::StrCat("rank ", oom.rank, " out of memory at ",
+                                     analysis::FormatKey(oom.step, bucket_ns));
+    if (oom.requested_bytes > 0) {
+      absl::StrAppend(&label, " (a ",
+                      analysis::FormatBytes(static_cast<double>(oom.requested_bytes)),
+                      " allocation failed)");
+    }
+    if (i + 1 == kOomLabels && ooms.size() > kOomLabels) {
+      absl::StrAppend(&label, "; ", ooms.size() - kOomLabels, " more ranks ran out of memory");
+    }
+    add("oom", oom.rank, oom.step, label, kOomColor);
   }
   return onsets;
 }

@@ -35,11 +35,12 @@ constexpr char kUsage[] =
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
     "other flags) there is refused: give it another --job or --attempt; so is a trace that is\n"
-    "already another rank of the job. Ranks of another world size already in the job are warned\n"
-    "of. Every file is opened and read up to its events, and the collector asked for the job,\n"
-    "before any is stored: a missing or unreadable file, a file given twice, two files stating\n"
-    "one rank (in distributedInfo or their names) or an unreachable collector import nothing. A\n"
-    "file without [memory] events is refused (record with profile_memory=True).\n"
+    "already another rank of the job. A world size a file states that differs from the job's\n"
+    "ranks', or a trace recorded more than a day away from them, is warned of. Every file is\n"
+    "opened and read up to its events, and the collector asked for the job, before any is\n"
+    "stored: a missing or unreadable file, a file given twice, two files stating one rank (in\n"
+    "distributedInfo or their names) or an unreachable collector import nothing. A file\n"
+    "without [memory] events is refused (record with profile_memory=True).\n"
     "\n"
     "A profiler trace holds a few steps: the analyses' defaults (--warmup 5, a trend over 8 or\n"
     "more steps) find them too short; use --warmup 0, and peak, live and timeline. Total\n"
@@ -152,9 +153,11 @@ class JobGuard {
         attempt_(attempt),
         warnings_(warnings) {}
 
-  // Reads the job's ranks (none for a new job). Warns when they were imported with another
-  // world size than `world_size`: the traces of other jobs, most likely.
-  absl::Status Read(int32_t world_size) {
+  // Reads the job's ranks (none for a new job). Warns when this import's files state a world
+  // size (distributedInfo, "_of_N") other than theirs: the traces of another run, most likely.
+  // One implied by the number of files is no evidence: importing one rank's file at a time
+  // gives each "of 1".
+  absl::Status Read(const RankAssigner& plan) {
     absl::StatusOr<cli::QueryClient> client =
         cli::QueryClient::Create(collector_, kPreflightTimeout);
     if (!client.ok()) return client.status();
@@ -162,8 +165,9 @@ class JobGuard {
     if (absl::IsNotFound(ranks.status())) return absl::OkStatus();
     if (!ranks.ok()) return ranks.status();
     for (const v1::RankSummary& r : ranks->ranks()) held_.push_back(r);
+    const int32_t world_size = plan.world_size();
     for (const v1::RankSummary& r : held_) {
-      if (r.identity().world_size() == world_size) continue;
+      if (!plan.world_size_stated() || r.identity().world_size() == world_size) continue;
       warnings_ << "memtrace import: warning: job " << job_ << " already holds rank " << r.rank()
                 << " of " << r.identity().world_size() << " (launcher "
                 << (r.identity().launcher().empty() ? "unknown" : r.identity().launcher())
@@ -177,22 +181,45 @@ class JobGuard {
   // Refuses a trace that is already another rank of the job, stored or imported just now: the
   // same trace imported the same way has the same fingerprint (process_start_ns), and one
   // process is one rank.
+  // Warns (once) of a trace recorded more than a day away from every rank the job holds.
   absl::Status Admit(const ImportedRank& rank) {
     for (const v1::RankSummary& r : held_) {
       const v1::RankIdentity& id = r.identity();
       if (id.launcher() != "kineto-import" || id.process_start_ns() != rank.fingerprint) continue;
-      if (r.rank() == static_cast<uint32_t>(rank.rank) && id.attempt() == attempt_) continue;
+      // The same rank again (resent: stored once), or as another attempt (refused by the
+      // collector only if that attempt holds another trace).
+      if (r.rank() == static_cast<uint32_t>(rank.rank)) continue;
       return Duplicate(rank, absl::StrCat("rank ", r.rank(), " (attempt ", id.attempt(),
                                           ") of job ", job_, " at ", collector_));
     }
     auto [it, inserted] = imported_.try_emplace(rank.fingerprint, rank.path);
     if (!inserted)
       return Duplicate(rank, absl::StrCat("what ", it->second, " was just imported as"));
+    WarnIfFarApart(rank);
     return absl::OkStatus();
   }
 
  private:
   static constexpr absl::Duration kPreflightTimeout = absl::Seconds(10);
+
+  void WarnIfFarApart(const ImportedRank& rank) {
+    if (warned_far_apart_ || held_.empty() || rank.first_ts_ns == 0) return;
+    constexpr int64_t kDayNs = int64_t{24} * 3600 * 1'000'000'000;
+    int64_t nearest = INT64_MAX;  // distance to the nearest held rank's span
+    for (const v1::RankSummary& r : held_) {
+      if (r.events_stored() == 0) continue;
+      const int64_t gap = rank.last_ts_ns < r.first_ts_ns()   ? r.first_ts_ns() - rank.last_ts_ns
+                          : rank.first_ts_ns > r.last_ts_ns() ? rank.first_ts_ns - r.last_ts_ns()
+                                                              : 0;
+      nearest = std::min(nearest, gap);
+    }
+    if (nearest == INT64_MAX || nearest <= kDayNs) return;
+    warned_far_apart_ = true;
+    warnings_ << "memtrace import: warning: " << rank.path << " was recorded "
+              << absl::FormatDuration(absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1)))
+              << " away from every rank job " << job_
+              << " holds: is it a trace of the same run? (another --job keeps runs apart)\n";
+  }
 
   static absl::Status Duplicate(const ImportedRank& rank, const std::string& where) {
     return absl::FailedPreconditionError(
@@ -206,6 +233,7 @@ class JobGuard {
   std::ostream& warnings_;
   std::vector<v1::RankSummary> held_;
   std::map<uint64_t, std::string> imported_;  // fingerprint -> path, this import's
+  bool warned_far_apart_ = false;
 };
 
 int RunImport(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
@@ -265,7 +293,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
   options.module_tags = !no_module_tags;
   options.progress = stderr;
   JobGuard guard(sink_options.job_id, sink_options.collector, sink_options.attempt, io.err);
-  options.before_first_file = [&guard](int32_t world_size) { return guard.Read(world_size); };
+  options.before_first_file = [&guard](const RankAssigner& plan) { return guard.Read(plan); };
   uint64_t memory_events = 0;
   size_t files_with_news = 0;  // files the collector did not already hold whole
   absl::StatusOr<std::vector<KinetoFileSummary>> summaries = ImportKinetoFiles(

@@ -299,19 +299,50 @@ TEST_F(ImportCommandTest, ATraceAlreadyARankOfTheJobIsRefusedAndAnotherRunsIsWar
   ASSERT_TRUE(dup.ok());
   EXPECT_EQ(dup->ranks_size(), 1);
 
-  // Another run's trace (rank 1 of 2) into the job of a single-rank run: imported, with a
-  // warning that says what differs.
-  CommandRun other = import("dup", {kineto_ + "hta_rank1_of_2.json.gz"});
+  // Another run's trace (rank 1 of 2, recorded years apart) into the job of a single-rank run:
+  // imported, with warnings that say what differs.
+  const std::string hta = kineto_ + "hta_rank1_of_2.json.gz";
+  CommandRun other = import("dup", {hta});
   EXPECT_EQ(other.code, 0) << other.err;
   EXPECT_NE(other.err.find("memtrace import: warning: job dup already holds rank 0 of 1 "
                            "(launcher kineto-import), and this import's files are ranks of 2: "
                            "are they traces of one run?"),
             std::string::npos)
       << other.err;
-  // Importing the same file again is no duplicate of itself, and warns of nothing new.
+  EXPECT_NE(other.err.find("memtrace import: warning: " + hta + " was recorded "),
+            std::string::npos)
+      << other.err;
+  EXPECT_NE(other.err.find(" away from every rank job dup holds: is it a trace of the same run?"),
+            std::string::npos)
+      << other.err;
+  // Importing the same file again is no duplicate of itself: nothing new, and no warning (its
+  // world size is the number of files, not stated; it is as near as can be to itself).
   CommandRun same = import("dup", {falcon});
   EXPECT_EQ(same.code, 0) << same.err;
   EXPECT_NE(same.out.find("nothing new"), std::string::npos) << same.out;
+  EXPECT_EQ(same.err, "");
+  // Nor is the same trace as the same rank of another attempt (the help's way out).
+  CommandRun attempt = import("dup", {"--attempt", "1", falcon});
+  EXPECT_EQ(attempt.code, 0) << attempt.err;
+}
+
+// A run's ranks imported one file at a time: each is "of 1" by itself, which is no evidence of
+// another run (a review found the world-size warning fired on this ordinary use).
+TEST(ImportCommandGuardTest, RanksOfOneRunImportedOneAtATimeAreNotWarnedOf) {
+  auto server = collector::testing::StartCollector("import_one_by_one");
+  ASSERT_NE(server, nullptr);
+  for (int rank : {0, 1}) {
+    const std::string file = test_util::TmpPath("one_by_one_rank" + std::to_string(rank) + ".json");
+    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
+                        << R"( "tid": 1, "ts": )" << 10 + rank << R"(, "args": {"Device Type": 1,)"
+                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": )" << 64 + rank
+                        << R"(, "Total Allocated": )" << 64 + rank << "}}]}";
+    CommandRun run = Import(
+        {"--job", "one-by-one", "--format", "kineto", "--collector", server->address(), file});
+    EXPECT_EQ(run.code, 0) << run.err;
+    EXPECT_EQ(run.err, "") << "rank " << rank;
+    EXPECT_NE(run.out.find("rank " + std::to_string(rank) + " of "), std::string::npos) << run.out;
+  }
 }
 
 // tensorboard_trace_handler's layout: rank_N/<host>_<pid>.pt.trace.json. The shell lists
@@ -384,6 +415,36 @@ TEST(ImportCommandUnreachableTest, ACollectorThatIsNotThereFailsBeforeAnyFileIsP
       << run.err;
   EXPECT_NE(run.err.find("(nothing was imported)\n"), std::string::npos) << run.err;
   EXPECT_EQ(run.out, "");
+}
+
+// A collector that goes away after the import began (the pre-flight found it): a rank's sink
+// gives up after --drain-timeout, not 5 s later (the Transport's own shutdown wait), and says
+// what its whole wait came to, not its last 200 ms slice's.
+TEST(ImportCommandUnreachableTest, ARanksSinkGivesUpWithinTheDrainTimeout) {
+  TransportSinkOptions options;
+  options.collector = "127.0.0.1:1";
+  options.job_id = "j";
+  options.drain_timeout = absl::Seconds(1);
+  ImportedRank rank;
+  rank.world_size = 1;
+  rank.fingerprint = 1;
+  rank.path = "x.json";
+  absl::StatusOr<std::unique_ptr<RankImportSink>> sink = StartTransportSink(options, rank);
+  ASSERT_TRUE(sink.ok()) << sink.status();
+  Event e;
+  e.kind = EventKind::kAlloc;
+  e.ts_ns = 1'700'000'000'000'000'000;
+  e.address = 4096;
+  e.bytes = 64;
+  (*sink)->Record(e);
+  const absl::Time started = absl::Now();
+  const absl::Status finished = (*sink)->Finish();
+  EXPECT_LT(absl::Now() - started, absl::Milliseconds(2500));
+  EXPECT_FALSE(finished.ok());
+  EXPECT_NE(finished.message().find("within 1s"), std::string::npos) << finished;
+  EXPECT_NE(finished.message().find(" events not acknowledged, not connected"), std::string::npos)
+      << finished;
+  EXPECT_EQ(finished.message().find("ms ("), std::string::npos) << finished;
 }
 
 TEST(ImportCommandUsageTest, BadCommandLinesAreUsageErrors) {

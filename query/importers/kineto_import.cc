@@ -158,6 +158,12 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
   summary.rank.pid = trace->first_pid;
   summary.rank.fingerprint = Fingerprint(*trace, options);
   for (const KinetoMemoryRecord& r : trace->memory) {
+    const int64_t at = trace->base_time_ns + r.ts_ns;  // both bounded to +-2^62 by the parser
+    if (summary.rank.first_ts_ns == 0 || at < summary.rank.first_ts_ns)
+      summary.rank.first_ts_ns = at;
+    if (summary.rank.last_ts_ns == 0 || at > summary.rank.last_ts_ns) summary.rank.last_ts_ns = at;
+  }
+  for (const KinetoMemoryRecord& r : trace->memory) {
     if (r.device_type == kKinetoDeviceCuda && r.device_id >= 0) {
       summary.rank.device_index = r.device_id;
       break;
@@ -223,7 +229,7 @@ absl::StatusOr<std::vector<KinetoFileSummary>> ImportKinetoFiles(
   absl::StatusOr<RankAssigner> assigner = CheckFilesBeforeImport(paths);
   if (!assigner.ok()) return assigner.status();
   if (options.before_first_file) {
-    if (absl::Status ready = options.before_first_file(assigner->world_size()); !ready.ok()) {
+    if (absl::Status ready = options.before_first_file(*assigner); !ready.ok()) {
       return absl::Status(ready.code(), absl::StrCat(ready.message(), " (nothing was imported)"));
     }
   }

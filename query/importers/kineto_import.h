@@ -34,6 +34,9 @@ struct ImportedRank {
   // and base time, and of the options that change the events. The same file imported the same
   // way gets the same one.
   uint64_t fingerprint = 0;
+  // The first and last memory event, ns since the epoch (0 when the trace has none).
+  int64_t first_ts_ns = 0;
+  int64_t last_ts_ns = 0;
 };
 
 // One rank's destination. Finish() is called once after the last event: it must return only
@@ -64,8 +67,8 @@ struct KinetoImportOptions {
   // Progress bar on this stream when it is a terminal; nullptr for none.
   std::FILE* progress = nullptr;
   // Called once every file is checked (CheckFilesBeforeImport), before the first is parsed,
-  // with the world size planned: an error stops the import there, with nothing imported.
-  std::function<absl::Status(int32_t world_size)> before_first_file;
+  // with the ranks planned: an error stops the import there, with nothing imported.
+  std::function<absl::Status(const RankAssigner& plan)> before_first_file;
 };
 
 struct KinetoFileSummary {

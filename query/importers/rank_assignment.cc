@@ -111,10 +111,12 @@ absl::StatusOr<RankAssigner> RankAssigner::Plan(const std::vector<std::string>& 
       stated.rank = *header.rank;
       stated.source = "distributedInfo";
       plan.world_size_ = std::max(plan.world_size_, header.world_size.value_or(0));
+      plan.world_size_stated_ |= header.world_size.value_or(0) > 0;
     } else if (std::optional<NamedRank> named = RankFromFileName(paths[i])) {
       stated.rank = named->rank;
       stated.source = named->source;
       plan.world_size_ = std::max(plan.world_size_, named->world_size.value_or(0));
+      plan.world_size_stated_ |= named->world_size.has_value();
     } else {
       continue;
     }
@@ -168,6 +170,7 @@ absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const KinetoDistri
                      "); import one file per rank, or separate runs of a rank as separate jobs"));
   }
   taken_[choice.rank] = {path, choice.source};
+  world_size_stated_ |= info.world_size.value_or(0) > 0;
   world_size_ = std::max({world_size_, info.world_size.value_or(0), WorldFor(choice.rank)});
   choice.world_size = world_size_;
   return choice;

@@ -58,6 +58,9 @@ class RankAssigner {
   // The world size every file of the import is given, as far as the plan knows (a
   // distributedInfo found only after a file's events can raise it).
   int32_t world_size() const { return world_size_; }
+  // Whether a file states a world size (distributedInfo, "_of_N"), as opposed to one the
+  // number of files and ranks imply.
+  bool world_size_stated() const { return world_size_stated_; }
 
   // The rank of the file at `index` (as given to Plan), now that it is parsed: `info` is its
   // whole distributedInfo. ALREADY_EXISTS naming both files when another file has, or will
@@ -78,6 +81,7 @@ class RankAssigner {
   std::map<int32_t, size_t> stated_ranks_;                        // rank -> the file stating it
   std::map<int32_t, std::pair<std::string, std::string>> taken_;  // rank -> (file, source)
   int32_t world_size_ = 0;
+  bool world_size_stated_ = false;
 };
 
 }  // namespace memtrace::importers

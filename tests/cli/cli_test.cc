@@ -353,6 +353,11 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
                                 "With 8 layers it fits: pass --layers 8, or more events "
                                 "per step"))
       << sim.err;
+  // Given --layers, only --layers makes the layers: the advice names no other flag for them.
+  sim = RunProcess({kSim, "--collector", down, "--ranks", "2", "--steps", "40", "--layers", "1"});
+  EXPECT_EQ(sim.exit_code, 2) << sim.err;
+  EXPECT_TRUE(absl::StrContains(sim.err, "With 8 layers it fits: pass --layers 8; or more --ranks"))
+      << sim.err;
   // On 3 ranks a 2000-event model fits step 0 but not step 1, where the optimizer state made in
   // step 0 is live: it ran, every rank out of memory in step 1.
   sim = RunProcess({kSim, "--collector", down, "--ranks", "3", "--events_per_rank", "2000"});

@@ -320,11 +320,14 @@ absl::Status CheckModelFits(const WorkloadOptions& w, const WorkloadPlan& plan) 
   }
   std::string advice;
   if (fitting.has_value()) {
+    // Without --layers the layers come from the events per step; with it, only --layers does.
     advice = absl::StrCat(
-        "With ", *fitting, " layers it fits: pass --layers ", *fitting, ", or ",
-        *fitting > plan.layers ? "more" : "fewer",
-        " events per step (--events_per_rank / --steps), which make the layers; or more "
-        "--ranks, or a larger --device_bytes");
+        "With ", *fitting, " layers it fits: pass --layers ", *fitting,
+        w.layers > 0 ? std::string()
+                     : absl::StrCat(", or ", *fitting > plan.layers ? "more" : "fewer",
+                                    " events per step (--events_per_rank / --steps), which make "
+                                    "the layers"),
+        "; or more --ranks, or a larger --device_bytes");
   } else {
     advice = "Use more --ranks (the model is sharded over them) or a larger --device_bytes";
   }

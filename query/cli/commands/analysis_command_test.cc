@@ -51,7 +51,7 @@ TEST(AnalysisFlagsTest, NumberFlagsTakeFiniteValuesInTheirRangeOnly) {
     absl::StatusOr<FlagSet::Parsed> parsed = flags.Parse({"--f", bad});
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_EQ(parsed.status().message(),
-              absl::StrCat("--f: '", bad, "' is not a finite number in [0, 1)"));
+              absl::StrCat("-f: '", bad, "' is not a finite number in [0, 1)"));  // one letter: -f
   }
   ASSERT_TRUE(flags.Parse({"--f", "0"}).ok());
   EXPECT_EQ(fraction, 0);
