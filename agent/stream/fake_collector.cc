@@ -92,6 +92,11 @@ void FakeCollector::RefuseHellos(grpc::Status status) {
   refuse_ = std::move(status);
 }
 
+void FakeCollector::AckHellosAsAttempt(uint32_t attempt) {
+  std::unique_lock<std::mutex> lock(mu_);
+  ack_attempt_ = attempt;
+}
+
 FakeCollector::Stream FakeCollector::Snapshot() const {
   std::unique_lock<std::mutex> lock(mu_);
   if (streams_.empty()) return Stream();
@@ -154,6 +159,7 @@ grpc::Status FakeCollector::Serve(
     }
     ack.set_durable_seq(s.durable_seq);
     ack.set_collector_time_ns(RealtimeNanos());
+    if (ack_attempt_.has_value()) ack.set_attempt(*ack_attempt_);
     s.hello_acks.push_back(s.durable_seq);
   }
   int stream_index = 0;

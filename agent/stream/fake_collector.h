@@ -82,6 +82,9 @@ class FakeCollector {
   // While set (not OK), every Hello is answered by ending the call with this status, as the
   // real collector does for a bad token or a refused admission.
   void RefuseHellos(grpc::Status status);
+  // Hellos are acknowledged as stored under `attempt` (HelloAck.attempt), as the real collector
+  // answers one whose attempt a run that ended holds.
+  void AckHellosAsAttempt(uint32_t attempt);
 
   // A copy of the only stream (tests use one identity); empty Stream when none.
   Stream Snapshot() const;
@@ -112,6 +115,7 @@ class FakeCollector {
   bool hold_acks_ = false;
   int drop_at_batch_ = 0;
   bool fail_every_batch_ = false;
+  std::optional<uint32_t> ack_attempt_;
   grpc::Status refuse_;
   bool stopping_ = false;
 };

@@ -109,11 +109,14 @@ int Main(int argc, char** argv) {
     return Fail(kExitUndelivered, std::string(s.message()));
   }
   const TransportStats stats = t.stats();
-  std::printf("memtrace-emit: job %s rank %d attempt %u: %llu events acknowledged by %s "
-              "(durable seq %llu)\n",
-              identity.job_id().c_str(), identity.rank(), identity.attempt(),
-              static_cast<unsigned long long>(flags.events), address.c_str(),
-              static_cast<unsigned long long>(stats.durable_seq));
+  // The attempt the collector stored the stream as: a rank's next one, when it held this one
+  // from a run that ended (the identity's own said "attempt 0" after the agent said 1).
+  std::printf(
+      "memtrace-emit: job %s rank %d attempt %u: %llu events acknowledged by %s "
+      "(durable seq %llu)\n",
+      identity.job_id().c_str(), identity.rank(), stats.stored_attempt.value_or(identity.attempt()),
+      static_cast<unsigned long long>(flags.events), address.c_str(),
+      static_cast<unsigned long long>(stats.durable_seq));
   return 0;
 }
 

@@ -119,6 +119,22 @@ TEST(MemtraceEmitTest, DeliversItsEventsUnderTheEnvironmentsIdentityAndExitsZero
   EXPECT_EQ(s.undefined_string_uses, 0u);
 }
 
+// A rerun whose attempt the collector holds from a run that ended is stored as the next one:
+// the summary said "attempt 0" after the agent had said it was stored as attempt 1.
+TEST(MemtraceEmitTest, TheSummaryNamesTheAttemptTheCollectorStoredItAs) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.AckHellosAsAttempt(1);
+  Result r = RunEmit({{"MEMTRACE_COLLECTOR", collector.address()},
+                      {"TORCHELASTIC_RUN_ID", "run-43"},
+                      {"RANK", "0"},
+                      {"WORLD_SIZE", "1"}},
+                     {"--events=10"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("job run-43 rank 0 attempt 1: 10 events acknowledged"), std::string::npos)
+      << r.out;
+}
+
 TEST(MemtraceEmitTest, BadRankExitsTwoWithOneLineNamingTheVariable) {
   Result r = RunEmit({{"MEMTRACE_JOB_ID", "j"}, {"RANK", "abc"}}, {});
   EXPECT_EQ(r.exit_code, 2);
