@@ -338,6 +338,9 @@ got=$(sh -c ". '$WORK/c12.env'; . '$WORK/c12.cmd'")
 expect_eq "the dry run's command, run by a shell" "$got" "two words|it's|FOO=bar|\$HOME||"
 got=$(env -u MEMTRACE_COLLECTOR sh -c ". '$WORK/c12.env'; printf '%s' \"\${MEMTRACE_COLLECTOR-unset}\"")
 expect_eq "the dry run's collector, read by a shell" "$got" "unset"
+# Exported, so that the command sees them (they were shell variables only).
+got=$(env -u MEMTRACE_JOB_ID sh -c ". '$WORK/c12.env'; sh -c 'printf %s \"\${MEMTRACE_JOB_ID-unset}\"'")
+expect_eq "the dry run's job id, seen by the command" "$got" "dry"
 expect_grep "$WORK/c12.out" "^# MEMTRACE_COLLECTOR: none given; memtrace run would start a local collector"
 echo "ok: a dry run's lines run in a shell as given"
 

@@ -14,7 +14,7 @@ WORKER_ABS=$(cd "$(dirname "$WORKER")" && pwd)/$(basename "$WORKER")
 
 # Which job id the workers get: the launcher's own (TORCHELASTIC_RUN_ID) when the agent has a
 # fallback id variable, else the one memtrace run generates (MEMTRACE_JOB_ID overrides).
-if "$MEMTRACE" run --dry_run --collector 127.0.0.1:1 -- true | grep -q '^MEMTRACE_DEFAULT_JOB_ID='; then
+if "$MEMTRACE" run --dry_run --collector 127.0.0.1:1 -- true | grep -q '^export MEMTRACE_DEFAULT_JOB_ID='; then
   EXPECT=launcher
 else
   EXPECT=generated

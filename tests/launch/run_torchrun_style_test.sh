@@ -132,6 +132,15 @@ check_ranks "$COLLECTOR_ADDR" "$job" 4 1 2
 stop_collector
 echo "ok: generated job id $job, attempt from TORCHELASTIC_RESTART_COUNT"
 
+# 2b. A launcher that restarts its workers within one run (torchrun --max_restarts): each rank
+# is stored again as its next attempt; the summary counted those as ranks ("4 rank(s)").
+"$MEMTRACE" run --job restarted-1 --data "$WORK/data2b" -- sh -c \
+  'FAKE_RESTART=0 "$0" 2 "$1" && FAKE_RESTART=1 "$0" 2 "$1"' "$FAKE_TORCHRUN" "$WORKER" \
+  >"$WORK/run2b.out" 2>"$WORK/run2b.err"
+expect_eq "exit code of the restarted run" "$?" "0"
+expect_grep "$WORK/run2b.err" "memtrace: job restarted-1: 160 events recorded by this run's 2 rank(s) in 4 rank-attempts (restarts) (2 rank(s) in the job)"
+echo "ok: a launcher's restarts are counted as attempts, not ranks"
+
 # 3. Two nodes, each `memtrace run --collector ADDR` with the same --job: one job of 8 ranks.
 start_collector "$WORK/data3"
 for node in 0 1; do

@@ -236,7 +236,8 @@ class Runner {
   // stream of the job names a run (older agents) or the collector does not answer.
   struct RunShare {
     uint64_t events = 0;
-    uint32_t ranks = 0;
+    uint32_t ranks = 0;    // distinct rank numbers
+    uint32_t streams = 0;  // rank-attempts: more than ranks after a launcher's restart
   };
   std::optional<RunShare> ShareOfThisRun(const cli::QueryClient& client, const std::string& job);
 
@@ -408,8 +409,13 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
     const auto& counts = after->at(job);
     ++reported;
     if (const std::optional<RunShare>& share = shares[job]; share.has_value()) {
+      // A torchrun restart makes each rank's next attempt: "4 rank(s)" for 2 ranks run twice.
       Say(absl::StrCat("job ", job, ": ", share->events, " events recorded by this run's ",
-                       share->ranks, " rank(s) (", counts.first, " rank(s) in the job)"));
+                       share->ranks, " rank(s)",
+                       share->streams > share->ranks
+                           ? absl::StrCat(" in ", share->streams, " rank-attempts (restarts)")
+                           : "",
+                       " (", counts.first, " rank(s) in the job)"));
       continue;
     }
     uint64_t previous = 0;
@@ -429,13 +435,16 @@ std::optional<Runner::RunShare> Runner::ShareOfThisRun(const cli::QueryClient& c
   absl::StatusOr<v1::ListRanksResponse> ranks = client.ListRanks(job);
   if (!ranks.ok()) return std::nullopt;
   RunShare share;
+  std::set<uint32_t> numbers;  // a rank the launcher restarted is one rank of several attempts
   bool any_named = false;
   for (const v1::RankSummary& r : ranks->ranks()) {
     any_named |= !r.identity().run_id().empty();
     if (r.identity().run_id() != run_id_) continue;
     share.events += r.events_stored();
-    ++share.ranks;
+    ++share.streams;
+    numbers.insert(r.rank());
   }
+  share.ranks = static_cast<uint32_t>(numbers.size());
   if (!any_named) return std::nullopt;  // agents from before RankIdentity.run_id
   return share;
 }
@@ -490,7 +499,7 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
     Warn(absl::StrCat("job ", job, " rank(s) ", absl::StrJoin(busy, ","),
                       " are being recorded now by another process (another run of the job?): "
                       "this run's workers for them, if it has them, are refused while it runs "
-                      "(--job gives the run a job of its own)"));
+                      "(another --job gives the run a job of its own)"));
   }
   if (rankless_ended > 0) {
     Warn(absl::StrCat(
@@ -498,7 +507,7 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
         " process(es) without a RANK from a run that ended: without RANK each process is a rank "
         "of its own (by host, device and pid), so this run's are stored beside them as new ranks, "
         "not as their next attempt, and the analyses compare both runs' processes as one job's "
-        "(--job gives the run a job of its own)"));
+        "(another --job gives the run a job of its own)"));
   }
   if (held.empty()) return;
   std::sort(held.begin(), held.end());
@@ -511,7 +520,7 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
                    " from a run that ended: this run's workers for them are stored as ",
                    next.size() == 1 ? absl::StrCat("attempt ", *next.begin())
                                     : std::string("each rank's next attempt"),
-                   ", which the analyses read (--job gives the run a job of its own)"));
+                   ", which the analyses read (another --job gives the run a job of its own)"));
 }
 
 absl::StatusOr<AgentEnvironment> Runner::PrepareAgent() {
@@ -663,8 +672,9 @@ int Runner::PrintDryRun(AgentEnvironment agent) {
     io_.out << "# MEMTRACE_COLLECTOR: none given; memtrace run would start a local collector. "
                "Set it to HOST:PORT of a running one to run these lines by hand\n";
   }
+  // Exported: set only as shell variables, the command run by hand never saw them.
   for (const auto& [name, value] : ToVariables(agent)) {
-    io_.out << name << "=" << cli::ShellWord(value) << "\n";
+    io_.out << "export " << name << "=" << cli::ShellWord(value) << "\n";
   }
   io_.out << absl::StrJoin(command_, " ", [](std::string* out, const std::string& word) {
     out->append(cli::ShellWord(word));
