@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "collector/rollup/saturating.h"
 #include "collector/server/analysis_loader.h"
 #include "collector/server/parallel_for.h"
 #include "collector/server/status_util.h"
@@ -384,18 +385,40 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   if (request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early) {
     response->set_asked_ns(request.at_ns());
   }
-  // Read at a time (an OOM, a time asked, the subject's last event), a rank whose run had ended
-  // before it is read at its last event: its ordinary activations showed as the subject's
-  // excess, unexplained. (Read at a step, a rank without it is not read; read at their latest,
-  // a rank a step behind is running, not ended.)
+  // Read at a time (an OOM, a time asked, the subject's last event), a rank whose stream had
+  // ended before it (its last event earlier, its connection closed) is read at its last event:
+  // its ordinary activations showed as the subject's excess, unexplained. By time, not step:
+  // a job without step markers has only step 0, and a time an hour after the job ended is in
+  // no rank's step. (Read at their latest, a rank a step behind is running, not ended.)
   const bool read_at_a_time = point.kind == LivePoint::Kind::kFirstOom || stopped_early ||
                               request.moment_case() == v1::LiveRequest::kAtNs;
-  if (!job->time_axis && read_at_a_time) {
+  if (read_at_a_time && !asked.empty()) {
+    const int64_t moment = request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early
+                               ? request.at_ns()
+                               : mine->set.at_ns;
+    absl::StatusOr<std::vector<v1::RankSummary>> summaries = store.ListRanks(request.job_id());
+    if (!summaries.ok()) return summaries.status();
     uint32_t ended = 0;
     for (const an::RankStepMetrics* rank : asked) {
-      if (rank->size() > 0 && rank->step.back() < response->at_step()) ++ended;
+      for (const v1::RankSummary& s : *summaries) {
+        if (s.rank() != rank->rank || s.identity().attempt() != rank->attempt) continue;
+        const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
+        if (!s.connected() && s.events_stored() > 0 &&
+            SaturatingAdd(s.last_ts_ns(), offset) < moment) {
+          ++ended;
+        }
+      }
     }
     response->set_others_ended_before(ended);
+  }
+  // Read at a step, the ranks that never reached it are not read: said, rather than a
+  // comparison that vanished.
+  if (request.moment_case() == v1::LiveRequest::kAtStep) {
+    uint32_t without = 0;
+    for (const an::RankStepMetrics* rank : cohort) {
+      if (rank->rank != subject->rank && rank->size() > 0) ++without;
+    }
+    response->set_others_without_the_step(without - static_cast<uint32_t>(asked.size()));
   }
   response->set_attempt(subject->attempt);
   response->set_oom_before_restart(oom_before_restart);

@@ -521,6 +521,16 @@ TEST_F(AnalysisServiceTest, LiveOfARankThatStoppedEarlyComparesTheOthersAtItsLas
   ASSERT_TRUE(service.Live(nullptr, &healthy, &at_step).ok());
   EXPECT_EQ(at_step.other_ranks(), 6u);
   EXPECT_EQ(at_step.others_ended_before(), 0u);
+  EXPECT_EQ(at_step.others_without_the_step(), 1u);  // rank 2, which is said
+  // An hour after the job ended every other rank's stream had: by time, not by step (a job
+  // without step markers has only step 0, and the hour is in no rank's step).
+  v1::LiveRequest later;
+  later.set_job_id("rank-died");
+  later.set_rank(3);
+  later.set_at_ns(healthy_latest.at_ns() + int64_t{3600} * 1'000'000'000);
+  v1::LiveReport hour_later;
+  ASSERT_TRUE(service.Live(nullptr, &later, &hour_later).ok());
+  EXPECT_EQ(hour_later.others_ended_before(), 7u);
 }
 
 TEST_F(AnalysisServiceTest, LiveAndLeaksSayWhenTheJobHasNoStepMarkers) {

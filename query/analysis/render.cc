@@ -428,9 +428,16 @@ std::string RenderLive(const v1::LiveReport& r) {
     absl::StrAppend(&out, "; the other ", r.other_ranks(), " ranks' median ",
                     Bytes(r.others_median_total_bytes()));
     if (r.others_ended_before() > 0) {
-      absl::StrAppend(&out, " (", r.others_ended_before(), " of them had ended before step ",
-                      r.at_step(), ": read at their last event, what they held then)");
+      absl::StrAppend(&out, " (", r.others_ended_before(),
+                      " of them had ended before this moment: read at their last event, what "
+                      "they held then)");
     }
+  }
+  if (r.others_without_the_step() > 0) {
+    absl::StrAppend(&out, r.other_ranks() > 0 ? "; " : "; no other rank compared: ",
+                    r.others_without_the_step(), " other rank",
+                    r.others_without_the_step() == 1 ? "" : "s", " never reached step ",
+                    r.at_step());
   }
   absl::StrAppend(&out, "\n\n");
   bool tag = r.params().by() != v1::LIVE_GROUP_BY_SOURCE;

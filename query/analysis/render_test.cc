@@ -398,7 +398,19 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   const std::string forensics = RenderLive(w);
   EXPECT_TRUE(Has(forensics, "allocation failed (tag fsdp:layers.5, from libc10_cuda.so)"))
       << forensics;
-  EXPECT_TRUE(Has(forensics, "(3 of them had ended before step ")) << forensics;
+  EXPECT_TRUE(Has(forensics, "(3 of them had ended before this moment: read at their last event"))
+      << forensics;
+
+  // Read at a step some ranks never reached: said, not a comparison that vanished.
+  w.set_others_ended_before(0);
+  w.set_others_without_the_step(2);
+  EXPECT_TRUE(Has(RenderLive(w), "; 2 other ranks never reached step ")) << RenderLive(w);
+  const uint32_t other_ranks = w.other_ranks();
+  w.set_other_ranks(0);
+  EXPECT_TRUE(Has(RenderLive(w), "; no other rank compared: 2 other ranks never reached step "))
+      << RenderLive(w);
+  w.set_other_ranks(other_ranks);
+  w.set_others_without_the_step(0);
 
   // A time asked for is the moment shown (every rank was read at it), with the rank's last
   // event before it: the header showed only that event's time.

@@ -189,11 +189,17 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
   });
   if (!written.ok()) return cli::ReportError(io, written, self.name);
   if (f.output != "-") {
-    size_t points = 0;
-    for (const auto& [key, series] : fine) points += series.live.size();
+    size_t points = 0, phase_runs = 0, ooms = 0;
+    for (const auto& [key, series] : fine) {
+      points += series.live.size();
+      phase_runs += series.phases.size();
+      ooms += series.ooms.size();
+    }
+    // Phase runs and OOMs come from the raw events only: a trace without them says why.
     io.err << "wrote " << f.output << ": " << rollups->ranks_size() << " ranks, "
-           << (f.raw ? absl::StrCat(points, " live-bytes points from raw events")
-                     : std::string("from rollups"))
+           << (f.raw ? absl::StrCat(points, " live-bytes points, ", phase_runs, " phase runs and ",
+                                    ooms, " OOMs from raw events")
+                     : std::string("from rollups (no phase runs or OOMs: those need --raw)"))
            << "; open it in ui.perfetto.dev or chrome://tracing\n";
   }
   return cli::kExitOk;

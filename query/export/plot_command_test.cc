@@ -238,10 +238,13 @@ TEST_F(PlotCommandTest, AnOomIsMarkedWhereItHappened) {
   EXPECT_NE(svg.find("rank " + std::to_string(kOomRank) + " out of memory at step " +
                      std::to_string(kOomStep) + " (a "),
             std::string::npos);
-  // Not drawn when its rank is not.
-  for (Attributes& o : testing::Elements(Svg("sim-oom", {"--ranks", "0-2"}), "line", "onset")) {
+  // Not drawn when its rank is not, but said in the subtitle (it was not).
+  const std::string without = Svg("sim-oom", {"--ranks", "0-2"});
+  for (Attributes& o : testing::Elements(without, "line", "onset")) {
     EXPECT_NE(o["data-kind"], "oom");
   }
+  EXPECT_NE(without.find("rank " + std::to_string(kOomRank) + " ran out of memory (not drawn)"),
+            std::string::npos);
 }
 
 TEST_F(PlotCommandTest, RanksFlagLimitsTheLines) {

@@ -197,12 +197,24 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
       "job %s: %s bytes per %s, %d ranks</text>\n",
       kLeft, cli::XmlEscaped(job.job_id),
       options.metric == analysis::Metric::kEnd ? "live" : metric, axis_name, ranks);
-  if (!marks.message.empty()) {
+  // The ranks --ranks leaves out that ran out of memory: their OOM is the job's news too.
+  std::vector<std::string> oom_not_drawn;
+  for (const PlotMarks::Oom& oom : marks.ooms) {
+    if (!options.ranks.empty() && !options.ranks.count(oom.rank)) {
+      oom_not_drawn.push_back(absl::StrCat(oom.rank));
+    }
+  }
+  if (!marks.message.empty() || !oom_not_drawn.empty()) {
     // The message is the job's (diverged over every rank); say when its rank is not drawn.
-    const std::string message =
+    std::string message =
         marks.highlighted_rank && !highlight_drawn
             ? absl::StrCat(marks.message, " (rank ", *marks.highlighted_rank, " is not drawn)")
             : marks.message;
+    if (!oom_not_drawn.empty()) {
+      absl::StrAppend(&message, message.empty() ? "" : "; ", "rank",
+                      oom_not_drawn.size() == 1 ? " " : "s ", absl::StrJoin(oom_not_drawn, ","),
+                      " ran out of memory (not drawn)");
+    }
     absl::StrAppendFormat(svg,
                           "<text class=\"subtitle\" x=\"%d\" y=\"50\" fill=\"#444\">%s</text>\n",
                           kLeft, cli::XmlEscaped(message));
