@@ -37,6 +37,7 @@ void PacedSink::Record(const Event& event) {
     step_ = static_cast<int64_t>(event.aux);
   } else if (event.kind == EventKind::kOom && !oom_step_.has_value()) {
     oom_step_ = step_;
+    oom_ts_ns_ = event.ts_ns;
   }
   if (speed_ > 0) Pace(event.ts_ns);
   if (++since_check_ >= 1024) {

@@ -39,7 +39,9 @@ class PacedSink : public EventSink {
   uint32_t Intern(StringKind kind, std::string_view value) override;
 
   // The step (its latest STEP marker) in which the rank recorded its first OOM event, if any.
+  // The step of the first OOM, from the STEP markers before it (0 without markers), and its time.
   std::optional<int64_t> oom_step() const { return oom_step_; }
+  std::optional<int64_t> oom_ts_ns() const { return oom_ts_ns_; }
   // Whether a backlog outlasted max_wait, so that the sink stopped holding the player back.
   bool gave_up_waiting() const { return gave_up_waiting_; }
 
@@ -55,6 +57,7 @@ class PacedSink : public EventSink {
   bool gave_up_waiting_ = false;
   int64_t step_ = 0;
   std::optional<int64_t> oom_step_;
+  std::optional<int64_t> oom_ts_ns_;
   int64_t first_ts_ns_ = 0;
   absl::Time wall_start_;
 };

@@ -134,6 +134,15 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
       outcome.rank = rank;
       outcome.status = PlayRank(options.workload, rank, sink);
       outcome.oom_step = sink.oom_step();
+      // Without step markers every event is in step 0: the step is the simulated time's (step
+      // s starts near start_ns + s * step_ns), not "ran out of memory in step 0".
+      if (!options.workload.step_markers && sink.oom_ts_ns().has_value() &&
+          options.workload.step_ns > 0) {
+        // Step starts are jittered later, never earlier; the rank's clock runs ahead by its skew.
+        outcome.oom_step =
+            (*sink.oom_ts_ns() - ClockSkewNs(options.workload, rank) - options.workload.start_ns) /
+            options.workload.step_ns;
+      }
       absl::Status shutdown = transport.Shutdown(options.drain_timeout);
       outcome.stats = transport.stats();
       if (outcome.status.ok()) outcome.status = shutdown;

@@ -149,5 +149,27 @@ TEST(RunSimulationTest, SaysInWhichStepARankRanOutOfMemory) {
   EXPECT_EQ((*run)[0].oom_step, std::nullopt);
 }
 
+// Without step markers every event is in step 0: a planted OOM in step 9 was reported "in step
+// 0 (planted)" right after "planted: OOM ... in step 9". The step is the simulated time's, on a
+// rank whose clock runs ahead too.
+TEST(RunSimulationTest, WithoutStepMarkersTheOomStepIsTheSimulatedTimes) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  SimulationOptions options;
+  options.job_id = "sim-oom-no-markers";
+  options.workload.ranks = 16;
+  options.workload.steps = 20;
+  options.workload.events_per_rank = 2000;
+  options.workload.oom_rank = 12;
+  options.workload.oom_step = 9;
+  options.workload.step_markers = false;
+  options.workload.clock_skew_per_node_ns = 3'000'000'000;
+  options.collector_address = collector.address();
+  absl::StatusOr<std::vector<RankOutcome>> run = RunSimulation(options, [](const std::string&) {});
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_EQ(run->size(), 16u);
+  EXPECT_EQ((*run)[12].oom_step, std::optional<int64_t>(9));
+}
+
 }  // namespace
 }  // namespace memtrace::sim
