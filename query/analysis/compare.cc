@@ -199,7 +199,10 @@ void AddPeakItems(const CompareReport& report, const CompareParams& params,
                ? std::string("-")
                : absl::StrCat(FormatBytes(j.max_peak_bytes), " (rank ", j.max_peak_rank, ")");
   };
-  CompareItem job_peak{"peak", "highest step peak", peak_text(report.a), peak_text(report.b)};
+  // Both jobs are read on one axis (the service sees to it): name its unit.
+  const bool by_time = report.a.diverged.bucket_ns > 0 || report.b.diverged.bucket_ns > 0;
+  CompareItem job_peak{"peak", by_time ? "highest time-bucket peak" : "highest step peak",
+                       peak_text(report.a), peak_text(report.b)};
   job_peak.a_value = report.a.max_peak_bytes;
   job_peak.b_value = report.b.max_peak_bytes;
   job_peak.changed = Differs(job_peak.a_value, job_peak.b_value, params.min_change_fraction);
