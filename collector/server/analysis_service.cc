@@ -385,14 +385,19 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   if (request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early) {
     response->set_asked_ns(request.at_ns());
   }
-  // Read at a time (an OOM, a time asked, the subject's last event), a rank whose stream had
-  // ended before it (its last event earlier, its connection closed) is read at its last event:
-  // its ordinary activations showed as the subject's excess, unexplained. By time, not step:
-  // a job without step markers has only step 0, and a time an hour after the job ended is in
-  // no rank's step. (Read at their latest, a rank a step behind is running, not ended.)
+  // A rank whose stream had ended before the subject's moment (its last event earlier, its
+  // connection closed) is read at its last event: its ordinary activations showed as the
+  // subject's excess, unexplained. Read at a time (an OOM, a time asked, the subject's last
+  // event when it stopped early), by time, not step: a job without step markers has only step
+  // 0, and a time an hour after the job ended is in no rank's step. A rank still connected is
+  // running, not ended. With no moment asked, a rank whose last step is an earlier one than the
+  // subject's (7 ranks crashed at step 40, this one ran on): by time, ranks that finished a job
+  // together ended a few ms apart. Read at a step, each rank is read at its own end of it.
   const bool read_at_a_time = point.kind == LivePoint::Kind::kFirstOom || stopped_early ||
                               request.moment_case() == v1::LiveRequest::kAtNs;
-  if (read_at_a_time && !asked.empty()) {
+  const bool read_at_their_latest = request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET &&
+                                    !stopped_early && !job->time_axis && subject->size() > 0;
+  if ((read_at_a_time || read_at_their_latest) && !asked.empty()) {
     const int64_t moment = request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early
                                ? request.at_ns()
                                : mine->set.at_ns;
@@ -403,10 +408,10 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       for (const v1::RankSummary& s : *summaries) {
         if (s.rank() != rank->rank || s.identity().attempt() != rank->attempt) continue;
         const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
-        if (!s.connected() && s.events_stored() > 0 &&
-            SaturatingAdd(s.last_ts_ns(), offset) < moment) {
-          ++ended;
-        }
+        const bool before = read_at_a_time
+                                ? SaturatingAdd(s.last_ts_ns(), offset) < moment
+                                : rank->size() > 0 && rank->step.back() < subject->step.back();
+        if (!s.connected() && s.events_stored() > 0 && before) ++ended;
       }
     }
     response->set_others_ended_before(ended);

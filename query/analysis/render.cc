@@ -436,8 +436,7 @@ std::string RenderLive(const v1::LiveReport& r) {
   if (r.others_without_the_step() > 0) {
     absl::StrAppend(&out, r.other_ranks() > 0 ? "; " : "; no other rank compared: ",
                     r.others_without_the_step(), " other rank",
-                    r.others_without_the_step() == 1 ? "" : "s", " never reached step ",
-                    r.at_step());
+                    r.others_without_the_step() == 1 ? " has" : "s have", " no step ", r.at_step());
   }
   absl::StrAppend(&out, "\n\n");
   bool tag = r.params().by() != v1::LIVE_GROUP_BY_SOURCE;

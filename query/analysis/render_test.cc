@@ -404,10 +404,10 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   // Read at a step some ranks never reached: said, not a comparison that vanished.
   w.set_others_ended_before(0);
   w.set_others_without_the_step(2);
-  EXPECT_TRUE(Has(RenderLive(w), "; 2 other ranks never reached step ")) << RenderLive(w);
+  EXPECT_TRUE(Has(RenderLive(w), "; 2 other ranks have no step ")) << RenderLive(w);
   const uint32_t other_ranks = w.other_ranks();
   w.set_other_ranks(0);
-  EXPECT_TRUE(Has(RenderLive(w), "; no other rank compared: 2 other ranks never reached step "))
+  EXPECT_TRUE(Has(RenderLive(w), "; no other rank compared: 2 other ranks have no step "))
       << RenderLive(w);
   w.set_other_ranks(other_ranks);
   w.set_others_without_the_step(0);

@@ -177,7 +177,8 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
     }
     const Flag* flag = Find(body);
     if (flag == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", body));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag ", arg.substr(0, arg.find('='))));
     }
     auto [first, inserted] =
         seen.try_emplace(flag->same_as.empty() ? flag->name : flag->same_as, flag->name);

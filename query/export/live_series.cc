@@ -122,9 +122,14 @@ void LiveSeriesBuilder::Add(const Event& e) {
       return;
     case EventKind::kPhaseBegin: {
       if (phases_after_loss_) {
+        // As RankState: an END of the open run, which a BEGIN ignored for depth takes first.
         for (size_t i = open_phases_.size(); i-- > 0;) {
           if (open_phases_[i].first != e.tag_id) continue;
-          EndPhase(i, e.ts_ns);
+          if (auto ignored = ignored_phases_.find(e.tag_id); ignored != ignored_phases_.end()) {
+            if (--ignored->second == 0) ignored_phases_.erase(ignored);
+          } else {
+            EndPhase(i, e.ts_ns);
+          }
           break;
         }
       }

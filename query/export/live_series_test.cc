@@ -113,6 +113,23 @@ TEST(LiveSeriesTest, AfterALossAnotherBeginOfAnOpenPhaseEndsIt) {
             (std::vector<PhaseSlice>{{7, 10, 20, false}, {7, 20, 25, false}, {7, 30, 35, false}}));
 }
 
+// After a LOSS, a BEGIN of an open phase whose BEGIN was ignored for depth ends that ignored
+// one (as RankState's OnPhaseEnd would), not the open run.
+TEST(LiveSeriesTest, AfterALossABeginTakesAnIgnoredBeginsEndFirst) {
+  LiveSeriesBuilder b(Bucketing{});
+  for (int i = 0; i < 65; ++i) b.Add(Marker(EventKind::kPhaseBegin, i, 7));  // the 65th ignored
+  Event loss;
+  loss.kind = EventKind::kLoss;
+  loss.ts_ns = 70;
+  b.Add(loss);
+  b.Add(Marker(EventKind::kPhaseBegin, 80, 7));  // ends the ignored one; past the bound again
+  b.Add(Marker(EventKind::kPhaseEnd, 90, 7));    // that BEGIN's own (ignored) END
+  b.Add(Marker(EventKind::kPhaseEnd, 95, 7));    // the innermost open run
+  std::vector<PhaseSlice> phases = b.TakePhases();
+  ASSERT_EQ(phases.size(), LiveSeriesBuilder::kMaxOpenPhases);
+  EXPECT_EQ(phases[0], (PhaseSlice{7, 63, 95, false}));
+}
+
 TEST(LiveSeriesTest, KeepsDeviceSamples) {
   LiveSeriesBuilder b(Bucketing{});
   Event s;

@@ -287,7 +287,6 @@ absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsR
     auto it = fine.find({rank.rank(), rank.attempt()});
     const FineSeries* series = it != fine.end() ? &it->second : nullptr;
     if (series != nullptr && !series->phases.empty()) {
-      trace.Metadata(pid, "thread_name", kPhasesTid, "name", "phases", 0, true);
       const auto phases = NamesOf(rank, v1::STRING_KIND_PHASE);
       for (const PhaseSlice& slice : series->phases) {
         trace.PhaseRun(pid, NameOr(phases, slice.phase_id, "phase"), slice, ++phase_run_id);

@@ -211,8 +211,14 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
             ? absl::StrCat(marks.message, " (rank ", *marks.highlighted_rank, " is not drawn)")
             : marks.message;
     if (!oom_not_drawn.empty()) {
+      // At most 4 named: 512 ranks out of memory made a line far wider than the plot.
+      const size_t named = std::min<size_t>(oom_not_drawn.size(), 4);
       absl::StrAppend(&message, message.empty() ? "" : "; ", "rank",
-                      oom_not_drawn.size() == 1 ? " " : "s ", absl::StrJoin(oom_not_drawn, ","),
+                      oom_not_drawn.size() == 1 ? " " : "s ",
+                      absl::StrJoin(oom_not_drawn.begin(), oom_not_drawn.begin() + named, ","),
+                      oom_not_drawn.size() > named
+                          ? absl::StrCat(" and ", oom_not_drawn.size() - named, " more")
+                          : "",
                       " ran out of memory (not drawn)");
     }
     absl::StrAppendFormat(svg,
@@ -359,7 +365,9 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
                       " allocation failed)");
     }
     if (i + 1 == kOomLabels && ooms.size() > kOomLabels) {
-      absl::StrAppend(&label, "; ", ooms.size() - kOomLabels, " more ranks ran out of memory");
+      const size_t more = ooms.size() - kOomLabels;
+      absl::StrAppend(&label, "; ", more, more == 1 ? " more rank" : " more ranks",
+                      " ran out of memory");
     }
     add("oom", oom.rank, oom.step, label, kOomColor);
   }

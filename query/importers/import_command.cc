@@ -35,8 +35,8 @@ constexpr char kUsage[] =
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
     "other flags) there is refused: give it another --job or --attempt; so is a trace that is\n"
-    "already another rank of the job. A world size a file states that differs from the job's\n"
-    "ranks', or a trace recorded more than a day away from them, is warned of. Every file is\n"
+    "already another rank of the job. A world size a file states below the job's ranks', or a\n"
+    "trace recorded more than a day away from them, is warned of. Every file is\n"
     "opened and read up to its events, and the collector asked for the job, before any is\n"
     "stored: a missing or unreadable file, a file given twice, two files stating one rank (in\n"
     "distributedInfo or their names) or an unreachable collector import nothing. A file\n"
@@ -154,9 +154,9 @@ class JobGuard {
         warnings_(warnings) {}
 
   // Reads the job's ranks (none for a new job). Warns when this import's files state a world
-  // size (distributedInfo, "_of_N") other than theirs: the traces of another run, most likely.
-  // One implied by the number of files is no evidence: importing one rank's file at a time
-  // gives each "of 1".
+  // size (distributedInfo, "_of_N") smaller than theirs: the traces of another run, most
+  // likely. A size implied by the number of files is no evidence either way: importing one
+  // rank's file at a time gives each "of 1".
   absl::Status Read(const RankAssigner& plan) {
     absl::StatusOr<cli::QueryClient> client =
         cli::QueryClient::Create(collector_, kPreflightTimeout);
@@ -167,7 +167,9 @@ class JobGuard {
     for (const v1::RankSummary& r : ranks->ranks()) held_.push_back(r);
     const int32_t world_size = plan.world_size();
     for (const v1::RankSummary& r : held_) {
-      if (!plan.world_size_stated() || r.identity().world_size() == world_size) continue;
+      // A held size below this one may be implied only (a file imported alone is "of 1"):
+      // no evidence. One above it is: the job's ranks are of a larger run than these state.
+      if (!plan.world_size_stated() || r.identity().world_size() <= world_size) continue;
       warnings_ << "memtrace import: warning: job " << job_ << " already holds rank " << r.rank()
                 << " of " << r.identity().world_size() << " (launcher "
                 << (r.identity().launcher().empty() ? "unknown" : r.identity().launcher())
@@ -215,8 +217,11 @@ class JobGuard {
     }
     if (nearest == INT64_MAX || nearest <= kDayNs) return;
     warned_far_apart_ = true;
+    const int64_t days = nearest / kDayNs;
     warnings_ << "memtrace import: warning: " << rank.path << " was recorded "
-              << absl::FormatDuration(absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1)))
+              << (days >= 2 ? absl::StrCat(days, " days")
+                            : absl::FormatDuration(
+                                  absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1))))
               << " away from every rank job " << job_
               << " holds: is it a trace of the same run? (another --job keeps runs apart)\n";
   }

@@ -138,7 +138,7 @@ echo "ok: generated job id $job, attempt from TORCHELASTIC_RESTART_COUNT"
   'FAKE_RESTART=0 "$0" 2 "$1" && FAKE_RESTART=1 "$0" 2 "$1"' "$FAKE_TORCHRUN" "$WORKER" \
   >"$WORK/run2b.out" 2>"$WORK/run2b.err"
 expect_eq "exit code of the restarted run" "$?" "0"
-expect_grep "$WORK/run2b.err" "memtrace: job restarted-1: 160 events recorded by this run's 2 rank(s) in 4 rank-attempts (restarts) (2 rank(s) in the job)"
+expect_grep "$WORK/run2b.err" "memtrace: job restarted-1: 160 events recorded by this run's 2 rank(s), 4 rank-attempts after restarts (2 rank(s) in the job)"
 echo "ok: a launcher's restarts are counted as attempts, not ranks"
 
 # 3. Two nodes, each `memtrace run --collector ADDR` with the same --job: one job of 8 ranks.

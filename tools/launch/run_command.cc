@@ -413,7 +413,7 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
       Say(absl::StrCat("job ", job, ": ", share->events, " events recorded by this run's ",
                        share->ranks, " rank(s)",
                        share->streams > share->ranks
-                           ? absl::StrCat(" in ", share->streams, " rank-attempts (restarts)")
+                           ? absl::StrCat(", ", share->streams, " rank-attempts after restarts")
                            : "",
                        " (", counts.first, " rank(s) in the job)"));
       continue;
@@ -673,6 +673,8 @@ int Runner::PrintDryRun(AgentEnvironment agent) {
                "Set it to HOST:PORT of a running one to run these lines by hand\n";
   }
   // Exported: set only as shell variables, the command run by hand never saw them.
+  io_.out << "# exported: run these lines in a subshell ( ... ) or a script, not a login shell, "
+             "where they would stay set for every later program\n";
   for (const auto& [name, value] : ToVariables(agent)) {
     io_.out << "export " << name << "=" << cli::ShellWord(value) << "\n";
   }

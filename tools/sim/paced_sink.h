@@ -38,8 +38,8 @@ class PacedSink : public EventSink {
   void Record(const Event& event) override;
   uint32_t Intern(StringKind kind, std::string_view value) override;
 
-  // The step (its latest STEP marker) in which the rank recorded its first OOM event, if any.
-  // The step of the first OOM, from the STEP markers before it (0 without markers), and its time.
+  // The step (its latest STEP marker; 0 without markers) in which the rank recorded its first
+  // OOM event, if any, and that event's time.
   std::optional<int64_t> oom_step() const { return oom_step_; }
   std::optional<int64_t> oom_ts_ns() const { return oom_ts_ns_; }
   // Whether a backlog outlasted max_wait, so that the sink stopped holding the player back.
