@@ -208,7 +208,7 @@ void RankState::ApplyAtItsTime(const Event& e, ClosedRollups* closed) {
       break;
     case EventKind::kLoss:
       for (Accumulator* acc : {&step_, &bucket_}) acc->events_lost += e.aux;
-      if (!open_phases_.empty()) phases_after_loss_ = true;
+      phases_.Loss();
       break;
     case EventKind::kUnspecified:
       break;
@@ -255,22 +255,20 @@ void RankState::OnOom(const Event& e) {
 }
 
 void RankState::OnPhaseBegin(uint32_t phase_id) {
-  if (phases_after_loss_ &&
-      std::find(open_phases_.begin(), open_phases_.end(), phase_id) != open_phases_.end()) {
-    // Events were lost while this phase was open: its END was most likely among them. Another
-    // BEGIN of it starts a new instance rather than nesting in one that would then stay open
-    // for the rest of the job (a recurring "rollout" blamed for all later memory).
+  // After a loss, another BEGIN of a phase still open ends that run first (phase_nesting.h):
+  // one that stayed open would blame a recurring "rollout" for all later memory.
+  std::optional<PhaseNesting::Ended> ended_first;
+  const bool opened = phases_.Begin(phase_id, &ended_first);
+  if (ended_first.has_value()) {
     ++anomalies_.phase_unmatched;
-    OnPhaseEnd(phase_id);
+    OnPhaseEnded(phase_id, *ended_first);
   }
   // Every open phase is carried into each new step and bucket and written with every row they
   // close: without a bound, a stream of distinct PHASE_BEGINs costs cubic time.
-  if (open_phases_.size() >= kMaxOpenPhases) {
+  if (!opened) {
     ++anomalies_.phase_too_deep;
-    ++ignored_phases_[phase_id];
     return;
   }
-  open_phases_.push_back(phase_id);
   for (Accumulator* acc : {&step_, &bucket_}) {
     PhaseStat* p = FindPhase(acc, phase_id);
     p->peak = std::max(p->peak, live_bytes_);
@@ -278,24 +276,16 @@ void RankState::OnPhaseBegin(uint32_t phase_id) {
   }
 }
 
-void RankState::OnPhaseEnd(uint32_t phase_id) {
-  // Ranges nest: while a BEGIN of this phase was ignored for depth, the next END of it is that
-  // one's. Matched by name alone, it closed an outer range of the same name, whose own END then
-  // found nothing open.
-  if (auto ignored = ignored_phases_.find(phase_id); ignored != ignored_phases_.end()) {
-    if (--ignored->second == 0) ignored_phases_.erase(ignored);
+void RankState::OnPhaseEnd(uint32_t phase_id) { OnPhaseEnded(phase_id, phases_.End(phase_id)); }
+
+void RankState::OnPhaseEnded(uint32_t phase_id, const PhaseNesting::Ended& ended) {
+  // The END of a BEGIN ignored for depth, or of nothing open.
+  if (ended.what != PhaseNesting::Ended::What::kEndedARun) {
     ++anomalies_.phase_unmatched;
     return;
   }
-  auto it = std::find(open_phases_.rbegin(), open_phases_.rend(), phase_id);
-  if (it == open_phases_.rend()) {
-    ++anomalies_.phase_unmatched;
-    return;
-  }
-  open_phases_.erase(std::next(it).base());
-  if (open_phases_.empty()) phases_after_loss_ = false;
   // Still open when an outer range of the same name is: only the last end closes it.
-  if (std::find(open_phases_.begin(), open_phases_.end(), phase_id) != open_phases_.end()) return;
+  if (phases_.IsOpen(phase_id)) return;
   for (Accumulator* acc : {&step_, &bucket_}) {
     PhaseStat* p = FindPhase(acc, phase_id);
     p->end = live_bytes_;
@@ -387,7 +377,7 @@ void RankState::OpenAccumulator(Accumulator* acc, int64_t key, int64_t start_ns)
   fresh.end_ns = start_ns;
   fresh.start_bytes = fresh.floor_bytes = fresh.peak_bytes = live_bytes_;
   // Phases still open carry over: their peak within the new rollup starts at the live bytes now.
-  for (uint32_t id : open_phases_) FindPhase(&fresh, id);
+  for (uint32_t id : phases_.open()) FindPhase(&fresh, id);
   *acc = std::move(fresh);
 }
 
@@ -407,7 +397,7 @@ void RankState::AddAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* set
   a.step = current_step_;
   a.tag_id = e.tag_id;
   a.source_id = e.source_id;
-  a.phase_id = open_phases_.empty() ? 0 : open_phases_.back();
+  a.phase_id = phases_.open().empty() ? 0 : phases_.open().back();
   a.memory_kind = e.kind == EventKind::kVmmMap && e.memory_kind == kMemoryUnknown
                       ? static_cast<uint32_t>(kMemoryVmm)
                       : e.memory_kind;
@@ -614,10 +604,10 @@ std::string RankState::Serialize() const {
   SaveTouchedGroups(tags_, rec.mutable_tags());
   SaveTouchedGroups(sources_, rec.mutable_sources());
   SaveTouchedGroups(kinds_, rec.mutable_kinds());
-  for (uint32_t id : open_phases_) rec.add_open_phases(id);
-  rec.set_phases_after_loss(phases_after_loss_);
-  std::vector<std::pair<uint32_t, uint32_t>> ignored(ignored_phases_.begin(),
-                                                     ignored_phases_.end());
+  for (uint32_t id : phases_.open()) rec.add_open_phases(id);
+  rec.set_phases_after_loss(phases_.after_loss());
+  std::vector<std::pair<uint32_t, uint32_t>> ignored(phases_.ignored().begin(),
+                                                     phases_.ignored().end());
   std::sort(ignored.begin(), ignored.end());  // a checkpoint's bytes do not depend on hashing
   for (const auto& [id, count] : ignored) {
     IgnoredPhase* p = rec.add_ignored_phases();
@@ -730,11 +720,12 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.next_epoch_ = 3;
 
   s.RestoreGroups(rec);
-  s.open_phases_.assign(rec.open_phases().begin(), rec.open_phases().end());
-  s.phases_after_loss_ = rec.phases_after_loss();
+  absl::flat_hash_map<uint32_t, uint32_t> ignored;
   for (const auto& p : rec.ignored_phases()) {
-    if (p.count() > 0) s.ignored_phases_[p.phase_id()] += p.count();
+    if (p.count() > 0) ignored[p.phase_id()] += p.count();
   }
+  s.phases_.Restore(std::vector<uint32_t>(rec.open_phases().begin(), rec.open_phases().end()),
+                    rec.phases_after_loss(), std::move(ignored));
   s.current_step_ = rec.current_step();
   s.has_step_marker_ = rec.has_step_marker();
   s.events_applied_ = rec.events_applied();

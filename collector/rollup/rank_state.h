@@ -20,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "collector/rollup/id_table.h"
+#include "collector/rollup/phase_nesting.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "proto/codec/event.h"
 #include "proto/memtrace/v1/query.pb.h"
@@ -89,7 +90,7 @@ class RankState {
  public:
   // Phases open at once; a PHASE_BEGIN beyond it is ignored and counted
   // (RankAnomalies::phase_too_deep), and so is the PHASE_END that ends it (phase_unmatched).
-  static constexpr size_t kMaxOpenPhases = 64;
+  static constexpr size_t kMaxOpenPhases = PhaseNesting::kMaxOpen;
 
   // `bucket_ns` > 0 is the width of a time bucket: bucket index = floor(ts / bucket_ns).
   explicit RankState(int64_t bucket_ns);
@@ -151,7 +152,7 @@ class RankState {
   const absl::flat_hash_map<uint64_t, LiveAllocation>& allocations() const { return allocs_; }
   const absl::flat_hash_map<uint64_t, LiveAllocation>& mappings() const { return maps_; }
   // The phases open now, outermost first (string ids).
-  const std::vector<uint32_t>& open_phases() const { return open_phases_; }
+  const std::vector<uint32_t>& open_phases() const { return phases_.open(); }
   // Whether every live allocation's phase_id is known: false for a state restored from a
   // checkpoint written before allocations carried their phase (read the phases by replaying
   // the stream's markers instead).
@@ -221,6 +222,8 @@ class RankState {
   void OnOom(const Event& e);
   void OnPhaseBegin(uint32_t phase_id);
   void OnPhaseEnd(uint32_t phase_id);
+  // The statistics of what PhaseNesting did with an END (or a BEGIN after a loss).
+  void OnPhaseEnded(uint32_t phase_id, const PhaseNesting::Ended& ended);
   void OnDeviceSample(const Event& e);
   void OnStep(const Event& e, ClosedRollups* closed);
   void OnBucket(const Event& e, ClosedRollups* closed);
@@ -257,13 +260,8 @@ class RankState {
   GroupMap tags_;
   GroupMap sources_;
   GroupMap kinds_;
-  std::vector<uint32_t> open_phases_;
-  // A LOSS came while phases were open, and they have not all closed since: a BEGIN of a phase
-  // still open ends that one first (its END was probably lost), instead of nesting in it.
-  bool phases_after_loss_ = false;
-  // Per phase, BEGINs ignored for depth whose END has not come: the next ENDs of that phase are
-  // theirs, not an open outer one's. Bounded by the string table's ids.
-  absl::flat_hash_map<uint32_t, uint32_t> ignored_phases_;
+  // The open phase runs, and which run each marker opens or ends (phase_nesting.h).
+  PhaseNesting phases_;
   bool allocation_phases_known_ = true;
   Accumulator step_;
   Accumulator bucket_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 
 namespace memtrace::exporter {
 namespace {
@@ -60,26 +61,29 @@ std::vector<SeriesPoint> BucketedSeries::Finish() {
   return out;
 }
 
-void LiveSeriesBuilder::EndPhase(size_t open_index, int64_t end_ns) {
-  const auto [id, begin] = open_phases_[open_index];
+void LiveSeriesBuilder::Ended(uint32_t phase_id, const collector::PhaseNesting::Ended& ended,
+                              int64_t end_ns) {
+  if (ended.what != collector::PhaseNesting::Ended::What::kEndedARun) return;
+  const int64_t begin = begins_ns_[ended.index];
+  begins_ns_.erase(begins_ns_.begin() + static_cast<std::ptrdiff_t>(ended.index));
   if (phases_.size() < kMaxPhaseSlices) {
-    phases_.push_back({id, begin, std::max(begin, end_ns), /*open=*/false});
+    phases_.push_back({phase_id, begin, std::max(begin, end_ns), /*open=*/false});
   } else {
     ++phases_dropped_;
   }
-  open_phases_.erase(open_phases_.begin() + static_cast<std::ptrdiff_t>(open_index));
-  if (open_phases_.empty()) phases_after_loss_ = false;
 }
 
 std::vector<PhaseSlice> LiveSeriesBuilder::TakePhases() {
-  for (const auto& [id, begin] : open_phases_) {
+  for (size_t i = 0; i < begins_ns_.size(); ++i) {
     if (phases_.size() >= kMaxPhaseSlices) {
       ++phases_dropped_;
       continue;
     }
-    phases_.push_back({id, begin, std::max(begin, last_ts_ns_), /*open=*/true});
+    phases_.push_back(
+        {nesting_.open()[i], begins_ns_[i], std::max(begins_ns_[i], last_ts_ns_), /*open=*/true});
   }
-  open_phases_.clear();
+  nesting_ = collector::PhaseNesting();
+  begins_ns_.clear();
   return std::move(phases_);
 }
 
@@ -118,41 +122,18 @@ void LiveSeriesBuilder::Add(const Event& e) {
       used_series_.Add(e.ts_ns, e.bytes);
       return;
     case EventKind::kLoss:
-      if (!open_phases_.empty()) phases_after_loss_ = true;
+      nesting_.Loss();
       return;
     case EventKind::kPhaseBegin: {
-      if (phases_after_loss_) {
-        // As RankState: an END of the open run, which a BEGIN ignored for depth takes first.
-        for (size_t i = open_phases_.size(); i-- > 0;) {
-          if (open_phases_[i].first != e.tag_id) continue;
-          if (auto ignored = ignored_phases_.find(e.tag_id); ignored != ignored_phases_.end()) {
-            if (--ignored->second == 0) ignored_phases_.erase(ignored);
-          } else {
-            EndPhase(i, e.ts_ns);
-          }
-          break;
-        }
-      }
-      if (open_phases_.size() >= kMaxOpenPhases) {
-        ++ignored_phases_[e.tag_id];
-        return;
-      }
-      open_phases_.emplace_back(e.tag_id, e.ts_ns);
+      std::optional<collector::PhaseNesting::Ended> ended_first;
+      const bool opened = nesting_.Begin(e.tag_id, &ended_first);
+      if (ended_first.has_value()) Ended(e.tag_id, *ended_first, e.ts_ns);
+      if (opened) begins_ns_.push_back(e.ts_ns);
       return;
     }
-    case EventKind::kPhaseEnd: {
-      if (auto ignored = ignored_phases_.find(e.tag_id); ignored != ignored_phases_.end()) {
-        if (--ignored->second == 0) ignored_phases_.erase(ignored);
-        return;
-      }
-      // The innermost open run of that phase; an END with none open changes nothing.
-      for (size_t i = open_phases_.size(); i-- > 0;) {
-        if (open_phases_[i].first != e.tag_id) continue;
-        EndPhase(i, e.ts_ns);
-        break;
-      }
+    case EventKind::kPhaseEnd:
+      Ended(e.tag_id, nesting_.End(e.tag_id), e.ts_ns);
       return;
-    }
     case EventKind::kOom:
       ooms_.push_back({e.ts_ns, e.bytes, e.tag_id, e.source_id});
       return;

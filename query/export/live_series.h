@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "collector/rollup/phase_nesting.h"
 #include "proto/codec/event.h"
 
 namespace memtrace::exporter {
@@ -90,17 +91,14 @@ class LiveSeriesBuilder {
   // DEVICE_SAMPLE "used" values (bucketed).
   std::vector<SeriesPoint> TakeDeviceUsed() { return used_series_.Finish(); }
   // Phase runs in the order they ended, those still open last (ended at the last event). At
-  // most kMaxPhaseSlices; the rest are counted in phases_dropped(). Matched as the collector's
-  // RankState matches them (rank_state.cc): an END closes the innermost open run of its phase;
-  // BEGINs past kMaxOpenPhases deep are ignored, and so is the END of each; after events were
-  // lost (a LOSS) while a run was open, another BEGIN of its phase ends it there (its END was
-  // most likely lost) and starts a new one.
+  // most kMaxPhaseSlices; the rest are counted in phases_dropped(). Matched by the collector's
+  // own rules (collector::PhaseNesting, which RankState keeps its phases by).
   std::vector<PhaseSlice> TakePhases();
   std::vector<OomMark> TakeOoms() { return std::move(ooms_); }
   uint64_t phases_dropped() const { return phases_dropped_; }
 
   static constexpr size_t kMaxPhaseSlices = 200'000;
-  static constexpr size_t kMaxOpenPhases = 64;  // as RankState's
+  static constexpr size_t kMaxOpenPhases = collector::PhaseNesting::kMaxOpen;
 
  private:
   // Live bytes by address, allocations and VMM mappings apart as the collector keeps them (a
@@ -110,11 +108,11 @@ class LiveSeriesBuilder {
   absl::flat_hash_map<uint64_t, uint64_t> mappings_;
   uint64_t live_bytes_ = 0;
   int64_t last_ts_ns_ = INT64_MIN;
-  void EndPhase(size_t open_index, int64_t end_ns);
+  // A run PhaseNesting ended (or nothing, for the END of an ignored BEGIN or of nothing open).
+  void Ended(uint32_t phase_id, const collector::PhaseNesting::Ended& ended, int64_t end_ns);
 
-  std::vector<std::pair<uint32_t, int64_t>> open_phases_;  // (phase id, begin), outermost first
-  absl::flat_hash_map<uint32_t, uint32_t> ignored_phases_;  // phase id -> BEGINs ignored
-  bool phases_after_loss_ = false;
+  collector::PhaseNesting nesting_;
+  std::vector<int64_t> begins_ns_;  // when each of nesting_.open() began, in its order
   std::vector<PhaseSlice> phases_;
   uint64_t phases_dropped_ = 0;
   std::vector<OomMark> ooms_;
