@@ -10,6 +10,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace memtrace::cli {
+namespace {
+
+// A flag's name as it is usually typed, and shown in help and errors: "-o", "--job".
+std::string Dashed(absl::string_view name) {
+  return absl::StrCat(name.size() == 1 ? "-" : "--", name);
+}
+
+}  // namespace
 
 void FlagSet::Add(std::string name, std::string value_name, std::string help, Setter setter) {
   flags_.push_back({std::move(name), std::move(value_name), std::move(help), std::move(setter)});
@@ -25,7 +33,7 @@ void FlagSet::AddAlias(std::string alias, absl::string_view of) {
   const Flag* original = Find(of);
   if (original == nullptr) return;  // a programming error; the alias is then unknown
   Flag flag = *original;
-  flag.help = absl::StrCat("the same as ", of.size() == 1 ? "-" : "--", of);
+  flag.help = absl::StrCat("the same as ", Dashed(of));
   flag.name = std::move(alias);
   flag.same_as = std::string(of);
   flags_.push_back(std::move(flag));
@@ -147,10 +155,6 @@ const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
 }
 
 absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& args) const {
-  // A flag's name in messages, as it is usually typed: "-o", "--job".
-  const auto dashed = [](const std::string& name) {
-    return absl::StrCat(name.size() == 1 ? "-" : "--", name);
-  };
   Parsed parsed;
   std::map<std::string, std::string> seen;  // flag (an alias's original) -> the name given
   for (size_t i = 0; i < args.size(); ++i) {
@@ -185,8 +189,8 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
     if (!inserted && !flag->repeatable) {
       return absl::InvalidArgumentError(
           first->second == flag->name
-              ? absl::StrCat(dashed(flag->name), " given more than once (it takes one value)")
-              : absl::StrCat(dashed(first->second), " and ", dashed(flag->name),
+              ? absl::StrCat(Dashed(flag->name), " given more than once (it takes one value)")
+              : absl::StrCat(Dashed(first->second), " and ", Dashed(flag->name),
                              " given: they are one flag, which takes one value"));
     }
     std::string value;
@@ -199,10 +203,10 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
       value = args[++i];
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(dashed(flag->name), " needs a value (", flag->value_name, ")"));
+          absl::StrCat(Dashed(flag->name), " needs a value (", flag->value_name, ")"));
     }
     if (absl::Status s = flag->setter(value); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(dashed(flag->name), ": ", s.message()));
+      return absl::InvalidArgumentError(absl::StrCat(Dashed(flag->name), ": ", s.message()));
     }
   }
   return parsed;
@@ -213,8 +217,8 @@ std::string FlagSet::Describe() const {
   size_t width = 0;
   for (const Flag& flag : flags_) {
     // A one-letter flag is shown as it is usually typed, "-o FILE" ("--o" works too).
-    lefts.push_back(absl::StrCat(flag.name.size() == 1 ? "  -" : "  --", flag.name,
-                                 flag.value_name.empty() ? "" : " ", flag.value_name));
+    lefts.push_back(
+        absl::StrCat("  ", Dashed(flag.name), flag.value_name.empty() ? "" : " ", flag.value_name));
     width = std::max(width, lefts.back().size());
   }
   std::string out;
