@@ -29,7 +29,9 @@ constexpr char kUsage[] =
     "--ranks limits the lines drawn; the analyses still compare every rank. FILE '-' writes to\n"
     "stdout. The SVG's elements carry data-rank / data-highlighted / data-onset-step attributes.\n"
     "A job without step markers is drawn by time bucket unless --axis is given (as the\n"
-    "analyses compare it; a note on stderr says so).";
+    "analyses compare it; a note on stderr says so). On time buckets the ticks are UTC clock\n"
+    "times and the SVG's keys are buckets (data-onset-bucket: ns since the epoch /\n"
+    "data-bucket-ns), not steps.";
 
 constexpr uint32_t kMaxRank = 1 << 24;
 

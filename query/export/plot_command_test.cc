@@ -207,7 +207,8 @@ TEST_F(PlotCommandTest, OnTimeBucketsTheMarksComeFromWindowsOfWholeSteps) {
   ASSERT_EQ(root["data-highlighted-rank"], std::to_string(kLeakRank)) << run.err;
   const int64_t leak_s =
       (sim::WorkloadOptions().start_ns + kLeakFrom * kLongStepNs) / 1'000'000'000;
-  const int64_t onset_s = std::stoll(root["data-onset-step"]);
+  ASSERT_EQ(root["data-bucket-ns"], "1000000000");
+  const int64_t onset_s = std::stoll(root["data-onset-bucket"]);
   EXPECT_GE(onset_s, leak_s - 1) << run.err;
   EXPECT_LE(onset_s, leak_s + 2 * kLongStepNs / 1'000'000'000) << run.err;
   for (Attributes& line : testing::Elements(svg, "polyline", "rank-line")) {

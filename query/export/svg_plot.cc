@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "query/analysis/bucket_windows.h"
 #include "query/analysis/diverged.h"
 #include "query/analysis/leaks.h"
@@ -41,6 +42,23 @@ std::string Number(double v) {
 
 std::string GibLabel(double gib) { return absl::StrCat(Number(gib), " GiB"); }
 
+// The x axis: steps, or time buckets (a job without step markers, or --axis time). A bucket's
+// key is its start in ns since the epoch / bucket_ns: a number like 1796613477 for 1 s buckets,
+// which is written under its own attribute names and labelled as a clock time, never as a step.
+struct XAxis {
+  int64_t bucket_ns = 0;  // 0: steps
+
+  bool time() const { return bucket_ns > 0; }
+  // As in "the first step examined after warm-up".
+  const char* name() const { return time() ? "time bucket" : "step"; }
+  const char* tick_attribute() const { return time() ? "data-bucket" : "data-step"; }
+  const char* onset_attribute() const { return time() ? "data-onset-bucket" : "data-onset-step"; }
+};
+
+absl::Time KeyTime(double key, int64_t bucket_ns) {
+  return absl::FromUnixNanos(static_cast<int64_t>(std::llround(key * bucket_ns)));
+}
+
 struct Series {
   const analysis::RankTimeline* rank;
   std::vector<std::pair<int64_t, uint64_t>> points;  // (step, bytes)
@@ -67,7 +85,7 @@ std::vector<Series> CollectSeries(const analysis::JobTimeline& job, const PlotOp
 // from steps and bytes to pixels.
 class PlotFrame {
  public:
-  PlotFrame(const PlotOptions& options, const std::vector<Series>& series)
+  PlotFrame(const PlotOptions& options, const std::vector<Series>& series, const XAxis& axis)
       : width_(std::max(options.width, kLeft + kRight + 100)),
         height_(std::max(options.height, kTop + kBottom + 100)),
         plot_w_(width_ - kLeft - kRight),
@@ -83,8 +101,10 @@ class PlotFrame {
     if (min_step_ == INT64_MAX) min_step_ = 0, max_step_ = 1;
     if (max_step_ == min_step_) max_step_ = min_step_ + 1;
     y_ticks_ = NiceTicks(0, std::max(max_bytes * 1.05, 0.1 * kGiB) / kGiB);
-    x_ticks_ = NiceTicks(static_cast<double>(min_step_), static_cast<double>(max_step_));
-    // Step ticks are whole steps inside the range.
+    x_ticks_ = axis.time()
+                   ? TimeTicks(min_step_, max_step_, axis.bucket_ns)
+                   : NiceTicks(static_cast<double>(min_step_), static_cast<double>(max_step_));
+    // Ticks are whole steps (buckets) inside the range.
     x_ticks_.erase(std::remove_if(x_ticks_.begin(), x_ticks_.end(),
                                   [&](double v) {
                                     return std::floor(v) != v || v < min_step_ || v > max_step_;
@@ -97,6 +117,8 @@ class PlotFrame {
   }
   double Y(double bytes) const { return kTop + plot_h_ - bytes / kGiB / y_ticks_.back() * plot_h_; }
   bool Spans(int64_t step) const { return step >= min_step_ && step <= max_step_; }
+  int64_t min_key() const { return min_step_; }
+  int64_t key_span() const { return max_step_ - min_step_; }
 
   int width() const { return width_; }
   int height() const { return height_; }
@@ -165,7 +187,7 @@ std::vector<size_t> ByLayer(const std::vector<Series>& series, const RankStyles&
 // `highlight_drawn`: the diverging rank is among the ranks drawn (--ranks may leave it out).
 void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
                   const PlotOptions& options, const PlotFrame& frame, size_t ranks,
-                  bool highlight_drawn, const std::string& axis_name, std::string* svg) {
+                  bool highlight_drawn, const XAxis& axis, std::string* svg) {
   const std::string metric = std::string(PlotMetricName(options.metric));
   std::optional<int64_t> onset;
   if (highlight_drawn) {
@@ -182,13 +204,13 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
       "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\" "
       "data-job=\"%s\" data-metric=\"%s\" data-ranks=\"%d\" data-status=\"%s\" "
-      "data-highlighted-rank=\"%s\" data-onset-step=\"%s\">\n",
+      "data-highlighted-rank=\"%s\" data-axis=\"%s\" data-bucket-ns=\"%d\" %s=\"%s\">\n",
       frame.width(), frame.height(), frame.width(), frame.height(), cli::XmlEscaped(job.job_id),
       metric, ranks, cli::XmlEscaped(marks.status),
-      highlight_drawn ? absl::StrCat(*marks.highlighted_rank) : "",
-      onset ? absl::StrCat(*onset) : "");
+      highlight_drawn ? absl::StrCat(*marks.highlighted_rank) : "", axis.time() ? "time" : "step",
+      axis.bucket_ns, axis.onset_attribute(), onset ? absl::StrCat(*onset) : "");
   absl::StrAppend(svg, "<title>", cli::XmlEscaped(job.job_id), ": ", metric, " bytes by ",
-                  axis_name, "</title>\n");
+                  axis.name(), "</title>\n");
   absl::StrAppendFormat(svg, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", frame.width(),
                         frame.height());
   absl::StrAppendFormat(
@@ -196,7 +218,7 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
       "<text class=\"title\" x=\"%d\" y=\"28\" font-size=\"18\" font-weight=\"bold\">"
       "job %s: %s bytes per %s, %d ranks</text>\n",
       kLeft, cli::XmlEscaped(job.job_id),
-      options.metric == analysis::Metric::kEnd ? "live" : metric, axis_name, ranks);
+      options.metric == analysis::Metric::kEnd ? "live" : metric, axis.name(), ranks);
   // The ranks --ranks leaves out that ran out of memory: their OOM is the job's news too.
   std::vector<std::string> oom_not_drawn;
   for (const PlotMarks::Oom& oom : marks.ooms) {
@@ -228,7 +250,7 @@ void AppendHeader(const analysis::JobTimeline& job, const PlotMarks& marks,
 }
 
 // The GiB and step axes with their grid lines, and the frame around the plot.
-void AppendAxes(const PlotFrame& frame, absl::string_view metric, absl::string_view axis_name,
+void AppendAxes(const PlotFrame& frame, absl::string_view metric, const XAxis& axis,
                 std::string* svg) {
   const int plot_w = frame.plot_w(), plot_h = frame.plot_h();
   absl::StrAppend(svg, "<g class=\"axis\" data-axis=\"y\">\n");
@@ -246,17 +268,28 @@ void AppendAxes(const PlotFrame& frame, absl::string_view metric, absl::string_v
                         "text-anchor=\"middle\">%s bytes (GiB)</text>\n</g>\n",
                         kTop + plot_h / 2, kTop + plot_h / 2, metric);
   absl::StrAppend(svg, "<g class=\"axis\" data-axis=\"x\">\n");
-  for (double step : frame.x_ticks()) {
-    double x = frame.X(step);
-    absl::StrAppendFormat(svg,
-                          "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#555\"/>"
-                          "<text class=\"tick\" data-step=\"%s\" x=\"%s\" y=\"%d\" "
-                          "text-anchor=\"middle\">%s</text>\n",
-                          Number(x), kTop + plot_h, Number(x), kTop + plot_h + 5, Number(step),
-                          Number(x), kTop + plot_h + 19, Number(step));
+  for (double key : frame.x_ticks()) {
+    double x = frame.X(key);
+    absl::StrAppendFormat(
+        svg,
+        "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#555\"/>"
+        "<text class=\"tick\" %s=\"%s\" x=\"%s\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+        Number(x), kTop + plot_h, Number(x), kTop + plot_h + 5, axis.tick_attribute(), Number(key),
+        Number(x), kTop + plot_h + 19,
+        axis.time() ? TimeTickLabel(key, axis.bucket_ns, frame.key_span()) : Number(key));
   }
+  // A time axis names the day its clock times are on, and its bucket width.
+  const std::string axis_title =
+      axis.time()
+          ? absl::StrCat(
+                "time, UTC, from ",
+                absl::FormatTime("%Y-%m-%d %H:%M:%S",
+                                 KeyTime(static_cast<double>(frame.min_key()), axis.bucket_ns),
+                                 absl::UTCTimeZone()),
+                " (", absl::FormatDuration(absl::Nanoseconds(axis.bucket_ns)), " buckets)")
+          : std::string("step");
   absl::StrAppendFormat(svg, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n</g>\n",
-                        kLeft + plot_w / 2, frame.height() - 14, axis_name);
+                        kLeft + plot_w / 2, frame.height() - 14, axis_title);
   absl::StrAppendFormat(svg,
                         "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
                         "stroke=\"#555\"/>\n",
@@ -301,7 +334,14 @@ struct Onset {
 // same step is merged into the divergence's line rather than drawn over it.
 std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& options,
                                  const PlotFrame& frame, const RankStyles& styles,
-                                 const std::string& axis_name, int64_t bucket_ns) {
+                                 const XAxis& axis) {
+  const int64_t bucket_ns = axis.bucket_ns;
+  // "step 32", or on time buckets the clock time as the ticks show it ("03:17:57"): the axis
+  // title names the day, and the label must fit beside the line.
+  auto key_text = [&](int64_t key) {
+    return axis.time() ? TimeTickLabel(static_cast<double>(key), bucket_ns, frame.key_span())
+                       : analysis::FormatKey(key, 0);
+  };
   std::vector<Onset> onsets;
   auto add = [&](const std::string& kind, uint32_t rank, int64_t step, const std::string& label,
                  const char* color) {
@@ -309,10 +349,8 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
   };
   std::vector<PlotMarks::Leak> leaks = marks.leaks;
   if (styles.highlight_drawn()) {
-    // Keys as the analyses print them: "step 32", or a bucket's time ("2026-12-06 05:48:20
-    // bucket"), not its index.
-    std::string label = absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ",
-                                     analysis::FormatKey(marks.onset_step, bucket_ns));
+    std::string label =
+        absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ", key_text(marks.onset_step));
     // The line stands at the onset, so the gap it is labelled with is the onset's; the gap
     // it grew to follows ("(+410 MiB vs cohort, +12.0 GiB at step 99)").
     if (marks.onset_excess_bytes != 0) {
@@ -320,7 +358,7 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
                       " vs cohort");
       if (marks.last_step != marks.onset_step && marks.last_excess_bytes != 0) {
         absl::StrAppend(&label, ", ", analysis::FormatSignedBytes(marks.last_excess_bytes), " at ",
-                        analysis::FormatKey(marks.last_step, bucket_ns));
+                        key_text(marks.last_step));
       }
       absl::StrAppend(&label, ")");
     }
@@ -340,11 +378,10 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
     if (!options.ranks.empty() && !options.ranks.count(leak.rank)) continue;
     if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
     add("leak", leak.rank, leak.since_step,
-        absl::StrCat("leak on rank ", leak.rank, " from ",
-                     analysis::FormatKey(leak.since_step, bucket_ns), " (",
+        absl::StrCat("leak on rank ", leak.rank, " from ", key_text(leak.since_step), " (",
                      analysis::FormatRate(leak.bytes_per_step, bucket_ns), ")",
                      leak.since_first_examined
-                         ? absl::StrCat(", the first ", axis_name,
+                         ? absl::StrCat(", the first ", axis.name(),
                                         " examined after warm-up: it may have begun earlier")
                          : ""),
         kLeakColor);
@@ -357,8 +394,7 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
   constexpr size_t kOomLabels = 4;
   for (size_t i = 0; i < ooms.size() && i < kOomLabels; ++i) {
     const PlotMarks::Oom& oom = *ooms[i];
-    std::string label = absl::StrCat("rank ", oom.rank, " out of memory at ",
-                                     analysis::FormatKey(oom.step, bucket_ns));
+    std::string label = absl::StrCat("rank ", oom.rank, " out of memory at ", key_text(oom.step));
     if (oom.requested_bytes > 0) {
       absl::StrAppend(&label, " (a ",
                       analysis::FormatBytes(static_cast<double>(oom.requested_bytes)),
@@ -374,7 +410,8 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
   return onsets;
 }
 
-void AppendOnsets(const std::vector<Onset>& onsets, const PlotFrame& frame, std::string* svg) {
+void AppendOnsets(const std::vector<Onset>& onsets, const XAxis& axis, const PlotFrame& frame,
+                  std::string* svg) {
   absl::StrAppend(svg, "<g class=\"onsets\">\n");
   // Labels start beside the outermost of the lines near them, so no label crosses a line.
   for (size_t i = 0; i < onsets.size(); ++i) {
@@ -389,14 +426,14 @@ void AppendOnsets(const std::vector<Onset>& onsets, const PlotFrame& frame, std:
     double label_y = kTop + 16 + 16 * (i % 6);
     absl::StrAppendFormat(
         svg,
-        "<line class=\"onset\" data-kind=\"%s\" data-rank=\"%d\" data-onset-step=\"%d\" "
+        "<line class=\"onset\" data-kind=\"%s\" data-rank=\"%d\" %s=\"%d\" "
         "x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
         "stroke-dasharray=\"6 4\"/>"
         "<text class=\"onset-label\" data-rank=\"%d\" x=\"%s\" y=\"%s\" fill=\"%s\" "
         "text-anchor=\"%s\">%s</text>\n",
-        o.kind, o.rank, o.step, Number(x), kTop, Number(x), kTop + frame.plot_h(), o.color, o.rank,
-        Number(flip ? anchor - 5 : anchor + 5), Number(label_y), o.color, flip ? "end" : "start",
-        cli::XmlEscaped(o.label));
+        o.kind, o.rank, axis.onset_attribute(), o.step, Number(x), kTop, Number(x),
+        kTop + frame.plot_h(), o.color, o.rank, Number(flip ? anchor - 5 : anchor + 5),
+        Number(label_y), o.color, flip ? "end" : "start", cli::XmlEscaped(o.label));
   }
   absl::StrAppend(svg, "</g>\n");
 }
@@ -476,6 +513,44 @@ std::vector<double> NiceTicks(double min, double max) {
   return ticks;
 }
 
+std::vector<double> TimeTicks(int64_t min_key, int64_t max_key, int64_t bucket_ns) {
+  if (max_key <= min_key) max_key = min_key + 1;
+  constexpr int64_t kMs = 1'000'000, kS = 1000 * kMs, kMin = 60 * kS, kH = 60 * kMin;
+  constexpr int64_t kIntervals[] = {kMs,       2 * kMs,   5 * kMs,   10 * kMs, 20 * kMs,   50 * kMs,
+                                    100 * kMs, 200 * kMs, 500 * kMs, kS,       2 * kS,     5 * kS,
+                                    10 * kS,   15 * kS,   30 * kS,   kMin,     2 * kMin,   5 * kMin,
+                                    10 * kMin, 15 * kMin, 30 * kMin, kH,       2 * kH,     3 * kH,
+                                    6 * kH,    12 * kH,   24 * kH,   48 * kH,  7 * 24 * kH};
+  // In buckets, so a tick is a whole bucket: a round clock time when the bucket divides it.
+  const double span = static_cast<double>(max_key - min_key);
+  int64_t every = 0;
+  for (int64_t interval : kIntervals) {
+    if (interval < bucket_ns || interval % bucket_ns != 0) continue;
+    every = interval / bucket_ns;
+    if (span / static_cast<double>(every) <= 10) break;
+  }
+  if (every == 0 || span / static_cast<double>(every) > 10) {
+    // Beyond a week (or buckets that divide no round interval): plain 1-2-5 bucket counts.
+    return NiceTicks(static_cast<double>(min_key), static_cast<double>(max_key));
+  }
+  std::vector<double> ticks;
+  const int64_t first = min_key / every + (min_key % every > 0 ? 1 : 0);
+  for (int64_t k = first; k * every <= max_key; ++k)
+    ticks.push_back(static_cast<double>(k * every));
+  return ticks;
+}
+
+std::string TimeTickLabel(double key, int64_t bucket_ns, int64_t span_buckets) {
+  const absl::Time t = KeyTime(key, bucket_ns);
+  const char* format = "%H:%M:%S";
+  if (static_cast<double>(span_buckets) * bucket_ns >= 86400e9) {
+    format = "%m-%d %H:%M";
+  } else if (bucket_ns % 1'000'000'000 != 0) {
+    format = "%H:%M:%E3S";
+  }
+  return absl::FormatTime(format, t, absl::UTCTimeZone());
+}
+
 PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_windows) {
   // As the collector does (bucket_windows.h): time buckets shorter than the job's steps are
   // analysed in windows of whole steps; the marks go back to the buckets plotted (a window's
@@ -536,18 +611,15 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_wind
 std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& marks,
                              const PlotOptions& options) {
   const std::vector<Series> series = CollectSeries(job, options);
-  const PlotFrame frame(options, series);
+  const XAxis axis{job.time_axis ? job.bucket_ns : 0};
+  const PlotFrame frame(options, series, axis);
   const RankStyles styles(marks, series);
-  const std::string axis_name = job.time_axis ? "time bucket" : "step";
   std::string svg;
-  AppendHeader(job, marks, options, frame, series.size(), styles.highlight_drawn(), axis_name,
-               &svg);
-  AppendAxes(frame, PlotMetricName(options.metric), axis_name, &svg);
+  AppendHeader(job, marks, options, frame, series.size(), styles.highlight_drawn(), axis, &svg);
+  AppendAxes(frame, PlotMetricName(options.metric), axis, &svg);
   AppendLines(series, frame, styles, &svg);
   // A job without step markers leaks per time bucket: "128 MiB/step" there was a bucket's.
-  AppendOnsets(
-      CollectOnsets(marks, options, frame, styles, axis_name, job.time_axis ? job.bucket_ns : 0),
-      frame, &svg);
+  AppendOnsets(CollectOnsets(marks, options, frame, styles, axis), axis, frame, &svg);
   AppendLegend(series, styles, options, frame, &svg);
   absl::StrAppend(&svg, "</svg>\n");
   return svg;

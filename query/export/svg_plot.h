@@ -5,11 +5,15 @@
 //
 // The SVG carries what it shows as data attributes, so tests and scripts can check the picture's
 // content without looking at pixels:
-//   <svg data-job data-metric data-ranks data-status data-highlighted-rank data-onset-step>
+//   <svg data-job data-metric data-ranks data-status data-highlighted-rank data-axis="step|time"
+//        data-bucket-ns data-onset-step>
 //   <polyline class="rank-line" data-rank data-attempt data-highlighted data-diverged
 //             data-points data-max-bytes>
-//   <line class="onset" data-kind="divergence|leak|divergence leak" data-rank data-onset-step>
+//   <line class="onset" data-kind="divergence|leak|divergence leak|oom" data-rank data-onset-step>
 //   <g class="legend-entry" data-rank data-highlighted>, <text class="tick" data-gib|data-step>
+// On a time axis (data-axis="time") a key is a bucket, its start in ns since the epoch /
+// data-bucket-ns: data-onset-bucket and data-bucket replace data-onset-step and data-step, and
+// the ticks are labelled as UTC clock times.
 #ifndef MEMTRACE_QUERY_EXPORT_SVG_PLOT_H_
 #define MEMTRACE_QUERY_EXPORT_SVG_PLOT_H_
 
@@ -78,6 +82,14 @@ std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& 
 
 // Tick values for [0, max]: 1-2-5 steps giving 4 to 10 ticks (exposed for tests).
 std::vector<double> NiceTicks(double min, double max);
+
+// Tick keys for time buckets of `bucket_ns` over [min_key, max_key] (a key is a bucket's start
+// in ns since the epoch / bucket_ns): at round clock times 1 ms to a week apart, 10 ticks or
+// fewer, inside the range (exposed for tests).
+std::vector<double> TimeTicks(int64_t min_key, int64_t max_key, int64_t bucket_ns);
+// A time tick's label, UTC: "03:17:50"; with ms for buckets of less than whole seconds; with the
+// date ("12-07 03:17") when the axis spans a day or more.
+std::string TimeTickLabel(double key, int64_t bucket_ns, int64_t span_buckets);
 
 }  // namespace memtrace::exporter
 

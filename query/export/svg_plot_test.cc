@@ -123,8 +123,54 @@ TEST(SvgPlotTest, LongStepsWithoutMarkersAreMarkedFromWindowsOfWholeSteps) {
   EXPECT_LE(std::abs(marks.leaks[0].since_step - leak_bucket), 2 * 10);
   EXPECT_NEAR(marks.leaks[0].bytes_per_step, 25.6 * analysis::kMiB, 2.0 * analysis::kMiB);
   const std::string svg = RenderMemoryPlot(job, marks, PlotOptions{});
-  EXPECT_NE(svg.find("rank 5 diverges at 2026-12-"), std::string::npos) << svg.substr(0, 3000);
+  // At the bucket's clock time, as the ticks read (the axis title names the day).
+  EXPECT_NE(svg.find("rank 5 diverges at 05:5"), std::string::npos) << svg.substr(0, 3000);
   EXPECT_NE(svg.find("(25.6 MiB/bucket)"), std::string::npos) << svg.substr(0, 3000);
+}
+
+// A bucket's key is its start in ns since the epoch / bucket_ns. On a time axis it is written
+// under bucket attributes and labelled as a clock time: read as a step it was "step 1796536303".
+TEST(SvgPlotTest, ATimeAxisLabelsClockTimesAndNamesItsKeysBuckets) {
+  constexpr int64_t kFirstBucket = 1'796'536'003;  // 2026-12-06 05:46:43 UTC
+  const analysis::JobTimeline job = analysis::sim::StretchedIntoBuckets(
+      analysis::sim::Simulate(analysis::sim::LeakJob(5, 30, 256 * analysis::kMiB)).timeline, 10,
+      14 * analysis::kGiB, kFirstBucket);
+  const PlotMarks marks = MarksFromAnalyses(job, /*step_windows=*/true);
+  ASSERT_EQ(marks.highlighted_rank, 5u) << marks.message;
+  const std::string svg = RenderMemoryPlot(job, marks, PlotOptions{});
+  Attributes root = Root(svg);
+  EXPECT_EQ(root["data-axis"], "time");
+  EXPECT_EQ(root["data-bucket-ns"], "1000000000");
+  EXPECT_EQ(root.count("data-onset-step"), 0u);
+  EXPECT_EQ(root["data-onset-bucket"], std::to_string(marks.onset_step));
+  for (Attributes& o : Elements(svg, "line", "onset")) {
+    EXPECT_EQ(o.count("data-onset-step"), 0u);
+    EXPECT_GE(std::stoll(o["data-onset-bucket"]), kFirstBucket);
+  }
+  // About 1000 s of buckets: ticks every 2 minutes, on the minute, labelled as UTC times.
+  std::vector<Attributes> ticks;
+  for (Attributes& t : Elements(svg, "text", "tick")) {
+    EXPECT_EQ(t.count("data-step"), 0u);
+    if (t.count("data-bucket")) ticks.push_back(t);
+  }
+  ASSERT_GE(ticks.size(), 4u);
+  ASSERT_LE(ticks.size(), 10u);
+  EXPECT_EQ(std::stoll(ticks[0]["data-bucket"]) % 120, 0);
+  EXPECT_EQ(std::stoll(ticks[1]["data-bucket"]) - std::stoll(ticks[0]["data-bucket"]), 120);
+  EXPECT_NE(svg.find(">05:48:00</text>"), std::string::npos) << svg.substr(0, 4000);
+  EXPECT_NE(svg.find(">time, UTC, from 2026-12-06 05:46:43 (1s buckets)</text>"), std::string::npos)
+      << svg.substr(0, 4000);
+}
+
+// On steps, the keys keep their step names.
+TEST(SvgPlotTest, AStepAxisWritesStepAttributes) {
+  const std::string svg =
+      Plot(analysis::sim::Simulate(analysis::sim::LeakJob(5, 30, 128 * analysis::kMiB)).timeline);
+  Attributes root = Root(svg);
+  EXPECT_EQ(root["data-axis"], "step");
+  EXPECT_EQ(root["data-bucket-ns"], "0");
+  EXPECT_EQ(root.count("data-onset-bucket"), 0u);
+  EXPECT_FALSE(root["data-onset-step"].empty());
 }
 
 TEST(SvgPlotTest, AHealthyJobHighlightsNobody) {
@@ -206,6 +252,29 @@ TEST(SvgPlotTest, ParsesMetricNames) {
   EXPECT_EQ(*ParsePlotMetric("floor"), analysis::Metric::kFloor);
   EXPECT_EQ(*ParsePlotMetric("peak"), analysis::Metric::kPeak);
   EXPECT_FALSE(ParsePlotMetric("max").ok());
+}
+
+TEST(TimeTicksTest, FallOnRoundClockTimesInsideTheRange) {
+  constexpr int64_t kS = 1'000'000'000;
+  // 80 s of 1 s buckets from 03:17:24: every 10 s, from 03:17:30.
+  std::vector<double> t = TimeTicks(1'796'613'444, 1'796'613'524, kS);
+  ASSERT_EQ(t.size(), 8u);
+  EXPECT_EQ(t.front(), 1'796'613'450);
+  EXPECT_EQ(t[1] - t[0], 10);
+  EXPECT_EQ(TimeTickLabel(t.front(), kS, 80), "03:17:30");
+  // 250 ms buckets over 2 s: every 500 ms (two whole buckets), labelled with ms.
+  constexpr int64_t kQuarters = int64_t{4} * 1'796'613'444;
+  std::vector<double> q = TimeTicks(kQuarters, kQuarters + 8, kS / 4);
+  ASSERT_EQ(q.size(), 5u);
+  EXPECT_EQ(q[1] - q[0], 2);
+  EXPECT_EQ(TimeTickLabel(q[1], kS / 4, 8), "03:17:24.500");
+  // 3 days of 1 min buckets: every 12 h, with the date.
+  const int64_t day0 = 1'796'601'600 / 60;  // 2026-12-07 00:00 UTC, in minutes
+  std::vector<double> d = TimeTicks(day0, day0 + 3 * 1440, 60 * kS);
+  EXPECT_EQ(d[1] - d[0], 12 * 60);
+  EXPECT_EQ(TimeTickLabel(d[2], 60 * kS, 3 * 1440), "12-08 00:00");
+  // A single bucket still gets a tick.
+  EXPECT_EQ(TimeTicks(5, 5, kS), (std::vector<double>{5, 6}));
 }
 
 TEST(NiceTicksTest, UsesOneTwoFiveSteps) {
