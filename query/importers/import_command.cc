@@ -24,7 +24,9 @@ constexpr char kUsage[] =
     "in its name (rank3, rank_3, rank3_of_8, _r3.), else in its directory's (rank_3/, as\n"
     "tensorboard_trace_handler writes them), else the lowest rank no file states, in file order.\n"
     "All files get one world size: the largest any states (distributedInfo, _of_8), at least\n"
-    "the number of files and the highest rank + 1.\n"
+    "the number of files and the highest rank + 1. When no file states one, at least the job's\n"
+    "own (its ranks' world size, its highest rank + 1), so a run's ranks imported one command\n"
+    "at a time are each of the same size.\n"
     "\n"
     "Imported: [memory] events as allocations and frees (CUDA ones as device memory, CPU ones\n"
     "as host memory, which live bytes leave out), Total Reserved as device samples,\n"
@@ -156,15 +158,22 @@ class JobGuard {
   // Reads the job's ranks (none for a new job). Warns when this import's files state a world
   // size (distributedInfo, "_of_N") smaller than theirs: the traces of another run, most
   // likely. A size implied by the number of files is no evidence either way: importing one
-  // rank's file at a time gives each "of 1".
-  absl::Status Read(const RankAssigner& plan) {
+  // rank's file at a time gives each "of 1". Such files take the size the job's ranks imply.
+  absl::Status Read(RankAssigner& plan) {
     absl::StatusOr<cli::QueryClient> client =
         cli::QueryClient::Create(collector_, kPreflightTimeout);
     if (!client.ok()) return client.status();
     absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job_);
     if (absl::IsNotFound(ranks.status())) return absl::OkStatus();
     if (!ranks.ok()) return ranks.status();
-    for (const v1::RankSummary& r : ranks->ranks()) held_.push_back(r);
+    int32_t job_world_size = 0;
+    for (const v1::RankSummary& r : ranks->ranks()) {
+      held_.push_back(r);
+      job_world_size = static_cast<int32_t>(std::min<int64_t>(
+          INT32_MAX,
+          std::max<int64_t>({job_world_size, r.identity().world_size(), int64_t{r.rank()} + 1})));
+    }
+    plan.ImplyWorldSize(job_world_size);
     const int32_t world_size = plan.world_size();
     for (const v1::RankSummary& r : held_) {
       // A held size below this one may be implied only (a file imported alone is "of 1"):
@@ -298,7 +307,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
   options.module_tags = !no_module_tags;
   options.progress = stderr;
   JobGuard guard(sink_options.job_id, sink_options.collector, sink_options.attempt, io.err);
-  options.before_first_file = [&guard](const RankAssigner& plan) { return guard.Read(plan); };
+  options.before_first_file = [&guard](RankAssigner& plan) { return guard.Read(plan); };
   uint64_t memory_events = 0;
   size_t files_with_news = 0;  // files the collector did not already hold whole
   absl::StatusOr<std::vector<KinetoFileSummary>> summaries = ImportKinetoFiles(

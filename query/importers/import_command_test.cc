@@ -360,6 +360,42 @@ TEST(ImportCommandGuardTest, RanksOfOneRunImportedOneAtATimeAreNotWarnedOf) {
   }
 }
 
+// A file that states no world size takes the one the job's ranks imply: rank 0 imported after
+// rank 2 alone was stored "of 1" beside "rank 2 of 3". One that states its own keeps it.
+TEST(ImportCommandGuardTest, AFileWithoutAWorldSizeTakesTheJobs) {
+  auto server = collector::testing::StartCollector("import_job_world");
+  ASSERT_NE(server, nullptr);
+  auto write = [](const std::string& name, int ts) {
+    const std::string file = test_util::TmpPath(name);
+    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
+                        << R"( "tid": 1, "ts": )" << ts << R"(, "args": {"Device Type": 1,)"
+                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": 64,)"
+                        << R"( "Total Allocated": 64}}]})";
+    return file;
+  };
+  auto import = [&](const std::string& file) {
+    return Import(
+        {"--job", "job-world", "--format", "kineto", "--collector", server->address(), file});
+  };
+  CommandRun two = import(write("job_world_rank2.json", 10));
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(two.out.find("rank 2 of 3 (file name)"), std::string::npos) << two.out;
+  CommandRun zero = import(write("job_world_unnamed.json", 11));
+  ASSERT_EQ(zero.code, 0) << zero.err;
+  EXPECT_NE(zero.out.find("rank 0 of 3 (file order)"), std::string::npos) << zero.out;
+  CommandRun stated = import(write("job_world_rank1_of_2.json", 12));
+  ASSERT_EQ(stated.code, 0) << stated.err;
+  EXPECT_NE(stated.out.find("rank 1 of 2 (file name)"), std::string::npos) << stated.out;
+
+  auto client = cli::QueryClient::Create(server->address(), absl::Seconds(10));
+  ASSERT_TRUE(client.ok());
+  auto ranks = client->ListRanks("job-world");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  std::map<uint32_t, int32_t> sizes;
+  for (const v1::RankSummary& r : ranks->ranks()) sizes[r.rank()] = r.identity().world_size();
+  EXPECT_EQ(sizes, (std::map<uint32_t, int32_t>{{0, 3}, {1, 2}, {2, 3}}));
+}
+
 // tensorboard_trace_handler's layout: rank_N/<host>_<pid>.pt.trace.json. The shell lists
 // rank_10 before rank_2, so by file order rank 10's trace was stored as rank 2; the summary
 // named four files "host_123.pt.trace.json".

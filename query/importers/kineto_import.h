@@ -67,8 +67,9 @@ struct KinetoImportOptions {
   // Progress bar on this stream when it is a terminal; nullptr for none.
   std::FILE* progress = nullptr;
   // Called once every file is checked (CheckFilesBeforeImport), before the first is parsed,
-  // with the ranks planned: an error stops the import there, with nothing imported.
-  std::function<absl::Status(const RankAssigner& plan)> before_first_file;
+  // with the ranks planned, which it may amend (RankAssigner::ImplyWorldSize): an error stops
+  // the import there, with nothing imported.
+  std::function<absl::Status(RankAssigner& plan)> before_first_file;
 };
 
 struct KinetoFileSummary {

@@ -11,6 +11,7 @@
 #ifndef MEMTRACE_QUERY_IMPORTERS_RANK_ASSIGNMENT_H_
 #define MEMTRACE_QUERY_IMPORTERS_RANK_ASSIGNMENT_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -61,6 +62,12 @@ class RankAssigner {
   // Whether a file states a world size (distributedInfo, "_of_N"), as opposed to one the
   // number of files and ranks imply.
   bool world_size_stated() const { return world_size_stated_; }
+  // The world size the job's stored ranks imply (the largest they were stored with, their
+  // highest rank + 1), taken when no file states one: a run's ranks imported one command at a
+  // time were each "of 1", or "of rank + 1".
+  void ImplyWorldSize(int32_t job_world_size) {
+    if (!world_size_stated_) world_size_ = std::max(world_size_, job_world_size);
+  }
 
   // The rank of the file at `index` (as given to Plan), now that it is parsed: `info` is its
   // whole distributedInfo. ALREADY_EXISTS naming both files when another file has, or will
