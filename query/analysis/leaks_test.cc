@@ -479,6 +479,46 @@ TEST(LeakTest, SurvivorsThatEachRunOfAPhaseAddsToComeBeforeOnesKeptOnce) {
   }
 }
 
+// The same job without step markers: every allocation is "step 0", so the runs of a phase are
+// told apart by time, allocations more than half a bucket apart being separate runs. Read by
+// step, every rollout's KV cache was one run's and came after the optimizer's state.
+TEST(LeakTest, WithoutStepMarkersThePhaseRunsAreToldApartByTime) {
+  sim::JobSpec spec = AccumulatingRolloutJob();
+  spec.phases[1].retained_bytes = 7 * kGiB;
+  JobTimeline job = Simulate(spec).timeline;
+  job.time_axis = true;
+  job.bucket_ns = spec.step_ns;  // a bucket per (unmarked) step
+  std::vector<RankLiveSet> live;
+  for (uint32_t r = 0; r < spec.ranks; ++r) {
+    RankLiveSet set = sim::LiveInPhase(spec, r, 20, "actor_update");
+    set.at_step = 0;
+    for (LiveAllocation& a : set.allocations) a.step_allocated = 0;
+    live.push_back(std::move(set));
+  }
+  // One run's allocations across a bucket's end, 2 ms apart: still one run. (Read inside
+  // actor_update: inside a rollout, without step markers, every rollout allocation reads as the
+  // open run's own; leaks.h.)
+  LiveAllocation straddling;
+  straddling.tag = "kv:extra";
+  straddling.phase = "rollout";
+  straddling.bytes = 8 * kGiB;
+  straddling.ts_ns = spec.start_ns + 3 * spec.step_ns - 1'000'000;
+  live[0].allocations.push_back(straddling);
+  straddling.ts_ns += 2'000'000;
+  live[0].allocations.push_back(straddling);
+
+  LeakReport report = FindLeaks(job, live);
+  // (actor_update's optimizer state is inside the open actor_update: no survivor.)
+  ASSERT_EQ(report.phase_survivors.size(), 2u);
+  EXPECT_EQ(report.phase_survivors[0].rank, 2u);
+  EXPECT_EQ(report.phase_survivors[0].phase, "rollout");
+  EXPECT_EQ(report.phase_survivors[0].distinct_steps, 11u);  // the rollouts of steps 10 to 20
+  EXPECT_EQ(report.phase_survivors[1].rank, 0u);
+  EXPECT_EQ(report.phase_survivors[1].tag, "kv:extra");
+  EXPECT_EQ(report.phase_survivors[1].bytes, 16 * kGiB);
+  EXPECT_EQ(report.phase_survivors[1].distinct_steps, 1u);
+}
+
 TEST(LeakTest, ARankWithTooFewStepsSaysSo) {
   sim::JobSpec spec = sim::HealthyJob(4, 9);
   LeakReport report = FindLeaks(Simulate(spec).timeline);
