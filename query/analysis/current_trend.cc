@@ -181,9 +181,24 @@ size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, co
 CurrentTrend PastShortFlatStart(absl::Span<const double> x, absl::Span<const double> y,
                                 const CurrentTrend& trend, size_t min_points, TheilSen& fitter) {
   CurrentTrend out = trend;
+  const size_t n = std::min(x.size(), y.size());
+  if (!out.recent && out.onset == std::max<size_t>(min_points, 3)) {
+    // FitCurrentTrend's split at its limit (min_points flat): a flat start one point shorter
+    // stopped the search there, the onset a step late (a leak from 7 steps after warm-up read
+    // "rising since" the step after its own). ShortFlatStart looks at the shorter ones against
+    // the whole window's line; one that fits better than the split at the limit is taken.
+    const size_t shorter =
+        ShortFlatStart(x, y, fitter.Fit(x.first(n), y.first(n)), min_points, fitter);
+    std::vector<double> scratch;
+    if (shorter > 0 && SplitCost(x.first(n), y.first(n), shorter, scratch) <
+                           SplitCost(x.first(n), y.first(n), out.onset, scratch)) {
+      out.onset = shorter;
+      out.fit = fitter.Fit(x.subspan(shorter, n - shorter), y.subspan(shorter, n - shorter));
+    }
+    return out;
+  }
   if (out.onset != 0) return out;
   out.onset = ShortFlatStart(x, y, trend.fit, min_points, fitter);
-  const size_t n = std::min(x.size(), y.size());
   if (out.onset > 0 && n < 2 * std::max<size_t>(min_points, 3)) {
     out.fit = fitter.Fit(x.subspan(out.onset, n - out.onset), y.subspan(out.onset, n - out.onset));
   }

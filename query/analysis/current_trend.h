@@ -60,7 +60,10 @@ size_t ShortFlatStart(absl::Span<const double> x, absl::Span<const double> y, co
 // flat start may be most of it, the fit is redone over the rise: the line through the flat
 // points ran at a fraction of the rise's rate, and growth came out under min_growth for a
 // series accepted as growing. Elsewhere the flat start is under min_points of 2 x min_points or
-// more, and the line stays the fit. Unchanged when trend.onset > 0 or no flat start is found.
+// more, and the line stays the fit. When trend's split is at its limit (onset ==
+// min_points: a flat start one point shorter stops FitCurrentTrend's search there), a shorter
+// flat start that fits better than that split is taken, and the fit redone from it. Otherwise
+// unchanged when trend.onset > 0, or when no flat start is found.
 CurrentTrend PastShortFlatStart(absl::Span<const double> x, absl::Span<const double> y,
                                 const CurrentTrend& trend, size_t min_points, TheilSen& fitter);
 

@@ -65,6 +65,23 @@ TEST(CurrentTrendTest, AFlatStartTooShortToSplitOffIsFoundWhereItEnds) {
   }
 }
 
+// Flat for one point fewer than a split's parts keep, in a window long enough to split: the
+// split search, which starts at min_points, stopped there and put the onset a step late (a leak
+// from 7 steps after warm-up read "rising since" the step after its own, 1 step of growth lost).
+TEST(CurrentTrendTest, AFlatStartJustShorterThanASplitsPartsIsFoundWhereItEnds) {
+  TheilSen fitter;
+  for (size_t n : {24, 35, 60}) {
+    for (size_t from : {5, 6, 7}) {
+      SCOPED_TRACE(testing::Message() << n << " points, flat for " << from);
+      Series s = FlatThenRising(n, from, 256 * kMiB);
+      CurrentTrend t =
+          PastShortFlatStart(s.x, s.y, FitCurrentTrend(s.x, s.y, 8, fitter), 8, fitter);
+      EXPECT_EQ(t.onset, from);
+      EXPECT_NEAR(t.fit.slope, 256 * kMiB, 2 * kMiB);
+    }
+  }
+}
+
 // As FlatThenRising, with Gaussian noise of sd `noise` instead of the jitter (whose step-to-step
 // differences have no spread, so the noise estimate there is 0), and the first `raised` points
 // `bump` higher (memory freed a few steps in).
