@@ -221,18 +221,17 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
 }
 
 // Of `latest` (a rank's latest attempt) and the rank's earlier attempts, the latest that holds
-// the moment `request` asks for: its first step starts at or before at_ns, or it has at_step.
-// `latest` itself when it holds it, or when none does (its error then says why).
+// a moment: `at_ns` (collector time: its first step starts at or before it) or `at_step` (it
+// has that step); any attempt holds no moment. `latest` itself when it holds it, or when none
+// does (its error then says why).
 const an::RankStepMetrics* AttemptCovering(const an::JobStepMetrics& job,
                                            const an::RankStepMetrics& latest,
-                                           const v1::LiveRequest& request) {
+                                           std::optional<int64_t> at_ns,
+                                           std::optional<int64_t> at_step) {
   const auto holds = [&](const an::RankStepMetrics& r) {
-    if (request.moment_case() == v1::LiveRequest::kAtNs) {
-      return r.size() > 0 && r.start_ns[0] <= request.at_ns();
-    }
-    if (request.moment_case() == v1::LiveRequest::kAtStep) {
-      return std::find(r.step.begin(), r.step.end(), request.at_step()) != r.step.end();
-    }
+    if (at_ns.has_value()) return r.size() > 0 && r.start_ns[0] <= *at_ns;
+    if (at_step.has_value())
+      return std::find(r.step.begin(), r.step.end(), *at_step) != r.step.end();
     return true;
   };
   if (holds(latest)) return &latest;
@@ -261,8 +260,14 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     // A moment before the latest attempt began (a time from a log of the crash the restart
     // followed, a step it never reached) is the latest earlier attempt's that has it: "no event
     // at or before" it, or "no step", while attempt 0 had it.
-    if (const an::RankStepMetrics* covering = AttemptCovering(*job, *subject, request);
-        covering != subject) {
+    const an::RankStepMetrics* covering = AttemptCovering(
+        *job, *subject,
+        request.moment_case() == v1::LiveRequest::kAtNs ? std::optional<int64_t>(request.at_ns())
+                                                        : std::nullopt,
+        request.moment_case() == v1::LiveRequest::kAtStep
+            ? std::optional<int64_t>(request.at_step())
+            : std::nullopt);
+    if (covering != subject) {
       subject = covering;
       attempt = covering->attempt;
     }
@@ -355,7 +360,9 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       });
 
   // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),
-  // each rank's latest otherwise.
+  // each rank's latest otherwise; of a rank restarted after the moment (a time, or a step its
+  // latest attempt never reached), the attempt that held it. The latest, begun later, read
+  // as holding nothing there.
   std::vector<LiveSetAsk> asks;
   std::vector<const an::RankStepMetrics*> asked;  // the ranks of `asks`
   for (const an::RankStepMetrics* rank : cohort) {
@@ -366,7 +373,17 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       // (LoadLiveSet), read on each rank in its own.
       at.kind = LivePoint::Kind::kAtCollectorTime;
       at.at_ns = mine->set.at_ns;
-    } else if (request.moment_case() == v1::LiveRequest::kAtStep) {
+    }
+    if (!request.has_attempt()) {
+      rank = AttemptCovering(*job, *rank,
+                             at.kind == LivePoint::Kind::kAtCollectorTime
+                                 ? std::optional<int64_t>(at.at_ns)
+                                 : std::nullopt,
+                             request.moment_case() == v1::LiveRequest::kAtStep
+                                 ? std::optional<int64_t>(request.at_step())
+                                 : std::nullopt);
+    }
+    if (request.moment_case() == v1::LiveRequest::kAtStep) {
       // Each rank's own end of that step: ranks' clocks differ, their step boundaries agree.
       std::optional<LivePoint> end = StepEnd(*rank, request.at_step());
       if (!end.has_value()) continue;

@@ -78,6 +78,17 @@ class AnalysisServiceTest : public ::testing::Test {
     sim::WorkloadOptions rerun = Base();
     rerun.start_ns += 3'600'000'000'000;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "restarted", rerun, 16384, 1).ok());
+    // 8 ranks, rank 0 leaking from step 10; then rank 0 alone restarted an hour later, for 20
+    // steps.
+    sim::WorkloadOptions leak0 = Base();
+    leak0.leak_rank = 0;
+    leak0.leak_from_step = 10;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "rank0-restarted", leak0, 16384, 0).ok());
+    sim::WorkloadOptions rank0 = Base();
+    rank0.ranks = 1;
+    rank0.steps = 20;
+    rank0.start_ns += 3'600'000'000'000;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "rank0-restarted", rank0, 16384, 1).ok());
   }
   static void TearDownTestSuite() { server_.reset(); }
 
@@ -464,6 +475,41 @@ TEST_F(AnalysisServiceTest, LiveAtAMomentBeforeTheRestartReadsTheEarlierAttempt)
   v1::LiveReport after;
   ASSERT_TRUE(service.Live(nullptr, &request, &after).ok());
   EXPECT_EQ(after.attempt(), 1u);
+}
+
+// Another rank restarted after the moment asked is read at the attempt that held it: its later
+// attempt, begun an hour on, read as holding nothing (rank 0's leak showed as "others max 0 B"),
+// and a step that attempt never reached read as "1 other rank has no step 40".
+TEST_F(AnalysisServiceTest, LiveReadsAnotherRankRestartedAfterTheMomentAtTheAttemptThatHeldIt) {
+  AnalysisService service(&server_->store(), 2);
+  v1::LiveRequest request;
+  request.set_job_id("rank0-restarted");
+  request.set_rank(5);
+  // What a rank holds of the subject's groups (the leak comes on top of its layers').
+  const auto held_by = [](const v1::LiveReport& report, uint32_t rank) -> uint64_t {
+    uint64_t bytes = 0;
+    for (const v1::LiveGroup& g : report.groups()) {
+      for (const v1::RankBytes& other : g.others()) {
+        if (other.rank() == rank) bytes += other.bytes();
+      }
+    }
+    return bytes;
+  };
+  request.set_at_ns(Base().start_ns + 40'500'000'000);  // step 40 of attempt 0 (1 s steps)
+  v1::LiveReport at_time;
+  ASSERT_TRUE(service.Live(nullptr, &request, &at_time).ok());
+  EXPECT_EQ(at_time.attempt(), 0u);
+  EXPECT_EQ(at_time.other_ranks(), 7u);
+  EXPECT_GT(held_by(at_time, 1), uint64_t{8} << 30);
+  EXPECT_GE(held_by(at_time, 0), held_by(at_time, 1)) << at_time.DebugString();
+
+  request.set_at_step(40);
+  v1::LiveReport at_step;
+  ASSERT_TRUE(service.Live(nullptr, &request, &at_step).ok());
+  EXPECT_EQ(at_step.other_ranks(), 7u);
+  EXPECT_EQ(at_step.others_without_the_step(), 0u);
+  EXPECT_GT(held_by(at_step, 1), uint64_t{8} << 30);
+  EXPECT_GE(held_by(at_step, 0), held_by(at_step, 1)) << at_step.DebugString();
 }
 
 TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
