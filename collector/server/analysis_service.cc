@@ -199,9 +199,24 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   }
   std::vector<LiveSetAsk> asks;
   for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
-    if (!params.rank.has_value() || rank->rank == *params.rank) {
-      asks.push_back({rank->rank, rank->attempt, point, /*with_phases=*/true});
+    if (params.rank.has_value() && rank->rank != *params.rank) continue;
+    uint32_t attempt = rank->attempt;
+    if (request.has_at_ns() && !params.attempt.has_value()) {
+      // A rank restarted after the moment is read at the latest attempt that had begun by then:
+      // the later one held nothing yet, and its leak went unlisted.
+      const auto began_by = [&](const an::RankTimeline& r) {
+        return !r.steps.empty() && r.steps.front().start_ns <= request.at_ns();
+      };
+      if (!began_by(*rank)) {
+        for (const an::RankTimeline& r : job->ranks) {
+          if (r.rank == rank->rank && r.attempt < rank->attempt && began_by(r) &&
+              (attempt == rank->attempt || r.attempt > attempt)) {
+            attempt = r.attempt;
+          }
+        }
+      }
     }
+    asks.push_back({rank->rank, attempt, point, /*with_phases=*/true});
   }
   absl::StatusOr<std::vector<an::RankLiveSet>> live =
       LoadLiveSets(store, request.job_id(), asks, threads);

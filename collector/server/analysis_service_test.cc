@@ -512,6 +512,22 @@ TEST_F(AnalysisServiceTest, LiveReadsAnotherRankRestartedAfterTheMomentAtTheAtte
   EXPECT_GE(held_by(at_step, 0), held_by(at_step, 1)) << at_step.DebugString();
 }
 
+// So are leaks --at: rank 0's leak, read at its later attempt, was no candidate.
+TEST_F(AnalysisServiceTest, LeaksAtAMomentBeforeARanksRestartReadsTheAttemptThatHeldIt) {
+  AnalysisService service(&server_->store(), 2);
+  v1::LeaksRequest request;
+  request.set_job_id("rank0-restarted");
+  request.set_at_ns(Base().start_ns + 40'500'000'000);  // step 40 of attempt 0 (1 s steps)
+  v1::LeakReport report;
+  ASSERT_TRUE(service.Leaks(nullptr, &request, &report).ok());
+  uint64_t rank0_allocations = 0;
+  for (const v1::LeakCandidate& c : report.candidates()) {
+    if (c.rank() == 0) rank0_allocations += c.count();
+  }
+  // Allocated from step 10 (warm-up ends at 5), live across 3 boundaries by step 40: 28 or so.
+  EXPECT_GE(rank0_allocations, 25u) << report.DebugString();
+}
+
 TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
   AnalysisService service(&server_->store(), 2);
   v1::LeaksRequest request;

@@ -368,10 +368,13 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   std::vector<const RankTimeline*> ranks = SelectRanks(job, params.attempt);
   report.ranks = static_cast<uint32_t>(ranks.size());
   TheilSen fitter(params.max_pairs);
-  // Per rank, the first step after warm-up: allocations from it on can be candidates.
-  absl::flat_hash_map<uint32_t, int64_t> warmup_end;
-  std::map<uint32_t, std::vector<int64_t>> rank_steps;  // each rank's step numbers, ascending
-  const auto note_warmup = [&](uint32_t rank, size_t count, auto step_at) {
+  // Per rank and attempt, the first step after warm-up: allocations from it on can be
+  // candidates. Every attempt's: a live set read at a moment before a rank's restart is of the
+  // attempt that held it (the collector's leaks --at), whose steps are its own.
+  using RankAttempt = std::pair<uint32_t, uint32_t>;
+  absl::flat_hash_map<RankAttempt, int64_t> warmup_end;
+  std::map<RankAttempt, std::vector<int64_t>> rank_steps;  // step numbers, ascending
+  const auto note_warmup = [&](RankAttempt rank, size_t count, auto step_at) {
     if (params.warmup_steps < count) {
       warmup_end[rank] = step_at(params.warmup_steps);
     } else if (count > 0) {
@@ -381,12 +384,12 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
     for (size_t i = 0; i < count; ++i) steps_of.push_back(step_at(i));
   };
   if (!job.time_axis) {
-    for (const RankTimeline* r : ranks) {
-      note_warmup(r->rank, r->steps.size(), [&](size_t i) { return r->steps[i].step; });
+    for (const RankTimeline& r : job.ranks) {
+      note_warmup({r.rank, r.attempt}, r.steps.size(), [&](size_t i) { return r.steps[i].step; });
     }
   } else if (steps != nullptr && !steps->time_axis) {
-    for (const RankStepMetrics* r : SelectRanks(*steps, params.attempt)) {
-      note_warmup(r->rank, r->size(), [&](size_t i) { return r->step[i]; });
+    for (const RankStepMetrics& r : steps->ranks) {
+      note_warmup({r.rank, r.attempt}, r.size(), [&](size_t i) { return r.step[i]; });
     }
   }
   for (const RankTimeline* r : ranks) {
@@ -397,13 +400,13 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   }
   for (const RankLiveSet& set : live) {
     if (params.rank.has_value() && set.rank != *params.rank) continue;
-    auto it = warmup_end.find(set.rank);
+    auto it = warmup_end.find({set.rank, set.attempt});
     // A time-axis job without its steps: no warm-up to count from, so no candidates (survivors
     // do not need one).
     const int64_t candidates_from = it != warmup_end.end() ? it->second
                                     : job.time_axis        ? std::numeric_limits<int64_t>::max()
                                                            : int64_t{params.warmup_steps};
-    auto steps_of = rank_steps.find(set.rank);
+    auto steps_of = rank_steps.find({set.rank, set.attempt});
     FindCandidates(set, candidates_from, steps_of != rank_steps.end() ? &steps_of->second : nullptr,
                    job.time_axis && steps_of == rank_steps.end() ? job.bucket_ns : 0, params,
                    report);
