@@ -44,8 +44,9 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 [&request](uint32_t v) { request.set_rank(v); });
   std::string at;
   flags.AddString("at", "TIME",
-                  "candidates and phase survivors from the live sets at this time (default now); "
-                  "the curves and the phase-tagged memory at step ends read every step stored",
+                  "candidates and phase survivors from the live sets at this time (default now; a "
+                  "rank restarted since is read at the attempt that held it); the curves and the "
+                  "phase-tagged memory at step ends read every step stored",
                   &at);
   AddUint32Flag(flags, "warmup", "N", "first steps not classified (default 5)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
