@@ -79,6 +79,12 @@ absl::StatusOr<std::unique_ptr<CollectorServer>> CollectorServer::Start(
     health->SetServingStatus("memtrace.v1.Ingest", true);
     health->SetServingStatus("memtrace.v1.Query", true);
     health->SetServingStatus("memtrace.v1.Analysis", true);
+    // A store that stopped taking writes (a full or failing disk) refuses every batch until a
+    // restart: Ingest, and the server as a whole, are then not serving; queries still are.
+    server->store_->OnWritesStopped([health] {
+      health->SetServingStatus("memtrace.v1.Ingest", false);
+      health->SetServingStatus("", false);
+    });
   }
   return server;
 }

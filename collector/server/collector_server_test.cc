@@ -7,11 +7,14 @@
 
 #include "absl/time/clock.h"
 #include "collector/server/server_test_util.h"
+#include "collector/server/simulated_job_store.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/completion_queue.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "gtest/gtest.h"
+#include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
 
 namespace memtrace::collector {
 namespace {
@@ -81,27 +84,104 @@ TEST(CollectorServerTest, BadOptionsAreRejectedWithTheValue) {
   EXPECT_FALSE(CollectorServer::Start(options).ok());
 }
 
+// grpc.health.v1.Health/Check of `service` ("" = the server): the HealthCheckResponse's bytes,
+// "\x08\x01" for SERVING, "\x08\x02" for NOT_SERVING; "error: ..." when the call failed.
+std::string HealthCheck(const CollectorServer& server, const std::string& service) {
+  grpc::GenericStub stub(Connect(server));
+  grpc::CompletionQueue cq;
+  grpc::ClientContext ctx;
+  // grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited.
+  std::string request;
+  if (!service.empty()) request = std::string("\x0a", 1) + char(service.size()) + service;
+  auto call = stub.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", FromString(request), &cq);
+  call->StartCall();
+  grpc::ByteBuffer response;
+  grpc::Status status;
+  call->Finish(&response, &status, Tag(1));
+  if (!Next(&cq)) return "error: no answer";
+  if (!status.ok()) return "error: " + status.error_message();
+  return ToString(response);
+}
+
+const std::string kServing("\x08\x01", 2);
+const std::string kNotServing("\x08\x02", 2);
+
 TEST(CollectorServerTest, HealthServiceReportsServing) {
   auto server = StartCollector("health");
   ASSERT_NE(server, nullptr);
-  grpc::GenericStub stub(Connect(*server));
   for (const std::string& service : {std::string(), std::string("memtrace.v1.Ingest")}) {
-    grpc::CompletionQueue cq;
-    grpc::ClientContext ctx;
-    // grpc.health.v1.HealthCheckRequest{service}: field 1, length-delimited.
-    std::string request;
-    if (!service.empty()) request = std::string("\x0a", 1) + char(service.size()) + service;
-    auto call = stub.PrepareUnaryCall(&ctx, "/grpc.health.v1.Health/Check", FromString(request),
-                                      &cq);
-    call->StartCall();
-    grpc::ByteBuffer response;
-    grpc::Status status;
-    call->Finish(&response, &status, Tag(1));
-    ASSERT_TRUE(Next(&cq));
-    ASSERT_TRUE(status.ok()) << status.error_message();
-    // HealthCheckResponse{status: SERVING (1)}.
-    EXPECT_EQ(ToString(response), std::string("\x08\x01", 2)) << "service '" << service << "'";
+    EXPECT_EQ(HealthCheck(*server, service), kServing) << "service '" << service << "'";
   }
+}
+
+// A file system whose files fail every append once `full` is set, as on a full disk.
+class FillingFileSystem : public rocksdb::FileSystemWrapper {
+ public:
+  FillingFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "FillingFileSystem"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* file,
+                                    rocksdb::IODebugContext* debug) override {
+    rocksdb::IOStatus s = target()->NewWritableFile(name, options, file, debug);
+    if (s.ok()) *file = std::make_unique<File>(std::move(*file), &full);
+    return s;
+  }
+
+  std::atomic<bool> full{false};
+
+ private:
+  class File : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> file, const std::atomic<bool>* full)
+        : FSWritableFileOwnerWrapper(std::move(file)), full_(full) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* debug) override {
+      if (full_->load()) return rocksdb::IOStatus::NoSpace("no space left on device (test)");
+      return target()->Append(data, options, debug);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             const rocksdb::DataVerificationInfo& info,
+                             rocksdb::IODebugContext* debug) override {
+      if (full_->load()) return rocksdb::IOStatus::NoSpace("no space left on device (test)");
+      return target()->Append(data, options, info, debug);
+    }
+
+   private:
+    const std::atomic<bool>* full_;
+  };
+};
+
+// Found by an operator's test on a full tmpfs: the store refused every batch until a restart,
+// and health checks (load balancers', `memtrace run`'s) still said SERVING. Queries go on.
+TEST(CollectorServerTest, AStoreThatStoppedTakingWritesIsNotServingIngest) {
+  auto fs = std::make_shared<FillingFileSystem>();
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  CollectorServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.store.dir = testing::ClearedStoreDir("filling");
+  options.store.durability = Durability::kAsync;
+  options.store.env = env.get();
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  sim::WorkloadOptions job;
+  job.ranks = 1;
+  job.steps = 10;
+  job.events_per_rank = 1000;
+  ASSERT_TRUE(StoreSimulatedJob((*server)->store(), "before", job).ok());
+  EXPECT_EQ(HealthCheck(**server, ""), kServing);
+  EXPECT_EQ(HealthCheck(**server, "memtrace.v1.Ingest"), kServing);
+
+  fs->full = true;
+  absl::StatusOr<StoredJobStats> refused = StoreSimulatedJob((*server)->store(), "after", job);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_FALSE((*server)->store().TakesWrites());
+  EXPECT_EQ(HealthCheck(**server, ""), kNotServing);
+  EXPECT_EQ(HealthCheck(**server, "memtrace.v1.Ingest"), kNotServing);
+  EXPECT_EQ(HealthCheck(**server, "memtrace.v1.Query"), kServing);
+  EXPECT_EQ(HealthCheck(**server, "memtrace.v1.Analysis"), kServing);
+  fs->full = false;
+  server->reset();  // before the environment it writes through
 }
 
 TEST(CollectorServerTest, ReflectionListsTheMemtraceServices) {

@@ -227,8 +227,9 @@ absl::Status PrepareDataDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
-rocksdb::DBOptions StoreDbOptions(const std::string& dir) {
+rocksdb::DBOptions StoreDbOptions(const std::string& dir, rocksdb::Env* env) {
   rocksdb::DBOptions db_options;
+  if (env != nullptr) db_options.env = env;
   db_options.info_log = OpenInfoLog(dir, rocksdb::InfoLogLevel::INFO_LEVEL);
   db_options.create_if_missing = true;
   db_options.create_missing_column_families = true;
@@ -292,7 +293,7 @@ absl::StatusOr<std::unique_ptr<EventStore>> EventStore::Open(const EventStoreOpt
   std::vector<rocksdb::ColumnFamilyDescriptor> families = StoreFamilies();
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  const rocksdb::DBOptions db_options = StoreDbOptions(options.dir);
+  const rocksdb::DBOptions db_options = StoreDbOptions(options.dir, options.env);
   rocksdb::Status s = rocksdb::DB::Open(db_options, options.dir, families, &handles, &raw);
   if (!s.ok()) {
     // Only a held LOCK file means another process has the store; a corrupt store or a full disk
@@ -362,8 +363,15 @@ absl::Status EventStore::Write(rocksdb::WriteBatch* batch) const {
     // Said once, where an operator looks: every agent's stream ends with it too.
     std::fprintf(stderr, "memtrace-collector: %s\n", write_error_.ToString().c_str());
     write_failed_.store(true, std::memory_order_release);
+    if (on_writes_stopped_) on_writes_stopped_();
   }
   return write_error_;
+}
+
+void EventStore::OnWritesStopped(std::function<void()> listener) {
+  absl::MutexLock lock(&write_error_mu_);
+  on_writes_stopped_ = std::move(listener);
+  if (!write_error_.ok() && on_writes_stopped_) on_writes_stopped_();
 }
 
 absl::StatusOr<uint32_t> EventStore::ResolveRank(const JobRecord& job,

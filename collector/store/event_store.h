@@ -39,6 +39,7 @@
 namespace rocksdb {
 class ColumnFamilyHandle;
 class DB;
+class Env;
 class Iterator;
 class Snapshot;
 class WriteBatch;
@@ -72,6 +73,9 @@ struct EventStoreOptions {
   // The collector's clock (CLOCK_REALTIME ns) when a batch is stored: with the margins below,
   // it gives the batch's time horizon (RankState::SetTimeHorizon). Tests set their own.
   std::function<int64_t()> now_ns = RealtimeNanos;
+  // RocksDB's environment; nullptr = the default. Tests give one whose file system fails
+  // writes, as a full disk does (not owned; it must outlive the store).
+  rocksdb::Env* env = nullptr;
 };
 
 // How far past the collector's clock (in the rank's clock) a timestamp may be and still be a
@@ -178,6 +182,14 @@ class EventStore {
   ~EventStore();
   EventStore(const EventStore&) = delete;
   EventStore& operator=(const EventStore&) = delete;
+
+  // `listener` runs once, on the writing thread, when a write first fails with an I/O error and
+  // the store stops taking writes (below); at once when that has already happened. The server
+  // marks its Ingest service NOT_SERVING there, so health checks stop reporting a collector that
+  // refuses every batch as SERVING. Set once, before the store is shared.
+  void OnWritesStopped(std::function<void()> listener);
+  // Whether writes are still taken (no write has failed with an I/O error).
+  bool TakesWrites() const { return !write_failed_.load(std::memory_order_acquire); }
 
   // Registers a connection of the stream `identity` names (job_id must be non-empty), numbering
   // a new job and, for identity.rank == -1, naming the worker by host+device+pid with a stable
@@ -321,6 +333,7 @@ class EventStore {
   mutable std::atomic<bool> write_failed_{false};
   mutable absl::Mutex write_error_mu_;
   mutable absl::Status write_error_ ABSL_GUARDED_BY(write_error_mu_);
+  std::function<void()> on_writes_stopped_ ABSL_GUARDED_BY(write_error_mu_);
 
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<JobRecord>> jobs_ ABSL_GUARDED_BY(mu_);

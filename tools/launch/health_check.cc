@@ -80,6 +80,13 @@ absl::Status CheckCollector(const std::string& address, absl::Duration timeout) 
     }
   }
   int serving = DecodeStatus(bytes);
+  if (serving == 2) {
+    // What the collector says when its store stopped taking writes (collector_server.cc).
+    return absl::FailedPreconditionError(absl::StrCat(
+        "collector at ", address, " takes no events: ", kService,
+        " is NOT_SERVING (its store stopped taking writes, e.g. on a full disk, until it "
+        "restarts; its stderr says why)"));
+  }
   if (serving != 1) {
     return absl::FailedPreconditionError(absl::StrCat("collector at ", address, " is not serving ",
                                                       kService, " (health status ", serving, ")"));
