@@ -6,7 +6,8 @@
 //   memtrace-emit [--events=N] [--tag=NAME] [--flush_timeout_ms=MS]
 //
 // Exit status: 0 when every event was acknowledged and the stream closed cleanly (one summary
-// line on stdout); 2 on bad flags or environment; 3 when delivery failed. Failures print one
+// line on stdout); 2 on bad flags or environment; 3 when delivery failed or any event was
+// dropped (a full queue: MEMTRACE_QUEUE_EVENTS). Failures print one
 // line "memtrace-emit: <reason>" on stderr.
 #include <cstdio>
 #include <algorithm>
@@ -109,6 +110,18 @@ int Main(int argc, char** argv) {
     return Fail(kExitUndelivered, std::string(s.message()));
   }
   const TransportStats stats = t.stats();
+  if (stats.events_lost > 0) {
+    // Dropped before they were sent (a full queue or spool), or by the collector: the flush
+    // succeeded for what was left, which the summary used to call "every event acknowledged".
+    return Fail(
+        kExitUndelivered,
+        absl::StrCat(stats.events_lost, " of ", flags.events,
+                     " events were dropped, not delivered (queue full: ",
+                     stats.events_lost_queue_full, ", spool full: ", stats.events_lost_spool_full,
+                     ", lost by the collector: ", stats.events_lost_collector,
+                     "); the rest were acknowledged by ", address, " (durable seq ",
+                     stats.durable_seq, ")"));
+  }
   // The attempt the collector stored the stream as: a rank's next one, when it held this one
   // from a run that ended (the identity's own said "attempt 0" after the agent said 1).
   std::printf(

@@ -119,6 +119,24 @@ TEST(MemtraceEmitTest, DeliversItsEventsUnderTheEnvironmentsIdentityAndExitsZero
   EXPECT_EQ(s.undefined_string_uses, 0u);
 }
 
+// Found by a user: with the queue overflowing, it printed "3000000 events acknowledged" and
+// exited 0 while the collector counted 985129 lost.
+TEST(MemtraceEmitTest, DroppedEventsExitThreeSayingHowMany) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  Result r = RunEmit({{"MEMTRACE_COLLECTOR", collector.address()},
+                      {"MEMTRACE_JOB_ID", "overflow"},
+                      {"RANK", "0"},
+                      {"WORLD_SIZE", "1"},
+                      {"MEMTRACE_QUEUE_EVENTS", "16"}},
+                     {"--events=200000"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_EQ(r.out.find("acknowledged by"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find(" of 200000 events were dropped, not delivered (queue full: "),
+            std::string::npos)
+      << r.err;
+}
+
 // A rerun whose attempt the collector holds from a run that ended is stored as the next one:
 // the summary said "attempt 0" after the agent had said it was stored as attempt 1.
 TEST(MemtraceEmitTest, TheSummaryNamesTheAttemptTheCollectorStoredItAs) {
