@@ -46,7 +46,8 @@ assert got["NVTX_INJECTION64_PATH"] == agent, got
 assert got["MEMTRACE_COLLECTOR"] == "10.1.2.3:7431", got
 assert got["MEMTRACE_JOB_ID"] == "rl-1", got
 assert got["PYTORCH_CUDA_ALLOC_CONF"] == "x:y", got
-per_process = {"MEMTRACE_DEVICE", "MEMTRACE_ATTEMPT"}
+# MEMTRACE_RUN_ID is a `memtrace run`'s own, not the Ray job's.
+per_process = {"MEMTRACE_DEVICE", "MEMTRACE_ATTEMPT", "MEMTRACE_RUN_ID"}
 for name, set_by, _ in ns["AGENT_VARIABLES"]:
     if set_by == "memtrace" and name not in per_process and name not in (
             "MEMTRACE_COLLECTOR", "MEMTRACE_JOB_ID", ns["DEFAULT_JOB_ID_VAR"]):

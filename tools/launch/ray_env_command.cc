@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -190,7 +192,9 @@ cli::Command RayEnvCommand() {
                << " is not in the agent's list of variables (a typo?)\n";
       }
     }
-    // A library found here exists; one given may be only on the nodes.
+    // A library found here exists; one given may be only on the nodes. The NVTX library is
+    // the agent library by default: one path is warned of once.
+    std::set<std::string> missing;
     for (const auto& [name, value] : *vars) {
       if (name == "MEMTRACE_TOKEN") {
         io.err << "memtrace ray-env: warning: MEMTRACE_TOKEN goes into the job's runtime_env, "
@@ -198,7 +202,7 @@ cli::Command RayEnvCommand() {
                   "file on every node\n";
       }
       if ((name == kCudaInjectionVar || name == kNvtxInjectionVar) &&
-          ::access(value.c_str(), R_OK) != 0) {
+          ::access(value.c_str(), R_OK) != 0 && missing.insert(value).second) {
         io.err << "memtrace ray-env: warning: " << value
                << " is not on this machine: it must exist at that path on every Ray node\n";
       }

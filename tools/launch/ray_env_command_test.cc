@@ -172,6 +172,28 @@ TEST(RayEnvCommandTest, WarnsAboutAListeningAddressAndRefusesAVariableGivenTwice
   EXPECT_EQ(out2.str(), "");
 }
 
+// The NVTX library defaults to the agent library: one missing path was warned of twice.
+TEST(RayEnvCommandTest, AnAgentLibraryNotOnThisMachineIsWarnedOfOnce) {
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--agent_lib", "/y/a.so"}, io), 0)
+      << err.str();
+  EXPECT_EQ(err.str(),
+            "memtrace ray-env: warning: /y/a.so is not on this machine: it must exist at that "
+            "path on every Ray node\n");
+}
+
+// Inside a `memtrace run`, its MEMTRACE_RUN_ID was copied to every Ray worker.
+TEST(RayEnvCommandTest, DoesNotForwardAMemtraceRunsOwnId) {
+  setenv("MEMTRACE_AGENT_LIB", MakeAgent().c_str(), 1);
+  setenv("MEMTRACE_RUN_ID", "00c0ffee00c0ffee", 1);
+  std::ostringstream out, err;
+  cli::CommandIo io{out, err};
+  EXPECT_EQ(RayEnvCommand().run({"--collector", "10.0.0.1:7431"}, io), 0) << err.str();
+  unsetenv("MEMTRACE_RUN_ID");
+  EXPECT_EQ(out.str().find("MEMTRACE_RUN_ID"), std::string::npos) << out.str();
+}
+
 TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
   std::ostringstream out, err;
   cli::CommandIo io{out, err};
@@ -195,7 +217,8 @@ TEST(RayEnvCommandTest, BadEnvFlagIsAUsageError) {
   std::ostringstream out4, err4;
   cli::CommandIo io4{out4, err4};
   EXPECT_EQ(RayEnvCommand().run({"--collector", "h:1", "--env", "RANK=3"}, io4), 2);
-  EXPECT_NE(err4.str().find("--env RANK: Ray sets it per worker"), std::string::npos) << err4.str();
+  EXPECT_NE(err4.str().find("--env RANK: it is set per worker (by the launcher"), std::string::npos)
+      << err4.str();
   // So would a launcher's job id (every Ray job filed under one), or one process's attempt.
   for (const auto& [assignment, why] :
        {std::pair{"RAY_JOB_ID=1", "--env RAY_JOB_ID: the launcher sets it for each job"},

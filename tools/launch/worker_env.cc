@@ -174,8 +174,9 @@ const std::vector<std::pair<std::string, std::string>>& NotForEveryWorker() {
     auto* all = new std::vector<std::pair<std::string, std::string>>;
     for (const std::string& name : PerWorkerVariables()) {
       all->emplace_back(name,
-                        "Ray sets it per worker; one value for every worker would give them all "
-                        "the same identity, and the collector keeps only one");
+                        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code "
+                        "that starts the Ray actor); one value for every worker would give them "
+                        "all the same identity, and the collector keeps only one");
     }
     for (const auto& [name, why] : kPerProcessVariables) all->emplace_back(name, why);
     for (const char* name :
@@ -229,7 +230,12 @@ EnvVars ForwardedAgentSettings(const EnvLookup& env) {
   for (const EnvVarDoc& doc : AgentEnvironmentVariables()) {
     if (doc.set_by != "memtrace") continue;
     const std::string name(doc.name);
-    if (name == kCollectorVar || name == kJobIdVar || name == kDefaultJobIdVar) continue;
+    // memtrace run's own id (set in a shell inside a `memtrace run`) is not this job's: ray-env
+    // refuses it in --env, and copied from the shell it gave every Ray worker that run's id.
+    if (name == kCollectorVar || name == kJobIdVar || name == kDefaultJobIdVar ||
+        name == kRunIdVar) {
+      continue;
+    }
     if (IsPerProcessVariable(name)) continue;
     if (std::optional<std::string> value = EnvNonEmpty(env, name)) {
       vars.emplace_back(name, *value);

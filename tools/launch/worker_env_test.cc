@@ -159,12 +159,14 @@ TEST(ForwardedAgentSettingsTest, ForwardsEveryMemtraceSettingOfTheAgentListAndNo
     const std::string name(doc.name);
     const bool expected = doc.set_by == "memtrace" && name != "MEMTRACE_COLLECTOR" &&
                           name != "MEMTRACE_JOB_ID" && name != kDefaultJobIdVar &&
-                          !IsPerProcessVariable(name);
+                          name != kRunIdVar && !IsPerProcessVariable(name);
     EXPECT_EQ(forwarded.count(name), expected ? 1u : 0u) << name;
   }
   EXPECT_EQ(forwarded.count("RANK"), 0u);
   EXPECT_EQ(forwarded.count("RAY_JOB_ID"), 0u);
   EXPECT_EQ(forwarded.count("MEMTRACE_DEVICE"), 0u);
+  // A `memtrace run`'s own id, when ray-env is called inside one: not the Ray job's.
+  EXPECT_EQ(forwarded.count("MEMTRACE_RUN_ID"), 0u);
   EXPECT_EQ(forwarded.count("MEMTRACE_BATCH_EVENTS"), 1u);
 }
 

@@ -134,7 +134,6 @@ FORWARDED_SETTINGS = (
     "MEMTRACE_UNACKED_MAX_BYTES",
     "MEMTRACE_SPOOL_DIR",
     "MEMTRACE_SPOOL_MAX_BYTES",
-    "MEMTRACE_RUN_ID",
     "MEMTRACE_DISABLE",
     "MEMTRACE_SAMPLE_MS",
     "MEMTRACE_SUBSCRIBE",
@@ -177,27 +176,27 @@ PER_WORKER_VARIABLES = (
 # Variables runtime_env() refuses in extra, each with why (NotForEveryWorker).
 NOT_FOR_EVERY_WORKER = {
     "RANK":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "LOCAL_RANK":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "GROUP_RANK":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "OMPI_COMM_WORLD_RANK":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "OMPI_COMM_WORLD_LOCAL_RANK":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "SLURM_PROCID":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "SLURM_LOCALID":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "SLURM_NODEID":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "SLURM_TASK_PID":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "PMI_RANK":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "MPI_LOCALRANKID":
-        "Ray sets it per worker; one value for every worker would give them all the same identity, and the collector keeps only one",
+        "it is set per worker (by the launcher: torchrun, Slurm, MPI, or the code that starts the Ray actor); one value for every worker would give them all the same identity, and the collector keeps only one",
     "MEMTRACE_DEVICE":
         "one process's device; every worker would name the same one",
     "MEMTRACE_ATTEMPT":
