@@ -111,7 +111,9 @@ int RunCli(absl::Span<const Command> commands, const std::vector<std::string>& a
   const std::string& name = args[i];
   std::vector<std::string> rest(args.begin() + i + 1, args.end());
   if (name == "help") {
-    if (rest.empty() || rest.front() == "help") {
+    // "help --help" as every other command takes it.
+    if (rest.empty() || rest.front() == "help" || rest.front() == "--help" ||
+        rest.front() == "-h") {
       io.out << TopLevelHelp(commands, io);
       return kExitOk;
     }

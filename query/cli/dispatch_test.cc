@@ -72,8 +72,12 @@ TEST_F(DispatchTest, UsesTheDefaultCollectorFromTheEnvironment) {
 }
 
 TEST_F(DispatchTest, TopLevelHelpListsEveryCommandAndTheCommonFlags) {
-  for (std::vector<std::string> args :
-       {std::vector<std::string>{"--help"}, {"-h"}, {"help"}, {"help", "help"}}) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"},
+                                        {"-h"},
+                                        {"help"},
+                                        {"help", "help"},
+                                        {"help", "--help"},
+                                        {"help", "-h"}}) {
     EXPECT_EQ(Run(args), kExitOk);
     const std::string help = out_.str();
     EXPECT_NE(help.find("  jobs    summary of jobs\n"), std::string::npos) << help;
