@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/codec/event.h"
@@ -45,6 +46,16 @@ absl::Status NotConnected(const SimulationOptions& options, int rank, const Tran
     return absl::FailedPreconditionError(absl::StrCat(
         "collector at ", options.collector_address, " refused the stream of rank ", rank,
         " of job '", options.job_id, "': ", stats.last_stream_error, after));
+  }
+  // gRPC's words for a connection that was never made; anything else is the collector's answer.
+  if (!stats.last_stream_error.empty() &&
+      !absl::StrContains(stats.last_stream_error, "failed to connect")) {
+    // Reached, but its streams ended with an error that retrying may outlast (UNAVAILABLE: its
+    // store takes no writes on a full disk): said, not taken for an unreachable collector.
+    return absl::UnavailableError(absl::StrCat(
+        "collector at ", options.collector_address, " did not take the stream of rank ", rank,
+        " within ", absl::FormatDuration(options.connect_timeout), ": ", stats.last_stream_error,
+        after));
   }
   return absl::UnavailableError(absl::StrCat("cannot reach collector at ",
                                              options.collector_address, " within ",
@@ -154,6 +165,15 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
         outcome.status = absl::DeadlineExceededError(
             absl::StrCat("only ", outcome.stats.durable_seq, " of ", outcome.stats.last_seq,
                          " events acknowledged as durable"));
+      }
+      // Why the collector stopped taking the stream (its store's full disk), where the
+      // transport's own words ("not connected") do not say.
+      const std::string& why = outcome.stats.last_stream_error;
+      if (!outcome.status.ok() && !why.empty() &&
+          !absl::StrContains(outcome.status.message(), why)) {
+        outcome.status = absl::Status(
+            outcome.status.code(),
+            absl::StrCat(outcome.status.message(), " (the collector's last answer: ", why, ")"));
       }
     });
   }

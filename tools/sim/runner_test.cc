@@ -102,6 +102,29 @@ TEST(RunSimulationTest, ReportsTheCollectorsRefusalRatherThanUnreachable) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(4));
 }
 
+// A collector whose store takes no writes (a full disk) answers every Hello with UNAVAILABLE,
+// which the transport retries: the run said "cannot reach collector", not why.
+TEST(RunSimulationTest, SaysWhyAReachableCollectorDidNotTakeTheStream) {
+  FakeCollector collector;
+  ASSERT_TRUE(collector.Start().ok());
+  collector.RefuseHellos(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                      "writing to the store: No space left on device; the store "
+                                      "takes no more writes until the collector restarts"));
+  SimulationOptions options;
+  options.job_id = "sim-full";
+  options.workload.ranks = 1;
+  options.collector_address = collector.address();
+  options.connect_timeout = absl::Seconds(2);
+  absl::StatusOr<std::vector<RankOutcome>> run = RunSimulation(options, [](const std::string&) {});
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StartsWith(run.status().message(),
+                               absl::StrCat("collector at ", collector.address(),
+                                            " did not take the stream of rank 0 within 2s: ")))
+      << run.status();
+  EXPECT_TRUE(absl::StrContains(run.status().message(), "No space left on device")) << run.status();
+}
+
 TEST(RunSimulationTest, SaysWhenRanksAdmittedBeforeARefusalStayInTheJob) {
   // A real collector that takes 2 ranks a job: rank 2 or 3 of 4 is refused after ranks 0 and 1
   // (streamed by this process, for good) were admitted, so the same --job fails again.
