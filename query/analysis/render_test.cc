@@ -461,6 +461,8 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
                   "after --warmup 200)\n"))
       << RenderHeadroom(unread);
   EXPECT_FALSE(Has(RenderHeadroom(unread), "on course")) << RenderHeadroom(unread);
+  // Nor does a rank too short to fit show a measured-looking slope ("0 B/step").
+  EXPECT_FALSE(Has(RenderHeadroom(unread), "B/step")) << RenderHeadroom(unread);
 
   v1::CompareReport c;
   ToProto(CompareJobs(sim::Simulate(sim::LeakJob(5, 30)).timeline,
