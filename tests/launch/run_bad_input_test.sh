@@ -370,4 +370,22 @@ expect_grep "$WORK/c8c.err" "WARNING: --data applies to a local collector, and t
 MEMTRACE_ATTEMPT=abc "$MEMTRACE" run --data "$WORK/d8" -- true >"$WORK/c8b.out" 2>"$WORK/c8b.err"
 expect_eq "exit code for MEMTRACE_ATTEMPT=abc" "$?" "2"
 expect_grep "$WORK/c8b.err" "memtrace run: MEMTRACE_ATTEMPT='abc' is not an integer: every worker's agent would refuse its identity"
+
+# 12. A memtrace run killed with SIGKILL cannot remove its temporary directory (the collector's
+# port file and log); the next run removes it, as its lock is nobody's now. A live run's stays.
+TMPDIR="$WORK/tmp12" && mkdir -p "$TMPDIR" && export TMPDIR
+"$MEMTRACE" run --data "$WORK/d12" --no_agent -- sleep 31.7 >"$WORK/c12.out" 2>"$WORK/c12.err" &
+killed=$!
+wait_for_line "$WORK/c12.err" "local collector" 10
+left=$(ls -d "$TMPDIR"/memtrace-run-*)
+[ -n "$left" ] || fail "no temporary directory while the run runs"
+kill -9 "$killed"
+wait "$killed" 2>/dev/null
+pkill -f "sleep 31.7" 2>/dev/null
+[ -d "$left" ] || fail "$left went with SIGKILL: nothing to sweep"
+"$MEMTRACE" run --data "$WORK/d12b" --no_agent -- true >"$WORK/c12b.out" 2>"$WORK/c12b.err"
+expect_eq "exit code of the run after" "$?" "0"
+[ -d "$left" ] && fail "the killed run's $left is still there: $(ls -la "$left")"
+expect_eq "temporary directories left" "$(ls -d "$TMPDIR"/memtrace-run-* 2>/dev/null | wc -l)" "0"
+echo "ok: a SIGKILLed run's temporary directory is removed by the next run"
 echo PASS

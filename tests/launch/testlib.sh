@@ -61,6 +61,10 @@ field() {
 
 WORK="${TEST_TMPDIR:-$(mktemp -d)}/work.$$"
 mkdir -p "$WORK"
+# memtrace run's temporary directories (and a log a case keeps on purpose) in the test's own
+# space, not the machine's /tmp, where each CI run left some.
+export TMPDIR="$WORK/tmp"
+mkdir -p "$TMPDIR"
 # The workers never initialise CUDA, so the driver never loads the agent: any existing file
 # stands in for it (keeps these tests independent of the CUDA-only agent build).
 AGENT_STANDIN="$WORK/libmemtrace_agent.so"

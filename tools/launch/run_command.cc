@@ -31,6 +31,7 @@
 #include "tools/launch/local_collector.h"
 #include "tools/launch/run_args.h"
 #include "tools/launch/supervisor.h"
+#include "tools/launch/work_dir.h"
 #include "tools/launch/worker_env.h"
 
 namespace memtrace::launch {
@@ -126,23 +127,24 @@ void Register(RunFlags& f, RunOptions* o) {
              &o->health_interval);
 }
 
-std::string TempDir() {
+std::string TempBase() {
   const char* base = getenv("TMPDIR");
-  std::string pattern =
-      absl::StrCat(base != nullptr && *base != '\0' ? base : "/tmp", "/memtrace-run-XXXXXX");
+  return base != nullptr && *base != '\0' ? base : "/tmp";
+}
+
+// A store of the run's own when the usual one is held by another collector: named apart from
+// the work directories (work_dir.h), which later runs remove once their run is gone.
+std::string FallbackDataDir() {
+  std::string pattern = absl::StrCat(TempBase(), "/memtrace-data-XXXXXX");
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (mkdtemp(buffer.data()) == nullptr) return "";
   return buffer.data();
 }
 
-void RemoveTree(const std::string& dir) {
-  if (dir.empty()) return;
-  // Only our own work dir: a port file and a collector log.
-  for (const char* name : {"/collector.port", "/collector.log"}) {
-    unlink(absl::StrCat(dir, name).c_str());
-  }
-  rmdir(dir.c_str());
+// An empty fallback store's directory (the collector did not start in it).
+void RemoveIfEmpty(const std::string& dir) {
+  if (!dir.empty()) rmdir(dir.c_str());
 }
 
 std::string DefaultDataDir(const EnvLookup& env) {
@@ -245,7 +247,7 @@ class Runner {
   std::vector<std::string> command_;
   CommandIo& io_;
   EnvLookup env_;
-  std::string work_dir_;
+  WorkDir work_dir_;
   std::unique_ptr<LocalCollector> local_;
   std::string data_dir_;
   std::optional<int> local_died_status_;
@@ -263,18 +265,19 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
         binary.status().message(),
         "; set MEMTRACE_COLLECTOR_BIN, or pass --collector ADDR to use a running collector"));
   }
-  work_dir_ = TempDir();
-  if (work_dir_.empty()) {
-    return absl::FailedPreconditionError("cannot create a temporary directory (TMPDIR)");
-  }
+  // Those of runs killed before they could remove theirs (SIGKILL): their lock is nobody's.
+  SweepStaleWorkDirs(TempBase());
+  absl::StatusOr<WorkDir> work_dir = WorkDir::Create(TempBase());
+  if (!work_dir.ok()) return work_dir.status();
+  work_dir_ = *std::move(work_dir);
   LocalCollectorOptions options;
   options.binary = *binary;
-  options.work_dir = work_dir_;
+  options.work_dir = work_dir_.path();
   options.listen = o_.listen;
   options.signal_mask = child_mask;
   const bool explicit_dir = !o_.data_dir.empty();
   options.data_dir = explicit_dir ? o_.data_dir : DefaultDataDir(env_);
-  if (options.data_dir.empty()) options.data_dir = absl::StrCat(work_dir_, "/data");
+  if (options.data_dir.empty()) options.data_dir = absl::StrCat(work_dir_.path(), "/data");
   absl::StatusOr<std::unique_ptr<LocalCollector>> started = LocalCollector::Start(options);
   // Typically another run's collector holds the directory's lock: record into a fresh directory
   // rather than not at all (a --data DIR too). Only for the collector's errors about its store
@@ -285,16 +288,16 @@ absl::Status Runner::StartLocalCollector(const sigset_t& child_mask) {
            absl::StrContains(s.message(), "data directory");
   };
   if (!started.ok() && about_the_store(started.status())) {
-    const std::string fallback = TempDir();
+    const std::string fallback = FallbackDataDir();
     Warn(absl::StrCat("the local collector could not use ", options.data_dir,
                       explicit_dir ? " (--data)" : "", " (", started.status().message(),
                       "); using ", fallback, " instead"));
     options.data_dir = fallback;
     started = LocalCollector::Start(options);
-    if (!started.ok()) RemoveTree(fallback);
+    if (!started.ok()) RemoveIfEmpty(fallback);
   }
   if (!started.ok()) {
-    RemoveTree(work_dir_);
+    work_dir_.Remove();
     return started.status();
   }
   local_ = *std::move(started);
@@ -548,7 +551,7 @@ absl::StatusOr<AgentEnvironment> Runner::PrepareAgent() {
 absl::Status Runner::ConnectCollector(const sigset_t& child_mask) {
   if (o_.collector.empty()) {
     if (absl::Status s = StartLocalCollector(child_mask); !s.ok()) {
-      RemoveTree(work_dir_);
+      work_dir_.Remove();
       return absl::Status(s.code(), absl::StrCat("cannot start a local collector: ", s.message()));
     }
     return absl::OkStatus();
@@ -614,7 +617,11 @@ void Runner::FinishRun(const std::optional<JobCounts>& before, const std::string
   if (collector_up && before.has_value()) ReportRecorded(*before, own_job);
   if (local_ != nullptr) StopLocalCollector();
   // A collector that died is explained by its log, which the warning above names: keep it.
-  if (!local_died_status_.has_value()) RemoveTree(work_dir_);
+  if (local_died_status_.has_value()) {
+    work_dir_.Keep();
+  } else {
+    work_dir_.Remove();
+  }
 }
 
 void Runner::StopLocalCollector() {
@@ -686,7 +693,7 @@ int Runner::PrintDryRun(AgentEnvironment agent) {
 
 void Runner::AbandonStart() {
   if (local_ != nullptr) local_->Stop(absl::Seconds(5));
-  RemoveTree(work_dir_);
+  work_dir_.Remove();
 }
 
 absl::StatusOr<pid_t> Runner::StartJob(const AgentEnvironment& agent, const sigset_t& child_mask,
