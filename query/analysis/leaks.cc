@@ -248,14 +248,37 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
   };
   std::map<std::pair<std::string, std::string>, Agg> candidates;
   std::map<std::tuple<std::string, std::string, std::string>, Agg> survivors;
+  // Without step markers every allocation is "step 0", the moment's too: an open phase's
+  // allocations all read as its open run's own, and inside a rollout none of the earlier
+  // rollouts' leftovers was found. Its open run is then its latest run by time (allocations
+  // within half a bucket of the next): a run that has not allocated yet takes the run before
+  // it for its own, which hides that one run's leftovers, not every run's.
+  std::map<std::string, int64_t> open_run_from_ns;  // phase -> its open run's first allocation
+  if (run_bucket_ns > 0) {
+    std::map<std::string, std::vector<int64_t>> times;
+    for (const LiveAllocation& a : set.allocations) {
+      if (!a.phase.empty() && InPhase(set.open_phases, a.phase)) times[a.phase].push_back(a.ts_ns);
+    }
+    for (auto& [phase, ts] : times) {
+      std::sort(ts.begin(), ts.end());
+      size_t first = ts.size() - 1;
+      while (first > 0 && ts[first] - ts[first - 1] <= run_bucket_ns / 2) --first;
+      open_run_from_ns[phase] = ts[first];
+    }
+  }
+  const auto in_open_run = [&](const LiveAllocation& a) {
+    if (!InPhase(set.open_phases, a.phase)) return false;
+    if (run_bucket_ns <= 0) return a.step_allocated >= set.at_step;
+    auto it = open_run_from_ns.find(a.phase);
+    return it == open_run_from_ns.end() || a.ts_ns >= it->second;
+  };
   for (const LiveAllocation& a : set.allocations) {
     // Memory from before the trace was "allocated" at its first moment only on paper.
     if (a.tag != kBeforeTraceTag && a.step_allocated >= warmup_end &&
         boundaries(a.step_allocated) >= static_cast<int64_t>(params.min_boundaries)) {
       candidates[{a.tag, a.source}].Add(a);
     }
-    if (!a.phase.empty() &&
-        (a.step_allocated < set.at_step || !InPhase(set.open_phases, a.phase))) {
+    if (!a.phase.empty() && !in_open_run(a)) {
       Agg& agg = survivors[{a.phase, a.tag, a.source}];
       agg.run_gap_ns = run_bucket_ns / 2;
       agg.Add(a);

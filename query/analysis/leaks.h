@@ -130,8 +130,8 @@ struct PhaseSurvivor {
   // Steps whose run of the phase left these allocations: 1 = kept once (an optimizer's state,
   // made by the first update, is the common healthy case); more = each run leaves more. In a
   // job without step markers, their runs told apart by time (allocations more than half a
-  // bucket apart). There, at a moment inside a run of the phase, every allocation of the phase
-  // is taken for the open run's own (all are "step 0"): no survivor of it is found.
+  // bucket apart). There, at a moment inside a run of the phase, the open run is the phase's
+  // latest run by time: one that has not allocated yet takes the run before it for its own.
   uint32_t distinct_steps = 0;
 };
 

@@ -495,9 +495,7 @@ TEST(LeakTest, WithoutStepMarkersThePhaseRunsAreToldApartByTime) {
     for (LiveAllocation& a : set.allocations) a.step_allocated = 0;
     live.push_back(std::move(set));
   }
-  // One run's allocations across a bucket's end, 2 ms apart: still one run. (Read inside
-  // actor_update: inside a rollout, without step markers, every rollout allocation reads as the
-  // open run's own; leaks.h.)
+  // One run's allocations across a bucket's end, 2 ms apart: still one run.
   LiveAllocation straddling;
   straddling.tag = "kv:extra";
   straddling.phase = "rollout";
@@ -508,15 +506,41 @@ TEST(LeakTest, WithoutStepMarkersThePhaseRunsAreToldApartByTime) {
   live[0].allocations.push_back(straddling);
 
   LeakReport report = FindLeaks(job, live);
-  // (actor_update's optimizer state is inside the open actor_update: no survivor.)
-  ASSERT_EQ(report.phase_survivors.size(), 2u);
+  // As with step markers: rank 2's rollouts first, then what one run left once (the straddling
+  // pair, and each rank's optimizer state from the first actor_update, older than the open
+  // run's allocations).
+  ASSERT_EQ(report.phase_survivors.size(), 10u);
   EXPECT_EQ(report.phase_survivors[0].rank, 2u);
   EXPECT_EQ(report.phase_survivors[0].phase, "rollout");
   EXPECT_EQ(report.phase_survivors[0].distinct_steps, 11u);  // the rollouts of steps 10 to 20
-  EXPECT_EQ(report.phase_survivors[1].rank, 0u);
-  EXPECT_EQ(report.phase_survivors[1].tag, "kv:extra");
-  EXPECT_EQ(report.phase_survivors[1].bytes, 16 * kGiB);
-  EXPECT_EQ(report.phase_survivors[1].distinct_steps, 1u);
+  int actor_update = 0;
+  for (size_t i = 1; i < report.phase_survivors.size(); ++i) {
+    const PhaseSurvivor& s = report.phase_survivors[i];
+    EXPECT_EQ(s.distinct_steps, 1u) << s.phase << " " << s.tag << " on rank " << s.rank;
+    if (s.tag == "kv:extra") EXPECT_EQ(s.bytes, 16 * kGiB);
+    actor_update += s.phase == "actor_update";
+  }
+  EXPECT_EQ(actor_update, 8);
+
+  // Inside step 20's rollout: the open run is the latest by time, and what the rollouts of
+  // steps 10 to 19 left is found. Every rollout allocation used to read as the open run's own.
+  std::vector<RankLiveSet> in_rollout;
+  for (uint32_t r = 0; r < spec.ranks; ++r) {
+    RankLiveSet set = sim::LiveInPhase(spec, r, 20, "rollout");
+    ASSERT_EQ(set.open_phases, std::vector<std::string>{"rollout"});
+    set.at_step = 0;
+    for (LiveAllocation& a : set.allocations) a.step_allocated = 0;
+    in_rollout.push_back(std::move(set));
+  }
+  report = FindLeaks(job, in_rollout);
+  ASSERT_FALSE(report.phase_survivors.empty());
+  EXPECT_EQ(report.phase_survivors[0].rank, 2u);
+  EXPECT_EQ(report.phase_survivors[0].phase, "rollout");
+  EXPECT_EQ(report.phase_survivors[0].distinct_steps, 10u);
+  EXPECT_EQ(report.phase_survivors[0].count, 10u);
+  for (const PhaseSurvivor& s : report.phase_survivors) {
+    if (s.phase == "rollout") EXPECT_EQ(s.rank, 2u) << "no other rank's rollout left anything";
+  }
 }
 
 TEST(LeakTest, ARankWithTooFewStepsSaysSo) {
