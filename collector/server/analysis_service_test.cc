@@ -436,6 +436,18 @@ TEST_F(AnalysisServiceTest, LiveAtOomReadsTheOtherRanksAtItsMomentWhateverTheirH
   EXPECT_GE(at_time.at_step(), 44);
   EXPECT_LE(at_time.at_ns(), skewed.at_ns());
   EXPECT_GT(at_time.at_ns(), skewed.at_ns() - 1'000'000'000);
+
+  // 5 s after the job ended (the OOM in step 45 stopped every rank), in the collector's clock,
+  // every other rank had ended: node 1's too, whose own clock stamped its last events 10 s
+  // later (read in it, they had not).
+  v1::LiveRequest after;
+  after.set_job_id("skewed-oom");
+  after.set_rank(1);
+  after.set_at_ns(Base().start_ns + 50'000'000'000);
+  v1::LiveReport ended;
+  ASSERT_TRUE(service.Live(nullptr, &after, &ended).ok());
+  EXPECT_EQ(ended.other_ranks(), 15u);
+  EXPECT_EQ(ended.others_ended_before(), 15u);
 }
 
 TEST_F(AnalysisServiceTest, LiveOfAnEarlierAttemptComparesThatAttemptsRanks) {
