@@ -187,9 +187,12 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
     point.kind = LivePoint::Kind::kAtCollectorTime;
     point.at_ns = request.at_ns();
     // Before the job's first row there is nothing live to classify: say so, as live --at does.
+    // Without --attempt, of any attempt: a time before a restart of every rank is the earlier
+    // attempts' (below), not "before the job".
     int64_t first_ns = INT64_MAX;
-    for (const an::RankTimeline* rank : an::SelectRanks(*job, params.attempt)) {
-      if (!rank->steps.empty()) first_ns = std::min(first_ns, rank->steps.front().start_ns);
+    for (const an::RankTimeline& rank : job->ranks) {
+      if (params.attempt.has_value() && rank.attempt != *params.attempt) continue;
+      if (!rank.steps.empty()) first_ns = std::min(first_ns, rank.steps.front().start_ns);
     }
     if (first_ns != INT64_MAX && request.at_ns() < first_ns) {
       return absl::OutOfRangeError(

@@ -538,6 +538,18 @@ TEST_F(AnalysisServiceTest, LeaksAtAMomentBeforeARanksRestartReadsTheAttemptThat
   }
   // Allocated from step 10 (warm-up ends at 5), live across 3 boundaries by step 40: 28 or so.
   EXPECT_GE(rank0_allocations, 25u) << report.DebugString();
+
+  // Every rank restarted an hour later (torchrun's way): a time in attempt 0 was "before the
+  // job", which starts at attempt 1's first step.
+  request.set_job_id("restarted");
+  v1::LeakReport whole_job;
+  const grpc::Status status = service.Leaks(nullptr, &request, &whole_job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  uint64_t rank2_allocations = 0;  // rank 2 leaks towards its OOM in step 50
+  for (const v1::LeakCandidate& c : whole_job.candidates()) {
+    if (c.rank() == 2) rank2_allocations += c.count();
+  }
+  EXPECT_GT(rank2_allocations, 0u) << whole_job.DebugString();
 }
 
 TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
