@@ -239,18 +239,17 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
 }
 
 // Of `latest` (a rank's latest attempt) and the rank's earlier attempts, the latest that holds
-// a moment: `at_ns` (collector time: its first step starts at or before it) or `at_step` (it
-// has that step); any attempt holds no moment. `latest` itself when it holds it, or when none
-// does (its error then says why).
+// a moment: `at_ns` (collector time: its first step starts at or before it) and `at_step` (it
+// has that step), each when given; any attempt holds no moment. `latest` itself when it holds
+// it, or when none does (its error then says why).
 const an::RankStepMetrics* AttemptCovering(const an::JobStepMetrics& job,
                                            const an::RankStepMetrics& latest,
                                            std::optional<int64_t> at_ns,
                                            std::optional<int64_t> at_step) {
   const auto holds = [&](const an::RankStepMetrics& r) {
-    if (at_ns.has_value()) return r.size() > 0 && r.start_ns[0] <= *at_ns;
-    if (at_step.has_value())
-      return std::find(r.step.begin(), r.step.end(), *at_step) != r.step.end();
-    return true;
+    if (at_ns.has_value() && !(r.size() > 0 && r.start_ns[0] <= *at_ns)) return false;
+    return !at_step.has_value() ||
+           std::find(r.step.begin(), r.step.end(), *at_step) != r.step.end();
   };
   if (holds(latest)) return &latest;
   const an::RankStepMetrics* best = &latest;
@@ -369,7 +368,11 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // bucket_windows.h) is a later one than the subject's. Compared by start time, a window's
   // start is up to its width before the rank's last bucket, and a subject that stopped within
   // it went unnoticed.
-  const std::vector<const an::RankStepMetrics*> cohort = an::SelectRanks(*job, attempt);
+  // The other ranks of the attempt asked for; without --attempt each rank's latest, moved below
+  // to the attempt that held the moment (also when the subject was moved to an earlier attempt:
+  // a rank restarted fewer times has no such attempt, and was left out of the comparison).
+  const std::vector<const an::RankStepMetrics*> cohort = an::SelectRanks(
+      *job, request.has_attempt() ? std::optional<uint32_t>(request.attempt()) : std::nullopt);
   const bool stopped_early =
       request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET && subject->size() > 0 &&
       std::any_of(cohort.begin(), cohort.end(), [&](const an::RankStepMetrics* rank) {
@@ -383,6 +386,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // as holding nothing there.
   std::vector<LiveSetAsk> asks;
   std::vector<const an::RankStepMetrics*> asked;  // the ranks of `asks`
+  uint32_t without_the_step = 0;                  // ranks with rows, but not of that step
   for (const an::RankStepMetrics* rank : cohort) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
@@ -393,18 +397,27 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       at.at_ns = mine->set.at_ns;
     }
     if (!request.has_attempt()) {
-      rank = AttemptCovering(*job, *rank,
-                             at.kind == LivePoint::Kind::kAtCollectorTime
-                                 ? std::optional<int64_t>(at.at_ns)
-                                 : std::nullopt,
-                             request.moment_case() == v1::LiveRequest::kAtStep
-                                 ? std::optional<int64_t>(request.at_step())
-                                 : std::nullopt);
+      // A step S: the attempt running at the subject's end of S that has an S of its own, else
+      // the latest with an S (attempts number their steps afresh). Anything else is a time.
+      const std::optional<int64_t> at_ns = at.kind == LivePoint::Kind::kAtCollectorTime
+                                               ? std::optional<int64_t>(at.at_ns)
+                                               : std::nullopt;
+      if (request.moment_case() == v1::LiveRequest::kAtStep) {
+        const an::RankStepMetrics* running = AttemptCovering(*job, *rank, at_ns, request.at_step());
+        rank = StepEnd(*running, request.at_step()).has_value()
+                   ? running
+                   : AttemptCovering(*job, *rank, std::nullopt, request.at_step());
+      } else {
+        rank = AttemptCovering(*job, *rank, at_ns, std::nullopt);
+      }
     }
     if (request.moment_case() == v1::LiveRequest::kAtStep) {
       // Each rank's own end of that step: ranks' clocks differ, their step boundaries agree.
       std::optional<LivePoint> end = StepEnd(*rank, request.at_step());
-      if (!end.has_value()) continue;
+      if (!end.has_value()) {
+        without_the_step += rank->size() > 0;
+        continue;
+      }
       at = *end;
     }
     asks.push_back({rank->rank, rank->attempt, at, /*with_phases=*/false});
@@ -454,11 +467,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // Read at a step, the ranks that never reached it are not read: said, rather than a
   // comparison that vanished.
   if (request.moment_case() == v1::LiveRequest::kAtStep) {
-    uint32_t without = 0;
-    for (const an::RankStepMetrics* rank : cohort) {
-      if (rank->rank != subject->rank && rank->size() > 0) ++without;
-    }
-    response->set_others_without_the_step(without - static_cast<uint32_t>(asked.size()));
+    response->set_others_without_the_step(without_the_step);
   }
   response->set_attempt(subject->attempt);
   response->set_oom_before_restart(oom_before_restart);

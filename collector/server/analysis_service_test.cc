@@ -89,6 +89,17 @@ class AnalysisServiceTest : public ::testing::Test {
     rank0.steps = 20;
     rank0.start_ns += 3'600'000'000'000;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "rank0-restarted", rank0, 16384, 1).ok());
+    // Ray's way: rank 0 alone restarted, 20 s in (attempt 1, beside the others' attempt 0), and
+    // again an hour later (attempt 2).
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "actor-restarts", Base(), 16384, 0).ok());
+    sim::WorkloadOptions actor = Base();
+    actor.ranks = 1;
+    actor.steps = 40;
+    actor.start_ns += 20'000'000'000;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "actor-restarts", actor, 16384, 1).ok());
+    actor.steps = 20;
+    actor.start_ns = Base().start_ns + 3'600'000'000'000;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "actor-restarts", actor, 16384, 2).ok());
   }
   static void TearDownTestSuite() { server_.reset(); }
 
@@ -522,6 +533,32 @@ TEST_F(AnalysisServiceTest, LiveReadsAnotherRankRestartedAfterTheMomentAtTheAtte
   EXPECT_EQ(at_step.others_without_the_step(), 0u);
   EXPECT_GT(held_by(at_step, 1), uint64_t{8} << 30);
   EXPECT_GE(held_by(at_step, 0), held_by(at_step, 1)) << at_step.DebugString();
+
+  // A step both attempts have: the one running at the subject's end of it (attempt 0, whose
+  // layers are rank 1's), not the restart an hour later that numbered its steps afresh (alone,
+  // it held the whole model's layers, not an eighth).
+  request.set_at_step(15);
+  v1::LiveReport both;
+  ASSERT_TRUE(service.Live(nullptr, &request, &both).ok());
+  EXPECT_EQ(both.other_ranks(), 7u);
+  EXPECT_GT(held_by(both, 1), uint64_t{8} << 30);
+  EXPECT_EQ(held_by(both, 0), held_by(both, 1)) << both.DebugString();
+}
+
+// A subject read at an earlier attempt (1 of 0..2) is compared with the ranks running then,
+// whatever their attempt: the ranks never restarted have no attempt 1, and were left out.
+TEST_F(AnalysisServiceTest, LiveOfARankAtAnEarlierAttemptComparesTheRanksRunningThen) {
+  AnalysisService service(&server_->store(), 2);
+  v1::LiveRequest request;
+  request.set_job_id("actor-restarts");
+  request.set_rank(0);
+  request.set_at_ns(Base().start_ns + 40'500'000'000);
+  v1::LiveReport report;
+  ASSERT_TRUE(service.Live(nullptr, &request, &report).ok());
+  EXPECT_EQ(report.attempt(), 1u);
+  EXPECT_EQ(report.latest_attempt(), 2u);
+  EXPECT_EQ(report.other_ranks(), 7u);
+  EXPECT_GT(report.others_median_total_bytes(), uint64_t{8} << 30);
 }
 
 // So are leaks --at: rank 0's leak, read at its later attempt, was no candidate.
