@@ -1,6 +1,7 @@
 #include "query/analysis/bucket_windows.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 #include <vector>
@@ -59,17 +60,20 @@ struct FloorSeries {
 };
 
 // The median over ranks of each rank's 90th percentile of the changes between consecutive
-// windows' floors (a window's floor: its lowest bucket floor), and of its number of windows.
-// Not the median change: windows of 8 buckets over 10-bucket steps mostly hold a step's last
-// bucket, whose floor is the step's, and their median change is as calm as whole steps'; the
-// fifth that holds none is what the percentile sees.
+// windows' floors (a window's floor: its lowest bucket floor), each about the rank's median
+// change (a steady leak's rise is no swing), and of its number of windows; and each rank's
+// (0 for one with too few windows). Not the median change: windows of 8 buckets over 10-bucket
+// steps mostly hold a step's last bucket, whose floor is the step's, and their median change is
+// as calm as whole steps'; the fifth that holds none is what the percentile sees.
 struct Swing {
   double change = 0;
   size_t windows = 0;
+  std::vector<double> by_rank;
 };
 
 Swing SwingOf(const std::vector<FloorSeries>& ranks, int64_t window) {
   std::vector<double> changes, counts, rank_changes;
+  Swing s;
   for (const FloorSeries& r : ranks) {
     rank_changes.clear();
     size_t windows = 0;
@@ -82,17 +86,23 @@ Swing SwingOf(const std::vector<FloorSeries>& ranks, int64_t window) {
           const uint64_t floor = *std::min_element(r.floor.begin() + begin, r.floor.begin() + end);
           ++windows;
           if (have_previous && key == previous_key + 1) {
-            rank_changes.push_back(floor > previous_floor ? double(floor - previous_floor)
-                                                          : double(previous_floor - floor));
+            rank_changes.push_back(static_cast<double>(floor) -
+                                   static_cast<double>(previous_floor));
           }
           have_previous = true;
           previous_key = key;
           previous_floor = floor;
         });
     counts.push_back(static_cast<double>(windows));
-    if (rank_changes.size() >= 3) changes.push_back(Percentile90(rank_changes));
+    if (rank_changes.size() >= 3) {
+      // About the rank's own typical change: a steady leak's rise is a trend, not a swing.
+      std::vector<double> sorted = rank_changes;
+      const double typical = MedianOf(sorted);
+      for (double& c : rank_changes) c = std::abs(c - typical);
+      changes.push_back(Percentile90(rank_changes));
+    }
+    s.by_rank.push_back(rank_changes.size() >= 3 ? changes.back() : 0);
   }
-  Swing s;
   s.change = MedianOf(changes);
   s.windows = static_cast<size_t>(MedianOf(counts));
   return s;
@@ -107,12 +117,32 @@ int64_t ChooseWindow(const std::vector<FloorSeries>& ranks) {
   const double level = MedianOf(levels);
   const Swing buckets = SwingOf(ranks, 1);
   if (level <= 0 || buckets.change <= kNegligibleSwing * level) return 1;
+  int64_t chosen = 1;
   for (int64_t window : kWindows) {
     const Swing s = SwingOf(ranks, window);
     if (s.windows < kMinWindowsPerRank) break;
-    if (s.change <= kCalmed * buckets.change) return window;
+    if (s.change <= kCalmed * buckets.change) {
+      chosen = window;
+      break;
+    }
   }
-  return 1;
+  if (chosen == 1) return 1;
+  // The window must calm every rank's own swing, not only the median rank's: a leaking rank's
+  // steps grow longer than the others', and windows the cohort's steps kept calm missed every
+  // other one of its step ends (its floor read 7 GiB above the truth, a leak from its first
+  // window, growth a third too high). The first wider window that does; else the median's.
+  for (int64_t window : kWindows) {
+    if (window < chosen) continue;
+    const Swing s = SwingOf(ranks, window);
+    if (s.windows < kMinWindowsPerRank) break;
+    bool every_rank_calm = true;
+    for (size_t r = 0; r < ranks.size() && every_rank_calm; ++r) {
+      const double own = buckets.by_rank[r];
+      every_rank_calm = s.by_rank[r] <= std::max(kCalmed * own, kNegligibleSwing * level);
+    }
+    if (every_rank_calm) return window;
+  }
+  return chosen;
 }
 
 using GroupsByName = std::map<NameId, GroupBytes>;

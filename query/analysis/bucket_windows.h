@@ -28,8 +28,10 @@ namespace memtrace::analysis {
 
 // The window, in buckets, that `job`'s floors call for: 1 (buckets as they are) for a job on the
 // step axis, or whose bucket floors swing by under 1% of its memory, or for which no window of
-// at most 60 buckets (and 8 windows a rank) calms the swing to a quarter. The same for a job's
-// timeline and its step metrics (both read the floors).
+// at most 60 buckets (and 8 windows a rank) calms the swing to a quarter; then widened, while 8
+// windows a rank remain, until it calms every rank's own swing (a leaking rank's longer steps
+// are not the median rank's). The same for a job's timeline and its step metrics (both read
+// the floors).
 int64_t StepWindowOf(const JobTimeline& job);
 int64_t StepWindowOf(const JobStepMetrics& job);
 

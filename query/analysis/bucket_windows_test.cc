@@ -47,6 +47,31 @@ TEST(StepWindowTest, BucketsOfStepsLongerThanABucketAreReadInWholeSteps) {
   }
 }
 
+// Found by a user: a leaking rank's steps grew longer than the others', and the windows that
+// calmed the cohort (chosen by the median rank) missed every other one of its step ends. Its
+// floor read 7 GiB high, its leak from its first window, its growth a third too high. Here
+// rank 5's steps take 12 buckets and the others' 10: every window must hold one of its step
+// ends too.
+TEST(StepWindowTest, TheWindowCalmsEveryRankNotOnlyTheMedianOne) {
+  const JobTimeline steps = Simulate(sim::LeakJob(5, 30, 256 * kMiB)).timeline;
+  JobTimeline job = StretchedIntoBuckets(steps, 10, 14 * kGiB);
+  job.ranks[5] = StretchedIntoBuckets(steps, 12, 14 * kGiB).ranks[5];
+  const int64_t window = StepWindowOf(job);
+  EXPECT_GT(window, 8) << "8 calms the ranks of 10-bucket steps only";
+  const JobTimeline windows = InStepWindows(job, window);
+  const RankTimeline& slow = windows.ranks[5];
+  ASSERT_GT(slow.steps.size(), 50u);
+  for (const StepPoint& w : slow.steps) {
+    const int64_t first = (w.start_ns / kBucketNs - kFirstBucket) / 12;
+    const int64_t last = std::min<int64_t>((w.end_ns / kBucketNs - 1 - kFirstBucket) / 12, 99);
+    uint64_t highest = 0;  // of the step floors the window overlaps
+    for (int64_t s = first; s <= last; ++s) {
+      highest = std::max(highest, steps.ranks[5].steps[s].floor_bytes);
+    }
+    EXPECT_LE(w.floor_bytes, highest) << "window " << w.step << " missed its step ends";
+  }
+}
+
 TEST(StepWindowTest, BucketsWhoseFloorsDoNotSwingStayAsTheyAre) {
   JobTimeline job = Simulate(sim::LeakJob(5, 30)).timeline;  // one bucket a step
   job.time_axis = true;
