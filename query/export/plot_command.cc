@@ -30,8 +30,8 @@ constexpr char kUsage[] =
     "stdout. The SVG's elements carry data-rank / data-highlighted / data-onset-step attributes.\n"
     "A job without step markers is drawn by time bucket unless --axis is given (as the\n"
     "analyses compare it; a note on stderr says so). On time buckets the ticks are UTC clock\n"
-    "times and the SVG's keys are buckets (data-onset-bucket: ns since the epoch /\n"
-    "data-bucket-ns), not steps.";
+    "times, rates are per second or minute, and the SVG's keys are buckets\n"
+    "(data-onset-bucket: ns since the epoch / data-bucket-ns), not steps.";
 
 constexpr uint32_t kMaxRank = 1 << 24;
 

@@ -55,6 +55,17 @@ struct XAxis {
   const char* onset_attribute() const { return time() ? "data-onset-bucket" : "data-onset-step"; }
 };
 
+// A rate per key: "/step"; on a time axis per second or minute, which neither the buckets drawn
+// nor the analyses' wider windows of them (bucket_windows.h) can be taken for: both were
+// "/bucket", 2.13 MiB/bucket on the line and 128 MiB/bucket in `memtrace leaks`.
+std::string RateText(double bytes_per_key, const XAxis& axis) {
+  if (!axis.time()) return analysis::FormatRate(bytes_per_key, 0);
+  const double per_s = std::fabs(bytes_per_key) * 1e9 / static_cast<double>(axis.bucket_ns);
+  return absl::StrCat(bytes_per_key < 0 ? "-" : "",
+                      per_s >= analysis::kMiB ? analysis::FormatBytes(per_s) + "/s"
+                                              : analysis::FormatBytes(per_s * 60) + "/min");
+}
+
 absl::Time KeyTime(double key, int64_t bucket_ns) {
   return absl::FromUnixNanos(static_cast<int64_t>(std::llround(key * bucket_ns)));
 }
@@ -118,7 +129,7 @@ class PlotFrame {
   double Y(double bytes) const { return kTop + plot_h_ - bytes / kGiB / y_ticks_.back() * plot_h_; }
   bool Spans(int64_t step) const { return step >= min_step_ && step <= max_step_; }
   int64_t min_key() const { return min_step_; }
-  int64_t key_span() const { return max_step_ - min_step_; }
+  int64_t max_key() const { return max_step_; }
 
   int width() const { return width_; }
   int height() const { return height_; }
@@ -268,7 +279,11 @@ void AppendAxes(const PlotFrame& frame, absl::string_view metric, const XAxis& a
                         "text-anchor=\"middle\">%s bytes (GiB)</text>\n</g>\n",
                         kTop + plot_h / 2, kTop + plot_h / 2, metric);
   absl::StrAppend(svg, "<g class=\"axis\" data-axis=\"x\">\n");
-  for (double key : frame.x_ticks()) {
+  const std::vector<double>& ticks = frame.x_ticks();
+  // The labels' precision: ms only where the ticks fall between whole seconds.
+  const int64_t tick_every_ns =
+      ticks.size() >= 2 ? std::llround(ticks[1] - ticks[0]) * axis.bucket_ns : axis.bucket_ns;
+  for (double key : ticks) {
     double x = frame.X(key);
     absl::StrAppendFormat(
         svg,
@@ -276,7 +291,9 @@ void AppendAxes(const PlotFrame& frame, absl::string_view metric, const XAxis& a
         "<text class=\"tick\" %s=\"%s\" x=\"%s\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
         Number(x), kTop + plot_h, Number(x), kTop + plot_h + 5, axis.tick_attribute(), Number(key),
         Number(x), kTop + plot_h + 19,
-        axis.time() ? TimeTickLabel(key, axis.bucket_ns, frame.key_span()) : Number(key));
+        axis.time()
+            ? TimeKeyLabel(key, axis.bucket_ns, frame.min_key(), frame.max_key(), tick_every_ns)
+            : Number(key));
   }
   // A time axis names the day its clock times are on, and its bucket width.
   const std::string axis_title =
@@ -328,6 +345,8 @@ struct Onset {
   int64_t step;
   std::string label;
   const char* color;
+  // A shorter label for when `label` fits on neither side of the line; empty: none.
+  std::string short_label;
 };
 
 // The divergence and each leak inside the plotted steps; a leak on the diverged rank from the
@@ -339,23 +358,27 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
   // "step 32", or on time buckets the clock time as the ticks show it ("03:17:57"): the axis
   // title names the day, and the label must fit beside the line.
   auto key_text = [&](int64_t key) {
-    return axis.time() ? TimeTickLabel(static_cast<double>(key), bucket_ns, frame.key_span())
+    return axis.time() ? TimeKeyLabel(static_cast<double>(key), bucket_ns, frame.min_key(),
+                                      frame.max_key(), bucket_ns)
                        : analysis::FormatKey(key, 0);
   };
   std::vector<Onset> onsets;
   auto add = [&](const std::string& kind, uint32_t rank, int64_t step, const std::string& label,
                  const char* color) {
-    if (frame.Spans(step)) onsets.push_back({kind, rank, step, label, color});
+    if (frame.Spans(step)) onsets.push_back({kind, rank, step, label, color, ""});
   };
   std::vector<PlotMarks::Leak> leaks = marks.leaks;
   if (styles.highlight_drawn()) {
     std::string label =
         absl::StrCat("rank ", *marks.highlighted_rank, " diverges at ", key_text(marks.onset_step));
     // The line stands at the onset, so the gap it is labelled with is the onset's; the gap
-    // it grew to follows ("(+410 MiB vs cohort, +12.0 GiB at step 99)").
+    // it grew to follows ("(+410 MiB vs cohort, +12.0 GiB at step 99)"), unless there is no
+    // room for it.
+    std::string short_label = label;
     if (marks.onset_excess_bytes != 0) {
       absl::StrAppend(&label, " (", analysis::FormatSignedBytes(marks.onset_excess_bytes),
                       " vs cohort");
+      short_label = absl::StrCat(label, ")");
       if (marks.last_step != marks.onset_step && marks.last_excess_bytes != 0) {
         absl::StrAppend(&label, ", ", analysis::FormatSignedBytes(marks.last_excess_bytes), " at ",
                         key_text(marks.last_step));
@@ -368,10 +391,12 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
     });
     if (same != leaks.end()) {
       kind = "divergence leak";
-      absl::StrAppend(&label, ", leaking ", analysis::FormatRate(same->bytes_per_step, bucket_ns));
+      absl::StrAppend(&label, ", leaking ", RateText(same->bytes_per_step, axis));
+      absl::StrAppend(&short_label, ", leaking ", RateText(same->bytes_per_step, axis));
       leaks.erase(same);
     }
     add(kind, *marks.highlighted_rank, marks.onset_step, label, kHighlight);
+    if (!onsets.empty() && short_label != label) onsets.back().short_label = short_label;
   }
   size_t leak_labels = 0;
   for (const PlotMarks::Leak& leak : leaks) {
@@ -379,7 +404,7 @@ std::vector<Onset> CollectOnsets(const PlotMarks& marks, const PlotOptions& opti
     if (++leak_labels > 4) break;  // a job-wide growth would otherwise draw a line per rank
     add("leak", leak.rank, leak.since_step,
         absl::StrCat("leak on rank ", leak.rank, " from ", key_text(leak.since_step), " (",
-                     analysis::FormatRate(leak.bytes_per_step, bucket_ns), ")",
+                     RateText(leak.bytes_per_step, axis), ")",
                      leak.since_first_examined
                          ? absl::StrCat(", the first ", axis.name(),
                                         " examined after warm-up: it may have begun earlier")
@@ -417,7 +442,18 @@ void AppendOnsets(const std::vector<Onset>& onsets, const XAxis& axis, const Plo
   for (size_t i = 0; i < onsets.size(); ++i) {
     const Onset& o = onsets[i];
     double x = frame.X(static_cast<double>(o.step));
-    bool flip = x > kLeft + frame.plot_w() * 0.7;  // keep labels inside the plot
+    // Inside the plot: to the left of the line when the label does not fit to its right and
+    // has more room there (about 6.8 px a character of DejaVu Sans at 12 px). A fixed share of
+    // the width let long labels run into the legend.
+    const double right_room = kLeft + frame.plot_w() - (x + 5);
+    const double left_room = x - 5 - kLeft;
+    const auto width = [](const std::string& text) {
+      return 6.8 * static_cast<double>(text.size());
+    };
+    const std::string& label =
+        width(o.label) > std::max(left_room, right_room) && !o.short_label.empty() ? o.short_label
+                                                                                   : o.label;
+    bool flip = right_room < width(label) && left_room > right_room;
     double anchor = x;
     for (const Onset& other : onsets) {
       double ox = frame.X(static_cast<double>(other.step));
@@ -433,7 +469,7 @@ void AppendOnsets(const std::vector<Onset>& onsets, const XAxis& axis, const Plo
         "text-anchor=\"%s\">%s</text>\n",
         o.kind, o.rank, axis.onset_attribute(), o.step, Number(x), kTop, Number(x),
         kTop + frame.plot_h(), o.color, o.rank, Number(flip ? anchor - 5 : anchor + 5),
-        Number(label_y), o.color, flip ? "end" : "start", cli::XmlEscaped(o.label));
+        Number(label_y), o.color, flip ? "end" : "start", cli::XmlEscaped(label));
   }
   absl::StrAppend(svg, "</g>\n");
 }
@@ -540,15 +576,21 @@ std::vector<double> TimeTicks(int64_t min_key, int64_t max_key, int64_t bucket_n
   return ticks;
 }
 
-std::string TimeTickLabel(double key, int64_t bucket_ns, int64_t span_buckets) {
-  const absl::Time t = KeyTime(key, bucket_ns);
-  const char* format = "%H:%M:%S";
-  if (static_cast<double>(span_buckets) * bucket_ns >= 86400e9) {
-    format = "%m-%d %H:%M";
-  } else if (bucket_ns % 1'000'000'000 != 0) {
-    format = "%H:%M:%E3S";
-  }
-  return absl::FormatTime(format, t, absl::UTCTimeZone());
+std::string TimeKeyLabel(double key, int64_t bucket_ns, int64_t min_key, int64_t max_key,
+                         int64_t precision_ns) {
+  constexpr int64_t kS = 1'000'000'000;
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  const auto day = [&](int64_t k) {
+    return absl::FormatTime("%Y-%m-%d", KeyTime(static_cast<double>(k), bucket_ns), utc);
+  };
+  const bool dated =
+      static_cast<double>(max_key - min_key) * static_cast<double>(bucket_ns) >= 86400e9 ||
+      day(min_key) != day(max_key);
+  const bool ms = precision_ns % kS != 0;
+  std::string format = dated ? "%m-%d %H:%M" : "%H:%M";
+  // A dated axis ticked in whole minutes needs no seconds; an undated one always shows them.
+  if (!dated || ms || precision_ns % (60 * kS) != 0) format += ms ? ":%E3S" : ":%S";
+  return absl::FormatTime(format, KeyTime(key, bucket_ns), utc);
 }
 
 PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_windows) {
@@ -562,6 +604,12 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_wind
   PlotMarks marks;
   analysis::DivergenceReport divergence = analysis::FindDivergence(job);
   marks.message = divergence.message;
+  if (window > 1 && !marks.message.empty()) {
+    // Its "buckets" are the windows, not the buckets drawn.
+    absl::StrAppend(&marks.message, " (its buckets: the analyses' ",
+                    analysis::FormatDuration(static_cast<double>(window * plotted.bucket_ns)),
+                    " windows of the buckets drawn)");
+  }
   switch (divergence.status) {
     case analysis::DivergenceStatus::kDiverged:
       marks.status = "diverged";

@@ -87,9 +87,12 @@ std::vector<double> NiceTicks(double min, double max);
 // in ns since the epoch / bucket_ns): at round clock times 1 ms to a week apart, 10 ticks or
 // fewer, inside the range (exposed for tests).
 std::vector<double> TimeTicks(int64_t min_key, int64_t max_key, int64_t bucket_ns);
-// A time tick's label, UTC: "03:17:50"; with ms for buckets of less than whole seconds; with the
-// date ("12-07 03:17") when the axis spans a day or more.
-std::string TimeTickLabel(double key, int64_t bucket_ns, int64_t span_buckets);
+// The label of a key on a time axis of `bucket_ns` buckets over [min_key, max_key], UTC:
+// "03:17:50"; with ms where `precision_ns` (the ticks' spacing, or a bucket for a marked key) is
+// not whole seconds; with the date ("12-07 03:17", seconds only when the precision needs them)
+// when the axis spans a day or crosses midnight.
+std::string TimeKeyLabel(double key, int64_t bucket_ns, int64_t min_key, int64_t max_key,
+                         int64_t precision_ns);
 
 }  // namespace memtrace::exporter
 

@@ -1,5 +1,7 @@
 #include "query/export/svg_plot.h"
 
+#include <regex>
+
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "query/analysis/diverged.h"
@@ -75,6 +77,35 @@ TEST(SvgPlotTest, HighlightsThePlantedLeakingRankAndMarksItsOnset) {
   EXPECT_EQ(legend[1]["data-rank"], "0");
 }
 
+// Found by a user: a long onset label ran past the plot into the legend. Where the whole label
+// fits on neither side of its line, the divergence's leaves out the gap it grew to; every
+// label stays inside the plot (at about 6.8 px a character).
+TEST(SvgPlotTest, OnsetLabelsStayInsideThePlot) {
+  const analysis::JobTimeline job = analysis::sim::Simulate(analysis::sim::LeakJob(5, 30)).timeline;
+  PlotOptions narrow;
+  narrow.width = 900;  // a plot 600 px wide
+  const std::string svg = Plot(job, narrow);
+  const analysis::RankDivergence d = analysis::FindDivergence(job).diverged.front();
+  EXPECT_NE(svg.find(absl::StrCat("rank 5 diverges at step ", d.onset_step, " (",
+                                  analysis::FormatSignedBytes(d.excess_bytes), " vs cohort)<")),
+            std::string::npos)
+      << svg.substr(0, 4000);
+  const std::regex label(
+      R"re(class="onset-label" data-rank="\d+" x="([0-9.]+)" y="[0-9.]+" fill="#[0-9a-f]+" )re"
+      R"re(text-anchor="(start|end)">([^<]*)<)re");
+  int labels = 0;
+  for (std::sregex_iterator it(svg.begin(), svg.end(), label), end; it != end; ++it, ++labels) {
+    const double x = std::stod((*it)[1]);
+    const double width = 6.8 * static_cast<double>((*it)[3].length());
+    if ((*it)[2] == "start") {
+      EXPECT_LE(x + width, 90 + 600) << (*it)[3];
+    } else {
+      EXPECT_GE(x - width, 90) << (*it)[3];
+    }
+  }
+  EXPECT_GE(labels, 1);
+}
+
 // A leak from step 1, inside warm-up, was labelled "from step 5" as if it began there.
 TEST(SvgPlotTest, ALeakFromTheFirstExaminedStepSaysItMayHaveBegunEarlier) {
   std::string svg = Plot(analysis::sim::Simulate(analysis::sim::LeakJob(3, 1)).timeline);
@@ -92,8 +123,10 @@ TEST(SvgPlotTest, ALeakFromTheFirstExaminedStepSaysItMayHaveBegunEarlier) {
   EXPECT_EQ(leak_label.find("examined after warm-up"), std::string::npos) << leak_label;
 }
 
-// Without step markers the leak's rate is per time bucket: the label said "128 MiB/step".
-TEST(SvgPlotTest, ALeakWithoutStepMarkersIsLabelledPerBucket) {
+// Without step markers the leak's rate is per unit of time: the label said "128 MiB/step", then
+// "/bucket", which read as the analyses' windows in `memtrace leaks` and as the buckets drawn
+// here.
+TEST(SvgPlotTest, ALeakWithoutStepMarkersIsLabelledPerSecond) {
   analysis::JobTimeline job =
       analysis::sim::Simulate(analysis::sim::LeakJob(5, 30, 128 * analysis::kMiB)).timeline;
   job.time_axis = true;
@@ -102,8 +135,9 @@ TEST(SvgPlotTest, ALeakWithoutStepMarkersIsLabelledPerBucket) {
     for (analysis::StepPoint& p : r.steps) p.step += 1'796'000'000;
   }
   std::string svg = Plot(job);
-  EXPECT_NE(svg.find("MiB/bucket"), std::string::npos) << svg.substr(0, 3000);
+  EXPECT_NE(svg.find("(128 MiB/s)"), std::string::npos) << svg.substr(0, 3000);
   EXPECT_EQ(svg.find("/step"), std::string::npos) << svg.substr(0, 3000);
+  EXPECT_EQ(svg.find("/bucket"), std::string::npos) << svg.substr(0, 3000);
 }
 
 // 10 s steps in 1 s buckets: the marks come from the analyses over windows of whole steps, as the
@@ -125,7 +159,11 @@ TEST(SvgPlotTest, LongStepsWithoutMarkersAreMarkedFromWindowsOfWholeSteps) {
   const std::string svg = RenderMemoryPlot(job, marks, PlotOptions{});
   // At the bucket's clock time, as the ticks read (the axis title names the day).
   EXPECT_NE(svg.find("rank 5 diverges at 05:5"), std::string::npos) << svg.substr(0, 3000);
-  EXPECT_NE(svg.find("(25.6 MiB/bucket)"), std::string::npos) << svg.substr(0, 3000);
+  EXPECT_NE(svg.find("(25.6 MiB/s)"), std::string::npos) << svg.substr(0, 3000);
+  // The divergence's sentence counts the analyses' windows, which it says.
+  EXPECT_NE(svg.find("(its buckets: the analyses&apos; 8 s windows of the buckets drawn)"),
+            std::string::npos)
+      << svg.substr(0, 3000);
 }
 
 // A bucket's key is its start in ns since the epoch / bucket_ns. On a time axis it is written
@@ -261,18 +299,23 @@ TEST(TimeTicksTest, FallOnRoundClockTimesInsideTheRange) {
   ASSERT_EQ(t.size(), 8u);
   EXPECT_EQ(t.front(), 1'796'613'450);
   EXPECT_EQ(t[1] - t[0], 10);
-  EXPECT_EQ(TimeTickLabel(t.front(), kS, 80), "03:17:30");
+  EXPECT_EQ(TimeKeyLabel(t.front(), kS, t.front(), t.back(), 10 * kS), "03:17:30");
   // 250 ms buckets over 2 s: every 500 ms (two whole buckets), labelled with ms.
   constexpr int64_t kQuarters = int64_t{4} * 1'796'613'444;
   std::vector<double> q = TimeTicks(kQuarters, kQuarters + 8, kS / 4);
   ASSERT_EQ(q.size(), 5u);
   EXPECT_EQ(q[1] - q[0], 2);
-  EXPECT_EQ(TimeTickLabel(q[1], kS / 4, 8), "03:17:24.500");
+  EXPECT_EQ(TimeKeyLabel(q[1], kS / 4, kQuarters, kQuarters + 8, kS / 2), "03:17:24.500");
+  // Ticks of whole seconds on 250 ms buckets need no ".000".
+  EXPECT_EQ(TimeKeyLabel(kQuarters + 4, kS / 4, kQuarters, kQuarters + 400, 10 * kS), "03:17:25");
   // 3 days of 1 min buckets: every 12 h, with the date.
   const int64_t day0 = 1'796'601'600 / 60;  // 2026-12-07 00:00 UTC, in minutes
   std::vector<double> d = TimeTicks(day0, day0 + 3 * 1440, 60 * kS);
   EXPECT_EQ(d[1] - d[0], 12 * 60);
-  EXPECT_EQ(TimeTickLabel(d[2], 60 * kS, 3 * 1440), "12-08 00:00");
+  EXPECT_EQ(TimeKeyLabel(d[2], 60 * kS, day0, day0 + 3 * 1440, 12 * 3600 * kS), "12-08 00:00");
+  // Less than a day, across midnight: dated too ("00:00:00" of which day?).
+  EXPECT_EQ(TimeKeyLabel(day0, 60 * kS, day0 - 60, day0 + 60, 10 * 60 * kS), "12-07 00:00");
+  EXPECT_EQ(TimeKeyLabel(day0 * 60, kS, day0 * 60 - 30, day0 * 60 + 30, 10 * kS), "12-07 00:00:00");
   // A single bucket still gets a tick.
   EXPECT_EQ(TimeTicks(5, 5, kS), (std::vector<double>{5, 6}));
 }
