@@ -2,7 +2,10 @@
 // file and log. The run keeps a `lock` file in it flock()ed while it runs and removes the
 // directory at its end. A run killed with SIGKILL cannot: its directory's lock is then held by
 // nobody (the kernel released it with the process), which is how the next run tells it from a
-// live run's, whatever PID namespace either ran in, and removes it (SweepStaleWorkDirs).
+// live run's, whatever PID namespace either ran in, and removes it (SweepStaleWorkDirs). The
+// lock file names the host, and only this host's are swept: a TMPDIR shared by nodes may have
+// locks each node sees only its own of. Where flock() is not supported the run goes on without
+// a lock file, and its directory is never swept.
 #ifndef MEMTRACE_TOOLS_LAUNCH_WORK_DIR_H_
 #define MEMTRACE_TOOLS_LAUNCH_WORK_DIR_H_
 

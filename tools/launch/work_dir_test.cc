@@ -73,6 +73,25 @@ TEST(WorkDirTest, AKeptDirectoryAndOnesWithoutALockAreNotSwept) {
   EXPECT_TRUE(fs::exists(base + "/memtrace-run-abcdef"));
 }
 
+// A TMPDIR shared by nodes: another node's run, whose lock this node may not see, is left
+// alone; so is a link named like a run's directory, which leads elsewhere.
+TEST(WorkDirTest, AnotherHostsDirectoryAndALinkAreNotSwept) {
+  const std::string base = test_util::UniqueDir("work_dir_hosts");
+  const std::string other = base + "/memtrace-run-abc123";
+  fs::create_directories(other);
+  std::ofstream(other + "/lock") << "another-node";
+  std::ofstream(other + "/collector.log") << "its log\n";
+  const std::string elsewhere = test_util::UniqueDir("work_dir_elsewhere");
+  const std::string killed = DirOfAKilledRun(elsewhere);  // this host's, unlocked
+  ASSERT_FALSE(killed.empty());
+  fs::create_directory_symlink(killed, base + "/memtrace-run-link00");
+  EXPECT_TRUE(SweepStaleWorkDirs(base).empty());
+  EXPECT_TRUE(fs::exists(other + "/collector.log"));
+  EXPECT_TRUE(fs::exists(killed + "/lock"));
+  // Swept where it lies, it goes.
+  EXPECT_EQ(SweepStaleWorkDirs(elsewhere), std::vector<std::string>{killed});
+}
+
 TEST(WorkDirTest, RemoveTakesOnlyWhatARunPutThere) {
   const std::string base = test_util::UniqueDir("work_dir_remove");
   absl::StatusOr<WorkDir> dir = WorkDir::Create(base);
