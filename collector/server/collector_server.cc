@@ -97,6 +97,8 @@ void CollectorServer::Shutdown(absl::Duration grace) {
   absl::MutexLock lock(&mu_);
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
+  // The listener names the health service, which goes with server_: no write may reach it.
+  store_->OnWritesStopped(nullptr);
   if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
     health->Shutdown();
   }

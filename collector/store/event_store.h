@@ -186,7 +186,8 @@ class EventStore {
   // `listener` runs once, on the writing thread, when a write first fails with an I/O error and
   // the store stops taking writes (below); at once when that has already happened. The server
   // marks its Ingest service NOT_SERVING there, so health checks stop reporting a collector that
-  // refuses every batch as SERVING. Set once, before the store is shared.
+  // refuses every batch as SERVING. Set once; `listener` must stay valid while the store takes
+  // writes (the server clears it at shutdown).
   void OnWritesStopped(std::function<void()> listener);
   // Whether writes are still taken (no write has failed with an I/O error).
   bool TakesWrites() const { return !write_failed_.load(std::memory_order_acquire); }

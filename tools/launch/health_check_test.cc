@@ -38,6 +38,12 @@ TEST(CheckCollectorTest, NotServingIsFailedPrecondition) {
   s.server->GetHealthCheckService()->SetServingStatus("memtrace.v1.Ingest", false);
   absl::Status status = CheckCollector(s.address(), absl::Seconds(5));
   EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  // What a collector whose store stopped taking writes says (collector_server.cc): why, not
+  // "health status 2".
+  EXPECT_NE(status.message().find(" takes no events: memtrace.v1.Ingest is NOT_SERVING (its "
+                                  "store stopped taking writes"),
+            std::string::npos)
+      << status;
 }
 
 TEST(CheckCollectorTest, ServerWithoutHealthServiceIsNotTakenForACollector) {

@@ -362,10 +362,15 @@ void Runner::ReportCollectorAtEnd() {
     if (watch_.outages > 0) {
       absl::StrAppend(&when, when.empty() ? "" : " and ", watch_.outages, " time(s) while it ran");
     }
-    Warn(absl::StrCat("the collector at ", watch_.address, " was unreachable ", when, " (",
+    // Unreachable, or reached but taking no events (its store's full disk: NOT_SERVING,
+    // health_check.cc), as the last check found it.
+    const bool took_none = absl::StrContains(watch_.last_error, "takes no events");
+    const char* what = took_none ? "took no events" : "was unreachable";
+    const char* still =
+        took_none ? ", still taking none at the end" : ", still unreachable at the end";
+    Warn(absl::StrCat("the collector at ", watch_.address, " ", what, " ", when, " (",
                       absl::FormatDuration(absl::Trunc(watch_.down_total, absl::Seconds(1))),
-                      " in all", watch_.down ? ", still unreachable at the end" : "",
-                      "; last error: ", watch_.last_error,
+                      " in all", watch_.down ? still : "", "; last error: ", watch_.last_error,
                       "); events the agents could not deliver are missing"));
   }
 }
