@@ -47,11 +47,11 @@ absl::Status NotConnected(const SimulationOptions& options, int rank, const Tran
         "collector at ", options.collector_address, " refused the stream of rank ", rank,
         " of job '", options.job_id, "': ", stats.last_stream_error, after));
   }
-  // gRPC's words for a connection that was never made; anything else is the collector's answer.
+  // gRPC's words for a connection that was never made. Any other error is said as it came:
+  // most often the collector's answer (UNAVAILABLE: its store takes no writes on a full disk),
+  // which "cannot reach" hid; a name that did not resolve says so itself.
   if (!stats.last_stream_error.empty() &&
       !absl::StrContains(stats.last_stream_error, "failed to connect")) {
-    // Reached, but its streams ended with an error that retrying may outlast (UNAVAILABLE: its
-    // store takes no writes on a full disk): said, not taken for an unreachable collector.
     return absl::UnavailableError(absl::StrCat(
         "collector at ", options.collector_address, " did not take the stream of rank ", rank,
         " within ", absl::FormatDuration(options.connect_timeout), ": ", stats.last_stream_error,
@@ -166,14 +166,14 @@ absl::StatusOr<std::vector<RankOutcome>> RunSimulation(
             absl::StrCat("only ", outcome.stats.durable_seq, " of ", outcome.stats.last_seq,
                          " events acknowledged as durable"));
       }
-      // Why the collector stopped taking the stream (its store's full disk), where the
-      // transport's own words ("not connected") do not say.
+      // Why the stream ended (the collector's store's full disk, a dropped connection), where
+      // the transport's own words ("not connected") do not say.
       const std::string& why = outcome.stats.last_stream_error;
       if (!outcome.status.ok() && !why.empty() &&
           !absl::StrContains(outcome.status.message(), why)) {
         outcome.status = absl::Status(
             outcome.status.code(),
-            absl::StrCat(outcome.status.message(), " (the collector's last answer: ", why, ")"));
+            absl::StrCat(outcome.status.message(), " (the stream's last error: ", why, ")"));
       }
     });
   }
