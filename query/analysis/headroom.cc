@@ -152,6 +152,7 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
                    static_cast<double>(params.min_growth_bytes), params.min_trend_z, fitter);
     h.floor_bytes_per_step = rise.trend.fit.slope;
     h.trend_z = rise.trend.fit.trend_z;
+    h.trend_fitted = true;
   }
   const auto oom = std::find_if(rank.steps.begin(), rank.steps.end(),
                                 [](const StepPoint& p) { return p.ooms > 0; });

@@ -68,6 +68,7 @@ struct RankHeadroom {
   uint64_t headroom_bytes = 0;
   double floor_bytes_per_step = 0;
   double trend_z = 0;
+  bool trend_fitted = false;         // the two above were fitted (min_points steps or more)
   int64_t forecast_step = -1;        // peak reaches capacity
   int64_t floor_forecast_step = -1;  // the floor alone reaches capacity
   double step_ns = 0;                // median step period

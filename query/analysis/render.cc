@@ -593,8 +593,10 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   for (const v1::RankHeadroom& h : r.entries()) {
     int s = h.status() >= 0 && h.status() < 6 ? h.status() : 0;
     bool forecast = h.status() == v1::HEADROOM_STATUS_FORECAST;
-    // A rank too short to fit has no slope: "0 B/step" read as measured flat (leaks shows "-").
-    const bool fitted = h.status() != v1::HEADROOM_STATUS_TOO_SHORT;
+    // A rank too short to fit has no slope: "0 B/step" read as measured flat (leaks shows "-");
+    // nor has one out of memory or at capacity within its first few steps.
+    const bool fitted =
+        h.has_trend_fitted() ? h.trend_fitted() : h.status() != v1::HEADROOM_STATUS_TOO_SHORT;
     t.Add({absl::StrCat(h.rank()), kStatus[s],
            h.capacity_bytes() > 0 ? Bytes(h.capacity_bytes()) : "-", Bytes(h.overhead_bytes()),
            Bytes(h.last_peak_bytes()), Bytes(h.headroom_bytes()),

@@ -463,6 +463,15 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
   EXPECT_FALSE(Has(RenderHeadroom(unread), "on course")) << RenderHeadroom(unread);
   // Nor does a rank too short to fit show a measured-looking slope ("0 B/step").
   EXPECT_FALSE(Has(RenderHeadroom(unread), "B/step")) << RenderHeadroom(unread);
+  // Nor one out of memory within its first few steps, too short to fit as well.
+  v1::HeadroomReport early_oom;
+  v1::RankHeadroom* oom = early_oom.add_entries();
+  oom->set_status(v1::HEADROOM_STATUS_OUT_OF_MEMORY);
+  oom->set_forecast_step(3);
+  oom->set_trend_fitted(false);
+  EXPECT_FALSE(Has(RenderHeadroom(early_oom), "B/step")) << RenderHeadroom(early_oom);
+  oom->set_trend_fitted(true);
+  EXPECT_TRUE(Has(RenderHeadroom(early_oom), "0 B/step")) << RenderHeadroom(early_oom);
 
   v1::CompareReport c;
   ToProto(CompareJobs(sim::Simulate(sim::LeakJob(5, 30)).timeline,

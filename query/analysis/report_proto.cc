@@ -560,6 +560,7 @@ void ToProto(const HeadroomReport& r, v1::HeadroomReport* out) {
     w->set_headroom_bytes(h.headroom_bytes);
     w->set_floor_bytes_per_step(h.floor_bytes_per_step);
     w->set_trend_z(h.trend_z);
+    w->set_trend_fitted(h.trend_fitted);
     w->set_forecast_step(h.forecast_step);
     w->set_floor_forecast_step(h.floor_forecast_step);
     w->set_step_ns(h.step_ns);
