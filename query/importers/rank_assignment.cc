@@ -172,7 +172,7 @@ absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const KinetoDistri
   taken_[choice.rank] = {path, choice.source};
   world_size_stated_ |= info.world_size.value_or(0) > 0;
   world_size_ = std::max({world_size_, info.world_size.value_or(0), WorldFor(choice.rank)});
-  choice.world_size = world_size_;
+  choice.world_size = world_size();
   return choice;
 }
 

@@ -58,16 +58,18 @@ class RankAssigner {
 
   // The world size every file of the import is given, as far as the plan knows (a
   // distributedInfo found only after a file's events can raise it).
-  int32_t world_size() const { return world_size_; }
+  int32_t world_size() const {
+    return world_size_stated_ ? world_size_ : std::max(world_size_, implied_world_size_);
+  }
   // Whether a file states a world size (distributedInfo, "_of_N"), as opposed to one the
   // number of files and ranks imply.
   bool world_size_stated() const { return world_size_stated_; }
   // The world size the job's stored ranks imply (the largest they were stored with, their
   // highest rank + 1), taken when no file states one: a run's ranks imported one command at a
   // time were each "of 1", or "of rank + 1".
-  void ImplyWorldSize(int32_t job_world_size) {
-    if (!world_size_stated_) world_size_ = std::max(world_size_, job_world_size);
-  }
+  // Kept apart: a file whose distributedInfo, read only after its events, states a size is
+  // given that size, not the job's.
+  void ImplyWorldSize(int32_t job_world_size) { implied_world_size_ = job_world_size; }
 
   // The rank of the file at `index` (as given to Plan), now that it is parsed: `info` is its
   // whole distributedInfo. ALREADY_EXISTS naming both files when another file has, or will
@@ -89,6 +91,7 @@ class RankAssigner {
   std::map<int32_t, std::pair<std::string, std::string>> taken_;  // rank -> (file, source)
   int32_t world_size_ = 0;
   bool world_size_stated_ = false;
+  int32_t implied_world_size_ = 0;  // the job's (ImplyWorldSize)
 };
 
 }  // namespace memtrace::importers

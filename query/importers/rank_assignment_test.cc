@@ -115,6 +115,20 @@ TEST(RankAssignerTest, TheWorldSizeIsTheLargestAnyFileStates) {
   EXPECT_EQ(stated->Assign(0, Info(3, 2))->world_size, 4);
 }
 
+// The job's world size (ImplyWorldSize) is taken by files that state none, not by one whose
+// distributedInfo, read only after its events, states its own: that one was stored "of 3" for
+// its "of 2".
+TEST(RankAssignerTest, TheJobsWorldSizeYieldsToAStatedOne) {
+  auto plan = RankAssigner::Plan({"late.json"}, {{}});
+  ASSERT_TRUE(plan.ok());
+  plan->ImplyWorldSize(3);
+  EXPECT_EQ(plan->world_size(), 3);
+  EXPECT_EQ(plan->Assign(0, Info(1, 2))->world_size, 2);
+  auto unstated = RankAssigner::Plan({"plain.json"}, {{}});
+  unstated->ImplyWorldSize(3);
+  EXPECT_EQ(unstated->Assign(0, {})->world_size, 3);
+}
+
 TEST(RankAssignerTest, TwoFilesStatingOneRankAreRefusedBeforeAnyIsImported) {
   auto names = RankAssigner::Plan({"a/rank0.json", "b/trace_r0.json"}, {{}, {}});
   ASSERT_FALSE(names.ok());
