@@ -347,14 +347,21 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   }
   if (!mine.ok()) return mine.status();
   if (mine->seq == 0 && point.kind == LivePoint::Kind::kAtCollectorTime) {
-    // Nothing to show: an empty set "at step 0 (1970-01-01)" would read as an answer.
+    // Nothing to show: an empty set "at step 0 (1970-01-01)" would read as an answer. Its first
+    // step is of its first attempt unless one was asked for (it named a restart's).
+    int64_t first_ns = INT64_MAX;
+    for (const an::RankStepMetrics& r : job->ranks) {
+      if (r.rank != subject->rank || r.size() == 0) continue;
+      if (request.has_attempt() && r.attempt != request.attempt()) continue;
+      first_ns = std::min(first_ns, r.start_ns[0]);
+    }
     return absl::OutOfRangeError(absl::StrCat(
         "job \"", request.job_id(), "\" rank ", request.rank(), " has no event at or before ",
         UtcTime(point.at_ns),
-        subject->size() > 0 ? absl::StrCat(job->time_axis ? "; its first time bucket starts at "
-                                                          : "; its first step starts at ",
-                                           UtcTime(subject->start_ns[0]))
-                            : ""));
+        first_ns != INT64_MAX ? absl::StrCat(job->time_axis ? "; its first time bucket starts at "
+                                                            : "; its first step starts at ",
+                                             UtcTime(first_ns))
+                              : ""));
   }
   if (point.kind == LivePoint::Kind::kFirstOom) {
     oom = an::OomMoment{mine->set.at_step, mine->set.at_ns, mine->oom_requested_bytes,

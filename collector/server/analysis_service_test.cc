@@ -223,6 +223,16 @@ TEST_F(AnalysisServiceTest, LiveBeforeTheFirstEventSaysSo) {
                                         "its first step starts at "),
             std::string::npos)
       << status.error_message();
+  // Of a restarted rank, its first attempt's first step (22:13:19.5), not the restart's an
+  // hour later.
+  grpc::ClientContext restarted_context;
+  request.set_job_id("restarted");
+  request.set_rank(2);
+  status = stub_->Live(&restarted_context, request, &report);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_NE(status.error_message().find("its first step starts at 2023-11-14 22:13:19.500"),
+            std::string::npos)
+      << status.error_message();
 }
 
 TEST_F(AnalysisServiceTest, LeaksBeforeTheJobStartedSaysSo) {
