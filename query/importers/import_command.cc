@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,7 +23,8 @@ constexpr char kUsage[] =
     "Imports PyTorch profiler (Kineto) Chrome-trace JSON files, plain or .gz, one file per rank,\n"
     "into the collector as job JOB. The rank of a file is its distributedInfo.rank, else a rank\n"
     "in its name (rank3, rank_3, rank3_of_8, _r3.), else in its directory's (rank_3/, as\n"
-    "tensorboard_trace_handler writes them), else the lowest rank no file states, in file order.\n"
+    "tensorboard_trace_handler writes them), else the lowest rank no file states and the job\n"
+    "does not hold, in file order (a trace the job holds already keeps its rank).\n"
     "All files get one world size: the largest any states (distributedInfo, _of_8), at least\n"
     "the number of files and the highest rank + 1. When no file states one, at least the job's\n"
     "own (its ranks' world size, its highest rank + 1), so a run's ranks imported one command\n"
@@ -167,13 +169,18 @@ class JobGuard {
     if (absl::IsNotFound(ranks.status())) return absl::OkStatus();
     if (!ranks.ok()) return ranks.status();
     int32_t job_world_size = 0;
+    std::set<int32_t> held_here;  // at this import's attempt: another trace there is refused
     for (const v1::RankSummary& r : ranks->ranks()) {
       held_.push_back(r);
+      if (r.identity().attempt() == attempt_ && r.rank() <= INT32_MAX) {
+        held_here.insert(static_cast<int32_t>(r.rank()));
+      }
       job_world_size = static_cast<int32_t>(std::min<int64_t>(
           INT32_MAX,
           std::max<int64_t>({job_world_size, r.identity().world_size(), int64_t{r.rank()} + 1})));
     }
     plan.ImplyWorldSize(job_world_size);
+    plan.ReserveJobRanks(std::move(held_here));
     const int32_t world_size = plan.world_size();
     for (const v1::RankSummary& r : held_) {
       // A held size below this one may be implied only (a file imported alone is "of 1"):
@@ -187,6 +194,26 @@ class JobGuard {
       break;
     }
     return absl::OkStatus();
+  }
+
+  // The rank the job holds this trace as at this import's attempt (a file imported again): the
+  // same fingerprint, else the same process (pid) over the same time, imported with other flags
+  // (then refused there, as before; not stored as a new rank beside itself).
+  std::optional<int32_t> StoredRankOf(const ImportedRank& trace) const {
+    std::optional<int32_t> same_process;
+    for (const v1::RankSummary& r : held_) {
+      const v1::RankIdentity& id = r.identity();
+      if (id.launcher() != "kineto-import" || id.attempt() != attempt_ || r.rank() > INT32_MAX) {
+        continue;
+      }
+      if (id.process_start_ns() == trace.fingerprint) return static_cast<int32_t>(r.rank());
+      const bool overlaps =
+          trace.first_ts_ns <= r.last_ts_ns() && r.first_ts_ns() <= trace.last_ts_ns;
+      if (trace.pid.has_value() && *trace.pid >= 0 && id.pid() == *trace.pid && overlaps) {
+        same_process = static_cast<int32_t>(r.rank());
+      }
+    }
+    return same_process;
   }
 
   // Refuses a trace that is already another rank of the job, stored or imported just now: the
@@ -308,6 +335,9 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
   options.progress = stderr;
   JobGuard guard(sink_options.job_id, sink_options.collector, sink_options.attempt, io.err);
   options.before_first_file = [&guard](RankAssigner& plan) { return guard.Read(plan); };
+  options.stored_rank_of = [&guard](const ImportedRank& trace) {
+    return guard.StoredRankOf(trace);
+  };
   uint64_t memory_events = 0;
   size_t files_with_news = 0;  // files the collector did not already hold whole
   absl::StatusOr<std::vector<KinetoFileSummary>> summaries = ImportKinetoFiles(

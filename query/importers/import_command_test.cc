@@ -396,6 +396,43 @@ TEST(ImportCommandGuardTest, AFileWithoutAWorldSizeTakesTheJobs) {
   EXPECT_EQ(sizes, (std::map<uint32_t, int32_t>{{0, 3}, {1, 2}, {2, 3}}));
 }
 
+// Traces that state no rank, imported one command at a time: each takes the lowest rank the job
+// does not hold (the second was guessed rank 0 again and refused), and one imported again
+// keeps its own.
+TEST(ImportCommandGuardTest, FilesWithoutARankImportedOneAtATimeTakeFreeRanks) {
+  auto server = collector::testing::StartCollector("import_free_ranks");
+  ASSERT_NE(server, nullptr);
+  auto write = [](const std::string& name, int pid) {
+    const std::string file = test_util::TmpPath(name);
+    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": )" << pid
+                        << R"(, "tid": 1, "ts": )" << pid << R"(, "args": {"Device Type": 1,)"
+                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": 64,)"
+                        << R"( "Total Allocated": 64}}]})";
+    return file;
+  };
+  auto import = [&](const std::string& file) {
+    return Import(
+        {"--job", "free-ranks", "--format", "kineto", "--collector", server->address(), file});
+  };
+  const std::string a = write("free_ranks_a.json", 100);
+  const std::string b = write("free_ranks_b.json", 200);
+  CommandRun first = import(a);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find("rank 0 of 1 (file order)"), std::string::npos) << first.out;
+  CommandRun second = import(b);
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.out.find("rank 1 of 2 (file order)"), std::string::npos) << second.out;
+  CommandRun again = import(a);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_NE(again.out.find("rank 0 of 2 (as stored before)"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("nothing new"), std::string::npos) << again.out;
+  auto client = cli::QueryClient::Create(server->address(), absl::Seconds(10));
+  ASSERT_TRUE(client.ok());
+  auto ranks = client->ListRanks("free-ranks");
+  ASSERT_TRUE(ranks.ok()) << ranks.status();
+  EXPECT_EQ(ranks->ranks_size(), 2);
+}
+
 // tensorboard_trace_handler's layout: rank_N/<host>_<pid>.pt.trace.json. The shell lists
 // rank_10 before rank_2, so by file order rank 10's trace was stored as rank 2; the summary
 // named four files "host_123.pt.trace.json".

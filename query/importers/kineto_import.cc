@@ -147,13 +147,7 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
                            ": the trace has no [memory] events: record it with "
                            "torch.profiler.profile(profile_memory=True)"));
   }
-  absl::StatusOr<RankChoice> choice = assigner.Assign(index, trace->distributed);
-  if (!choice.ok()) return choice.status();
-
   summary.parse = trace->counts;
-  summary.rank.rank = choice->rank;
-  summary.rank.world_size = choice->world_size;
-  summary.rank.rank_source = choice->source;
   summary.rank.path = path;
   summary.rank.pid = trace->first_pid;
   summary.rank.fingerprint = Fingerprint(*trace, options);
@@ -163,6 +157,13 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
       summary.rank.first_ts_ns = at;
     if (summary.rank.last_ts_ns == 0 || at > summary.rank.last_ts_ns) summary.rank.last_ts_ns = at;
   }
+  absl::StatusOr<RankChoice> choice =
+      assigner.Assign(index, trace->distributed,
+                      options.stored_rank_of ? options.stored_rank_of(summary.rank) : std::nullopt);
+  if (!choice.ok()) return choice.status();
+  summary.rank.rank = choice->rank;
+  summary.rank.world_size = choice->world_size;
+  summary.rank.rank_source = choice->source;
   for (const KinetoMemoryRecord& r : trace->memory) {
     if (r.device_type == kKinetoDeviceCuda && r.device_id >= 0) {
       summary.rank.device_index = r.device_id;

@@ -70,6 +70,9 @@ struct KinetoImportOptions {
   // with the ranks planned, which it may amend (RankAssigner::ImplyWorldSize): an error stops
   // the import there, with nothing imported.
   std::function<absl::Status(RankAssigner& plan)> before_first_file;
+  // The rank the job already holds a parsed trace as, if any (`trace`: all but its rank and
+  // world size): a file that states no rank, imported again, keeps it.
+  std::function<std::optional<int32_t>(const ImportedRank& trace)> stored_rank_of;
 };
 
 struct KinetoFileSummary {

@@ -144,7 +144,8 @@ std::optional<std::pair<std::string, std::string>> RankAssigner::HolderOf(int32_
   return std::nullopt;
 }
 
-absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const KinetoDistributedInfo& info) {
+absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const KinetoDistributedInfo& info,
+                                                std::optional<int32_t> stored_as) {
   const std::string& path = paths_[index];
   RankChoice choice;
   if (info.rank.has_value()) {
@@ -157,10 +158,16 @@ absl::StatusOr<RankChoice> RankAssigner::Assign(size_t index, const KinetoDistri
   } else if (stated_[index].has_value()) {
     choice.rank = stated_[index]->rank;
     choice.source = stated_[index]->source;
+  } else if (stored_as.has_value() && !HolderOf(*stored_as, index).has_value()) {
+    choice.rank = *stored_as;
+    choice.source = "as stored before";
   } else {
-    // Ranks no other file states, in file order: a guess that cannot take a stated one.
+    // Ranks no other file states and the job does not hold, in file order: a guess that cannot
+    // take a stated one.
     choice.rank = 0;
-    while (HolderOf(choice.rank, index).has_value()) ++choice.rank;
+    while (HolderOf(choice.rank, index).has_value() || job_ranks_.count(choice.rank) > 0) {
+      ++choice.rank;
+    }
     choice.source = "file order";
   }
   if (auto holder = HolderOf(choice.rank, index)) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,10 +72,18 @@ class RankAssigner {
   // given that size, not the job's.
   void ImplyWorldSize(int32_t job_world_size) { implied_world_size_ = job_world_size; }
 
+  // The ranks the job already holds (at the import's attempt): a file that states no rank takes
+  // none of them, unless it is the trace stored there (Assign's `stored_as`). Imported one
+  // command at a time, the second such file was guessed rank 0 again and refused.
+  void ReserveJobRanks(std::set<int32_t> ranks) { job_ranks_ = std::move(ranks); }
+
   // The rank of the file at `index` (as given to Plan), now that it is parsed: `info` is its
-  // whole distributedInfo. ALREADY_EXISTS naming both files when another file has, or will
-  // have, the rank it states after its events; DATA_LOSS for a negative rank.
-  absl::StatusOr<RankChoice> Assign(size_t index, const KinetoDistributedInfo& info);
+  // whole distributedInfo; `stored_as` the rank the job holds this very trace as, if any (a
+  // file imported again keeps its rank, source "as stored before"). ALREADY_EXISTS naming both
+  // files when another file has, or will have, the rank it states after its events; DATA_LOSS
+  // for a negative rank.
+  absl::StatusOr<RankChoice> Assign(size_t index, const KinetoDistributedInfo& info,
+                                    std::optional<int32_t> stored_as = std::nullopt);
 
  private:
   struct Stated {
@@ -92,6 +101,7 @@ class RankAssigner {
   int32_t world_size_ = 0;
   bool world_size_stated_ = false;
   int32_t implied_world_size_ = 0;  // the job's (ImplyWorldSize)
+  std::set<int32_t> job_ranks_;     // ReserveJobRanks
 };
 
 }  // namespace memtrace::importers
