@@ -133,7 +133,9 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
     for (const v1::RankDivergence& d : r.diverged()) {
       t.Add({absl::StrCat(++i), absl::StrCat(d.rank()), OrDash(d.host()),
              FormatKeyValue(d.onset_step(), bucket_ns),
-             FormatKeyValue(d.departure_step(), bucket_ns), Time(d.onset_ns()),
+             FormatKeyValue(d.departure_step(), bucket_ns),
+             // Buckets of less than whole seconds: the onset's ms, which its key column shows.
+             bucket_ns % 1'000'000'000 != 0 ? TimeMs(d.onset_ns()) : Time(d.onset_ns()),
              Bytes(d.value_bytes()), Bytes(d.cohort_median_bytes()), Signed(d.excess_bytes()),
              Z(d.robust_z()), Bytes(d.last_value_bytes()), Signed(d.last_excess_bytes())});
     }

@@ -39,6 +39,15 @@ TEST(RenderTest, DivergenceTableNamesTheRankAndUnits) {
   Show(healthy);
   EXPECT_TRUE(Has(healthy, "no rank diverged"));
   EXPECT_FALSE(Has(healthy, "onset"));
+
+  // On buckets of 250 ms the onset's time keeps its ms, as its key column does ("10:00:39"
+  // beside an onset at 10:00:39.750).
+  v1::DivergenceReport quarter = w;
+  quarter.set_bucket_ns(250'000'000);
+  v1::RankDivergence& d = *quarter.mutable_diverged(0);
+  d.set_onset_ns(int64_t{1767261639} * 1'000'000'000 + 750'000'000);
+  EXPECT_TRUE(Has(RenderDivergence(quarter), "2026-01-01 10:00:39.750"))
+      << RenderDivergence(quarter);
 }
 
 TEST(RenderTest, GrowthTableSaysWhereItGrows) {
