@@ -296,6 +296,7 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
     c.newest_step = agg.newest;
     c.distinct_steps = agg.Distinct();
     c.at_step = set.at_step;
+    c.attempt = set.attempt;
     mine.push_back(std::move(c));
   }
   std::sort(mine.begin(), mine.end(),
@@ -311,6 +312,7 @@ void FindCandidates(const RankLiveSet& set, int64_t warmup_end,
     p.bytes = agg.bytes;
     p.oldest_step = agg.oldest;
     p.at_step = set.at_step;
+    p.attempt = set.attempt;
     p.open_phases = set.open_phases;
     p.distinct_steps = agg.Distinct();
     report.phase_survivors.push_back(std::move(p));

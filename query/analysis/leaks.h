@@ -114,6 +114,7 @@ struct LeakCandidate {
   int64_t newest_step = 0;
   uint32_t distinct_steps = 0;
   int64_t at_step = 0;  // the live set's moment
+  uint32_t attempt = 0;  // the live set's (before a restart: not the curves' latest)
 };
 
 // Memory of `phase` found live after that phase instance ended (from a live set).
@@ -126,6 +127,7 @@ struct PhaseSurvivor {
   uint64_t bytes = 0;
   int64_t oldest_step = 0;
   int64_t at_step = 0;
+  uint32_t attempt = 0;                  // the live set's
   std::vector<std::string> open_phases;  // at the moment
   // Steps whose run of the phase left these allocations: 1 = kept once (an optimizer's state,
   // made by the first update, is the common healthy case); more = each run leaves more. In a

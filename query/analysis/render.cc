@@ -287,12 +287,26 @@ std::string RenderLeakCandidates(const v1::LeakReport& r) {
   if (r.candidates_size() == 0) return "";
   std::string out = absl::StrCat("\nleak candidates (allocated after warm-up, live across >= ",
                                  r.params().min_boundaries(), " step boundaries):\n");
-  TextTable c({">rank", "tag", "source", ">allocations", ">bytes", ">steps", ">oldest", ">newest",
-               ">at step"});
+  // Of a restarted job, which attempt's live set each row comes from (--at before a restart
+  // reads the attempt that held the moment, not the curves' latest).
+  const bool attempts = std::any_of(r.candidates().begin(), r.candidates().end(),
+                                    [](const v1::LeakCandidate& l) { return l.attempt() > 0; });
+  std::vector<std::string> header = {">rank",  "tag",     "source",  ">allocations", ">bytes",
+                                     ">steps", ">oldest", ">newest", ">at step"};
+  if (attempts) header.insert(header.begin() + 1, ">attempt");
+  TextTable c(header);
   for (const v1::LeakCandidate& l : r.candidates()) {
-    c.Add({absl::StrCat(l.rank()), OrDash(l.tag()), OrDash(l.source()), absl::StrCat(l.count()),
-           Bytes(l.bytes()), absl::StrCat(l.distinct_steps()), absl::StrCat(l.oldest_step()),
-           absl::StrCat(l.newest_step()), absl::StrCat(l.at_step())});
+    std::vector<std::string> row = {absl::StrCat(l.rank()),
+                                    OrDash(l.tag()),
+                                    OrDash(l.source()),
+                                    absl::StrCat(l.count()),
+                                    Bytes(l.bytes()),
+                                    absl::StrCat(l.distinct_steps()),
+                                    absl::StrCat(l.oldest_step()),
+                                    absl::StrCat(l.newest_step()),
+                                    absl::StrCat(l.at_step())};
+    if (attempts) row.insert(row.begin() + 1, absl::StrCat(l.attempt()));
+    c.Add(row);
   }
   out += c.Render();
   return out;
@@ -302,19 +316,30 @@ std::string RenderLeakCandidates(const v1::LeakReport& r) {
 std::string RenderPhaseSurvivors(const v1::LeakReport& r) {
   if (r.phase_survivors_size() == 0) return "";
   std::string out = "\nmemory still live after its phase ended:\n";
-  // Without step markers every step is 0: the step columns would say nothing.
+  // Without step markers every step is 0: the step columns would say nothing, but the runs of
+  // the phase that left memory (told apart by time) still do.
   const bool steps = !r.no_step_markers();
+  const bool attempts = std::any_of(r.phase_survivors().begin(), r.phase_survivors().end(),
+                                    [](const v1::PhaseSurvivor& p) { return p.attempt() > 0; });
   std::vector<std::string> header = {">rank", "phase", "tag", "source", ">allocations", ">bytes"};
-  if (steps) header.insert(header.end(), {">steps", ">since step", ">at step"});
+  if (attempts) header.insert(header.begin() + 1, ">attempt");
+  if (steps) {
+    header.insert(header.end(), {">steps", ">since step", ">at step"});
+  } else {
+    header.push_back(">runs");
+  }
   header.push_back("open now");
   TextTable s(header);
   for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
     std::vector<std::string> row = {absl::StrCat(p.rank()),  OrDash(p.phase()),
                                     OrDash(p.tag()),         OrDash(p.source()),
                                     absl::StrCat(p.count()), Bytes(p.bytes())};
+    if (attempts) row.insert(row.begin() + 1, absl::StrCat(p.attempt()));
     if (steps) {
       row.insert(row.end(), {absl::StrCat(p.distinct_steps()), absl::StrCat(p.oldest_step()),
                              absl::StrCat(p.at_step())});
+    } else {
+      row.push_back(absl::StrCat(p.distinct_steps()));
     }
     row.push_back(p.open_phases_size() > 0 ? Printable(absl::StrJoin(p.open_phases(), ",")) : "-");
     s.Add(row);

@@ -442,6 +442,7 @@ void ToProto(const LeakReport& r, v1::LeakReport* out) {
     w->set_newest_step(c.newest_step);
     w->set_distinct_steps(c.distinct_steps);
     w->set_at_step(c.at_step);
+    w->set_attempt(c.attempt);
   }
   for (const PhaseSurvivor& s : r.phase_survivors) {
     v1::PhaseSurvivor* w = out->add_phase_survivors();
@@ -455,6 +456,7 @@ void ToProto(const LeakReport& r, v1::LeakReport* out) {
     w->set_at_step(s.at_step);
     for (const std::string& p : s.open_phases) w->add_open_phases(p);
     w->set_distinct_steps(s.distinct_steps);
+    w->set_attempt(s.attempt);
   }
   for (const PhaseResidue& p : r.phase_residues) {
     v1::PhaseResidue* w = out->add_phase_residues();

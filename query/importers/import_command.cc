@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "agent/stream/transport.h"
 #include "proto/connect/client_channel.h"
 #include "proto/connect/collector_address.h"
@@ -146,6 +147,11 @@ class TransportSink : public RankImportSink {
   absl::Duration drain_timeout_;
 };
 
+// An imported rank's run_id: its trace's fingerprint without the import's flags.
+std::string TraceRunId(const ImportedRank& rank) {
+  return absl::StrFormat("kineto-trace:%016x", rank.trace_fingerprint);
+}
+
 // What the job already holds, read before any file is parsed: an unreachable collector fails
 // the import at once (it used to wait out --drain-timeout after parsing the first file), and a
 // trace that does not belong with the job's ranks is caught before it is stored.
@@ -196,24 +202,20 @@ class JobGuard {
     return absl::OkStatus();
   }
 
-  // The rank the job holds this trace as at this import's attempt (a file imported again): the
-  // same fingerprint, else the same process (pid) over the same time, imported with other flags
-  // (then refused there, as before; not stored as a new rank beside itself).
+  // The rank the job holds this trace as at this import's attempt: imported again, or with
+  // other flags (then refused there, as before, not stored as a new rank beside itself).
   std::optional<int32_t> StoredRankOf(const ImportedRank& trace) const {
-    std::optional<int32_t> same_process;
+    const std::string trace_id = TraceRunId(trace);
     for (const v1::RankSummary& r : held_) {
       const v1::RankIdentity& id = r.identity();
       if (id.launcher() != "kineto-import" || id.attempt() != attempt_ || r.rank() > INT32_MAX) {
         continue;
       }
-      if (id.process_start_ns() == trace.fingerprint) return static_cast<int32_t>(r.rank());
-      const bool overlaps =
-          trace.first_ts_ns <= r.last_ts_ns() && r.first_ts_ns() <= trace.last_ts_ns;
-      if (trace.pid.has_value() && *trace.pid >= 0 && id.pid() == *trace.pid && overlaps) {
-        same_process = static_cast<int32_t>(r.rank());
+      if (id.process_start_ns() == trace.fingerprint || id.run_id() == trace_id) {
+        return static_cast<int32_t>(r.rank());
       }
     }
-    return same_process;
+    return std::nullopt;
   }
 
   // Refuses a trace that is already another rank of the job, stored or imported just now: the
@@ -385,6 +387,8 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   // (a resend, stored once); another trace for this rank is another producer, refused, not
   // spliced into the first one's stream by sequence number.
   id.set_process_start_ns(rank.fingerprint);
+  // Which trace it is, whatever the flags: a later import of it with others is this rank's.
+  id.set_run_id(TraceRunId(rank));
   id.set_launcher("kineto-import");
   id.set_agent_version("memtrace-import/1");
   transport_options.log_failures = false;

@@ -402,10 +402,11 @@ TEST(ImportCommandGuardTest, AFileWithoutAWorldSizeTakesTheJobs) {
 TEST(ImportCommandGuardTest, FilesWithoutARankImportedOneAtATimeTakeFreeRanks) {
   auto server = collector::testing::StartCollector("import_free_ranks");
   ASSERT_NE(server, nullptr);
-  auto write = [](const std::string& name, int pid) {
+  // Both pid 1, as the ranks of containers often are: not taken for one process.
+  auto write = [](const std::string& name, int ts) {
     const std::string file = test_util::TmpPath(name);
-    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": )" << pid
-                        << R"(, "tid": 1, "ts": )" << pid << R"(, "args": {"Device Type": 1,)"
+    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
+                        << R"( "tid": 1, "ts": )" << ts << R"(, "args": {"Device Type": 1,)"
                         << R"( "Device Id": 0, "Addr": 4096, "Bytes": 64,)"
                         << R"( "Total Allocated": 64}}]})";
     return file;

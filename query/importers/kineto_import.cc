@@ -36,11 +36,13 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-// ImportedRank::fingerprint.
-uint64_t Fingerprint(const KinetoTrace& trace, const KinetoImportOptions& options) {
+// ImportedRank::fingerprint; without `options`, ImportedRank::trace_fingerprint.
+uint64_t Fingerprint(const KinetoTrace& trace, const KinetoImportOptions* options) {
   Fnv1a h;
-  h.Add(options.include_cpu_memory);
-  h.Add(options.module_tags);
+  if (options != nullptr) {
+    h.Add(options->include_cpu_memory);
+    h.Add(options->module_tags);
+  }
   h.Add(static_cast<uint64_t>(trace.base_time_ns));
   h.Add(trace.memory.size());
   for (const KinetoMemoryRecord& r : trace.memory) {
@@ -150,7 +152,8 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
   summary.parse = trace->counts;
   summary.rank.path = path;
   summary.rank.pid = trace->first_pid;
-  summary.rank.fingerprint = Fingerprint(*trace, options);
+  summary.rank.fingerprint = Fingerprint(*trace, &options);
+  summary.rank.trace_fingerprint = Fingerprint(*trace, nullptr);
   for (const KinetoMemoryRecord& r : trace->memory) {
     const int64_t at = trace->base_time_ns + r.ts_ns;  // both bounded to +-2^62 by the parser
     if (summary.rank.first_ts_ns == 0 || at < summary.rank.first_ts_ns)

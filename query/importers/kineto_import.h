@@ -34,6 +34,9 @@ struct ImportedRank {
   // and base time, and of the options that change the events. The same file imported the same
   // way gets the same one.
   uint64_t fingerprint = 0;
+  // The same of the trace alone, whatever the options: the same trace imported with other flags
+  // has another `fingerprint` and this one.
+  uint64_t trace_fingerprint = 0;
   // The first and last memory event, ns since the epoch (0 when the trace has none).
   int64_t first_ts_ns = 0;
   int64_t last_ts_ns = 0;
