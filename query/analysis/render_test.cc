@@ -351,6 +351,14 @@ TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
       << no_steps;
   EXPECT_FALSE(Has(no_steps, "since step")) << no_steps;
   EXPECT_TRUE(Has(no_steps, "6.00 GiB")) << no_steps;
+  // The runs that left the memory, told apart by time, are still shown.
+  EXPECT_TRUE(Has(no_steps, " runs ")) << no_steps;
+
+  // A live set of an earlier attempt (--at before a restart): the rows say which.
+  EXPECT_FALSE(Has(text, "attempt")) << text;
+  ASSERT_GT(w.candidates_size(), 0);
+  w.mutable_candidates(0)->set_attempt(1);
+  EXPECT_TRUE(Has(RenderLeaks(w), " attempt ")) << RenderLeaks(w);
 }
 
 TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
