@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 #include <vector>
@@ -11,8 +12,9 @@
 namespace memtrace::analysis {
 namespace {
 
-// Candidate windows, in buckets, tried from the smallest.
-constexpr int64_t kWindows[] = {2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60};
+// Candidate windows, in buckets, tried from the smallest: up to a minute's step in 250 ms
+// buckets (60 left such steps read bucket by bucket, a leak dated from the job's start).
+constexpr int64_t kWindows[] = {2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 60, 90, 120, 180, 240};
 // A window must leave this many points a rank (median over ranks) for the analyses to use.
 constexpr size_t kMinWindowsPerRank = 8;
 // Bucket floors that swing by less than this share of the memory are left as they are.
@@ -60,11 +62,10 @@ struct FloorSeries {
 };
 
 // The median over ranks of each rank's 90th percentile of the changes between consecutive
-// windows' floors (a window's floor: its lowest bucket floor), each about the rank's median
-// change (a steady leak's rise is no swing), and of its number of windows; and each rank's
-// (0 for one with too few windows). Not the median change: windows of 8 buckets over 10-bucket
-// steps mostly hold a step's last bucket, whose floor is the step's, and their median change is
-// as calm as whole steps'; the fifth that holds none is what the percentile sees.
+// windows' floors (a window's floor: its lowest bucket floor), and of its number of windows;
+// and each rank's (0 for one with too few windows). Not the median change: windows of 8 buckets
+// over 10-bucket steps mostly hold a step's last bucket, whose floor is the step's, and their
+// median change is as calm as whole steps'; the fifth that holds none is what the percentile sees.
 struct Swing {
   double change = 0;
   size_t windows = 0;
@@ -86,21 +87,15 @@ Swing SwingOf(const std::vector<FloorSeries>& ranks, int64_t window) {
           const uint64_t floor = *std::min_element(r.floor.begin() + begin, r.floor.begin() + end);
           ++windows;
           if (have_previous && key == previous_key + 1) {
-            rank_changes.push_back(static_cast<double>(floor) -
-                                   static_cast<double>(previous_floor));
+            rank_changes.push_back(floor > previous_floor ? double(floor - previous_floor)
+                                                          : double(previous_floor - floor));
           }
           have_previous = true;
           previous_key = key;
           previous_floor = floor;
         });
     counts.push_back(static_cast<double>(windows));
-    if (rank_changes.size() >= 3) {
-      // About the rank's own typical change: a steady leak's rise is a trend, not a swing.
-      std::vector<double> sorted = rank_changes;
-      const double typical = MedianOf(sorted);
-      for (double& c : rank_changes) c = std::abs(c - typical);
-      changes.push_back(Percentile90(rank_changes));
-    }
+    if (rank_changes.size() >= 3) changes.push_back(Percentile90(rank_changes));
     s.by_rank.push_back(rank_changes.size() >= 3 ? changes.back() : 0);
   }
   s.change = MedianOf(changes);
@@ -117,32 +112,36 @@ int64_t ChooseWindow(const std::vector<FloorSeries>& ranks) {
   const double level = MedianOf(levels);
   const Swing buckets = SwingOf(ranks, 1);
   if (level <= 0 || buckets.change <= kNegligibleSwing * level) return 1;
-  int64_t chosen = 1;
+  // Every window that leaves enough points, each computed once.
+  std::vector<std::pair<int64_t, Swing>> tried;
   for (int64_t window : kWindows) {
-    const Swing s = SwingOf(ranks, window);
+    Swing s = SwingOf(ranks, window);
     if (s.windows < kMinWindowsPerRank) break;
-    if (s.change <= kCalmed * buckets.change) {
-      chosen = window;
-      break;
-    }
+    tried.emplace_back(window, std::move(s));
   }
-  if (chosen == 1) return 1;
-  // The window must calm every rank's own swing, not only the median rank's: a leaking rank's
+  size_t chosen = tried.size();  // the first that calms the median rank's swing
+  for (size_t i = 0; i < tried.size() && chosen == tried.size(); ++i) {
+    if (tried[i].second.change <= kCalmed * buckets.change) chosen = i;
+  }
+  if (chosen == tried.size()) return 1;
+  // It must calm every rank's own swing too, not only the median rank's: a leaking rank's
   // steps grow longer than the others', and windows the cohort's steps kept calm missed every
   // other one of its step ends (its floor read 7 GiB above the truth, a leak from its first
-  // window, growth a third too high). The first wider window that does; else the median's.
-  for (int64_t window : kWindows) {
-    if (window < chosen) continue;
-    const Swing s = SwingOf(ranks, window);
-    if (s.windows < kMinWindowsPerRank) break;
+  // window, growth a third too high). Calm: at most twice the least swing any window gives the
+  // rank, or negligible. The first such window from the median's; else the median's.
+  std::vector<double> least(ranks.size(), std::numeric_limits<double>::infinity());
+  for (const auto& [window, s] : tried) {
+    for (size_t r = 0; r < ranks.size(); ++r) least[r] = std::min(least[r], s.by_rank[r]);
+  }
+  for (size_t i = chosen; i < tried.size(); ++i) {
+    const Swing& s = tried[i].second;
     bool every_rank_calm = true;
     for (size_t r = 0; r < ranks.size() && every_rank_calm; ++r) {
-      const double own = buckets.by_rank[r];
-      every_rank_calm = s.by_rank[r] <= std::max(kCalmed * own, kNegligibleSwing * level);
+      every_rank_calm = s.by_rank[r] <= std::max(2 * least[r], kNegligibleSwing * level);
     }
-    if (every_rank_calm) return window;
+    if (every_rank_calm) return tried[i].first;
   }
-  return chosen;
+  return tried[chosen].first;
 }
 
 using GroupsByName = std::map<NameId, GroupBytes>;

@@ -10,8 +10,9 @@
 // The analyses read such a job in windows of W consecutive buckets instead, one point each (the
 // lowest floor, the highest peak, the last end, ...), W the fewest buckets over which the floors
 // stop swinging: a window that holds a step's end (where the activations are gone) has the
-// step's floor, so W may be shorter than a step (10 s steps: 5 or 8 buckets) when most windows
-// do, and the 90th percentile of the changes is what must calm down. A job whose bucket floors
+// step's floor, so W may be shorter than a step (1 s steps in 250 ms buckets: 3) when every
+// window does on every rank, and the 90th percentile of the changes is what must calm down (on
+// the median rank, then on each rank against its own best). A job whose bucket floors
 // swing by under 1% of its memory keeps its buckets; a noisy one may get a window that only
 // smooths its noise. Wherever the analyses read time buckets: standing in for missing step
 // markers, or asked for with --axis time (the collector's, plot's); two jobs compared are read
@@ -28,10 +29,11 @@ namespace memtrace::analysis {
 
 // The window, in buckets, that `job`'s floors call for: 1 (buckets as they are) for a job on the
 // step axis, or whose bucket floors swing by under 1% of its memory, or for which no window of
-// at most 60 buckets (and 8 windows a rank) calms the swing to a quarter; then widened, while 8
-// windows a rank remain, until it calms every rank's own swing (a leaking rank's longer steps
-// are not the median rank's). The same for a job's timeline and its step metrics (both read
-// the floors).
+// at most 240 buckets (and 8 windows a rank) calms the swing to a quarter; then widened, while 8
+// windows a rank remain, until every rank's own swing is at most twice the least any window
+// gives it (a leaking rank's longer steps are not the median rank's; a window that holds no step
+// end on one rank reads its floor high). The same for a job's timeline and its step metrics
+// (both read the floors).
 int64_t StepWindowOf(const JobTimeline& job);
 int64_t StepWindowOf(const JobStepMetrics& job);
 

@@ -161,7 +161,7 @@ TEST(SvgPlotTest, LongStepsWithoutMarkersAreMarkedFromWindowsOfWholeSteps) {
   EXPECT_NE(svg.find("rank 5 diverges at 05:5"), std::string::npos) << svg.substr(0, 3000);
   EXPECT_NE(svg.find("(25.6 MiB/s)"), std::string::npos) << svg.substr(0, 3000);
   // The divergence's sentence counts the analyses' windows, which it says.
-  EXPECT_NE(svg.find("(its buckets: the analyses&apos; 8 s windows of the buckets drawn)"),
+  EXPECT_NE(svg.find("(its buckets: the analyses&apos; 10 s windows of the buckets drawn)"),
             std::string::npos)
       << svg.substr(0, 3000);
 }
