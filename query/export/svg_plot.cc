@@ -281,8 +281,10 @@ void AppendAxes(const PlotFrame& frame, absl::string_view metric, const XAxis& a
   absl::StrAppend(svg, "<g class=\"axis\" data-axis=\"x\">\n");
   const std::vector<double>& ticks = frame.x_ticks();
   // The labels' precision: ms only where the ticks fall between whole seconds.
-  const int64_t tick_every_ns =
-      ticks.size() >= 2 ? std::llround(ticks[1] - ticks[0]) * axis.bucket_ns : axis.bucket_ns;
+  // (TimeTicks' fallback may space them less than a bucket apart: then a bucket's.)
+  const int64_t tick_every_ns = ticks.size() >= 2 && ticks[1] - ticks[0] >= 1
+                                    ? std::llround(ticks[1] - ticks[0]) * axis.bucket_ns
+                                    : axis.bucket_ns;
   for (double key : ticks) {
     double x = frame.X(key);
     absl::StrAppendFormat(
@@ -445,20 +447,25 @@ void AppendOnsets(const std::vector<Onset>& onsets, const XAxis& axis, const Plo
     // Inside the plot: to the left of the line when the label does not fit to its right and
     // has more room there (about 6.8 px a character of DejaVu Sans at 12 px). A fixed share of
     // the width let long labels run into the legend.
-    const double right_room = kLeft + frame.plot_w() - (x + 5);
-    const double left_room = x - 5 - kLeft;
+    // A label starts beside the outermost line near its own (within 60 px), on the side it goes.
+    double leftmost = x, rightmost = x;
+    for (const Onset& other : onsets) {
+      const double ox = frame.X(static_cast<double>(other.step));
+      if (std::fabs(ox - x) < 60) {
+        leftmost = std::min(leftmost, ox);
+        rightmost = std::max(rightmost, ox);
+      }
+    }
+    const double right_room = kLeft + frame.plot_w() - (rightmost + 5);
+    const double left_room = leftmost - 5 - kLeft;
     const auto width = [](const std::string& text) {
       return 6.8 * static_cast<double>(text.size());
     };
     const std::string& label =
         width(o.label) > std::max(left_room, right_room) && !o.short_label.empty() ? o.short_label
                                                                                    : o.label;
-    bool flip = right_room < width(label) && left_room > right_room;
-    double anchor = x;
-    for (const Onset& other : onsets) {
-      double ox = frame.X(static_cast<double>(other.step));
-      if (std::fabs(ox - x) < 60) anchor = flip ? std::min(anchor, ox) : std::max(anchor, ox);
-    }
+    const bool flip = right_room < width(label) && left_room > right_room;
+    const double anchor = flip ? leftmost : rightmost;
     double label_y = kTop + 16 + 16 * (i % 6);
     absl::StrAppendFormat(
         svg,
