@@ -410,7 +410,10 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                                                ? std::optional<int64_t>(at.at_ns)
                                                : std::nullopt;
       if (request.moment_case() == v1::LiveRequest::kAtStep) {
-        const an::RankStepMetrics* running = AttemptCovering(*job, *rank, at_ns, request.at_step());
+        // The subject's end of S; of its last step, which has none yet, the moment it was read.
+        const an::RankStepMetrics* running = AttemptCovering(
+            *job, *rank, at_ns.has_value() ? at_ns : std::optional<int64_t>(mine->set.at_ns),
+            request.at_step());
         rank = StepEnd(*running, request.at_step()).has_value()
                    ? running
                    : AttemptCovering(*job, *rank, std::nullopt, request.at_step());
