@@ -63,9 +63,10 @@ struct FloorSeries {
 
 // The median over ranks of each rank's 90th percentile of the changes between consecutive
 // windows' floors (a window's floor: its lowest bucket floor), and of its number of windows;
-// and each rank's (0 for one with too few windows). Not the median change: windows of 8 buckets
-// over 10-bucket steps mostly hold a step's last bucket, whose floor is the step's, and their
-// median change is as calm as whole steps'; the fifth that holds none is what the percentile sees.
+// and each rank's (NaN for one with too few windows to say). Not the median change: windows of 8
+// buckets over 10-bucket steps mostly hold a step's last bucket, whose floor is the step's, and
+// their median change is as calm as whole steps'; the fifth that holds none is what the percentile
+// sees.
 struct Swing {
   double change = 0;
   size_t windows = 0;
@@ -96,7 +97,8 @@ Swing SwingOf(const std::vector<FloorSeries>& ranks, int64_t window) {
         });
     counts.push_back(static_cast<double>(windows));
     if (rank_changes.size() >= 3) changes.push_back(Percentile90(rank_changes));
-    s.by_rank.push_back(rank_changes.size() >= 3 ? changes.back() : 0);
+    s.by_rank.push_back(rank_changes.size() >= 3 ? changes.back()
+                                                 : std::numeric_limits<double>::quiet_NaN());
   }
   s.change = MedianOf(changes);
   s.windows = static_cast<size_t>(MedianOf(counts));
@@ -129,15 +131,23 @@ int64_t ChooseWindow(const std::vector<FloorSeries>& ranks) {
   // other one of its step ends (its floor read 7 GiB above the truth, a leak from its first
   // window, growth a third too high). Calm: at most twice the least swing any window gives the
   // rank, or negligible. The first such window from the median's; else the median's.
+  // A rank too short to be measured at the median's window is left out; one measured there
+  // must be measured, and calm, at the window taken (a window too wide to measure a short
+  // leaking rank passed it by, and was taken for that).
   std::vector<double> least(ranks.size(), std::numeric_limits<double>::infinity());
   for (const auto& [window, s] : tried) {
-    for (size_t r = 0; r < ranks.size(); ++r) least[r] = std::min(least[r], s.by_rank[r]);
+    for (size_t r = 0; r < ranks.size(); ++r) {
+      if (!std::isnan(s.by_rank[r])) least[r] = std::min(least[r], s.by_rank[r]);
+    }
   }
+  const std::vector<double>& at_median = tried[chosen].second.by_rank;
   for (size_t i = chosen; i < tried.size(); ++i) {
     const Swing& s = tried[i].second;
     bool every_rank_calm = true;
     for (size_t r = 0; r < ranks.size() && every_rank_calm; ++r) {
-      every_rank_calm = s.by_rank[r] <= std::max(2 * least[r], kNegligibleSwing * level);
+      if (std::isnan(at_median[r])) continue;
+      every_rank_calm = !std::isnan(s.by_rank[r]) &&
+                        s.by_rank[r] <= std::max(2 * least[r], kNegligibleSwing * level);
     }
     if (every_rank_calm) return tried[i].first;
   }

@@ -84,6 +84,19 @@ TEST(StepWindowTest, LongStepsWithSteadyClimbsAreWindowedToo) {
   }
 }
 
+// The same with the slow leaking rank stopped after 10 of its steps (an OOM): a window too wide
+// to measure it (45 buckets) passed it by and was taken; windows that measure it decide.
+TEST(StepWindowTest, ARankThatStoppedEarlyIsNotPassedByAWindowTooWideToMeasureIt) {
+  const JobTimeline steps = Simulate(sim::LeakJob(5, 3, 256 * kMiB)).timeline;
+  JobTimeline job = StretchedIntoBuckets(steps, 10, 14 * kGiB);
+  RankTimeline slow = StretchedIntoBuckets(steps, 12, 14 * kGiB).ranks[5];
+  slow.steps.resize(120);
+  job.ranks[5] = slow;
+  const int64_t window = StepWindowOf(job);
+  EXPECT_GE(window, 10);
+  EXPECT_LE(window, 12);
+}
+
 TEST(StepWindowTest, BucketsWhoseFloorsDoNotSwingStayAsTheyAre) {
   JobTimeline job = Simulate(sim::LeakJob(5, 30)).timeline;  // one bucket a step
   job.time_axis = true;

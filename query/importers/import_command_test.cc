@@ -250,6 +250,13 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
                              "import it under another --job or --attempt"),
             std::string::npos)
       << refused.err;
+  // So is the trace imported without its module scopes (falcon has 214): it is known again by
+  // what the flags do not change, not stored as a second rank beside itself.
+  std::vector<std::string> no_modules = args;
+  no_modules.insert(no_modules.end() - 1, "--no-module-tags");
+  CommandRun refused_again = Import(no_modules);
+  EXPECT_NE(refused_again.code, 0) << refused_again.out;
+  EXPECT_NE(refused_again.err.find("ALREADY_EXISTS"), std::string::npos) << refused_again.err;
   auto third = client->ListRanks("again");
   ASSERT_TRUE(third.ok());
   ASSERT_EQ(third->ranks_size(), 1);
@@ -402,13 +409,14 @@ TEST(ImportCommandGuardTest, AFileWithoutAWorldSizeTakesTheJobs) {
 TEST(ImportCommandGuardTest, FilesWithoutARankImportedOneAtATimeTakeFreeRanks) {
   auto server = collector::testing::StartCollector("import_free_ranks");
   ASSERT_NE(server, nullptr);
-  // Both pid 1, as the ranks of containers often are: not taken for one process.
-  auto write = [](const std::string& name, int ts) {
+  // Both pid 1 at the same time, as the ranks of containers often are: not taken for one
+  // process (they differ in what they allocated).
+  auto write = [](const std::string& name, int bytes) {
     const std::string file = test_util::TmpPath(name);
     std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
-                        << R"( "tid": 1, "ts": )" << ts << R"(, "args": {"Device Type": 1,)"
-                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": 64,)"
-                        << R"( "Total Allocated": 64}}]})";
+                        << R"( "tid": 1, "ts": 10, "args": {"Device Type": 1,)"
+                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": )" << bytes << ","
+                        << R"( "Total Allocated": )" << bytes << "}}]}";
     return file;
   };
   auto import = [&](const std::string& file) {

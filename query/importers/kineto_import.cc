@@ -36,7 +36,9 @@ class Fnv1a {
   uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-// ImportedRank::fingerprint; without `options`, ImportedRank::trace_fingerprint.
+// ImportedRank::fingerprint; without `options`, ImportedRank::trace_fingerprint, which leaves
+// out what the options change: the annotations (module scopes are dropped with module_tags off)
+// and the name ids of ranges (interned after them).
 uint64_t Fingerprint(const KinetoTrace& trace, const KinetoImportOptions* options) {
   Fnv1a h;
   if (options != nullptr) {
@@ -52,11 +54,11 @@ uint64_t Fingerprint(const KinetoTrace& trace, const KinetoImportOptions* option
     h.Add((uint64_t{static_cast<uint32_t>(r.device_type)} << 32) |
           static_cast<uint32_t>(r.device_id));
   }
-  const auto add_range = [&h](const KinetoRange& r) {
+  const auto add_range = [&h, options](const KinetoRange& r) {
     h.Add(static_cast<uint64_t>(r.start_ns));
     h.Add(static_cast<uint64_t>(r.end_ns));
     h.Add(r.thread);
-    h.Add(r.name);
+    if (options != nullptr) h.Add(r.name);
   };
   h.Add(trace.steps.size());
   for (const KinetoStepRange& s : trace.steps) {
@@ -64,8 +66,10 @@ uint64_t Fingerprint(const KinetoTrace& trace, const KinetoImportOptions* option
     h.Add(static_cast<uint64_t>(s.step));
     h.Add(s.gpu);
   }
-  h.Add(trace.annotations.size());
-  for (const KinetoRange& a : trace.annotations) add_range(a);
+  if (options != nullptr) {
+    h.Add(trace.annotations.size());
+    for (const KinetoRange& a : trace.annotations) add_range(a);
+  }
   return h.hash() != 0 ? h.hash() : 1;
 }
 
