@@ -168,6 +168,42 @@ absl::StatusOr<std::vector<an::RankLiveSet>> LoadLiveSets(const EventStore& stor
   return out;
 }
 
+// A rank attempt's first step's start (INT64_MAX without steps), and whether it has `step`: of
+// its step metrics (live) or its timeline (leaks).
+int64_t FirstStartNs(const an::RankStepMetrics& r) {
+  return r.size() > 0 ? r.start_ns[0] : INT64_MAX;
+}
+int64_t FirstStartNs(const an::RankTimeline& r) {
+  return r.steps.empty() ? INT64_MAX : r.steps.front().start_ns;
+}
+bool HasStep(const an::RankStepMetrics& r, int64_t step) {
+  return std::find(r.step.begin(), r.step.end(), step) != r.step.end();
+}
+bool HasStep(const an::RankTimeline& r, int64_t step) {
+  return std::any_of(r.steps.begin(), r.steps.end(),
+                     [step](const an::StepPoint& p) { return p.step == step; });
+}
+
+// Of `latest` (a rank's latest attempt) and the rank's earlier attempts in `job`, the latest
+// that holds a moment: `at_ns` (collector time: its first step starts at or before it) and
+// `at_step` (it has that step), each when given; any attempt holds no moment. `latest` itself
+// when it holds it, or when none does (its error then says why).
+template <typename Job, typename Rank>
+const Rank* AttemptCovering(const Job& job, const Rank& latest, std::optional<int64_t> at_ns,
+                            std::optional<int64_t> at_step) {
+  const auto holds = [&](const Rank& r) {
+    return (!at_ns.has_value() || FirstStartNs(r) <= *at_ns) &&
+           (!at_step.has_value() || HasStep(r, *at_step));
+  };
+  if (holds(latest)) return &latest;
+  const Rank* best = &latest;
+  for (const Rank& r : job.ranks) {
+    if (r.rank != latest.rank || r.attempt >= latest.attempt || !holds(r)) continue;
+    if (best == &latest || r.attempt > best->attempt) best = &r;
+  }
+  return best;
+}
+
 // `threads`: how many read the ranks' live sets.
 absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
@@ -192,7 +228,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
     int64_t first_ns = INT64_MAX;
     for (const an::RankTimeline& rank : job->ranks) {
       if (params.attempt.has_value() && rank.attempt != *params.attempt) continue;
-      if (!rank.steps.empty()) first_ns = std::min(first_ns, rank.steps.front().start_ns);
+      first_ns = std::min(first_ns, FirstStartNs(rank));
     }
     if (first_ns != INT64_MAX && request.at_ns() < first_ns) {
       return absl::OutOfRangeError(
@@ -207,17 +243,8 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
     if (request.has_at_ns() && !params.attempt.has_value()) {
       // A rank restarted after the moment is read at the latest attempt that had begun by then:
       // the later one held nothing yet, and its leak went unlisted.
-      const auto began_by = [&](const an::RankTimeline& r) {
-        return !r.steps.empty() && r.steps.front().start_ns <= request.at_ns();
-      };
-      if (!began_by(*rank)) {
-        for (const an::RankTimeline& r : job->ranks) {
-          if (r.rank == rank->rank && r.attempt < rank->attempt && began_by(r) &&
-              (attempt == rank->attempt || r.attempt > attempt)) {
-            attempt = r.attempt;
-          }
-        }
-      }
+      attempt = AttemptCovering(*job, *rank, std::optional<int64_t>(request.at_ns()), std::nullopt)
+                    ->attempt;
     }
     asks.push_back({rank->rank, attempt, point, /*with_phases=*/true});
   }
@@ -236,28 +263,6 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   response->set_job_id(request.job_id());
   response->set_no_step_markers(steps != nullptr && steps->time_axis);
   return absl::OkStatus();
-}
-
-// Of `latest` (a rank's latest attempt) and the rank's earlier attempts, the latest that holds
-// a moment: `at_ns` (collector time: its first step starts at or before it) and `at_step` (it
-// has that step), each when given; any attempt holds no moment. `latest` itself when it holds
-// it, or when none does (its error then says why).
-const an::RankStepMetrics* AttemptCovering(const an::JobStepMetrics& job,
-                                           const an::RankStepMetrics& latest,
-                                           std::optional<int64_t> at_ns,
-                                           std::optional<int64_t> at_step) {
-  const auto holds = [&](const an::RankStepMetrics& r) {
-    if (at_ns.has_value() && !(r.size() > 0 && r.start_ns[0] <= *at_ns)) return false;
-    return !at_step.has_value() ||
-           std::find(r.step.begin(), r.step.end(), *at_step) != r.step.end();
-  };
-  if (holds(latest)) return &latest;
-  const an::RankStepMetrics* best = &latest;
-  for (const an::RankStepMetrics& r : job.ranks) {
-    if (r.rank != latest.rank || r.attempt >= latest.attempt || !holds(r)) continue;
-    if (best == &latest || r.attempt > best->attempt) best = &r;
-  }
-  return best;
 }
 
 absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
@@ -351,9 +356,9 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     // step is of its first attempt unless one was asked for (it named a restart's).
     int64_t first_ns = INT64_MAX;
     for (const an::RankStepMetrics& r : job->ranks) {
-      if (r.rank != subject->rank || r.size() == 0) continue;
+      if (r.rank != subject->rank) continue;
       if (request.has_attempt() && r.attempt != request.attempt()) continue;
-      first_ns = std::min(first_ns, r.start_ns[0]);
+      first_ns = std::min(first_ns, FirstStartNs(r));
     }
     return absl::OutOfRangeError(absl::StrCat(
         "job \"", request.job_id(), "\" rank ", request.rank(), " has no event at or before ",
