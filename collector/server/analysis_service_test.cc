@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "proto/memtrace/v1/analysis.grpc.pb.h"
 #include "tests/util/test_dirs.h"
+#include "tools/sim/workload.h"
 
 namespace memtrace::collector {
 namespace {
@@ -666,6 +667,42 @@ TEST_F(AnalysisServiceTest, LiveOfARankThatStoppedEarlyComparesTheOthersAtItsLas
   v1::LiveReport hour_later;
   ASSERT_TRUE(service.Live(nullptr, &later, &hour_later).ok());
   EXPECT_EQ(hour_later.others_ended_before(), 7u);
+}
+
+// A rank whose stream is still open is running, not ended, though its last event is before the
+// moment asked (an agent that has not sent for a while).
+TEST_F(AnalysisServiceTest, ARankStillConnectedHasNotEndedBeforeTheMoment) {
+  sim::WorkloadOptions job = Base();
+  job.ranks = 4;
+  ASSERT_TRUE(StoreSimulatedJob(server_->store(), "still-connected", job).ok());
+  // Rank 2's producer connects again, as StoreSimulatedJob's did, and sends nothing yet.
+  const sim::RankPlacement placement = sim::PlaceRank(job, 2);
+  v1::RankIdentity identity;
+  identity.set_job_id("still-connected");
+  identity.set_rank(2);
+  identity.set_local_rank(placement.local_rank);
+  identity.set_world_size(job.ranks);
+  identity.set_local_world_size(placement.local_world_size);
+  identity.set_group_rank(placement.group_rank);
+  identity.set_host(placement.host);
+  identity.set_device_index(placement.local_rank);
+  identity.set_launcher("simulator");
+  absl::StatusOr<OpenedStream> opened = server_->store().OpenStream(identity);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+
+  AnalysisService service(&server_->store(), 2);
+  v1::LiveRequest request;
+  request.set_job_id("still-connected");
+  request.set_rank(0);
+  request.set_at_ns(Base().start_ns + 70'000'000'000);  // 10 s after the 60 steps
+  v1::LiveReport report;
+  ASSERT_TRUE(service.Live(nullptr, &request, &report).ok());
+  EXPECT_EQ(report.other_ranks(), 3u);
+  EXPECT_EQ(report.others_ended_before(), 2u) << "ranks 1 and 3; rank 2 is connected";
+  ASSERT_TRUE(server_->store().CloseStream(opened->key, true).ok());
+  v1::LiveReport closed;
+  ASSERT_TRUE(service.Live(nullptr, &request, &closed).ok());
+  EXPECT_EQ(closed.others_ended_before(), 3u);
 }
 
 TEST_F(AnalysisServiceTest, LiveAndLeaksSayWhenTheJobHasNoStepMarkers) {
