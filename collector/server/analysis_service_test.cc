@@ -16,7 +16,6 @@
 #include "gtest/gtest.h"
 #include "proto/memtrace/v1/analysis.grpc.pb.h"
 #include "tests/util/test_dirs.h"
-#include "tools/sim/workload.h"
 
 namespace memtrace::collector {
 namespace {
@@ -572,6 +571,15 @@ TEST_F(AnalysisServiceTest, LiveOfARankAtAnEarlierAttemptComparesTheRanksRunning
   EXPECT_GT(report.others_median_total_bytes(), uint64_t{8} << 30);
 }
 
+// The allocations of `rank`'s leak candidates.
+uint64_t CandidateAllocations(const v1::LeakReport& report, uint32_t rank) {
+  uint64_t count = 0;
+  for (const v1::LeakCandidate& c : report.candidates()) {
+    if (c.rank() == rank) count += c.count();
+  }
+  return count;
+}
+
 // So are leaks --at: rank 0's leak, read at its later attempt, was no candidate.
 TEST_F(AnalysisServiceTest, LeaksAtAMomentBeforeARanksRestartReadsTheAttemptThatHeldIt) {
   AnalysisService service(&server_->store(), 2);
@@ -580,12 +588,8 @@ TEST_F(AnalysisServiceTest, LeaksAtAMomentBeforeARanksRestartReadsTheAttemptThat
   request.set_at_ns(Base().start_ns + 40'500'000'000);  // step 40 of attempt 0 (1 s steps)
   v1::LeakReport report;
   ASSERT_TRUE(service.Leaks(nullptr, &request, &report).ok());
-  uint64_t rank0_allocations = 0;
-  for (const v1::LeakCandidate& c : report.candidates()) {
-    if (c.rank() == 0) rank0_allocations += c.count();
-  }
   // Allocated from step 10 (warm-up ends at 5), live across 3 boundaries by step 40: 28 or so.
-  EXPECT_GE(rank0_allocations, 25u) << report.DebugString();
+  EXPECT_GE(CandidateAllocations(report, 0), 25u) << report.DebugString();
 
   // Every rank restarted an hour later (torchrun's way): a time in attempt 0 was "before the
   // job", which starts at attempt 1's first step.
@@ -593,11 +597,8 @@ TEST_F(AnalysisServiceTest, LeaksAtAMomentBeforeARanksRestartReadsTheAttemptThat
   v1::LeakReport whole_job;
   const grpc::Status status = service.Leaks(nullptr, &request, &whole_job);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  uint64_t rank2_allocations = 0;  // rank 2 leaks towards its OOM in step 50
-  for (const v1::LeakCandidate& c : whole_job.candidates()) {
-    if (c.rank() == 2) rank2_allocations += c.count();
-  }
-  EXPECT_GT(rank2_allocations, 0u) << whole_job.DebugString();
+  // Rank 2 leaks towards its OOM in step 50.
+  EXPECT_GT(CandidateAllocations(whole_job, 2), 0u) << whole_job.DebugString();
 }
 
 TEST_F(AnalysisServiceTest, LeaksOnTheTimeAxisListsTheCandidatesOfTheStepAxis) {
@@ -676,18 +677,8 @@ TEST_F(AnalysisServiceTest, ARankStillConnectedHasNotEndedBeforeTheMoment) {
   job.ranks = 4;
   ASSERT_TRUE(StoreSimulatedJob(server_->store(), "still-connected", job).ok());
   // Rank 2's producer connects again, as StoreSimulatedJob's did, and sends nothing yet.
-  const sim::RankPlacement placement = sim::PlaceRank(job, 2);
-  v1::RankIdentity identity;
-  identity.set_job_id("still-connected");
-  identity.set_rank(2);
-  identity.set_local_rank(placement.local_rank);
-  identity.set_world_size(job.ranks);
-  identity.set_local_world_size(placement.local_world_size);
-  identity.set_group_rank(placement.group_rank);
-  identity.set_host(placement.host);
-  identity.set_device_index(placement.local_rank);
-  identity.set_launcher("simulator");
-  absl::StatusOr<OpenedStream> opened = server_->store().OpenStream(identity);
+  absl::StatusOr<OpenedStream> opened =
+      server_->store().OpenStream(SimulatedRankIdentity("still-connected", job, 2));
   ASSERT_TRUE(opened.ok()) << opened.status();
 
   AnalysisService service(&server_->store(), 2);

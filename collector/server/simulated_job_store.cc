@@ -61,25 +61,32 @@ class StoreSink : public EventSink {
 
 }  // namespace
 
+v1::RankIdentity SimulatedRankIdentity(const std::string& job_id,
+                                       const sim::WorkloadOptions& workload, int rank,
+                                       uint32_t attempt) {
+  const sim::RankPlacement placement = sim::PlaceRank(workload, rank);
+  v1::RankIdentity identity;
+  identity.set_job_id(job_id);
+  identity.set_rank(rank);
+  identity.set_local_rank(placement.local_rank);
+  identity.set_world_size(workload.ranks);
+  identity.set_local_world_size(placement.local_world_size);
+  identity.set_group_rank(placement.group_rank);
+  identity.set_host(placement.host);
+  identity.set_device_index(placement.local_rank);
+  identity.set_launcher("simulator");
+  identity.set_attempt(attempt);
+  return identity;
+}
+
 absl::StatusOr<StoredJobStats> StoreSimulatedJob(EventStore& store, const std::string& job_id,
                                                  const sim::WorkloadOptions& workload,
                                                  size_t batch_events, uint32_t attempt) {
   if (absl::Status s = sim::ValidateWorkload(workload); !s.ok()) return s;
   StoredJobStats stats;
   for (int rank = 0; rank < workload.ranks; ++rank) {
-    const sim::RankPlacement placement = sim::PlaceRank(workload, rank);
-    v1::RankIdentity identity;
-    identity.set_job_id(job_id);
-    identity.set_rank(rank);
-    identity.set_local_rank(placement.local_rank);
-    identity.set_world_size(workload.ranks);
-    identity.set_local_world_size(placement.local_world_size);
-    identity.set_group_rank(placement.group_rank);
-    identity.set_host(placement.host);
-    identity.set_device_index(placement.local_rank);
-    identity.set_launcher("simulator");
-    identity.set_attempt(attempt);
-    absl::StatusOr<OpenedStream> opened = store.OpenStream(identity);
+    absl::StatusOr<OpenedStream> opened =
+        store.OpenStream(SimulatedRankIdentity(job_id, workload, rank, attempt));
     if (!opened.ok()) return opened.status();
     // Collector clock minus the host's: exact, as from a round trip of no time.
     std::optional<ClockEstimate> clock;

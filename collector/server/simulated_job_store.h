@@ -19,6 +19,12 @@ struct StoredJobStats {
   uint64_t batches = 0;
 };
 
+// The identity StoreSimulatedJob stores rank `rank` of `workload` under (host from
+// sim::PlaceRank, launcher "simulator"): a test that connects as that producer again uses it.
+v1::RankIdentity SimulatedRankIdentity(const std::string& job_id,
+                                       const sim::WorkloadOptions& workload, int rank,
+                                       uint32_t attempt = 0);
+
 // Plays every rank of `workload` as job `job_id` (rank r = stream (job, r, attempt), host from
 // sim::PlaceRank, launcher "simulator"), appending `batch_events` events per Append and closing
 // each stream as complete. Each batch carries the clock estimate an agent would have measured on

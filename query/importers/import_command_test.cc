@@ -38,6 +38,16 @@ CommandRun Import(const std::vector<std::string>& args) {
   return {code, out.str(), err.str()};
 }
 
+// A trace of one CUDA allocation of `bytes` at `ts` (us) by pid 1, written to $TEST_TMPDIR/name.
+std::string OneAllocationTrace(const std::string& name, int64_t ts, uint64_t bytes) {
+  const std::string file = test_util::TmpPath(name);
+  std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
+                      << R"( "tid": 1, "ts": )" << ts << R"(, "args": {"Device Type": 1,)"
+                      << R"( "Device Id": 0, "Addr": 4096, "Bytes": )" << bytes
+                      << R"(, "Total Allocated": )" << bytes << "}}]}";
+  return file;
+}
+
 // What the profiler itself says about a file: its peak Total Allocated (CUDA) and, per step,
 // the highest Total Allocated while the step ran (including the value it began with).
 struct ProfilerView {
@@ -352,13 +362,8 @@ TEST(ImportCommandGuardTest, RanksOfOneRunImportedOneAtATimeAreNotWarnedOf) {
   ASSERT_NE(server, nullptr);
   // The second states its world size, above the "of 1" the first was given alone.
   for (int rank : {0, 1}) {
-    const std::string file =
-        test_util::TmpPath(rank == 0 ? std::string("one_by_one_rank0.json")
-                                     : std::string("one_by_one_rank1_of_2.json"));
-    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
-                        << R"( "tid": 1, "ts": )" << 10 + rank << R"(, "args": {"Device Type": 1,)"
-                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": )" << 64 + rank
-                        << R"(, "Total Allocated": )" << 64 + rank << "}}]}";
+    const std::string file = OneAllocationTrace(
+        rank == 0 ? "one_by_one_rank0.json" : "one_by_one_rank1_of_2.json", 10 + rank, 64 + rank);
     CommandRun run = Import(
         {"--job", "one-by-one", "--format", "kineto", "--collector", server->address(), file});
     EXPECT_EQ(run.code, 0) << run.err;
@@ -372,14 +377,7 @@ TEST(ImportCommandGuardTest, RanksOfOneRunImportedOneAtATimeAreNotWarnedOf) {
 TEST(ImportCommandGuardTest, AFileWithoutAWorldSizeTakesTheJobs) {
   auto server = collector::testing::StartCollector("import_job_world");
   ASSERT_NE(server, nullptr);
-  auto write = [](const std::string& name, int ts) {
-    const std::string file = test_util::TmpPath(name);
-    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
-                        << R"( "tid": 1, "ts": )" << ts << R"(, "args": {"Device Type": 1,)"
-                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": 64,)"
-                        << R"( "Total Allocated": 64}}]})";
-    return file;
-  };
+  auto write = [](const std::string& name, int ts) { return OneAllocationTrace(name, ts, 64); };
   auto import = [&](const std::string& file) {
     return Import(
         {"--job", "job-world", "--format", "kineto", "--collector", server->address(), file});
@@ -412,12 +410,7 @@ TEST(ImportCommandGuardTest, FilesWithoutARankImportedOneAtATimeTakeFreeRanks) {
   // Both pid 1 at the same time, as the ranks of containers often are: not taken for one
   // process (they differ in what they allocated).
   auto write = [](const std::string& name, int bytes) {
-    const std::string file = test_util::TmpPath(name);
-    std::ofstream(file) << R"({"traceEvents": [{"ph": "i", "name": "[memory]", "pid": 1,)"
-                        << R"( "tid": 1, "ts": 10, "args": {"Device Type": 1,)"
-                        << R"( "Device Id": 0, "Addr": 4096, "Bytes": )" << bytes << ","
-                        << R"( "Total Allocated": )" << bytes << "}}]}";
-    return file;
+    return OneAllocationTrace(name, 10, bytes);
   };
   auto import = [&](const std::string& file) {
     return Import(
