@@ -376,6 +376,9 @@ void RankState::OpenAccumulator(Accumulator* acc, int64_t key, int64_t start_ns)
   fresh.start_ns = start_ns;
   fresh.end_ns = start_ns;
   fresh.start_bytes = fresh.floor_bytes = fresh.peak_bytes = live_bytes_;
+  // The level carried in, held until just before the event that opened the rollup (which may
+  // be a free: read at its own time, the live set no longer has the peak).
+  fresh.peak_ns = SaturatingSub(start_ns, 1);
   // Phases still open carry over: their peak within the new rollup starts at the live bytes now.
   for (uint32_t id : phases_.open()) FindPhase(&fresh, id);
   *acc = std::move(fresh);
@@ -430,7 +433,10 @@ bool RankState::RemoveAllocation(absl::flat_hash_map<uint64_t, LiveAllocation>* 
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RankState::NoteExtremes() {
   for (Accumulator* acc : {&step_, &bucket_}) {
     acc->floor_bytes = std::min(acc->floor_bytes, live_bytes_);
-    acc->peak_bytes = std::max(acc->peak_bytes, live_bytes_);
+    if (live_bytes_ > acc->peak_bytes) {
+      acc->peak_bytes = live_bytes_;
+      acc->peak_ns = last_ts_ns_;  // the event being applied (AdvanceClock)
+    }
   }
 }
 
@@ -506,6 +512,8 @@ void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out)
   r.set_start_bytes(acc.start_bytes);
   r.set_floor_bytes(acc.floor_bytes);
   r.set_peak_bytes(acc.peak_bytes);
+  // Rows of time buckets are in the collector's clock (their start and end above).
+  r.set_peak_ns(axis == Axis::kBucket ? SaturatingAdd(acc.peak_ns, clock_offset_ns_) : acc.peak_ns);
   r.set_end_bytes(live_bytes_);
   r.set_allocs(acc.allocs);
   r.set_frees(acc.frees);
@@ -570,6 +578,7 @@ void RankState::SaveAccumulator(const Accumulator& acc, AccumulatorRecord* out) 
   s->set_start_bytes(acc.start_bytes);
   s->set_floor_bytes(acc.floor_bytes);
   s->set_peak_bytes(acc.peak_bytes);
+  s->set_peak_ns(acc.peak_ns);
   s->set_allocs(acc.allocs);
   s->set_frees(acc.frees);
   s->set_alloc_bytes(acc.alloc_bytes);
@@ -645,6 +654,8 @@ void RankState::RestoreAccumulator(const AccumulatorRecord& in, uint64_t epoch, 
   acc->start_bytes = st.start_bytes();
   acc->floor_bytes = st.floor_bytes();
   acc->peak_bytes = st.peak_bytes();
+  // A checkpoint from before the field: the start is the best known moment.
+  acc->peak_ns = st.peak_ns() != 0 ? st.peak_ns() : st.start_ns();
   acc->allocs = st.allocs();
   acc->frees = st.frees();
   acc->alloc_bytes = st.alloc_bytes();

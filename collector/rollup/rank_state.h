@@ -194,6 +194,7 @@ class RankState {
     uint64_t start_bytes = 0;
     uint64_t floor_bytes = 0;
     uint64_t peak_bytes = 0;
+    int64_t peak_ns = 0;  // when live bytes first reached peak_bytes, the rank's clock
     uint64_t allocs = 0;
     uint64_t frees = 0;
     uint64_t alloc_bytes = 0;

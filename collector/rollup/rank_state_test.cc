@@ -142,6 +142,51 @@ TEST(RankStateTest, StepRollupsHaveKnownStartFloorPeakAndEnd) {
   EXPECT_EQ(open.peak_bytes(), 500u);
 }
 
+TEST(RankStateTest, RollupsKeepTheMomentOfTheirPeak) {
+  Script s;
+  s.Step(1).Alloc(0x1000, 100).Alloc(0x2000, 50).Free(0x1000).Alloc(0x3000, 100);
+  // Step 1 peaks at 150 (event 2) and reaches it again at event 4: the first moment counts.
+  s.Step(2).Free(0x2000).Alloc(0x4000, 10);
+  // Step 2 never rises above the 150 it starts at: its peak is the level carried in, held until
+  // just before the marker that opened it (reading the live set at the marker is the same).
+  s.Step(3);
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.steps.size(), 2u);
+  EXPECT_EQ(closed.steps[0].peak_bytes(), 150u);
+  EXPECT_EQ(closed.steps[0].peak_ns(), s.events()[2].ts_ns);
+  EXPECT_EQ(closed.steps[1].peak_bytes(), 150u);
+  EXPECT_EQ(closed.steps[1].peak_ns(), s.events()[5].ts_ns - 1);
+
+  // A checkpoint keeps the open step's moment.
+  Script more;
+  more.At(s.events().back().ts_ns + kSecond).Alloc(0x5000, 1000);
+  std::vector<Event> e = more.events();
+  e[0].seq = s.events().size() + 1;
+  state.Apply(e, &closed);
+  absl::StatusOr<RankState> resumed = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->OpenStepRollup().peak_ns(), e[0].ts_ns);
+}
+
+TEST(RankStateTest, ABucketsPeakMomentIsInTheCollectorsClock) {
+  // The rank's clock runs 2.5 s ahead: its peak at 10.4 s is at 7.9 s collector time, as the
+  // bucket's start and end are.
+  Script s;
+  s.At(10 * kSecond + 200'000'000).Alloc(0x1, 100);
+  s.At(10 * kSecond + 400'000'000).Alloc(0x2, 100);
+  s.At(10 * kSecond + 450'000'000).Free(0x2);
+  s.At(10 * kSecond + 600'000'000).Free(0x1);  // 8.1 s: bucket 8
+  RankState state(kSecond);
+  state.SetClockOffset(-2'500'000'000);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  ASSERT_EQ(closed.buckets.size(), 1u);
+  EXPECT_EQ(closed.buckets[0].peak_bytes(), 200u);
+  EXPECT_EQ(closed.buckets[0].peak_ns(), 7 * kSecond + 900'000'000);
+}
+
 TEST(RankStateTest, RisingFloorShowsAcrossSteps) {
   // A leak: each step allocates 10 MiB of activations (freed) and keeps 1 MiB.
   Script s;

@@ -265,8 +265,56 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   return absl::OkStatus();
 }
 
+// The row in which rank `request.rank()` (the attempt asked for, else its latest) reached its
+// highest live bytes, the first of equals: its peak_ns is what `live --at-peak` reads at.
+absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& store,
+                                      const v1::LiveRequest& request) {
+  absl::StatusOr<Timeline> job = Load(cache, store, request.job_id(), "job_id",
+                                      v1::TIMELINE_AXIS_STEP, RollupDetail::kScalars);
+  if (!job.ok()) return job.status();
+  std::optional<uint32_t> attempt;
+  if (request.has_attempt()) attempt = request.attempt();
+  const an::RankTimeline* rank = FindRank(**job, request.rank(), attempt);
+  if (rank == nullptr) return UnknownRank(**job, request.rank(), attempt);
+  const an::StepPoint* peak = nullptr;
+  for (const an::StepPoint& p : rank->steps) {
+    if (peak == nullptr || p.peak_bytes > peak->peak_bytes) peak = &p;
+  }
+  if (peak == nullptr) {
+    return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" rank ", request.rank(),
+                                            " has no rollups yet"));
+  }
+  if (peak->peak_ns == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job \"", request.job_id(), "\" rank ", request.rank(),
+        "'s rollups were written by a collector that did not keep the moment of their peak; "
+        "`memtrace peak --by rank` names the step that held it (--at-step reads its end)"));
+  }
+  return *peak;
+}
+
 absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                      const v1::LiveRequest& request, v1::LiveReport* response) {
+  if (request.moment_case() == v1::LiveRequest::kAtPeak) {
+    // Read as the time it names: every rank at that moment, as --at.
+    v1::LiveRequest at_time = request;
+    std::optional<an::StepPoint> peak;
+    if (request.at_peak()) {
+      absl::StatusOr<an::StepPoint> row = PeakRow(cache, store, request);
+      if (!row.ok()) return row.status();
+      peak = *std::move(row);
+      at_time.set_at_ns(peak->peak_ns);
+    } else {
+      at_time.clear_moment();
+    }
+    if (absl::Status s = RunLive(cache, store, threads, at_time, response); !s.ok()) return s;
+    if (peak.has_value()) {
+      response->set_at_peak(true);
+      response->set_peak_bytes(peak->peak_bytes);
+      response->set_peak_step(peak->step);
+    }
+    return absl::OkStatus();
+  }
   // The ranks and their steps' start times are all it needs of the rollups: diverged's
   // columns, a fraction of a timeline (a cold whole-job `live` read full timelines first).
   if (absl::Status s = RequireJob(request.job_id()); !s.ok()) return s;
@@ -322,6 +370,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     case v1::LiveRequest::kAtOom:
       if (request.at_oom()) point.kind = LivePoint::Kind::kFirstOom;
       break;
+    case v1::LiveRequest::kAtPeak:  // made a time above
     case v1::LiveRequest::MOMENT_NOT_SET:
       break;
   }

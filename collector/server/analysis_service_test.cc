@@ -57,6 +57,9 @@ class AnalysisServiceTest : public ::testing::Test {
     // The same OOM, then torchrun's restart: attempt 1 runs without one.
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "oom-restarted", oom).ok());
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "oom-restarted", Base(), 16384, 1).ok());
+    sim::WorkloadOptions spikes = Base();
+    spikes.spikes = true;  // 8 GiB more in every 10th step's forward pass
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "spikes", spikes).ok());
     sim::WorkloadOptions phases = Base();
     phases.phases = true;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "phases", phases).ok());
@@ -206,6 +209,50 @@ TEST_F(AnalysisServiceTest, LiveAtAStepUsesTheEndOfThatStep) {
   EXPECT_EQ(report.at_step(), 40);
   EXPECT_FALSE(report.has_oom());
   EXPECT_EQ(report.other_ranks(), 7u);
+}
+
+// A spike is gone by its step's end: --at-peak reads the moment the rank's live bytes were
+// highest, which holds it.
+TEST_F(AnalysisServiceTest, LiveAtThePeakHoldsTheSpikeTheStepsEndNoLongerDoes) {
+  v1::PeakRequest peak_request;
+  peak_request.set_job_id("spikes");
+  peak_request.mutable_params()->set_by(v1::PEAK_BY_RANK);
+  v1::PeakReport peaks;
+  grpc::ClientContext peak_context;
+  grpc::Status status = stub_->Peak(&peak_context, peak_request, &peaks);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const v1::PeakEntry* three = nullptr;
+  for (const v1::PeakEntry& e : peaks.entries()) {
+    if (e.rank() == 3) three = &e;
+  }
+  ASSERT_NE(three, nullptr);
+  EXPECT_TRUE(three->peak_at_moment());
+  EXPECT_EQ(three->peak_step() % 10, 9);  // a spike step
+
+  v1::LiveRequest request;
+  request.set_job_id("spikes");
+  request.set_rank(3);
+  request.set_at_peak(true);
+  v1::LiveReport at_peak;
+  grpc::ClientContext context;
+  status = stub_->Live(&context, request, &at_peak);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(at_peak.at_peak());
+  EXPECT_EQ(at_peak.peak_bytes(), three->peak_bytes());
+  EXPECT_EQ(at_peak.peak_step(), three->peak_step());
+  EXPECT_EQ(at_peak.asked_ns(), three->peak_ns());
+  EXPECT_EQ(at_peak.at_ns(), three->peak_ns());  // the allocation that reached it
+  EXPECT_EQ(at_peak.at_step(), three->peak_step());
+  EXPECT_EQ(at_peak.total_bytes(), three->peak_bytes());
+  EXPECT_EQ(at_peak.other_ranks(), 7u);
+
+  request.set_at_step(three->peak_step());
+  v1::LiveReport at_end;
+  grpc::ClientContext end_context;
+  status = stub_->Live(&end_context, request, &at_end);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(at_end.at_peak());
+  EXPECT_GE(at_peak.total_bytes(), at_end.total_bytes() + (uint64_t{8} << 30));
 }
 
 // A moment before the rank's first event has nothing live to show: an error naming when its

@@ -1037,11 +1037,12 @@ absl::Status EventStore::VisitSeries(
 
 namespace {
 
-// Moves a rollup row's start and end by `shift_ns` (0 times, unset, stay 0).
+// Moves a rollup row's start, end and peak moment by `shift_ns` (0 times, unset, stay 0).
 void ShiftRowTimes(int64_t shift_ns, v1::StepRollup* row) {
   if (shift_ns == 0) return;
   if (row->start_ns() != 0) row->set_start_ns(SaturatingAdd(row->start_ns(), shift_ns));
   if (row->end_ns() != 0) row->set_end_ns(SaturatingAdd(row->end_ns(), shift_ns));
+  if (row->peak_ns() != 0) row->set_peak_ns(SaturatingAdd(row->peak_ns(), shift_ns));
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -880,14 +882,15 @@ TEST(EventStoreTest, StepRowsAndTheJobsSpanAreInTheCollectorsClock) {
     ASSERT_TRUE(store->CloseStream(s->key, true).ok());
   }
   for (RollupDetail detail : {RollupDetail::kFull, RollupDetail::kScalars}) {
-    std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> times_by_step;
+    std::map<int64_t, std::vector<std::tuple<int64_t, int64_t, int64_t>>> times_by_step;
     int64_t bucket_ns = 0;
     ASSERT_TRUE(store
                     ->VisitRollups(
                         "job", RollupAxis::kStep, detail, &bucket_ns,
                         [](const v1::RankRollups&) { return absl::OkStatus(); },
                         [&](const v1::StepRollup& row) {
-                          times_by_step[row.step()].push_back({row.start_ns(), row.end_ns()});
+                          times_by_step[row.step()].push_back(
+                              {row.start_ns(), row.end_ns(), row.peak_ns()});
                         })
                     .ok());
     ASSERT_EQ(times_by_step.size(), 7u);  // steps 1..6 and the 0 before the first marker
@@ -895,7 +898,8 @@ TEST(EventStoreTest, StepRowsAndTheJobsSpanAreInTheCollectorsClock) {
       ASSERT_EQ(times.size(), 2u) << "step " << step;
       EXPECT_EQ(times[0], times[1]) << "step " << step;
     }
-    EXPECT_EQ(times_by_step[3][0].first, kT0 + 30 * kMs);
+    EXPECT_EQ(std::get<0>(times_by_step[3][0]), kT0 + 30 * kMs);
+    EXPECT_GT(std::get<2>(times_by_step[3][0]), kT0 + 30 * kMs - kMs);  // the peak's moment too
   }
   absl::StatusOr<std::vector<v1::JobSummary>> jobs = store->ListJobs();
   ASSERT_TRUE(jobs.ok());

@@ -30,6 +30,7 @@ v1::StepRollup Row(int64_t step) {
   r.set_events_lost(14);
   r.set_pool_reserved_bytes(15);
   r.set_live_at_device_used_max(16 + step);
+  r.set_peak_ns(step * 1000 + 500);
   for (uint32_t id : {3u, 101u}) {
     v1::GroupBytes* k = r.add_by_memory_kind();
     k->set_id(id);
@@ -162,8 +163,8 @@ TEST(RollupSeriesTest, SegmentsWrittenBeforeDifferencesStillRead) {
   EXPECT_EQ(Read(parsed->Serialize())[1].SerializeAsString(), rows[1].SerializeAsString());
 }
 
-// A segment written (with differences) before live_at_device_used_max existed has no entries
-// for it: its rows read as before, with 0 there.
+// A segment written (with differences) before live_at_device_used_max and peak_ns existed has
+// no entries for them: its rows read as before, with 0 there.
 TEST(RollupSeriesTest, SegmentsWrittenBeforeALaterColumnStillRead) {
   SeriesSegment seg;
   for (int64_t step : {1, 2, 3}) seg.Put(Row(step));
@@ -171,6 +172,7 @@ TEST(RollupSeriesTest, SegmentsWrittenBeforeALaterColumnStillRead) {
   ASSERT_TRUE(without.ParseFromString(seg.Serialize()));
   ASSERT_EQ(without.live_at_device_used_max_size(), 3);
   without.clear_live_at_device_used_max();
+  without.clear_peak_ns();
   const std::vector<v1::StepRollup> rows = Read(without.SerializeAsString());
   const std::vector<v1::StepRollup> full = Read(seg.Serialize());
   ASSERT_EQ(rows.size(), 3u);
@@ -178,8 +180,11 @@ TEST(RollupSeriesTest, SegmentsWrittenBeforeALaterColumnStillRead) {
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(full[i].live_at_device_used_max(), 17u + i);
     EXPECT_EQ(rows[i].live_at_device_used_max(), 0u);
+    EXPECT_EQ(full[i].peak_ns(), static_cast<int64_t>(1000 * (i + 1) + 500));
+    EXPECT_EQ(rows[i].peak_ns(), 0);
     v1::StepRollup expected = full[i];
     expected.clear_live_at_device_used_max();
+    expected.clear_peak_ns();
     EXPECT_EQ(rows[i].SerializeAsString(), expected.SerializeAsString()) << i;
   }
   // A column of another length than the rows' is still inconsistent.

@@ -186,11 +186,16 @@ StepPoint Merge(absl::Span<const StepPoint> points, int64_t key) {
   out.end_ns = last.end_ns;
   out.start_bytes = first.start_bytes;
   out.floor_bytes = first.floor_bytes;
+  out.peak_bytes = first.peak_bytes;
+  out.peak_ns = first.peak_ns;
   out.end_bytes = last.end_bytes;
   GroupsByName tags, sources, phases;
   for (const StepPoint& p : points) {
     out.floor_bytes = std::min(out.floor_bytes, p.floor_bytes);
-    out.peak_bytes = std::max(out.peak_bytes, p.peak_bytes);
+    if (p.peak_bytes > out.peak_bytes) {  // the first moment it was reached
+      out.peak_bytes = p.peak_bytes;
+      out.peak_ns = p.peak_ns;
+    }
     out.allocs += p.allocs;
     out.frees += p.frees;
     out.alloc_bytes += p.alloc_bytes;

@@ -111,7 +111,10 @@ TEST(StepWindowTest, BucketsWhoseFloorsDoNotSwingStayAsTheyAre) {
 }
 
 TEST(StepWindowTest, AWindowMergesItsBucketsIntoOnePoint) {
-  const JobTimeline job = LeakInTenSecondSteps();
+  JobTimeline job = LeakInTenSecondSteps();
+  for (RankTimeline& r : job.ranks) {
+    for (StepPoint& p : r.steps) p.peak_ns = p.start_ns + 7;
+  }
   const JobTimeline windows = InStepWindows(job, 10);
   EXPECT_EQ(windows.bucket_ns, 10 * kBucketNs);
   ASSERT_EQ(windows.ranks.size(), job.ranks.size());
@@ -124,13 +127,17 @@ TEST(StepWindowTest, AWindowMergesItsBucketsIntoOnePoint) {
   EXPECT_EQ(second.start_ns, buckets[7].start_ns);
   EXPECT_EQ(second.end_ns, buckets[16].end_ns);
   uint64_t floor = UINT64_MAX, peak = 0, allocs = 0;
+  int64_t peak_ns = 0;
   for (size_t i = 7; i <= 16; ++i) {
     floor = std::min(floor, buckets[i].floor_bytes);
+    if (buckets[i].peak_bytes > peak) peak_ns = buckets[i].peak_ns;
     peak = std::max(peak, buckets[i].peak_bytes);
     allocs += buckets[i].allocs;
   }
   EXPECT_EQ(second.floor_bytes, floor);
   EXPECT_EQ(second.peak_bytes, peak);
+  EXPECT_EQ(second.peak_ns, peak_ns);  // when the highest bucket peaked
+  EXPECT_NE(peak_ns, buckets[7].peak_ns);
   EXPECT_EQ(second.end_bytes, buckets[16].end_bytes);
   EXPECT_EQ(second.allocs, allocs);
   // A tag's live bytes are the last bucket's; one that bucket does not list held none.

@@ -16,12 +16,15 @@ struct Acc {
 };
 
 // `end` is nullopt for a phase still open at the row's end: what was live then is not what the
-// phase left behind (on the time axis a phase often spans buckets).
-void Add(Acc& acc, const StepPoint& p, uint64_t peak, std::optional<uint64_t> end) {
+// phase left behind (on the time axis a phase often spans buckets). `moment_ns`: when the row
+// reached `peak`, 0 when unknown.
+void Add(Acc& acc, const StepPoint& p, uint64_t peak, std::optional<uint64_t> end,
+         int64_t moment_ns) {
   if (acc.peaks.empty() || peak > acc.entry.peak_bytes) {
     acc.entry.peak_bytes = peak;
     acc.entry.peak_step = p.step;
-    acc.entry.peak_ns = p.start_ns;
+    acc.entry.at_moment = moment_ns != 0;
+    acc.entry.peak_ns = moment_ns != 0 ? moment_ns : p.start_ns;
   }
   acc.peaks.push_back(static_cast<double>(peak));
   if (end.has_value()) acc.ends.push_back(static_cast<double>(*end));
@@ -60,7 +63,7 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
          ++i) {
       const StepPoint& p = r->steps[i];
       if (params.by == PeakBy::kRank) {
-        Add(mine[0], p, p.peak_bytes, p.end_bytes);
+        Add(mine[0], p, p.peak_bytes, p.end_bytes, p.peak_ns);
         continue;
       }
       const absl::Span<const GroupBytes> list = params.by == PeakBy::kPhase ? p.by_phase()
@@ -68,7 +71,7 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
                                                                             : p.by_source();
       for (const GroupBytes& g : list) {
         Add(mine[g.name], p, g.peak_bytes,
-            g.open ? std::nullopt : std::optional<uint64_t>(g.live_bytes));
+            g.open ? std::nullopt : std::optional<uint64_t>(g.live_bytes), /*moment_ns=*/0);
       }
     }
     for (auto& [name, acc] : mine) {

@@ -29,7 +29,11 @@ struct PeakEntry {
   uint32_t rank = 0;
   uint64_t peak_bytes = 0;
   int64_t peak_step = 0;
-  int64_t peak_ns = 0;  // start of the peak step (collector's clock, as the rows come)
+  // When: by rank, the moment live bytes first reached the peak (at_moment); else (a group's
+  // peak, whose moment rows do not keep, or rows written before they kept the rank's) the start
+  // of the step that held it. Collector's clock, as the rows come.
+  int64_t peak_ns = 0;
+  bool at_moment = false;
   uint64_t median_peak_bytes = 0;
   uint64_t median_end_bytes = 0;  // at phase close / step end
   uint32_t steps = 0;             // steps in which the group appeared

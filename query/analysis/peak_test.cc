@@ -36,6 +36,26 @@ TEST(PeakTest, ReportsEachPhasesPeakPerRank) {
   EXPECT_EQ(report.entries[0].steps, 60u);
 }
 
+TEST(PeakTest, ARanksPeakIsDatedToItsMomentWhereTheRowsKeepIt) {
+  JobTimeline job = sim::Simulate(sim::LeakJob(5, 30)).timeline;
+  StepPoint& spike = job.ranks[3].steps[20];
+  spike.peak_bytes += 20 * kGiB;
+  spike.peak_ns = spike.start_ns + 123'456'789;  // mid-step
+  PeakParams params;
+  params.by = PeakBy::kRank;
+  const PeakReport report = FindPeaks(job, params);
+  ASSERT_EQ(report.entries.size(), job.ranks.size());
+  const PeakEntry& three = report.entries[3];
+  ASSERT_EQ(three.rank, 3u);
+  EXPECT_EQ(three.peak_step, spike.step);
+  EXPECT_EQ(three.peak_ns, spike.start_ns + 123'456'789);
+  EXPECT_TRUE(three.at_moment);
+  // Rows without the moment (the simulator's, or written before it was kept): the step's start.
+  const PeakEntry& zero = report.entries[0];
+  EXPECT_FALSE(zero.at_moment);
+  EXPECT_EQ(zero.peak_ns, job.ranks[0].steps[zero.peak_step - job.ranks[0].steps[0].step].start_ns);
+}
+
 TEST(PeakTest, APhaseStillOpenAtAStepsEndLeavesThatStepOutOfItsEnd) {
   // On the time axis a rollout spans buckets: a bucket it was still open at the end of says
   // what was live mid-rollout, not what the rollout left behind.

@@ -429,9 +429,13 @@ std::string RenderLive(const v1::LiveReport& r) {
                              : "")
           : "",
       " at ",
+      // Its peak: the moment it was reached, which every rank was read at.
+      r.at_peak() ? absl::StrCat("its peak of ", Bytes(r.peak_bytes()), ", reached at ",
+                                 TimeMs(r.asked_ns()),
+                                 steps ? absl::StrCat(" (step ", r.at_step(), ")") : std::string())
       // A time asked: that time, which every rank was read at (the header showed the rank's
       // last event before it, while the other ranks' median included what came after).
-      r.asked_ns() != 0
+      : r.asked_ns() != 0
           ? absl::StrCat(TimeMs(r.asked_ns()), " (",
                          steps ? absl::StrCat("step ", r.at_step(), "; ") : std::string(),
                          "its last event before it at ", TimeMs(r.at_ns()), ")")
@@ -541,6 +545,10 @@ std::string RenderPeak(const v1::PeakReport& r) {
       // step end read 39 GiB where this said 26.9.
       by == "phase" ? ">typical at close" : ">typical at " + when + " end", ">" + when + "s"};
   if (!by_rank) entry_header.insert(entry_header.begin(), by);
+  // A rank's peak moment, where its rows keep one: what `live --at-peak` reads.
+  const bool moments = std::any_of(r.entries().begin(), r.entries().end(),
+                                   [](const v1::PeakEntry& p) { return p.peak_at_moment(); });
+  if (moments) entry_header.insert(entry_header.begin() + 3, ">reached at");
   TextTable e(entry_header);
   for (const v1::PeakEntry& p : r.entries()) {
     std::vector<std::string> row = {absl::StrCat(p.rank()),
@@ -549,6 +557,7 @@ std::string RenderPeak(const v1::PeakReport& r) {
                                     Bytes(p.median_peak_bytes()),
                                     p.open_at_end() < p.steps() ? Bytes(p.median_end_bytes()) : "-",
                                     absl::StrCat(p.steps())};
+    if (moments) row.insert(row.begin() + 3, p.peak_at_moment() ? TimeMs(p.peak_ns()) : "-");
     if (!by_rank) row.insert(row.begin(), OrDash(p.group()));
     e.Add(row);
   }

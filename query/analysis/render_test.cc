@@ -361,6 +361,37 @@ TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
   EXPECT_TRUE(Has(RenderLeaks(w), " attempt ")) << RenderLeaks(w);
 }
 
+// At the peak: how high, when to the millisecond, in which step; and `peak --by rank` says when
+// each rank reached its own where the rows keep it.
+TEST(RenderTest, TheMomentOfAPeakIsShownWhereItIsKnown) {
+  v1::LiveReport live;
+  live.set_job_id("j");
+  live.set_rank(3);
+  live.set_at_peak(true);
+  live.set_peak_bytes(uint64_t{52} << 30);
+  live.set_asked_ns(1'767'232'820'250'000'000);
+  live.set_at_ns(1'767'232'820'250'000'000);
+  live.set_at_step(19);
+  EXPECT_TRUE(Has(RenderLive(live),
+                  "rank 3 at its peak of 52.0 GiB, reached at 2026-01-01 02:00:20.250 (step 19)\n"))
+      << RenderLive(live);
+
+  JobTimeline job = sim::Simulate(sim::LeakJob(5, 30)).timeline;
+  job.ranks[3].steps[20].peak_ns = 1'767'232'820'250'000'000;
+  job.ranks[3].steps[20].peak_bytes += uint64_t{20} << 30;
+  PeakParams by_rank;
+  by_rank.by = PeakBy::kRank;
+  v1::PeakReport peak;
+  ToProto(FindPeaks(job, by_rank), &peak);
+  const std::string text = RenderPeak(peak);
+  EXPECT_TRUE(Has(text, "reached at")) << text;
+  EXPECT_TRUE(Has(text, " 2026-01-01 02:00:20.250 ")) << text;
+  // Without any moment kept (older rows), no such column.
+  job.ranks[3].steps[20].peak_ns = 0;
+  ToProto(FindPeaks(job, by_rank), &peak);
+  EXPECT_FALSE(Has(RenderPeak(peak), "reached at")) << RenderPeak(peak);
+}
+
 TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   sim::JobSpec spec = sim::OomJob();
   sim::SimulatedJob job = sim::Simulate(spec);

@@ -534,6 +534,7 @@ void ToProto(const PeakReport& r, v1::PeakReport* out) {
     w->set_peak_bytes(e.peak_bytes);
     w->set_peak_step(e.peak_step);
     w->set_peak_ns(e.peak_ns);
+    w->set_peak_at_moment(e.at_moment);
     w->set_median_peak_bytes(e.median_peak_bytes);
     w->set_median_end_bytes(e.median_end_bytes);
     w->set_open_at_end(e.open_at_end);

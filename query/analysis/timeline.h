@@ -57,7 +57,7 @@ struct GroupBytes {
 
 // The by_tag / by_source / by_phase lists of one step in one heap block (none when all three
 // are empty), so that a step point carries one pointer for them instead of three vectors
-// (136 bytes a point instead of 192). A 1024-rank job holds 200 k points, the scalar loads
+// (144 bytes a point instead of 200). A 1024-rank job holds 200 k points, the scalar loads
 // (headroom, growth by rank) have no lists at all, and the first touch of the points' memory
 // is much of a cold query's time (docs/PERFORMANCE.md). A value type.
 class StepGroups {
@@ -100,6 +100,8 @@ struct StepPoint {
   uint64_t floor_bytes = 0;
   uint64_t peak_bytes = 0;
   uint64_t end_bytes = 0;
+  // When live bytes first reached peak_bytes; 0 in rows written before it was recorded.
+  int64_t peak_ns = 0;
   uint64_t allocs = 0;
   uint64_t frees = 0;
   uint64_t alloc_bytes = 0;

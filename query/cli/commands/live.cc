@@ -10,7 +10,8 @@ namespace {
 
 constexpr char kName[] = "live";
 constexpr char kUsage[] =
-    "Usage: memtrace live --job JOB --rank R (--at TIME | --at-step S | --at-oom)\n"
+    "Usage: memtrace live --job JOB --rank R\n"
+    "                     [--at TIME | --at-step S | --at-oom | --at-peak]\n"
     "                     [--top N] [--by tag|source|tag,source] [--order bytes|excess]\n"
     "                     [--attempt N] [common flags]\n"
     "\n"
@@ -19,13 +20,15 @@ constexpr char kUsage[] =
     "and maximum, and the difference: what is different on this rank). The moment: --at TIME\n"
     "on every rank; --at-step S, the end of step S on each rank; --at-oom, the rank's first\n"
     "OOM event (with the size it asked for) and that event's time on the other ranks; without\n"
-    "--attempt, in the latest attempt that had one (a restart usually follows an OOM), and a\n"
-    "--at or --at-step before a restart reads the latest attempt that holds it; each other\n"
-    "rank is read at its attempt running at that moment (at a step: the one running at rank\n"
-    "R's end of it that has the step, else its latest that has it). With\n"
-    "none of them: everything stored (the latest state); the other ranks at that state too,\n"
-    "unless rank R stopped before them (it died, or ran out of memory while they went on):\n"
-    "then they are read at its last event.\n"
+    "--attempt, in the latest attempt that had one (a restart usually follows an OOM);\n"
+    "--at-peak, the moment rank R's live bytes first reached their highest (in --attempt N,\n"
+    "else its latest), which a spike's step end is long past, and that time on the other\n"
+    "ranks (memtrace peak --by rank lists each rank's peak). A --at or --at-step before a\n"
+    "restart reads the latest attempt that holds it; each other rank is read at its attempt\n"
+    "running at that moment (at a step: the one running at rank R's end of it that has the\n"
+    "step, else its latest that has it). With none of them: everything stored (the latest\n"
+    "state); the other ranks at that state too, unless rank R stopped before them (it died,\n"
+    "or ran out of memory while they went on): then they are read at its last event.\n"
     "\n"
     "TIME: ns since the epoch, now, now-15m, -90s, RFC 3339 (2026-12-02T16:54:03Z), or a\n"
     "time as memtrace prints it (2026-12-02 16:54:03.250, UTC), in\n"
@@ -46,6 +49,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   flags.AddOptionalUint32("at-step", "S", "the moment: the end of step S", &at_step);
   bool at_oom = false;
   flags.AddBool("at-oom", "the moment: the rank's first OOM", &at_oom);
+  bool at_peak = false;
+  flags.AddBool("at-peak", "the moment: the rank's highest live bytes", &at_peak);
   // At least 1: 0 printed an empty table.
   AddUint32Flag(
       flags, "top", "N", "groups shown (default 10)", [p](uint32_t v) { p->set_top_n(v); }, 1);
@@ -70,9 +75,11 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
     return ReportError(io, absl::InvalidArgumentError("--rank is required"), kName);
   }
   request.set_rank(*rank);
-  if (int(!at.empty()) + int(at_step.has_value()) + int(at_oom) > 1) {
+  if (int(!at.empty()) + int(at_step.has_value()) + int(at_oom) + int(at_peak) > 1) {
     return ReportError(
-        io, absl::InvalidArgumentError("give at most one of --at, --at-step and --at-oom"), kName);
+        io,
+        absl::InvalidArgumentError("give at most one of --at, --at-step, --at-oom and --at-peak"),
+        kName);
   }
   if (!at.empty()) {
     absl::StatusOr<int64_t> ns = ParseTimeArg(at, io.now);
@@ -85,6 +92,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
     request.set_at_step(*at_step);
   } else if (at_oom) {
     request.set_at_oom(true);
+  } else if (at_peak) {
+    request.set_at_peak(true);
   }
   absl::StatusOr<AnalysisClient> client =
       AnalysisClient::Create(options.collector, options.timeout);
@@ -95,7 +104,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
 }  // namespace
 
 Command LiveCommand() {
-  Command command{kName, "what was live on a rank at a time or at its OOM, vs the other ranks",
+  Command command{kName,
+                  "what was live on a rank at a time, its OOM or its peak, vs the other ranks",
                   kUsage, nullptr};
   command.run = [self = command](const std::vector<std::string>& args, CommandIo& io) {
     return Run(self, args, io);

@@ -33,6 +33,8 @@ TEST(LiveCommandTest, EachMomentBecomesTheRequestsMoment) {
   ASSERT_EQ(Live(server, {"--job", "j", "--rank", "2", "--at", "1700000000000000000"}, &out, &err),
             kExitOk);
   EXPECT_EQ(server.live_request.at_ns(), 1'700'000'000'000'000'000);
+  ASSERT_EQ(Live(server, {"--job", "j", "--rank", "2", "--at-peak"}, &out, &err), kExitOk);
+  EXPECT_EQ(server.live_request.moment_case(), v1::LiveRequest::kAtPeak);
   ASSERT_EQ(Live(server, {"--job", "j", "--rank", "2", "--by", "tag,source", "--order", "excess"},
                  &out, &err),
             kExitOk);
@@ -48,7 +50,9 @@ TEST(LiveCommandTest, RankIsRequiredAndMomentsExcludeEachOther) {
   EXPECT_EQ(err, "memtrace live: --rank is required\n");
   EXPECT_EQ(Live(server, {"--job", "j", "--rank", "1", "--at-oom", "--at-step", "3"}, &out, &err),
             kExitUsage);
-  EXPECT_EQ(err, "memtrace live: give at most one of --at, --at-step and --at-oom\n");
+  EXPECT_EQ(err, "memtrace live: give at most one of --at, --at-step, --at-oom and --at-peak\n");
+  EXPECT_EQ(Live(server, {"--job", "j", "--rank", "1", "--at-peak", "--at", "now"}, &out, &err),
+            kExitUsage);
   // --top 0 printed an empty table.
   EXPECT_EQ(Live(server, {"--job", "j", "--rank", "1", "--top", "0"}, &out, &err), kExitUsage);
   EXPECT_NE(err.find("--top"), std::string::npos) << err;
