@@ -1,6 +1,7 @@
 #include "collector/server/analysis_service.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,10 +39,23 @@ absl::Status RequireJob(const std::string& job_id, absl::string_view field = "jo
 
 using Timeline = std::shared_ptr<const an::JobTimeline>;
 
+// The shortest width that is a whole number of buckets of both `a_ns` and `b_ns` and at least
+// `at_least_ns`; 0 when none is within an hour (widths with no small common multiple).
+int64_t CommonWindowNs(int64_t a_ns, int64_t b_ns, int64_t at_least_ns) {
+  constexpr int64_t kHour = 3'600'000'000'000;
+  if (a_ns <= 0 || b_ns <= 0) return 0;
+  const int64_t lcm = a_ns / std::gcd(a_ns, b_ns) * b_ns;  // both <= an hour: no overflow
+  if (a_ns > kHour || b_ns > kHour || lcm > kHour) return 0;
+  const int64_t window = (std::max<int64_t>(at_least_ns, 1) + lcm - 1) / lcm * lcm;
+  return window <= kHour ? window : 0;
+}
+
 // Two jobs on time buckets (no step markers, or --axis time) whose windows of whole steps came
 // out different (8 and 5 buckets for two runs of one setup, bucket_windows.h) are compared in
 // one window, the wider: compare read "8s vs 5s time buckets, changed" and every rate per
-// bucket in other units.
+// bucket in other units. So are jobs stored at other bucket widths (--bucket_ms 250 and 1000),
+// in the wider window rounded up to a whole number of both jobs' buckets: as stored, one
+// leak's rate read 128 MiB/bucket beside 256, "changed".
 absl::Status OneWindowForBoth(TimelineCache& cache, const EventStore& store,
                               const std::string& job_a, const std::string& job_b,
                               v1::TimelineAxis axis, std::shared_ptr<const an::JobTimeline>* a,
@@ -57,11 +71,16 @@ absl::Status OneWindowForBoth(TimelineCache& cache, const EventStore& store,
   if (!raw_b.ok()) return raw_b.status();
   const an::JobTimeline& ra = **raw_a;
   const an::JobTimeline& rb = **raw_b;
-  // Buckets stored at other widths (--bucket_ms) stay as they are: compare says so.
-  if (!ra.time_axis || !rb.time_axis || ra.bucket_ns != rb.bucket_ns) return absl::OkStatus();
-  const int64_t window = std::max(an::StepWindowOf(ra), an::StepWindowOf(rb));
-  *a = std::make_shared<const an::JobTimeline>(an::InStepWindows(ra, window));
-  *b = std::make_shared<const an::JobTimeline>(an::InStepWindows(rb, window));
+  if (!ra.time_axis || !rb.time_axis) return absl::OkStatus();
+  // Windows start at multiples of their width since the epoch (InStepWindows), so that two
+  // jobs' windows of one width line up whatever their buckets.
+  const int64_t window_ns = CommonWindowNs(
+      ra.bucket_ns, rb.bucket_ns,
+      std::max(an::StepWindowOf(ra) * ra.bucket_ns, an::StepWindowOf(rb) * rb.bucket_ns));
+  // Widths with no common multiple within an hour stay as they are: compare says so.
+  if (window_ns == 0) return absl::OkStatus();
+  *a = std::make_shared<const an::JobTimeline>(an::InStepWindows(ra, window_ns / ra.bucket_ns));
+  *b = std::make_shared<const an::JobTimeline>(an::InStepWindows(rb, window_ns / rb.bucket_ns));
   return absl::OkStatus();
 }
 

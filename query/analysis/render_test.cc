@@ -171,7 +171,7 @@ TEST(RenderTest, TimeBucketJobsAreShownInTime) {
     EXPECT_FALSE(Has(text, "17963")) << text;
   }
   EXPECT_TRUE(Has(RenderGrowth(g), "time buckets 2026-12-03 21:06:45..2026-12-03 21:08:19"));
-  EXPECT_TRUE(Has(RenderGrowth(g), "256 MiB/bucket"));
+  EXPECT_TRUE(Has(RenderGrowth(g), "256 MiB/s")) << RenderGrowth(g);
   EXPECT_FALSE(Has(RenderHeadroom(h), "/step"));
   v1::DivergenceReport d;
   ToProto(FindDivergence(job), &d);

@@ -43,8 +43,12 @@ std::string FormatSignedBytes(double bytes) {
 }
 
 std::string FormatRate(double bytes_per_step, int64_t bucket_ns) {
-  return absl::StrCat(bytes_per_step < 0 ? "-" : "", FormatBytes(std::fabs(bytes_per_step)),
-                      bucket_ns > 0 ? "/bucket" : "/step");
+  const char* sign = bytes_per_step < 0 ? "-" : "";
+  if (bucket_ns <= 0) return absl::StrCat(sign, FormatBytes(std::fabs(bytes_per_step)), "/step");
+  const double per_s = std::fabs(bytes_per_step) * 1e9 / static_cast<double>(bucket_ns);
+  constexpr double kOneMiB = 1 << 20;
+  return per_s >= kOneMiB || per_s == 0 ? absl::StrCat(sign, FormatBytes(per_s), "/s")
+                                        : absl::StrCat(sign, FormatBytes(per_s * 60), "/min");
 }
 
 std::string FormatDuration(double ns) {

@@ -12,8 +12,10 @@ namespace memtrace::analysis {
 std::string FormatBytes(double bytes);
 // With an explicit sign: "+256 MiB", "-1.00 GiB", "0 B".
 std::string FormatSignedBytes(double bytes);
-// "128 MiB/step"; "128 MiB/bucket" for a job without step markers (bucket_ns > 0), whose
-// "steps" are time buckets.
+// "128 MiB/step"; for a job read on time buckets of bucket_ns (> 0) per second, or per minute
+// under 1 MiB/s: "256 MiB/s", "30.0 MiB/min". Per bucket, it read as the buckets the collector
+// stores (--bucket_ms) or the analyses' windows of them (bucket_windows.h), whose width the
+// reports do not all give: one leak read 128 MiB/bucket in one job and 256 in another.
 std::string FormatRate(double bytes_per_step, int64_t bucket_ns = 0);
 // Nanoseconds as the largest sensible unit: "850 ms", "45 s", "37 min", "5.2 h", "3.1 d".
 std::string FormatDuration(double ns);

@@ -24,6 +24,11 @@ TEST(UnitsTest, SignedBytesAndRates) {
   EXPECT_EQ(FormatSignedBytes(-1.0 * (1 << 30)), "-1.00 GiB");
   EXPECT_EQ(FormatSignedBytes(0), "0 B");
   EXPECT_EQ(FormatRate(128.0 * (1 << 20)), "128 MiB/step");
+  // Time buckets: per second whatever their width, per minute under 1 MiB/s.
+  EXPECT_EQ(FormatRate(128.0 * (1 << 20), 500'000'000), "256 MiB/s");
+  EXPECT_EQ(FormatRate(-256.0 * (1 << 20), 1'000'000'000), "-256 MiB/s");
+  EXPECT_EQ(FormatRate(5.0 * (1 << 20), 10'000'000'000), "30.0 MiB/min");
+  EXPECT_EQ(FormatRate(0, 1'000'000'000), "0 B/s");
 }
 
 TEST(UnitsTest, DurationsPickTheLargestSensibleUnit) {

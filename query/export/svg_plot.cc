@@ -59,11 +59,7 @@ struct XAxis {
 // nor the analyses' wider windows of them (bucket_windows.h) can be taken for: both were
 // "/bucket", 2.13 MiB/bucket on the line and 128 MiB/bucket in `memtrace leaks`.
 std::string RateText(double bytes_per_key, const XAxis& axis) {
-  if (!axis.time()) return analysis::FormatRate(bytes_per_key, 0);
-  const double per_s = std::fabs(bytes_per_key) * 1e9 / static_cast<double>(axis.bucket_ns);
-  return absl::StrCat(bytes_per_key < 0 ? "-" : "",
-                      per_s >= analysis::kMiB ? analysis::FormatBytes(per_s) + "/s"
-                                              : analysis::FormatBytes(per_s * 60) + "/min");
+  return analysis::FormatRate(bytes_per_key, axis.bucket_ns);
 }
 
 absl::Time KeyTime(double key, int64_t bucket_ns) {

@@ -156,8 +156,17 @@ class AnalysisCliTest : public ::testing::Test {
     collector::CollectorServerOptions options;
     options.listen = "127.0.0.1:0";
     options.store.dir = TmpDir() + "/rocksdb";
+    // First a job in 500 ms buckets (--bucket_ms 500); a job keeps the width it began with when
+    // the collector is restarted with the default 1 s for the others.
+    options.store.bucket_ns = 500'000'000;
     absl::StatusOr<std::unique_ptr<collector::CollectorServer>> server =
         collector::CollectorServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    StoreJob("longsteps-500ms", LongStepsJob());
+    server_.reset();
+    options.store.bucket_ns = 1'000'000'000;
+    server = collector::CollectorServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     const std::vector<std::pair<std::string, sim::WorkloadOptions>> jobs = {
@@ -171,18 +180,19 @@ class AnalysisCliTest : public ::testing::Test {
         {"foursteps", FourSecondStepsJob()},
         {"longsteps-marked", LongStepsMarkedJob()},
         {"phases-no-steps", PhasesWithoutStepMarkersJob()}};
-    for (const auto& [job, workload] : jobs) {
-      sim::SimulationOptions sim;
-      sim.workload = workload;
-      sim.job_id = job;
-      sim.collector_address = server_->address();
-      absl::StatusOr<std::vector<sim::RankOutcome>> outcomes =
-          sim::RunSimulation(sim, [](const std::string&) {});
-      ASSERT_TRUE(outcomes.ok()) << job << ": " << outcomes.status();
-      for (const sim::RankOutcome& o : *outcomes) {
-        // The OOM rank's stream ends at its OOM; every rank's events must all be durable.
-        ASSERT_TRUE(o.status.ok()) << job << " rank " << o.rank << ": " << o.status;
-      }
+    for (const auto& [job, workload] : jobs) StoreJob(job, workload);
+  }
+  static void StoreJob(const std::string& job, const sim::WorkloadOptions& workload) {
+    sim::SimulationOptions sim;
+    sim.workload = workload;
+    sim.job_id = job;
+    sim.collector_address = server_->address();
+    absl::StatusOr<std::vector<sim::RankOutcome>> outcomes =
+        sim::RunSimulation(sim, [](const std::string&) {});
+    ASSERT_TRUE(outcomes.ok()) << job << ": " << outcomes.status();
+    for (const sim::RankOutcome& o : *outcomes) {
+      // The OOM rank's stream ends at its OOM; every rank's events must all be durable.
+      ASSERT_TRUE(o.status.ok()) << job << " rank " << o.rank << ": " << o.status;
     }
   }
   static void TearDownTestSuite() { server_.reset(); }
@@ -363,6 +373,26 @@ TEST_F(AnalysisCliTest, CompareReadsTwoJobsWithoutStepMarkersInOneWindow) {
     EXPECT_FALSE(item.changed()) << item.DebugString();
   }
   EXPECT_TRUE(axis_seen) << by_time.DebugString();
+}
+
+// The same job stored in 500 ms and in 1 s buckets (collectors started with other --bucket_ms):
+// compared as stored, its leak read 128 MiB/bucket beside 256, "changed". Both are read in one
+// window, a whole number of either's buckets, and nothing changed.
+TEST_F(AnalysisCliTest, CompareReadsJobsStoredAtOtherBucketWidthsInOneWindow) {
+  auto report =
+      Json<v1::CompareReport>({"compare", "--job", "longsteps", "--job", "longsteps-500ms"});
+  bool axis_seen = false, growth_seen = false;
+  for (const v1::CompareItem& item : report.items()) {
+    EXPECT_FALSE(item.changed()) << item.DebugString();
+    axis_seen |= item.analysis() == "axis";
+    growth_seen |= item.analysis() == "growth";
+  }
+  EXPECT_TRUE(axis_seen && growth_seen) << report.DebugString();
+  // Each job alone keeps its own buckets' windows, and its rates per second agree.
+  const std::string a = Memtrace({"growth", "--job", "longsteps"}).out;
+  const std::string b = Memtrace({"growth", "--job", "longsteps-500ms"}).out;
+  EXPECT_NE(a.find("25.6 MiB/s"), std::string::npos) << a;
+  EXPECT_NE(b.find("25.6 MiB/s"), std::string::npos) << b;
 }
 
 TEST_F(AnalysisCliTest, GrowthByTagAndRankNamesThePlantedTagOnTheLeakingRankOnly) {

@@ -25,8 +25,9 @@ constexpr char kUsage[] =
     "When only one job has step markers, both are read on time buckets (as --axis time):\n"
     "read by step and by bucket, every rate differed in its units alone. The axis row says so.\n"
     "Two jobs read on time buckets (no step markers, or --axis time) are compared in one\n"
-    "window of whole steps, the wider of the two jobs' own, so a job's column may differ from\n"
-    "what the command alone says of it: its warm-up is 5 of those windows, not of its own.";
+    "window of whole steps, the wider of the two jobs' own (for jobs stored at other bucket\n"
+    "widths, --bucket_ms, rounded up to a whole number of both), so a job's column may differ\n"
+    "from what the command alone says of it: its warm-up is 5 of those windows, not of its own.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
