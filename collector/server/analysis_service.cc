@@ -1,6 +1,7 @@
 #include "collector/server/analysis_service.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -224,6 +225,41 @@ const Rank* AttemptCovering(const Job& job, const Rank& latest, std::optional<in
 }
 
 // `threads`: how many read the ranks' live sets.
+// Which attempts a report of `job_id` read, `asked` or else each rank's latest, when the job
+// has more than one: the ranks' other attempts, and which of those ran out of memory.
+absl::Status NoteAttempts(const EventStore& store, const std::string& job_id,
+                          std::optional<uint32_t> asked, v1::AttemptsNote* note) {
+  absl::StatusOr<std::vector<v1::RankSummary>> ranks = store.ListRanks(job_id);
+  if (!ranks.ok()) return ranks.status();
+  std::map<uint32_t, uint32_t> latest;  // rank -> its latest attempt
+  uint32_t attempts = 0;
+  for (const v1::RankSummary& r : *ranks) {
+    const uint32_t attempt = r.identity().attempt();
+    latest[r.rank()] = std::max(latest[r.rank()], attempt);
+    attempts = std::max(attempts, attempt + 1);
+  }
+  if (attempts < 2) return absl::OkStatus();
+  note->set_attempts(attempts);
+  if (asked.has_value()) note->set_asked(*asked);
+  std::vector<v1::UnreadOom> ooms;
+  for (const v1::RankSummary& r : *ranks) {
+    const uint32_t attempt = r.identity().attempt();
+    if (asked.has_value() ? attempt == *asked : attempt == latest[r.rank()]) continue;
+    note->set_unread(note->unread() + 1);
+    if (r.ooms() == 0) continue;
+    v1::UnreadOom& oom = ooms.emplace_back();
+    oom.set_rank(r.rank());
+    oom.set_attempt(attempt);
+    // In the collector's clock, as the reports' times.
+    oom.set_first_oom_ns(SaturatingAdd(r.first_oom_ts_ns(), r.clock().offset_ns()));
+  }
+  std::sort(ooms.begin(), ooms.end(), [](const v1::UnreadOom& a, const v1::UnreadOom& b) {
+    return std::make_pair(a.rank(), a.attempt()) < std::make_pair(b.rank(), b.attempt());
+  });
+  for (v1::UnreadOom& oom : ooms) *note->add_unread_ooms() = std::move(oom);
+  return absl::OkStatus();
+}
+
 absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
   absl::StatusOr<Timeline> loaded = Load(cache, store, request.job_id(), "job_id", request.axis());
@@ -281,7 +317,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   an::ToProto(an::FindLeaks(*job, *live, params, steps.get()), response);
   response->set_job_id(request.job_id());
   response->set_no_step_markers(steps != nullptr && steps->time_axis);
-  return absl::OkStatus();
+  return NoteAttempts(store, request.job_id(), params.attempt, response->mutable_attempts());
 }
 
 // The row in which rank `request.rank()` (the attempt asked for, else its latest) reached its
@@ -577,7 +613,8 @@ grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedR
   an::DivergenceReport report = an::FindDivergence(**job, params);
   NoteAxis(**job, request->axis(), &report.message);
   an::ToProto(report, response);
-  return grpc::Status::OK;
+  return ToGrpcStatus(
+      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthRequest* request,
@@ -589,7 +626,8 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindGrowth(**job, params), response);
-  return grpc::Status::OK;
+  return ToGrpcStatus(
+      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Leaks(grpc::ServerContext*, const v1::LeaksRequest* request,
@@ -610,7 +648,8 @@ grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* 
   const an::PeakParams params = an::FromProto(request->params());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindPeaks(**job, params), response);
-  return grpc::Status::OK;
+  return ToGrpcStatus(
+      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomRequest* request,
@@ -622,7 +661,8 @@ grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomR
   if (absl::Status s = an::CheckHeadroomParams(params); !s.ok()) return ToGrpcStatus(s);
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::ForecastHeadroom(**job, params), response);
-  return grpc::Status::OK;
+  return ToGrpcStatus(
+      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareRequest* request,

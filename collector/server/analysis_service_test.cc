@@ -197,6 +197,60 @@ TEST_F(AnalysisServiceTest, LiveAtOomFindsTheOomOfTheAttemptBeforeARestart) {
   EXPECT_TRUE(absl::StrContains(status.error_message(), "OOM")) << status.error_message();
 }
 
+// After a restart every analysis reads the rerun; each says so, and names the attempt before it
+// that ran out of memory: "no rank diverged" said nothing of it.
+TEST_F(AnalysisServiceTest, AnalysesOfARestartedJobNameTheAttemptReadAndTheOomBeforeIt) {
+  v1::DivergedRequest diverged;
+  diverged.set_job_id("oom-restarted");
+  v1::DivergenceReport d;
+  grpc::ClientContext c1;
+  grpc::Status status = stub_->Diverged(&c1, diverged, &d);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(d.attempts().attempts(), 2u);
+  EXPECT_FALSE(d.attempts().has_asked());
+  EXPECT_EQ(d.attempts().unread(), 8u);  // attempt 0 of each rank
+  ASSERT_EQ(d.attempts().unread_ooms_size(), 1);
+  EXPECT_EQ(d.attempts().unread_ooms(0).rank(), 2u);
+  EXPECT_EQ(d.attempts().unread_ooms(0).attempt(), 0u);
+  EXPECT_GT(d.attempts().unread_ooms(0).first_oom_ns(), 0);
+
+  // Asked for attempt 0: it is the OOM's, which is read; attempt 1 is not.
+  v1::PeakRequest peak;
+  peak.set_job_id("oom-restarted");
+  peak.mutable_params()->set_attempt(0);
+  v1::PeakReport p;
+  grpc::ClientContext c2;
+  status = stub_->Peak(&c2, peak, &p);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(p.attempts().asked(), 0u);
+  EXPECT_EQ(p.attempts().unread(), 8u);
+  EXPECT_EQ(p.attempts().unread_ooms_size(), 0);
+
+  // The other analyses say it too; a job never restarted has nothing to say.
+  v1::HeadroomRequest headroom;
+  headroom.set_job_id("oom-restarted");
+  v1::HeadroomReport h;
+  grpc::ClientContext c3;
+  ASSERT_TRUE(stub_->Headroom(&c3, headroom, &h).ok());
+  EXPECT_EQ(h.attempts().unread_ooms_size(), 1);
+  v1::GrowthRequest growth;
+  growth.set_job_id("oom-restarted");
+  v1::GrowthReport g;
+  grpc::ClientContext c4;
+  ASSERT_TRUE(stub_->Growth(&c4, growth, &g).ok());
+  EXPECT_EQ(g.attempts().unread_ooms_size(), 1);
+  v1::LeaksRequest leaks;
+  leaks.set_job_id("oom-restarted");
+  v1::LeakReport l;
+  grpc::ClientContext c5;
+  ASSERT_TRUE(stub_->Leaks(&c5, leaks, &l).ok());
+  EXPECT_EQ(l.attempts().unread_ooms_size(), 1);
+  leaks.set_job_id("oom");
+  grpc::ClientContext c6;
+  ASSERT_TRUE(stub_->Leaks(&c6, leaks, &l).ok());
+  EXPECT_EQ(l.attempts().attempts(), 0u);
+}
+
 TEST_F(AnalysisServiceTest, LiveAtAStepUsesTheEndOfThatStep) {
   grpc::ClientContext context;
   v1::LiveRequest request;

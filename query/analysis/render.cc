@@ -105,7 +105,9 @@ std::string FormatRankList(std::vector<uint32_t> ranks) {
   return absl::StrJoin(parts, ",");
 }
 
-std::string RenderDivergence(const v1::DivergenceReport& r) {
+namespace {
+
+std::string RenderDivergenceWithoutAttempts(const v1::DivergenceReport& r) {
   std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ", Printable(r.message()), "\n");
   if (r.status() == v1::DIVERGENCE_STATUS_TOO_FEW_RANKS ||
       r.status() == v1::DIVERGENCE_STATUS_TOO_FEW_STEPS) {
@@ -153,6 +155,8 @@ std::string RenderDivergence(const v1::DivergenceReport& r) {
   return out;
 }
 
+}  // namespace
+
 // "; 1 of 4 ranks too short to fit" when some ranks had fewer than min_points steps in the
 // window after their warm-up: none of their series was fitted, grow as they might.
 std::string TooShort(const v1::GrowthReport& r) {
@@ -161,7 +165,9 @@ std::string TooShort(const v1::GrowthReport& r) {
                       " ranks too short to fit");
 }
 
-std::string RenderGrowth(const v1::GrowthReport& r) {
+namespace {
+
+std::string RenderGrowthWithoutAttempts(const v1::GrowthReport& r) {
   static const char* const kBy[] = {"tag", "rank", "tag,rank", "source", "source,rank"};
   std::string by = r.by() >= 0 && r.by() < 5 ? kBy[r.by()] : "tag";
   std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ");
@@ -233,6 +239,8 @@ std::string RenderGrowth(const v1::GrowthReport& r) {
   out += t.Render();
   return out;
 }
+
+}  // namespace
 
 // One row per rank: its curve and the evidence for it.
 std::string RenderCurves(const v1::LeakReport& r) {
@@ -404,7 +412,9 @@ std::string LeakVerdict(const v1::LeakReport& r) {
   return verdict;
 }
 
-std::string RenderLeaks(const v1::LeakReport& r) {
+namespace {
+
+std::string RenderLeaksWithoutAttempts(const v1::LeakReport& r) {
   std::string out = absl::StrCat(
       "job ", Printable(r.job_id()), ": ", LeakVerdict(r),
       // As diverged and growth say it; candidates need steps to count warm-up and boundaries.
@@ -416,6 +426,8 @@ std::string RenderLeaks(const v1::LeakReport& r) {
                   RenderPhaseResidues(r));
   return out;
 }
+
+}  // namespace
 
 std::string RenderLive(const v1::LiveReport& r) {
   // Without step markers every step is 0: the moment is its time alone.
@@ -502,7 +514,9 @@ std::string RenderLive(const v1::LiveReport& r) {
   return out;
 }
 
-std::string RenderPeak(const v1::PeakReport& r) {
+namespace {
+
+std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
   static const char* const kBy[] = {"phase", "tag", "source", "rank"};
   std::string by = r.by() >= 0 && r.by() < 4 ? kBy[r.by()] : "phase";
   std::string out = absl::StrCat("job ", Printable(r.job_id()), ": peak by ", by, " over ",
@@ -565,7 +579,11 @@ std::string RenderPeak(const v1::PeakReport& r) {
   return out;
 }
 
-std::string RenderHeadroom(const v1::HeadroomReport& r) {
+}  // namespace
+
+namespace {
+
+std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
   std::string out = absl::StrCat("job ", Printable(r.job_id()), ": ");
   uint32_t ooms = 0;
   uint32_t full = 0;
@@ -579,12 +597,15 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   // "No rank is on course" read as all clear on a job none of whose ranks could be forecast.
   std::vector<std::string> unread;
   if (!too_short.empty()) {
-    unread.push_back(absl::StrCat(FormatRankList(too_short), " too short to forecast (fewer than ",
+    // "rank 3", "ranks 0-7": "(3 without a known capacity)" read as a count of ranks.
+    unread.push_back(absl::StrCat(too_short.size() == 1 ? "rank " : "ranks ",
+                                  FormatRankList(too_short), " too short to forecast (fewer than ",
                                   r.params().min_points(), " steps after --warmup ",
                                   r.params().warmup_steps(), ")"));
   }
   if (!no_capacity.empty()) {
-    unread.push_back(absl::StrCat(FormatRankList(no_capacity), " without a known capacity"));
+    unread.push_back(absl::StrCat(no_capacity.size() == 1 ? "rank " : "ranks ",
+                                  FormatRankList(no_capacity), " without a known capacity"));
   }
   const size_t forecastable =
       static_cast<size_t>(r.entries_size()) - too_short.size() - no_capacity.size();
@@ -644,6 +665,8 @@ std::string RenderHeadroom(const v1::HeadroomReport& r) {
   return out;
 }
 
+}  // namespace
+
 std::string RenderCompare(const v1::CompareReport& r) {
   int changed = 0;
   for (const v1::CompareItem& it : r.items()) changed += it.changed();
@@ -665,6 +688,62 @@ std::string RenderCompare(const v1::CompareReport& r) {
   }
   out += t.Render();
   return out;
+}
+
+namespace {
+
+// A line under a report's first for a job whose ranks restarted: which attempts it read, and the
+// OOMs of those it did not ("no rank diverged" of a rerun said nothing of the run that ran out
+// of memory).
+std::string AttemptsLine(const v1::AttemptsNote& n) {
+  if (n.attempts() < 2) return "";
+  std::string out =
+      n.has_asked()
+          ? absl::StrCat("note: read attempt ", n.asked(), " of the job's ", n.attempts(),
+                         " (--attempt)")
+          : absl::StrCat("note: read each rank's latest attempt (the job has ", n.attempts(), ")");
+  if (n.unread_ooms_size() > 0) {
+    std::vector<std::string> ooms;
+    for (const v1::UnreadOom& o : n.unread_ooms()) {
+      ooms.push_back(absl::StrCat("rank ", o.rank(), " attempt ", o.attempt(), " at ",
+                                  TimeMs(o.first_oom_ns())));
+    }
+    absl::StrAppend(&out, "; not read, ", n.unread_ooms_size() == 1 ? "an OOM of " : "OOMs of ",
+                    absl::StrJoin(ooms, ", "), " (--attempt ", n.unread_ooms(0).attempt(),
+                    " reads ", n.unread_ooms_size() == 1 ? "it)" : "that attempt)");
+  }
+  return out + "\n";
+}
+
+// `text` with AttemptsLine under its first line.
+std::string WithAttempts(std::string text, const v1::AttemptsNote& n) {
+  const std::string line = AttemptsLine(n);
+  if (line.empty()) return text;
+  const size_t first = text.find('\n');
+  text.insert(first == std::string::npos ? text.size() : first + 1, line);
+  return text;
+}
+
+}  // namespace
+
+std::string RenderDivergence(const v1::DivergenceReport& r) {
+  return WithAttempts(RenderDivergenceWithoutAttempts(r), r.attempts());
+}
+
+std::string RenderGrowth(const v1::GrowthReport& r) {
+  return WithAttempts(RenderGrowthWithoutAttempts(r), r.attempts());
+}
+
+std::string RenderLeaks(const v1::LeakReport& r) {
+  return WithAttempts(RenderLeaksWithoutAttempts(r), r.attempts());
+}
+
+std::string RenderPeak(const v1::PeakReport& r) {
+  return WithAttempts(RenderPeakWithoutAttempts(r), r.attempts());
+}
+
+std::string RenderHeadroom(const v1::HeadroomReport& r) {
+  return WithAttempts(RenderHeadroomWithoutAttempts(r), r.attempts());
 }
 
 }  // namespace memtrace::analysis

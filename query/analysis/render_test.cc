@@ -361,6 +361,33 @@ TEST(RenderTest, LeakTablesShowCurvesCandidatesAndPhases) {
   EXPECT_TRUE(Has(RenderLeaks(w), " attempt ")) << RenderLeaks(w);
 }
 
+// A job whose ranks restarted: the line under the verdict says which attempts were read and
+// names the OOM of one that was not.
+TEST(RenderTest, ARestartedJobsReportsSayWhichAttemptTheyRead) {
+  JobTimeline job = sim::Simulate(sim::LeakJob(5, 30)).timeline;
+  v1::DivergenceReport d;
+  ToProto(FindDivergence(job), &d);
+  const std::string plain = RenderDivergence(d);
+  EXPECT_FALSE(Has(plain, "attempt")) << plain;
+  d.mutable_attempts()->set_attempts(2);
+  d.mutable_attempts()->set_unread(8);
+  v1::UnreadOom* oom = d.mutable_attempts()->add_unread_ooms();
+  oom->set_rank(3);
+  oom->set_attempt(0);
+  oom->set_first_oom_ns(1'767'232'820'250'000'000);
+  const std::string text = RenderDivergence(d);
+  const std::string first_line = plain.substr(0, plain.find('\n') + 1);
+  EXPECT_EQ(text.find(first_line + "note: read each rank's latest attempt (the job has 2); not "
+                                   "read, an OOM of rank 3 attempt 0 at 2026-01-01 02:00:20.250 "
+                                   "(--attempt 0 reads it)\n"),
+            0u)
+      << text;
+  d.mutable_attempts()->set_asked(1);
+  d.mutable_attempts()->clear_unread_ooms();
+  EXPECT_TRUE(Has(RenderDivergence(d), "\nnote: read attempt 1 of the job's 2 (--attempt)\n"))
+      << RenderDivergence(d);
+}
+
 // At the peak: how high, when to the millisecond, in which step; and `peak --by rank` says when
 // each rank reached its own where the rows keep it.
 TEST(RenderTest, TheMomentOfAPeakIsShownWhereItIsKnown) {
@@ -504,9 +531,10 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
   ToProto(ForecastHeadroom(sim::Simulate(sim::LeakJob(3, 20, 200 * kMiB, 8, 150)).timeline,
                            past_every_step),
           &unread);
-  EXPECT_TRUE(Has(RenderHeadroom(unread),
-                  ": no rank could be forecast: 0-7 too short to forecast (fewer than 8 steps "
-                  "after --warmup 200)\n"))
+  EXPECT_TRUE(
+      Has(RenderHeadroom(unread),
+          ": no rank could be forecast: ranks 0-7 too short to forecast (fewer than 8 steps "
+          "after --warmup 200)\n"))
       << RenderHeadroom(unread);
   EXPECT_FALSE(Has(RenderHeadroom(unread), "on course")) << RenderHeadroom(unread);
   // Nor does a rank too short to fit show a measured-looking slope ("0 B/step").
