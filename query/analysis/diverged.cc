@@ -489,7 +489,7 @@ std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c,
 }
 
 // Orders the diverged ranks by onset and says what was found.
-void Summarize(const ShortRun& longest, DivergenceReport& report) {
+void Summarize(const ShortRun& longest, size_t steps_in_job, DivergenceReport& report) {
   std::sort(report.diverged.begin(), report.diverged.end(),
             [](const RankDivergence& a, const RankDivergence& b) {
               if (a.onset_step != b.onset_step) return a.onset_step < b.onset_step;
@@ -518,6 +518,16 @@ void Summarize(const ShortRun& longest, DivergenceReport& report) {
           FormatKeyValue(report.last_step, report.bucket_ns), longest.rank, longest.flagged_steps,
           unit, longest.flagged_steps == 1 ? "" : "s",
           FormatKey(longest.from_step, report.bucket_ns));
+    } else if (report.steps_compared < std::max<uint32_t>(1, report.params.persistence_steps)) {
+      // No rank can stay out for --persistence steps in a row in fewer: "all stayed within the
+      // cohort over steps 6..6" claimed what was never tested.
+      report.status = DivergenceStatus::kTooFewSteps;
+      const char* key = report.bucket_ns > 0 ? "time bucket" : "step";
+      report.message = absl::StrCat(
+          "only ", report.steps_compared, " ", key, report.steps_compared == 1 ? "" : "s",
+          " after the ", report.params.warmup_steps, " warm-up ", key,
+          "s had 3 ranks to compare, fewer than --persistence ", report.params.persistence_steps,
+          ": no rank could be seen to diverge (job has ", steps_in_job, " ", key, "s)");
     }
   } else {
     const RankDivergence& d = report.diverged.front();
@@ -611,6 +621,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   }
   CountCompared(g, cohort, report);
   const uint32_t k = std::max<uint32_t>(1, params.persistence_steps);
+
   ShortRun longest;
   // A rank whose baseline steps already rose by a quarter of the byte threshold more than the
   // cohort's did was drifting when the comparison began: its onset is where the drift added up,
@@ -653,7 +664,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
     }
   }
   DropOffsetsOfRanksAlreadyDiverging(offset_drift, report);
-  Summarize(longest, report);
+  Summarize(longest, g.S, report);
   if (!report.diverged.empty()) {
     const std::vector<int64_t>& keys = g.steps.steps;
     const size_t s =

@@ -437,6 +437,20 @@ TEST(DivergenceTest, OnlyWarmUpStepsAreTooFewSteps) {
             "time buckets)");
 }
 
+// Fewer compared steps than --persistence: no rank could have stayed out that long, and the
+// report says so rather than "all stayed within the cohort over steps 6..6".
+TEST(DivergenceTest, FewerComparedStepsThanThePersistenceAreTooFewSteps) {
+  sim::JobSpec spec = sim::HealthyJob();
+  spec.steps = 7;
+  const DivergenceReport report = FindDivergence(Simulate(spec).timeline);
+  EXPECT_EQ(report.status, DivergenceStatus::kTooFewSteps);
+  EXPECT_EQ(report.message,
+            "only 2 steps after the 5 warm-up steps had 3 ranks to compare, fewer than "
+            "--persistence 5: no rank could be seen to diverge (job has 7 steps)");
+  spec.steps = 10;  // 5 compared: enough
+  EXPECT_EQ(FindDivergence(Simulate(spec).timeline).status, DivergenceStatus::kNoneDiverged);
+}
+
 TEST(DivergenceTest, StepsMissingOnARankNeitherCountNorBreakItsRun) {
   sim::JobSpec spec = sim::LeakJob(5, 30);
   JobTimeline job = Simulate(spec).timeline;
@@ -533,10 +547,15 @@ TEST(DivergedTest, ARunShorterThanThePersistenceIsNamed) {
                                 "cohort was rank 5's: "),
             std::string::npos)
       << report.message;
-  // A job whose ranks left the cohort for single steps (spikes) says so as before.
-  const std::string healthy =
-      FindDivergence(sim::Simulate(sim::HealthyJob()).timeline, params).message;
-  EXPECT_NE(healthy.find("stayed within the cohort"), std::string::npos) << healthy;
+  // A job none of whose ranks left the cohort for two steps in a row: over 95 steps a
+  // persistence of 200 could not have seen one diverge, which it says.
+  const DivergenceReport healthy =
+      FindDivergence(sim::Simulate(sim::HealthyJob()).timeline, params);
+  EXPECT_EQ(healthy.status, DivergenceStatus::kTooFewSteps);
+  EXPECT_NE(healthy.message.find("only 95 steps after the 5 warm-up steps had 3 ranks to compare, "
+                                 "fewer than --persistence 200"),
+            std::string::npos)
+      << healthy.message;
 }
 
 // Two compared steps cannot tell an amount a rank always held from a leak that began before
