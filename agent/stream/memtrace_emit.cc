@@ -3,7 +3,7 @@
 // (agent/identity), records N synthetic alloc/free events under one tag, flushes and shuts
 // down cleanly.
 //
-//   memtrace-emit [--events=N] [--tag=NAME] [--flush_timeout_ms=MS]
+//   memtrace-emit [--events=N] [--tag=NAME] [--flush_timeout_ms=MS] [--help]
 //
 // Exit status: 0 when every event was acknowledged and the stream closed cleanly (one summary
 // line on stdout); 2 on bad flags or environment; 3 when delivery failed or any event was
@@ -29,7 +29,22 @@ namespace {
 constexpr int kExitBadInput = 2;
 constexpr int kExitUndelivered = 3;
 
+constexpr char kUsage[] =
+    "memtrace-emit: a stand-in training worker for launcher tests. It reads its identity\n"
+    "(RANK, WORLD_SIZE, MEMTRACE_JOB_ID, TORCHELASTIC_RESTART_COUNT, ...) and collector\n"
+    "address (MEMTRACE_COLLECTOR) from the environment as the injected agent does, records N\n"
+    "synthetic 1 MiB alloc/free events under one tag, flushes and shuts down.\n"
+    "\n"
+    "Usage: memtrace-emit [--events=N] [--tag=NAME] [--flush_timeout_ms=MS]\n"
+    "  --events N            events to record, alternately alloc and free (default 1000)\n"
+    "  --tag NAME            their tag (default memtrace-emit)\n"
+    "  --flush_timeout_ms MS how long to wait for them to be acknowledged (default 10000)\n"
+    "\n"
+    "Exit status: 0 when every event was acknowledged; 2 on bad flags or environment; 3 when\n"
+    "delivery failed or any event was dropped.\n";
+
 struct Flags {
+  bool help = false;
   uint64_t events = 1000;
   std::string tag = "memtrace-emit";
   int64_t flush_timeout_ms = 10000;
@@ -44,6 +59,10 @@ int Fail(int code, const std::string& reason) {
 absl::Status ParseFlags(int argc, char** argv, Flags* flags) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      flags->help = true;
+      return absl::OkStatus();
+    }
     std::string name = arg, value;
     const size_t eq = arg.find('=');
     if (eq != std::string::npos) {
@@ -67,7 +86,7 @@ absl::Status ParseFlags(int argc, char** argv, Flags* flags) {
       }
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "unknown flag ", name, " (known: --events, --tag, --flush_timeout_ms)"));
+          "unknown flag ", name, " (known: --events, --tag, --flush_timeout_ms, --help)"));
     }
   }
   return absl::OkStatus();
@@ -77,6 +96,10 @@ int Main(int argc, char** argv) {
   Flags flags;
   if (absl::Status s = ParseFlags(argc, argv, &flags); !s.ok()) {
     return Fail(kExitBadInput, std::string(s.message()));
+  }
+  if (flags.help) {
+    std::fputs(kUsage, stdout);
+    return 0;
   }
   absl::StatusOr<TransportOptions> options = TransportOptionsFromEnvironment(ProcessEnvironment());
   if (!options.ok()) return Fail(kExitBadInput, std::string(options.status().message()));

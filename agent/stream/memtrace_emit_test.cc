@@ -177,6 +177,14 @@ TEST(MemtraceEmitTest, BadFlagOrAddressExitsTwo) {
       << address.err;
 }
 
+// --help needs no environment and no collector ("flag --help needs a value", exit 2, before).
+TEST(MemtraceEmitTest, HelpPrintsTheUsageAndExitsZero) {
+  Result r = RunEmit({}, {"--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Usage: memtrace-emit [--events=N]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
 TEST(MemtraceEmitTest, UnreachableCollectorExitsThreeInBoundedTime) {
   FakeCollector dead;
   ASSERT_TRUE(dead.Start().ok());
