@@ -1,6 +1,7 @@
 #include "query/export/export_command.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "collector/rollup/saturating.h"
@@ -18,7 +19,8 @@ constexpr char kUsage[] =
     "Usage: memtrace export --job JOB --format perfetto -o FILE\n"
     "\n"
     "Writes the job's memory as a Chrome trace-event JSON file that ui.perfetto.dev and\n"
-    "chrome://tracing open: one process per rank (pid = rank) with counter tracks for live\n"
+    "chrome://tracing open: one process per rank and restart attempt (pid = rank, plus\n"
+    "100000 x attempt for a restart's) with counter tracks for live\n"
     "bytes, each step's floor and peak, device memory used and the top tags' live bytes at\n"
     "each step end (tags ranked by the most any rank held at a step end: one freed within its\n"
     "step, such as activations, has none), and one slice per step. Live bytes and device used\n"
@@ -196,7 +198,13 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
       ooms += series.ooms.size();
     }
     // Phase runs and OOMs come from the raw events only: a trace without them says why.
-    io.err << "wrote " << f.output << ": " << rollups->ranks_size() << " ranks, "
+    // Ranks, and their restarts' attempts apart: "16 ranks" of an 8-rank job restarted once.
+    std::set<uint32_t> ranks;
+    for (const v1::RankRollups& r : rollups->ranks()) ranks.insert(r.rank());
+    const size_t attempts = static_cast<size_t>(rollups->ranks_size());
+    io.err << "wrote " << f.output << ": " << ranks.size() << " ranks"
+           << (attempts > ranks.size() ? absl::StrCat(" (", attempts, " rank-attempts)") : "")
+           << ", "
            << (f.raw ? absl::StrCat(points, " live-bytes points, ", phase_runs, " phase runs and ",
                                     ooms, " OOMs from raw events")
                      : std::string("from rollups (no phase runs or OOMs: those need --raw)"))

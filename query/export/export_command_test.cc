@@ -135,6 +135,30 @@ TEST(ExportUnmarkedTest, AJobWithoutStepMarkersIsExportedByTimeBucket) {
   EXPECT_EQ(slices(by_step)[0], 1);
 }
 
+// A rerun of the job is each rank's next attempt, a process of its own in the trace: the summary
+// counts ranks, and the rank-attempts apart ("4 ranks" of a 2-rank job run twice).
+TEST(ExportRestartTest, TheSummaryCountsRanksAndTheirAttemptsApart) {
+  sim::SimulationOptions job = testing::SmallJob("sim-rerun", 2, 6);
+  auto server = testing::SimulateJob("export_rerun", job);
+  ASSERT_NE(server, nullptr);
+  job.collector_address = server->address();
+  job.attempt = 1;  // torchrun's restart (one process here: the same pid would resume attempt 0)
+  ASSERT_TRUE(sim::RunSimulation(job, [](const std::string&) {}).ok());
+  const std::string path = test_util::TmpPath("rerun.json");
+  CommandRun run = Export(
+      {"--job", "sim-rerun", "--format", "perfetto", "-o", path, "--collector", server->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("wrote " + path + ": 2 ranks (4 rank-attempts), "), std::string::npos)
+      << run.err;
+  std::map<int64_t, int> processes;
+  rapidjson::Document doc = ParseFile(path);
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) == "M") ++processes[e["pid"].GetInt64()];
+  }
+  EXPECT_EQ(processes.size(), 4u);
+  EXPECT_EQ(processes.count(100001), 1u);  // rank 1's attempt 1: 1 + 100000 x 1
+}
+
 TEST_F(ExportCommandTest, RawLiveBytesAgreeWithTheRollups) {
   std::string raw = test_util::TmpPath("raw.json");
   std::string rollup = test_util::TmpPath("rollup.json");
