@@ -177,7 +177,8 @@ void RegisterFlags(cli::FlagSet* flags, SimFlags* f) {
                }
                return absl::OkStatus();
              });
-  AddOptionalIntFlag(*flags, "leak_rank", "plant a leak on this rank", &w.leak_rank);
+  AddOptionalIntFlag(*flags, "leak_rank", "plant a leak on this rank (not with --oom_rank)",
+                     &w.leak_rank);
   flags->AddInt("leak_from_step", "S", "first step of the leak (default 30)", &w.leak_from_step);
   flags->AddBytes("leak_bytes_per_step", "BYTES",
                   "leak per step, one allocation rounded as PyTorch's caching allocator would "
@@ -382,9 +383,13 @@ int Main(int argc, char** argv) {
   if (!plan.ok()) return Fail(plan.status());
   if (absl::Status s = CheckModelFits(w, *plan); !s.ok()) return Fail(s);
 
-  Log(absl::StrCat("simulated job '", options.job_id, "': ", w.ranks, " ranks x ", w.steps,
-                   " steps, ", plan->layers, " layers, ~", w.events_per_rank,
-                   " events/rank, no GPU involved"));
+  // --layers sets the events a rank records, not --events_per_rank; an OOM stops the run early.
+  Log(absl::StrCat(
+      "simulated job '", options.job_id, "': ", w.ranks, " ranks x ", plan->steps_played, " steps",
+      w.oom_rank ? absl::StrCat(" (of --steps ", w.steps, ": the OOM ends the run)") : "", ", ",
+      plan->layers, " layers",
+      w.layers > 0 ? "" : absl::StrCat(", ~", w.events_per_rank, " events/rank"),
+      ", no GPU involved"));
   Log(absl::StrCat("planted: ", DescribeScenario(w, *plan)));
   const absl::Time began = absl::Now();
   absl::StatusOr<std::vector<RankOutcome>> outcomes = RunSimulation(options, Log);

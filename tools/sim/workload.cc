@@ -435,6 +435,12 @@ absl::Status ValidateWorkload(const WorkloadOptions& o) {
     return Invalid("leak_rank", absl::StrCat(*o.leak_rank),
                    absl::StrCat("out of range: ranks is ", o.ranks));
   }
+  if (o.leak_rank && o.oom_rank) {
+    // The OOM rank's leak is its own, sized to fill the device in --oom_step; a second leak
+    // was dropped without a word.
+    return Invalid("leak_rank", absl::StrCat(*o.leak_rank),
+                   "not with --oom_rank, whose rank leaks until it runs out of memory");
+  }
   if (o.leak_from_step < 0 || (o.leak_rank && o.leak_from_step >= o.steps)) {
     return Invalid("leak_from_step", absl::StrCat(o.leak_from_step),
                    absl::StrCat("must be within the run (0..", o.steps - 1, ")"));

@@ -434,7 +434,7 @@ TEST(WorkloadTest, RejectsInconsistentOptionsNamingTheOption) {
   cases[10].message = "--also_leak 2:100: step must be within the run (0..99)";
   // Named as memtrace-sim's flags are: the errors named --step_ns, --device_total_bytes and
   // --clock_skew_per_node_ns, which it does not have.
-  cases.resize(14);
+  cases.resize(15);
   cases[11].options.step_ns = 100'000;
   cases[11].message = "--step 100us: must be >= 1ms";
   cases[12].options.device_total_bytes = 100 * kMiB;
@@ -443,6 +443,11 @@ TEST(WorkloadTest, RejectsInconsistentOptionsNamingTheOption) {
       "(629145600 bytes)";
   cases[13].options.clock_skew_per_node_ns = int64_t{7200} * 1'000'000'000;
   cases[13].message = "--clock_skew_per_node 2h: must be within one hour either way";
+  // A second leak beside the OOM rank's was dropped without a word.
+  cases[14].options.oom_rank = 1;
+  cases[14].options.leak_rank = 5;
+  cases[14].message =
+      "--leak_rank 5: not with --oom_rank, whose rank leaks until it runs out of memory";
   for (const Case& c : cases) {
     RecordingSink sink;
     absl::Status s = PlayRank(c.options, 0, sink);
