@@ -415,9 +415,14 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       }
       std::optional<LivePoint> end = StepEnd(*subject, request.at_step());
       if (!end.has_value()) {
-        return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" rank ",
-                                                request.rank(), " has no step ",
-                                                request.at_step()));
+        return absl::NotFoundError(absl::StrCat(
+            "job \"", request.job_id(), "\" rank ", request.rank(), " has no step ",
+            request.at_step(),
+            subject->size() > 0
+                ? absl::StrCat(
+                      " (its steps: ", subject->step.front(), "..", subject->step.back(),
+                      subject->attempt > 0 ? absl::StrCat(", attempt ", subject->attempt) : "", ")")
+                : ""));
       }
       point = *end;
       break;
@@ -453,6 +458,23 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       oom_before_restart = true;
       break;
     }
+  }
+  if (!mine.ok() && absl::IsNotFound(mine.status()) && point.kind == LivePoint::Kind::kFirstOom) {
+    // Which ranks have one: "rank 0 has no OOM event" left the user to try each.
+    absl::StatusOr<std::vector<v1::RankSummary>> ranks = store.ListRanks(request.job_id());
+    if (!ranks.ok()) return ranks.status();
+    const bool restarted = std::any_of(ranks->begin(), ranks->end(),
+                                       [](const auto& r) { return r.identity().attempt() > 0; });
+    std::vector<std::string> with;
+    for (const v1::RankSummary& r : *ranks) {
+      if (r.ooms() == 0) continue;
+      with.push_back(restarted ? absl::StrCat(r.rank(), " (attempt ", r.identity().attempt(), ")")
+                               : absl::StrCat(r.rank()));
+    }
+    return absl::NotFoundError(
+        absl::StrCat(mine.status().message(),
+                     with.empty() ? "; no rank of the job has one"
+                                  : absl::StrCat("; ranks with one: ", absl::StrJoin(with, ", "))));
   }
   if (!mine.ok()) return mine.status();
   if (mine->seq == 0 && point.kind == LivePoint::Kind::kAtCollectorTime) {

@@ -194,7 +194,8 @@ TEST_F(AnalysisServiceTest, LiveAtOomFindsTheOomOfTheAttemptBeforeARestart) {
   request.set_attempt(1);
   status = stub_->Live(&again, request, &report);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_TRUE(absl::StrContains(status.error_message(), "OOM")) << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "OOM event; ranks with one: 2 (attempt 0)"))
+      << status.error_message();
 }
 
 // After a restart every analysis reads the rerun; each says so, and names the attempt before it
@@ -508,7 +509,8 @@ TEST_F(AnalysisServiceTest, UnknownJobRankOrStepIsNotFoundNamingIt) {
     v1::LiveReport report;
     grpc::Status s = stub_->Live(&context, request, &report);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
-    EXPECT_TRUE(absl::StrContains(s.error_message(), "step 100000")) << s.error_message();
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "step 100000 (its steps: 0..59)"))
+        << s.error_message();
   }
   {
     grpc::ClientContext context;
@@ -519,7 +521,21 @@ TEST_F(AnalysisServiceTest, UnknownJobRankOrStepIsNotFoundNamingIt) {
     v1::LiveReport report;
     grpc::Status s = stub_->Live(&context, request, &report);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
-    EXPECT_TRUE(absl::StrContains(s.error_message(), "OOM")) << s.error_message();
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "OOM event; no rank of the job has one"))
+        << s.error_message();
+  }
+  {
+    // Which rank has one, to ask for.
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id("oom");
+    request.set_rank(1);
+    request.set_at_oom(true);
+    v1::LiveReport report;
+    grpc::Status s = stub_->Live(&context, request, &report);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "OOM event; ranks with one: 2"))
+        << s.error_message();
   }
 }
 
