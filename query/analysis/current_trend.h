@@ -3,7 +3,9 @@
 // pairs' slopes and reports a fraction of the leak's rate, or none (a leak of 64 MiB/step over
 // the last 20 of 75 steps fitted to 16 MiB/step). FitCurrentTrend chooses, by least absolute
 // deviation, between one line over every point and "flat, then a line from where the flat part
-// ends", and fits Theil-Sen to the trending part only.
+// ends", and fits Theil-Sen to the trending part only. A start that rises significantly at
+// under half the later rate (a leak on a rank already growing) is flat against its own slope:
+// the split is found again there, where the rise steepens.
 #ifndef MEMTRACE_QUERY_ANALYSIS_CURRENT_TREND_H_
 #define MEMTRACE_QUERY_ANALYSIS_CURRENT_TREND_H_
 

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace memtrace::analysis {
@@ -50,6 +51,26 @@ TEST(CurrentTrendTest, ALeakOverMostOfTheWindowStartsWhereTheFlatPartEnds) {
   CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
   EXPECT_NEAR(t.fit.slope, 256 * kMiB, 4 * kMiB);
   EXPECT_NEAR(static_cast<double>(t.onset), 15, 2);
+}
+
+// A rank already growing (gradients accumulating at 64 MiB a step) that also leaks from step 30
+// at 256: taking the start as flat put the onset 2-5 steps early ("rising since 25"), where its
+// median level meets the steeper rise. The onset is where the rise steepens.
+TEST(CurrentTrendTest, ALeakOnARankThatWasAlreadyGrowingStartsWhereTheRiseSteepens) {
+  TheilSen fitter;
+  for (size_t from : {20, 30, 50}) {
+    for (double before : {64 * kMiB, 128 * kMiB}) {
+      SCOPED_TRACE(absl::StrCat("leak from ", from, ", growing ", before / kMiB, " MiB before"));
+      Series s = FlatThenRising(95, from, 256 * kMiB);
+      for (size_t i = 0; i < s.y.size(); ++i) s.y[i] += before * static_cast<double>(i);
+      const CurrentTrend t = FitCurrentTrend(s.x, s.y, 8, fitter);
+      EXPECT_NEAR(static_cast<double>(t.onset), static_cast<double>(from), 1);
+      EXPECT_NEAR(t.fit.slope, before + 256 * kMiB, 4 * kMiB);
+    }
+  }
+  // A start rising as fast as what follows is one line, split or not: no bend to move.
+  Series line = FlatThenRising(95, 0, 256 * kMiB);
+  EXPECT_EQ(FitCurrentTrend(line.x, line.y, 8, fitter).onset, 0u);
 }
 
 TEST(CurrentTrendTest, AFlatStartTooShortToSplitOffIsFoundWhereItEnds) {
