@@ -18,6 +18,7 @@ constexpr size_t kRecentPeakRows = 3;
 void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHeadroom* h) {
   const StepPoint& last = rank.steps.back();
   h->last_step = last.step;
+  h->last_start_ns = last.start_ns;
   h->last_floor_bytes = last.floor_bytes;
   // The last row may be a step or time bucket that has only begun (a running job, or a job's
   // final bucket holding its last milliseconds): the latest peak is the highest of the last few.

@@ -60,6 +60,7 @@ struct RankHeadroom {
   bool capacity_from_samples = false;
   uint64_t overhead_bytes = 0;  // device memory used outside traced allocations
   int64_t last_step = 0;
+  int64_t last_start_ns = 0;  // when last_step began, which eta_ns counts from
   uint64_t last_floor_bytes = 0;
   // The highest peak of the last 3 steps (or buckets): the last may have only begun.
   uint64_t last_peak_bytes = 0;
@@ -72,7 +73,7 @@ struct RankHeadroom {
   int64_t forecast_step = -1;        // peak reaches capacity
   int64_t floor_forecast_step = -1;  // the floor alone reaches capacity
   double step_ns = 0;                // median step period
-  int64_t eta_ns = 0;                // from the last step to forecast_step
+  int64_t eta_ns = 0;                // from the start of last_step to forecast_step
 };
 
 struct HeadroomReport {

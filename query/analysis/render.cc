@@ -631,8 +631,12 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
                                                             Bytes(h.overhead_bytes()), " outside)")
                                              : "",
                       " at ", FormatKey(h.forecast_step(), r.bucket_ns(), /*approximate=*/true),
-                      " (in ~", FormatDuration(static_cast<double>(h.eta_ns())), ", at ",
-                      FormatRate(h.floor_bytes_per_step(), r.bucket_ns()), ")\n");
+                      " (", FormatDuration(static_cast<double>(h.eta_ns())),
+                      h.last_start_ns() != 0
+                          ? absl::StrCat(" after ", TimeMs(h.last_start_ns()), ", when its last ",
+                                         r.bucket_ns() > 0 ? "bucket" : "step", " began")
+                          : " from its last step",
+                      ", at ", FormatRate(h.floor_bytes_per_step(), r.bucket_ns()), ")\n");
     } else if (h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY) {
       absl::StrAppend(&out, "  rank ", h.rank(), " ran out of memory at ",
                       FormatKey(h.forecast_step(), r.bucket_ns()), "\n");

@@ -519,7 +519,9 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
   // The simulator's device holds 600 MiB outside traced allocations: the peak reaches the rest.
   EXPECT_TRUE(Has(head, "rank 3 reaches 80.0 GiB (79.4 GiB traced + 600 MiB outside) at step ~"))
       << head;
-  EXPECT_TRUE(Has(head, "(in ~3 min"));
+  // From when: "in ~3 min" read long after the job ended said nothing of it.
+  EXPECT_TRUE(Has(head, "(3 min after 20")) << head;
+  EXPECT_TRUE(Has(head, ", when its last step began, at ")) << head;
 
   v1::HeadroomReport flat;
   ToProto(ForecastHeadroom(sim::Simulate(sim::HealthyJob()).timeline), &flat);

@@ -568,6 +568,7 @@ void ToProto(const HeadroomReport& r, v1::HeadroomReport* out) {
     w->set_floor_forecast_step(h.floor_forecast_step);
     w->set_step_ns(h.step_ns);
     w->set_eta_ns(h.eta_ns);
+    w->set_last_start_ns(h.last_start_ns);
   }
   ToProto(r.params, out->mutable_params());
 }
