@@ -224,11 +224,12 @@ const Rank* AttemptCovering(const Job& job, const Rank& latest, std::optional<in
   return best;
 }
 
-// `threads`: how many read the ranks' live sets.
-// Which attempts a report of `job_id` read, `asked` or else each rank's latest, when the job
-// has more than one: the ranks' other attempts, and which of those ran out of memory.
+// Which attempts a report of `job_id` read, when the job has more than one: `asked`, else
+// `at_moment`'s (rank -> the attempt running at the moment asked) when given, else each rank's
+// latest; the ranks' other attempts, and which of those ran out of memory.
 absl::Status NoteAttempts(const EventStore& store, const std::string& job_id,
-                          std::optional<uint32_t> asked, v1::AttemptsNote* note) {
+                          std::optional<uint32_t> asked, v1::AttemptsNote* note,
+                          const std::map<uint32_t, uint32_t>* at_moment = nullptr) {
   absl::StatusOr<std::vector<v1::RankSummary>> ranks = store.ListRanks(job_id);
   if (!ranks.ok()) return ranks.status();
   std::map<uint32_t, uint32_t> latest;  // rank -> its latest attempt
@@ -241,10 +242,18 @@ absl::Status NoteAttempts(const EventStore& store, const std::string& job_id,
   if (attempts < 2) return absl::OkStatus();
   note->set_attempts(attempts);
   if (asked.has_value()) note->set_asked(*asked);
+  if (!asked.has_value() && at_moment != nullptr) note->set_at_moment(true);
   std::vector<v1::UnreadOom> ooms;
   for (const v1::RankSummary& r : *ranks) {
     const uint32_t attempt = r.identity().attempt();
-    if (asked.has_value() ? attempt == *asked : attempt == latest[r.rank()]) continue;
+    bool read = attempt == latest[r.rank()];
+    if (asked.has_value()) {
+      read = attempt == *asked;
+    } else if (note->at_moment()) {
+      const auto running = at_moment->find(r.rank());
+      read = running != at_moment->end() && running->second == attempt;
+    }
+    if (read) continue;
     note->set_unread(note->unread() + 1);
     if (r.ooms() == 0) continue;
     v1::UnreadOom& oom = ooms.emplace_back();
@@ -260,6 +269,7 @@ absl::Status NoteAttempts(const EventStore& store, const std::string& job_id,
   return absl::OkStatus();
 }
 
+// `threads`: how many read the ranks' live sets.
 absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
   absl::StatusOr<Timeline> loaded = Load(cache, store, request.job_id(), "job_id", request.axis());
@@ -306,6 +316,29 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   absl::StatusOr<std::vector<an::RankLiveSet>> live =
       LoadLiveSets(store, request.job_id(), asks, threads);
   if (!live.ok()) return live.status();
+  // At a moment before a restart the curves are the attempts' that ran then, as the live sets
+  // are: the latest's curves beside the earlier attempt's candidates read "rank 3 plateau" next
+  // to 16.8 GiB of its leak.
+  std::map<uint32_t, uint32_t> at_moment;  // rank -> attempt read, for a moment asked
+  std::optional<an::JobTimeline> running_then;
+  if (request.has_at_ns() && !params.attempt.has_value()) {
+    bool earlier = false;
+    for (const LiveSetAsk& ask : asks) {
+      at_moment[ask.rank] = ask.attempt;
+      earlier |= ask.attempt != FindRank(*job, ask.rank, std::nullopt)->attempt;
+    }
+    if (earlier) {
+      running_then.emplace(*job);
+      auto& ranks = running_then->ranks;
+      ranks.erase(std::remove_if(ranks.begin(), ranks.end(),
+                                 [&](const an::RankTimeline& r) {
+                                   const auto it = at_moment.find(r.rank);
+                                   return it != at_moment.end() && it->second != r.attempt;
+                                 }),
+                  ranks.end());
+      job = &*running_then;
+    }
+  }
   // Candidates count their warm-up in steps, which a time-axis timeline's points are not.
   std::shared_ptr<const an::JobStepMetrics> steps;
   if (job->time_axis) {
@@ -317,7 +350,8 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   an::ToProto(an::FindLeaks(*job, *live, params, steps.get()), response);
   response->set_job_id(request.job_id());
   response->set_no_step_markers(steps != nullptr && steps->time_axis);
-  return NoteAttempts(store, request.job_id(), params.attempt, response->mutable_attempts());
+  return NoteAttempts(store, request.job_id(), params.attempt, response->mutable_attempts(),
+                      request.has_at_ns() ? &at_moment : nullptr);
 }
 
 // The row in which rank `request.rank()` (the attempt asked for, else its latest) reached its

@@ -707,6 +707,13 @@ TEST_F(AnalysisServiceTest, LeaksAtAMomentBeforeARanksRestartReadsTheAttemptThat
   ASSERT_TRUE(service.Leaks(nullptr, &request, &report).ok());
   // Allocated from step 10 (warm-up ends at 5), live across 3 boundaries by step 40: 28 or so.
   EXPECT_GE(CandidateAllocations(report, 0), 25u) << report.DebugString();
+  // Its curve is attempt 0's too, which leaked: the rerun's flat one beside these candidates
+  // read "plateau". The report says which attempts it read.
+  ASSERT_GE(report.curves_size(), 1);
+  EXPECT_EQ(report.curves(0).rank(), 0u);
+  EXPECT_EQ(report.curves(0).curve(), v1::CURVE_CLASS_LEAK) << report.DebugString();
+  EXPECT_TRUE(report.attempts().at_moment());
+  EXPECT_EQ(report.attempts().unread(), 1u);  // rank 0's attempt 1
 
   // Every rank restarted an hour later (torchrun's way): a time in attempt 0 was "before the
   // job", which starts at attempt 1's first step.

@@ -702,9 +702,13 @@ namespace {
 std::string AttemptsLine(const v1::AttemptsNote& n) {
   if (n.attempts() < 2) return "";
   std::string out =
-      n.has_asked()
-          ? absl::StrCat("note: read attempt ", n.asked(), " of the job's ", n.attempts(),
-                         " (--attempt)")
+      n.has_asked() ? absl::StrCat("note: read attempt ", n.asked(), " of the job's ", n.attempts(),
+                                   " (--attempt)")
+      : n.at_moment()
+          ? absl::StrCat(
+                "note: read each rank's attempt running at that moment (the "
+                "job has ",
+                n.attempts(), ")")
           : absl::StrCat("note: read each rank's latest attempt (the job has ", n.attempts(), ")");
   if (n.unread_ooms_size() > 0) {
     std::vector<std::string> ooms;

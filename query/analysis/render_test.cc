@@ -382,6 +382,11 @@ TEST(RenderTest, ARestartedJobsReportsSayWhichAttemptTheyRead) {
                                    "(--attempt 0 reads it)\n"),
             0u)
       << text;
+  d.mutable_attempts()->set_at_moment(true);  // leaks --at
+  EXPECT_TRUE(Has(RenderDivergence(d),
+                  "\nnote: read each rank's attempt running at that moment "
+                  "(the job has 2); not read, an OOM of rank 3"))
+      << RenderDivergence(d);
   d.mutable_attempts()->set_asked(1);
   d.mutable_attempts()->clear_unread_ooms();
   EXPECT_TRUE(Has(RenderDivergence(d), "\nnote: read attempt 1 of the job's 2 (--attempt)\n"))
