@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "agent/stream/transport.h"
 #include "proto/connect/client_channel.h"
 #include "proto/connect/collector_address.h"
@@ -40,8 +41,10 @@ constexpr char kUsage[] =
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
     "other flags) there is refused: give it another --job or --attempt; so is a trace that is\n"
-    "already another rank of the job. A world size a file states below the job's ranks', or a\n"
-    "trace recorded more than a day away from them, is warned of. Every file is\n"
+    "already another rank of the job. A world size a file states below the job's ranks', files\n"
+    "stating different world sizes, or a trace recorded more than a day away from the job's\n"
+    "ranks and the other files, is warned of; a name stating a rank outside its own world size\n"
+    "(\"rank5_of_4\") is refused. Every file is\n"
     "opened and read up to its events, and the collector asked for the job, before any is\n"
     "stored: a missing or unreadable file, a file given twice, two files stating one rank (in\n"
     "distributedInfo or their names) or an unreachable collector import nothing. A file\n"
@@ -172,7 +175,10 @@ class JobGuard {
         cli::QueryClient::Create(collector_, kPreflightTimeout);
     if (!client.ok()) return client.status();
     absl::StatusOr<v1::ListRanksResponse> ranks = client->ListRanks(job_);
-    if (absl::IsNotFound(ranks.status())) return absl::OkStatus();
+    if (absl::IsNotFound(ranks.status())) {
+      WarnOfDisagreeingSizes(plan);
+      return absl::OkStatus();
+    }
     if (!ranks.ok()) return ranks.status();
     int32_t job_world_size = 0;
     std::set<int32_t> held_here;  // at this import's attempt: another trace there is refused
@@ -185,6 +191,7 @@ class JobGuard {
           INT32_MAX,
           std::max<int64_t>({job_world_size, r.identity().world_size(), int64_t{r.rank()} + 1})));
     }
+    WarnOfDisagreeingSizes(plan);
     plan.ImplyWorldSize(job_world_size);
     plan.ReserveJobRanks(std::move(held_here));
     const int32_t world_size = plan.world_size();
@@ -242,15 +249,35 @@ class JobGuard {
  private:
   static constexpr absl::Duration kPreflightTimeout = absl::Seconds(10);
 
+  // Files of one import that state different world sizes: each is given the largest ("rank 1
+  // of 6 (distributedInfo)" of a trace whose distributedInfo says 2), and nothing said why.
+  void WarnOfDisagreeingSizes(const RankAssigner& plan) {
+    const std::map<int32_t, std::string> sizes = plan.DisagreeingWorldSizes();
+    if (sizes.empty()) return;
+    std::vector<std::string> each;
+    for (const auto& [size, file] : sizes) each.push_back(absl::StrCat(size, " in ", file));
+    warnings_ << "memtrace import: warning: the files state different world sizes ("
+              << absl::StrJoin(each, ", ") << "); each is imported as a rank of "
+              << sizes.rbegin()->first
+              << ": are they traces of one run? (another --job keeps runs apart)\n";
+  }
+
+  // Of the ranks the job held before and the files this import admitted before it: traces
+  // imported in one command 961 days apart went unremarked.
   void WarnIfFarApart(const ImportedRank& rank) {
-    if (warned_far_apart_ || held_.empty() || rank.first_ts_ns == 0) return;
-    constexpr int64_t kDayNs = int64_t{24} * 3600 * 1'000'000'000;
-    int64_t nearest = INT64_MAX;  // distance to the nearest held rank's span
+    if (rank.first_ts_ns == 0) return;
+    std::vector<std::pair<int64_t, int64_t>> spans = admitted_spans_;
+    admitted_spans_.emplace_back(rank.first_ts_ns, rank.last_ts_ns);
+    if (warned_far_apart_) return;
     for (const v1::RankSummary& r : held_) {
-      if (r.events_stored() == 0) continue;
-      const int64_t gap = rank.last_ts_ns < r.first_ts_ns()   ? r.first_ts_ns() - rank.last_ts_ns
-                          : rank.first_ts_ns > r.last_ts_ns() ? rank.first_ts_ns - r.last_ts_ns()
-                                                              : 0;
+      if (r.events_stored() > 0) spans.emplace_back(r.first_ts_ns(), r.last_ts_ns());
+    }
+    constexpr int64_t kDayNs = int64_t{24} * 3600 * 1'000'000'000;
+    int64_t nearest = INT64_MAX;  // distance to the nearest span
+    for (const auto& [first, last] : spans) {
+      const int64_t gap = rank.last_ts_ns < first   ? first - rank.last_ts_ns
+                          : rank.first_ts_ns > last ? rank.first_ts_ns - last
+                                                    : 0;
       nearest = std::min(nearest, gap);
     }
     if (nearest == INT64_MAX || nearest <= kDayNs) return;
@@ -261,7 +288,8 @@ class JobGuard {
                             : absl::FormatDuration(
                                   absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1))))
               << " away from every rank job " << job_
-              << " holds: is it a trace of the same run? (another --job keeps runs apart)\n";
+              << " holds or this import gave it: is it a trace of the same run? (another --job "
+                 "keeps runs apart)\n";
   }
 
   static absl::Status Duplicate(const ImportedRank& rank, const std::string& where) {
@@ -276,6 +304,7 @@ class JobGuard {
   std::ostream& warnings_;
   std::vector<v1::RankSummary> held_;
   std::map<uint64_t, std::string> imported_;  // fingerprint -> path, this import's
+  std::vector<std::pair<int64_t, int64_t>> admitted_spans_;  // (first, last ns), this import's
   bool warned_far_apart_ = false;
 };
 

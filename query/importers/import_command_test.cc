@@ -327,7 +327,8 @@ TEST_F(ImportCommandTest, ATraceAlreadyARankOfTheJobIsRefusedAndAnotherRunsIsWar
             std::string::npos)
       << other.err;
   EXPECT_NE(other.err.find(" days away from every rank"), std::string::npos) << other.err;
-  EXPECT_NE(other.err.find(" away from every rank job dup holds: is it a trace of the same run?"),
+  EXPECT_NE(other.err.find(" away from every rank job dup holds or this import gave it: is it a "
+                           "trace of the same run?"),
             std::string::npos)
       << other.err;
   // Importing the same file again is no duplicate of itself: nothing new, and no warning (its
@@ -370,6 +371,41 @@ TEST(ImportCommandGuardTest, RanksOfOneRunImportedOneAtATimeAreNotWarnedOf) {
     EXPECT_EQ(run.err, "") << "rank " << rank;
     EXPECT_NE(run.out.find("rank " + std::to_string(rank) + " of "), std::string::npos) << run.out;
   }
+}
+
+// The files of one command are checked against each other as against the job's ranks: two
+// world sizes, or traces days apart, are warned of ("rank 1 of 6 (distributedInfo)" of a
+// trace whose distributedInfo says 2 went unexplained); a name stating a rank outside its own
+// world size is refused before anything is imported.
+TEST(ImportCommandGuardTest, FilesOfOneImportThatDisagreeAreWarnedOf) {
+  auto server = collector::testing::StartCollector("import_one_command");
+  ASSERT_NE(server, nullptr);
+  constexpr int64_t kThreeDaysUs = int64_t{3} * 86'400 * 1'000'000;
+  const std::string a = OneAllocationTrace("one_cmd_rank0_of_2.json", 10, 64);
+  const std::string b = OneAllocationTrace("one_cmd_rank3_of_4.json", 10 + kThreeDaysUs, 64);
+  CommandRun run =
+      Import({"--job", "one-cmd", "--format", "kineto", "--collector", server->address(), a, b});
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("memtrace import: warning: the files state different world sizes (2 in " +
+                         a + " (file name), 4 in " + b +
+                         " (file name)); each is imported as a rank of 4: are they traces of one "
+                         "run?"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("memtrace import: warning: " + b +
+                         " was recorded 3 days away from every rank job one-cmd holds or this "
+                         "import gave it"),
+            std::string::npos)
+      << run.err;
+
+  const std::string bad = OneAllocationTrace("one_cmd_rank5_of_4.json", 10, 64);
+  CommandRun refused =
+      Import({"--job", "one-cmd-bad", "--format", "kineto", "--collector", server->address(), bad});
+  EXPECT_NE(refused.code, 0);
+  EXPECT_NE(refused.err.find(bad + ": its file name states rank 5 of 4, not a rank of that world "
+                                   "size; rename it"),
+            std::string::npos)
+      << refused.err;
 }
 
 // A file that states no world size takes the one the job's ranks imply: rank 0 imported after

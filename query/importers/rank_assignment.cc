@@ -120,6 +120,19 @@ absl::StatusOr<RankAssigner> RankAssigner::Plan(const std::vector<std::string>& 
     } else {
       continue;
     }
+    const std::optional<int32_t> size =
+        header.rank.has_value() ? header.world_size : RankFromFileName(paths[i])->world_size;
+    if (size.has_value() && *size > 0) {
+      // "rank5_of_4": not a rank of that run (a renamed file, a typo), which renaming fixes. A
+      // distributedInfo saying so is the trace's own word: its rank is kept, in a world of
+      // rank + 1.
+      if (stated.rank >= *size && !header.rank.has_value()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(paths[i], ": its ", stated.source, " states rank ", stated.rank, " of ",
+                         *size, ", not a rank of that world size; rename it"));
+      }
+      plan.stated_sizes_.try_emplace(*size, absl::StrCat(paths[i], " (", stated.source, ")"));
+    }
     auto [it, inserted] = plan.stated_ranks_.try_emplace(stated.rank, i);
     if (!inserted) {
       return absl::AlreadyExistsError(

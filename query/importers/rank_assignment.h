@@ -65,6 +65,12 @@ class RankAssigner {
   // Whether a file states a world size (distributedInfo, "_of_N"), as opposed to one the
   // number of files and ranks imply.
   bool world_size_stated() const { return world_size_stated_; }
+  // The world sizes the files state before their events when they state more than one: each
+  // with the first file stating it, "a.json (distributedInfo)". Empty when they agree. Every
+  // file is given the largest; files of two runs, most likely.
+  std::map<int32_t, std::string> DisagreeingWorldSizes() const {
+    return stated_sizes_.size() > 1 ? stated_sizes_ : std::map<int32_t, std::string>{};
+  }
   // The world size the job's stored ranks imply (the largest they were stored with, their
   // highest rank + 1), taken when no file states one: a run's ranks imported one command at a
   // time were each "of 1", or "of rank + 1".
@@ -101,6 +107,7 @@ class RankAssigner {
   int32_t world_size_ = 0;
   bool world_size_stated_ = false;
   int32_t implied_world_size_ = 0;  // the job's (ImplyWorldSize)
+  std::map<int32_t, std::string> stated_sizes_;  // size -> the first file stating it (Plan)
   std::set<int32_t> job_ranks_;     // ReserveJobRanks
 };
 

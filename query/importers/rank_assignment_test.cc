@@ -154,6 +154,26 @@ TEST(RankAssignerTest, ARankStatedAfterTheEventsCannotTakeAnotherFilesRank) {
       << a.status();
 }
 
+// "rank5_of_4" names no rank of that run: refused before anything is imported (a renamed file or
+// a typo, which renaming fixes). Files that state different world sizes are each given the
+// largest, and the plan says which state what, for a warning.
+TEST(RankAssignerTest, ANameStatingARankOutsideItsWorldIsRefusedAndSizesThatDisagreeAreNamed) {
+  auto bad = RankAssigner::Plan({"trace_rank5_of_4.json"}, {{}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "trace_rank5_of_4.json: its file name states rank 5 of 4, not a rank of that world "
+            "size; rename it");
+  auto mixed = RankAssigner::Plan({"hta.json", "trace_rank3_of_4.json"}, {Info(1, 2), {}});
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  EXPECT_EQ(mixed->DisagreeingWorldSizes(),
+            (std::map<int32_t, std::string>{{2, "hta.json (distributedInfo)"},
+                                            {4, "trace_rank3_of_4.json (file name)"}}));
+  EXPECT_EQ(mixed->Assign(0, Info(1, 2))->world_size, 4);
+  auto agree = RankAssigner::Plan({"rank0_of_2.json", "rank1_of_2.json"}, {{}, {}});
+  EXPECT_TRUE(agree->DisagreeingWorldSizes().empty());
+}
+
 TEST(RankAssignerTest, RefusesANegativeRank) {
   EXPECT_EQ(RankAssigner::Plan({"x.json"}, {Info(-1)}).status().code(),
             absl::StatusCode::kDataLoss);  // a bad file: exit 1
