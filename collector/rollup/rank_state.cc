@@ -290,6 +290,7 @@ void RankState::OnPhaseEnded(uint32_t phase_id, const PhaseNesting::Ended& ended
     PhaseStat* p = FindPhase(acc, phase_id);
     p->end = live_bytes_;
     p->ended = true;
+    p->closed = true;
   }
 }
 
@@ -388,7 +389,7 @@ RankState::PhaseStat* RankState::FindPhase(Accumulator* acc, uint32_t id) {
   for (PhaseStat& p : acc->phases) {
     if (p.id == id) return &p;
   }
-  acc->phases.push_back(PhaseStat{id, live_bytes_, live_bytes_, false});
+  acc->phases.push_back(PhaseStat{id, live_bytes_, live_bytes_, false, false});
   return &acc->phases.back();
 }
 
@@ -548,9 +549,12 @@ void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out)
   for (const PhaseStat& p : phases) {
     v1::GroupBytes* gb = r.add_by_phase();
     gb->set_id(p.id);
-    gb->set_live_bytes(p.ended ? p.end : live_bytes_);
+    // Its last close when it closed within the row, reopened or not: a phase that ran again by
+    // the end of each time bucket (1 s steps in 1 s buckets) never showed what it left behind.
+    gb->set_live_bytes(p.closed ? p.end : live_bytes_);
     gb->set_peak_bytes(p.peak);
     gb->set_open(!p.ended);
+    gb->set_closed(p.closed);
   }
 }
 
@@ -596,6 +600,7 @@ void RankState::SaveAccumulator(const Accumulator& acc, AccumulatorRecord* out) 
     pr->set_peak(p.peak);
     pr->set_end(p.end);
     pr->set_ended(p.ended);
+    pr->set_closed(p.closed);
   }
 }
 
@@ -668,7 +673,8 @@ void RankState::RestoreAccumulator(const AccumulatorRecord& in, uint64_t epoch, 
   acc->oom_requested_bytes = st.oom_requested_bytes();
   acc->events_lost = st.events_lost();
   for (const PhaseStatRecord& p : in.phases()) {
-    acc->phases.push_back(PhaseStat{p.id(), p.peak(), p.end(), p.ended()});
+    // A checkpoint from before `closed`: an ended phase closed in the rollup.
+    acc->phases.push_back(PhaseStat{p.id(), p.peak(), p.end(), p.ended(), p.closed() || p.ended()});
   }
 }
 

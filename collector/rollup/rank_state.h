@@ -180,8 +180,9 @@ class RankState {
   struct PhaseStat {
     uint32_t id = 0;
     uint64_t peak = 0;
-    uint64_t end = 0;
-    bool ended = false;
+    uint64_t end = 0;     // live bytes at its last close within the rollup
+    bool ended = false;   // closed, not reopened since
+    bool closed = false;  // closed at least once within the rollup
   };
 
   // The scalar part of one open rollup.

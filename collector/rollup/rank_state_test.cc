@@ -462,6 +462,8 @@ TEST(RankStateTest, PhasesRecordPeakWhileOpenAndLiveAtEnd) {
   EXPECT_EQ(update->peak_bytes(), 1150u);
   EXPECT_EQ(update->live_bytes(), 100u);  // open at step end: live then, and marked so
   EXPECT_TRUE(update->open());
+  EXPECT_FALSE(update->closed());
+  EXPECT_TRUE(rollout->closed());
   const v1::GroupBytes* update2 = FindGroup(closed.steps[1].by_phase(), kUpdate);
   ASSERT_NE(update2, nullptr);
   EXPECT_EQ(update2->peak_bytes(), 120u);
@@ -474,6 +476,30 @@ TEST(RankStateTest, PhasesRecordPeakWhileOpenAndLiveAtEnd) {
   RankState other(kSecond);
   other.Apply(t.events(), nullptr);
   EXPECT_EQ(other.anomalies().phase_unmatched, 1u);
+}
+
+// A phase that closes and opens again within one row (each time bucket holds the end of one
+// actor update and the start of the next): open at the row's end, yet what it left behind at
+// its close is kept, and says so (`closed`), and survives a checkpoint.
+TEST(RankStateTest, APhaseClosedAndReopenedInARowKeepsWhatItLeftAtTheClose) {
+  constexpr uint32_t kUpdate = 8;
+  Script s;
+  s.Step(1).PhaseBegin(kUpdate).Alloc(0x1, 100).Alloc(0x2, 40).Free(0x1).PhaseEnd(kUpdate);
+  s.PhaseBegin(kUpdate).Alloc(0x3, 500);  // the next run, still going at the step's end
+  RankState state(kSecond);
+  ClosedRollups closed;
+  state.Apply(s.events(), &closed);
+  absl::StatusOr<RankState> resumed = RankState::Deserialize(state.Serialize());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  for (const RankState* st : {&state, &*resumed}) {
+    const v1::StepRollup row = st->OpenStepRollup();
+    const v1::GroupBytes* update = FindGroup(row.by_phase(), kUpdate);
+    ASSERT_NE(update, nullptr);
+    EXPECT_TRUE(update->open());
+    EXPECT_TRUE(update->closed());
+    EXPECT_EQ(update->live_bytes(), 40u);  // at its close, not 540 at the row's end
+    EXPECT_EQ(update->peak_bytes(), 540u);
+  }
 }
 
 TEST(RankStateTest, APhaseWhoseEndWasLostDoesNotStayOpenForTheRestOfTheJob) {

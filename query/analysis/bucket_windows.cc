@@ -156,14 +156,17 @@ int64_t ChooseWindow(const std::vector<FloorSeries>& ranks) {
 
 using GroupsByName = std::map<NameId, GroupBytes>;
 
-// Every group of `list` with its highest peak; with `live`, also its live bytes and open flag.
+// Every group of `list` with its highest peak; with `live`, also its live bytes and open flag:
+// a phase's live bytes at its last close within the window once it closed in one of its
+// buckets (rows come in order), else at the latest bucket's end.
 void AddGroups(absl::Span<const GroupBytes> list, bool live, GroupsByName* out) {
   for (const GroupBytes& g : list) {
     GroupBytes& w = (*out)[g.name];
     w.name = g.name;
     w.peak_bytes = std::max(w.peak_bytes, g.peak_bytes);
     if (live) {
-      w.live_bytes = g.live_bytes;
+      if (g.closed || !w.closed) w.live_bytes = g.live_bytes;
+      w.closed |= g.closed;
       w.open = g.open;
     }
   }

@@ -419,7 +419,7 @@ TEST(LeakTest, APhaseStillOpenAtAStepsEndLeavesNoResidue) {
       for (GroupBytes& ph : phases) {
         if (ph.name != rollout) continue;
         ph.open = true;
-        tags.push_back({rollout, false, 6 * kGiB, 6 * kGiB});
+        tags.push_back({rollout, false, false, 6 * kGiB, 6 * kGiB});
       }
       p.groups = StepGroups(tags, p.by_source(), phases);
     }

@@ -11,23 +11,38 @@ namespace {
 
 struct Acc {
   PeakEntry entry;
-  std::vector<double> peaks;
-  std::vector<double> ends;
+  uint32_t rows = 0;
+  std::vector<double> peaks;      // one per occurrence: a row, or a phase's run (Run)
+  std::vector<double> ends;       // one per row with a close
+  std::optional<double> running;  // the peak of a phase's run not closed yet
 };
 
-// `end` is nullopt for a phase still open at the row's end: what was live then is not what the
-// phase left behind (on the time axis a phase often spans buckets). `moment_ns`: when the row
-// reached `peak`, 0 when unknown.
+// One row of the group: the highest peak, and what was live at its close (nullopt for a phase
+// that did not close in the row: what was live at its end is not what the phase left behind).
+// `moment_ns`: when the row reached `peak`, 0 when unknown.
 void Add(Acc& acc, const StepPoint& p, uint64_t peak, std::optional<uint64_t> end,
          int64_t moment_ns) {
-  if (acc.peaks.empty() || peak > acc.entry.peak_bytes) {
+  if (acc.rows == 0 || peak > acc.entry.peak_bytes) {
     acc.entry.peak_bytes = peak;
     acc.entry.peak_step = p.step;
     acc.entry.at_moment = moment_ns != 0;
     acc.entry.peak_ns = moment_ns != 0 ? moment_ns : p.start_ns;
   }
-  acc.peaks.push_back(static_cast<double>(peak));
+  ++acc.rows;
   if (end.has_value()) acc.ends.push_back(static_cast<double>(*end));
+}
+
+// A phase's row, for its runs' peaks: a run that spans rows (a rollout over four 250 ms buckets)
+// peaks at the highest of them, and ends in the row where it closes; one that closed and opened
+// again in a row starts its next run there. Counted row by row, the partial peaks of its first
+// buckets pulled the typical peak under every rollout's.
+void Run(Acc& acc, const GroupBytes& g) {
+  const double peak = static_cast<double>(g.peak_bytes);
+  acc.running = std::max(acc.running.value_or(peak), peak);
+  if (!g.closed) return;
+  acc.peaks.push_back(*acc.running);
+  acc.running.reset();
+  if (g.open) acc.running = peak;
 }
 
 }  // namespace
@@ -63,23 +78,33 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
          ++i) {
       const StepPoint& p = r->steps[i];
       if (params.by == PeakBy::kRank) {
-        Add(mine[0], p, p.peak_bytes, p.end_bytes, p.peak_ns);
+        Acc& acc = mine[0];
+        Add(acc, p, p.peak_bytes, p.end_bytes, p.peak_ns);
+        acc.peaks.push_back(static_cast<double>(p.peak_bytes));
         continue;
       }
-      const absl::Span<const GroupBytes> list = params.by == PeakBy::kPhase ? p.by_phase()
-                                                : params.by == PeakBy::kTag ? p.by_tag()
-                                                                            : p.by_source();
-      for (const GroupBytes& g : list) {
-        Add(mine[g.name], p, g.peak_bytes,
-            g.open ? std::nullopt : std::optional<uint64_t>(g.live_bytes), /*moment_ns=*/0);
+      if (params.by == PeakBy::kPhase) {
+        for (const GroupBytes& g : p.by_phase()) {
+          Acc& acc = mine[g.name];
+          Add(acc, p, g.peak_bytes, g.closed ? std::optional<uint64_t>(g.live_bytes) : std::nullopt,
+              /*moment_ns=*/0);
+          Run(acc, g);
+        }
+        continue;
+      }
+      for (const GroupBytes& g : params.by == PeakBy::kTag ? p.by_tag() : p.by_source()) {
+        Acc& acc = mine[g.name];
+        Add(acc, p, g.peak_bytes, g.live_bytes, /*moment_ns=*/0);
+        acc.peaks.push_back(static_cast<double>(g.peak_bytes));
       }
     }
     for (auto& [name, acc] : mine) {
+      if (acc.running.has_value()) acc.peaks.push_back(*acc.running);  // open at the window's end
       acc.entry.group = job.names.Name(name);
       acc.entry.rank = r->rank;
-      acc.entry.steps = static_cast<uint32_t>(acc.peaks.size());
+      acc.entry.steps = acc.rows;
       acc.entry.median_peak_bytes = static_cast<uint64_t>(Median(acc.peaks));
-      acc.entry.open_at_end = static_cast<uint32_t>(acc.peaks.size() - acc.ends.size());
+      acc.entry.open_at_end = static_cast<uint32_t>(acc.rows - acc.ends.size());
       if (!acc.ends.empty()) acc.entry.median_end_bytes = static_cast<uint64_t>(Median(acc.ends));
       groups[name].push_back(std::move(acc));
     }

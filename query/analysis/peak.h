@@ -34,11 +34,12 @@ struct PeakEntry {
   // of the step that held it. Collector's clock, as the rows come.
   int64_t peak_ns = 0;
   bool at_moment = false;
+  // Of its peaks per step; of a phase's per run (one spanning buckets peaks at their highest).
   uint64_t median_peak_bytes = 0;
-  uint64_t median_end_bytes = 0;  // at phase close / step end
+  uint64_t median_end_bytes = 0;  // at phase close (its last in a step) / step end
   uint32_t steps = 0;             // steps in which the group appeared
-  // Phases: steps in which it was still open at the step's end, left out of median_end_bytes
-  // (== steps: it never closed in the window, and median_end_bytes is 0).
+  // Phases: steps in which it did not close, left out of median_end_bytes (== steps: it never
+  // closed in the window, and median_end_bytes is 0).
   uint32_t open_at_end = 0;
 };
 

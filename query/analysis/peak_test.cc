@@ -68,6 +68,7 @@ TEST(PeakTest, APhaseStillOpenAtAStepsEndLeavesThatStepOutOfItsEnd) {
       closed_end = g.live_bytes;
       if (p.step % 2 == 0) {
         g.open = true;
+        g.closed = false;
         g.live_bytes = g.peak_bytes;  // mid-rollout
         ++open_rows;
       }
@@ -83,11 +84,68 @@ TEST(PeakTest, APhaseStillOpenAtAStepsEndLeavesThatStepOutOfItsEnd) {
 
   // Open at the end of every step: no end to tell.
   for (StepPoint& p : job.ranks[0].steps) {
-    for (GroupBytes& g : p.groups.mutable_phases()) g.open = true;
+    for (GroupBytes& g : p.groups.mutable_phases()) {
+      g.open = true;
+      g.closed = false;
+    }
   }
   report = FindPeaks(job);
   EXPECT_EQ(report.entries[0].open_at_end, report.entries[0].steps);
   EXPECT_EQ(report.entries[0].median_end_bytes, 0u);
+}
+
+// Time buckets that each hold the end of one run of a phase and the start of the next (1 s steps
+// in 1 s buckets, offset): the phase is open at every bucket's end, yet closed in each. Its close
+// is what it left behind ("typical at close" read the last bucket's alone, 27.0 GiB for 20.8).
+// A run over two buckets peaks at the higher (the median of its halves read 29.5 for 34.8).
+JobTimeline OnePhaseInBuckets(const std::vector<GroupBytes>& rows) {
+  JobTimeline job;
+  job.time_axis = true;
+  job.bucket_ns = 1'000'000'000;
+  const NameId update = job.names.Intern("actor_update");
+  RankTimeline& r = job.ranks.emplace_back();
+  for (size_t b = 0; b < rows.size(); ++b) {
+    StepPoint& p = r.steps.emplace_back();
+    p.step = 1'000 + static_cast<int64_t>(b);
+    p.start_ns = p.step * job.bucket_ns;
+    std::vector<GroupBytes> phases = {rows[b]};
+    phases[0].name = update;
+    p.groups = StepGroups({}, {}, phases);
+  }
+  return job;
+}
+
+TEST(PeakTest, APhaseOverSeveralBucketsHasItsClosesAndItsRunsPeaks) {
+  PeakParams params;
+  params.warmup_steps = 0;
+  // Closed and reopened in every bucket but the first.
+  std::vector<GroupBytes> reopened(20);
+  for (size_t b = 0; b < reopened.size(); ++b) {
+    reopened[b].open = b + 1 < reopened.size();
+    reopened[b].closed = b > 0;
+    reopened[b].live_bytes = b > 0 ? (10 + b) * kGiB : 3 * kGiB;  // at the close; first: its end
+    reopened[b].peak_bytes = 30 * kGiB;
+  }
+  PeakReport report = FindPeaks(OnePhaseInBuckets(reopened), params);
+  ASSERT_EQ(report.entries.size(), 1u);
+  EXPECT_EQ(report.entries[0].steps, 20u);
+  EXPECT_EQ(report.entries[0].open_at_end, 1u);  // the first bucket: it never closed there
+  EXPECT_EQ(report.entries[0].median_end_bytes, static_cast<uint64_t>(20 * kGiB));  // of 11..29
+
+  // Ten runs of two buckets each: 20 GiB in the first, 30 in the second, where it closes.
+  std::vector<GroupBytes> runs(20);
+  for (size_t b = 0; b < runs.size(); ++b) {
+    const bool second = b % 2 == 1;
+    runs[b].open = !second;
+    runs[b].closed = second;
+    runs[b].live_bytes = 5 * kGiB;
+    runs[b].peak_bytes = (second ? 30 : 20) * kGiB;
+  }
+  report = FindPeaks(OnePhaseInBuckets(runs), params);
+  ASSERT_EQ(report.entries.size(), 1u);
+  EXPECT_EQ(report.entries[0].median_peak_bytes, static_cast<uint64_t>(30 * kGiB));
+  EXPECT_EQ(report.entries[0].peak_bytes, static_cast<uint64_t>(30 * kGiB));
+  EXPECT_EQ(report.entries[0].open_at_end, 10u);
 }
 
 TEST(PeakTest, AJobWithoutPhasesHasNoPhasePeaks) {

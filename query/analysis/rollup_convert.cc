@@ -47,7 +47,13 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
                           absl::string_view kind, std::vector<GroupBytes>* out) {
     out->clear();
     for (const v1::GroupBytes& g : wire) {
-      out->push_back({resolve(g.id(), kind), g.open(), g.live_bytes(), g.peak_bytes()});
+      GroupBytes& b = out->emplace_back();
+      b.name = resolve(g.id(), kind);
+      b.open = g.open();
+      // Rows from before `closed`: a phase not open at the row's end closed in it.
+      b.closed = g.closed() || (kind == "phase" && !g.open());
+      b.live_bytes = g.live_bytes();
+      b.peak_bytes = g.peak_bytes();
     }
   };
   StepPoint& p = rank_.steps.emplace_back();

@@ -47,10 +47,14 @@ class NameTable {
 // Bytes attributed to one tag, source or phase within one step.
 // by_tag / by_source: live_bytes at step end, peak_bytes = the most this group held in the step.
 // by_phase: peak_bytes = peak live bytes (all groups) while the phase was open, live_bytes =
-// live bytes when it closed, or at the step's end when it was still `open` then.
+// live bytes at its last close within the step (`closed`; it may have opened again, `open`), or
+// at the step's end when it did not close in it. Rows written before `closed` was kept: closed
+// is !open.
 struct GroupBytes {
   NameId name = 0;
-  bool open = false;  // by_phase only; in the name's padding (a point's lists stay 24 B each)
+  // by_phase only; in the name's padding (a point's lists stay 24 B each).
+  bool open = false;
+  bool closed = false;
   uint64_t live_bytes = 0;
   uint64_t peak_bytes = 0;
 };

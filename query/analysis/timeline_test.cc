@@ -33,9 +33,9 @@ bool Same(absl::Span<const GroupBytes> a, std::vector<GroupBytes> b) {
 }
 
 TEST(StepGroupsTest, KeepsThreeListsApartThroughCopiesAndMoves) {
-  const std::vector<GroupBytes> tags = {{1, false, 10, 11}, {2, false, 20, 21}};
+  const std::vector<GroupBytes> tags = {{1, false, false, 10, 11}, {2, false, false, 20, 21}};
   const std::vector<GroupBytes> sources = {};
-  const std::vector<GroupBytes> phases = {{3, true, 30, 31}};
+  const std::vector<GroupBytes> phases = {{3, true, false, 30, 31}};
   StepGroups g(tags, sources, phases);
   EXPECT_TRUE(Same(g.tags(), tags));
   EXPECT_TRUE(Same(g.sources(), sources));
@@ -62,7 +62,7 @@ TEST(StepGroupsTest, AStepPointKeepsItsListsInOnePointer) {
   // Why StepGroups exists: a point of a 1024-rank job's 200 k is this big.
   EXPECT_EQ(sizeof(StepGroups), sizeof(void*));
   StepPoint p;
-  p.groups = StepGroups({{5, false, 1, 2}}, {}, {});
+  p.groups = StepGroups({{5, false, false, 1, 2}}, {}, {});
   ASSERT_NE(FindGroup(p.by_tag(), 5), nullptr);
   EXPECT_EQ(FindGroup(p.by_tag(), 5)->peak_bytes, 2u);
   EXPECT_EQ(FindGroup(p.by_source(), 5), nullptr);

@@ -283,6 +283,7 @@ SimulatedJob Simulate(const JobSpec& spec) {
         uint64_t working = ph.peak_bytes > 0 ? ph.peak_bytes : spec.activation_bytes;
         g.peak_bytes = std::min(base + working + retained_now, p.peak_bytes);
         g.live_bytes = base + retained_now;
+        g.closed = true;  // every phase runs within its step
         by_phase.push_back(g);
       }
       p.groups = StepGroups(by_tag, by_source, by_phase);
