@@ -377,9 +377,10 @@ void RankState::OpenAccumulator(Accumulator* acc, int64_t key, int64_t start_ns)
   fresh.start_ns = start_ns;
   fresh.end_ns = start_ns;
   fresh.start_bytes = fresh.floor_bytes = fresh.peak_bytes = live_bytes_;
-  // The level carried in, held until just before the event that opened the rollup (which may
-  // be a free: read at its own time, the live set no longer has the peak).
-  fresh.peak_ns = SaturatingSub(start_ns, 1);
+  // The level carried in: reached when the live bytes last changed, before the event that opened
+  // the rollup (which may be a free: read at its own time, the live set no longer has the peak;
+  // or at the very moment of the seeds an import begins with, which start-1 was before).
+  fresh.peak_ns = level_ns_;
   // Phases still open carry over: their peak within the new rollup starts at the live bytes now.
   for (uint32_t id : phases_.open()) FindPhase(&fresh, id);
   *acc = std::move(fresh);
@@ -471,6 +472,7 @@ void RankState::ChangeLive(const LiveAllocation& a, bool add, bool extremes) {
   } else {
     live_bytes_ -= a.bytes;
   }
+  level_ns_ = last_ts_ns_;  // the event being applied (AdvanceClock)
   if (extremes) NoteExtremes();
   for (Accumulator* acc : {&step_, &bucket_}) {
     if (add) {
@@ -513,8 +515,9 @@ void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out)
   r.set_start_bytes(acc.start_bytes);
   r.set_floor_bytes(acc.floor_bytes);
   r.set_peak_bytes(acc.peak_bytes);
-  // Rows of time buckets are in the collector's clock (their start and end above).
-  r.set_peak_ns(axis == Axis::kBucket ? SaturatingAdd(acc.peak_ns, clock_offset_ns_) : acc.peak_ns);
+  // In the rank's clock on either axis: queries shift it by the rank's latest offset, the one a
+  // live set at a collector time is read back with (EventStore::VisitRollups).
+  r.set_peak_ns(acc.peak_ns);
   r.set_end_bytes(live_bytes_);
   r.set_allocs(acc.allocs);
   r.set_frees(acc.frees);
@@ -636,6 +639,7 @@ std::string RankState::Serialize() const {
   rec.set_last_seq(last_seq_);
   rec.set_first_ts_ns(first_ts_ns_);
   rec.set_last_ts_ns(last_ts_ns_);
+  rec.set_level_ns(level_ns_);
   rec.set_max_ts_ns(max_ts_ns_);
   anomalies_.ToProto(rec.mutable_anomalies());
   rec.set_ooms(ooms_);
@@ -659,8 +663,8 @@ void RankState::RestoreAccumulator(const AccumulatorRecord& in, uint64_t epoch, 
   acc->start_bytes = st.start_bytes();
   acc->floor_bytes = st.floor_bytes();
   acc->peak_bytes = st.peak_bytes();
-  // A checkpoint from before the field: the start is the best known moment.
-  acc->peak_ns = st.peak_ns() != 0 ? st.peak_ns() : st.start_ns();
+  // 0 from a checkpoint before the field: unknown, unless the live bytes rise past the peak.
+  acc->peak_ns = st.peak_ns();
   acc->allocs = st.allocs();
   acc->frees = st.frees();
   acc->alloc_bytes = st.alloc_bytes();
@@ -749,6 +753,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.last_seq_ = rec.last_seq();
   s.first_ts_ns_ = rec.first_ts_ns();
   s.last_ts_ns_ = rec.last_ts_ns();
+  s.level_ns_ = rec.level_ns();
   s.max_ts_ns_ = rec.has_max_ts_ns() ? rec.max_ts_ns() : rec.last_ts_ns();
   s.anomalies_ = RankAnomalies::FromProto(rec.anomalies());
   s.ooms_ = rec.ooms();

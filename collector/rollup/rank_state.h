@@ -275,6 +275,9 @@ class RankState {
   uint64_t last_seq_ = 0;
   int64_t first_ts_ns_ = 0;
   int64_t last_ts_ns_ = 0;
+  // When live bytes last changed: the moment a rollup that begins at that level reached it (its
+  // peak's moment, until the bytes rise past it). The rank's clock.
+  int64_t level_ns_ = 0;
   int64_t max_ts_ns_ = 0;
   RankAnomalies anomalies_;
   uint64_t ooms_ = 0;

@@ -45,8 +45,10 @@ using Timeline = std::shared_ptr<const an::JobTimeline>;
 int64_t CommonWindowNs(int64_t a_ns, int64_t b_ns, int64_t at_least_ns) {
   constexpr int64_t kHour = 3'600'000'000'000;
   if (a_ns <= 0 || b_ns <= 0) return 0;
-  const int64_t lcm = a_ns / std::gcd(a_ns, b_ns) * b_ns;  // both <= an hour: no overflow
-  if (a_ns > kHour || b_ns > kHour || lcm > kHour) return 0;
+  if (a_ns > kHour || b_ns > kHour) return 0;
+  const int64_t a_part = a_ns / std::gcd(a_ns, b_ns);
+  if (a_part > kHour / b_ns) return 0;  // the lcm would pass an hour (or int64)
+  const int64_t lcm = a_part * b_ns;
   const int64_t window = (std::max<int64_t>(at_least_ns, 1) + lcm - 1) / lcm * lcm;
   return window <= kHour ? window : 0;
 }
@@ -227,24 +229,35 @@ const Rank* AttemptCovering(const Job& job, const Rank& latest, std::optional<in
 // Which attempts a report of `job_id` read, when the job has more than one: `asked`, else
 // `at_moment`'s (rank -> the attempt running at the moment asked) when given, else each rank's
 // latest; the ranks' other attempts, and which of those ran out of memory.
-absl::Status NoteAttempts(const EventStore& store, const std::string& job_id,
+// `job`, the rows loaded (a JobTimeline or JobStepMetrics), says whether the job restarted at all:
+// listing its ranks costs a cold `diverged` of 1024 ranks 100 ms more, for nothing to say.
+// `only_rank`: the report examined that rank alone (leaks --rank); the others' attempts are not
+// its to speak of.
+template <typename Job>
+absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::string& job_id,
                           std::optional<uint32_t> asked, v1::AttemptsNote* note,
-                          const std::map<uint32_t, uint32_t>* at_moment = nullptr) {
+                          const std::map<uint32_t, uint32_t>* at_moment = nullptr,
+                          std::optional<uint32_t> only_rank = std::nullopt) {
+  if (std::none_of(job.ranks.begin(), job.ranks.end(),
+                   [](const auto& rank) { return rank.attempt > 0; })) {
+    return absl::OkStatus();
+  }
   absl::StatusOr<std::vector<v1::RankSummary>> ranks = store.ListRanks(job_id);
   if (!ranks.ok()) return ranks.status();
   std::map<uint32_t, uint32_t> latest;  // rank -> its latest attempt
-  uint32_t attempts = 0;
+  std::set<uint32_t> attempts;          // restart counts need not be consecutive (0, then 3)
   for (const v1::RankSummary& r : *ranks) {
     const uint32_t attempt = r.identity().attempt();
     latest[r.rank()] = std::max(latest[r.rank()], attempt);
-    attempts = std::max(attempts, attempt + 1);
+    attempts.insert(attempt);
   }
-  if (attempts < 2) return absl::OkStatus();
-  note->set_attempts(attempts);
+  if (attempts.size() < 2) return absl::OkStatus();
+  note->set_attempts(static_cast<uint32_t>(attempts.size()));
   if (asked.has_value()) note->set_asked(*asked);
   if (!asked.has_value() && at_moment != nullptr) note->set_at_moment(true);
   std::vector<v1::UnreadOom> ooms;
   for (const v1::RankSummary& r : *ranks) {
+    if (only_rank.has_value() && r.rank() != *only_rank) continue;
     const uint32_t attempt = r.identity().attempt();
     bool read = attempt == latest[r.rank()];
     if (asked.has_value()) {
@@ -350,8 +363,9 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   an::ToProto(an::FindLeaks(*job, *live, params, steps.get()), response);
   response->set_job_id(request.job_id());
   response->set_no_step_markers(steps != nullptr && steps->time_axis);
-  return NoteAttempts(store, request.job_id(), params.attempt, response->mutable_attempts(),
-                      request.has_at_ns() ? &at_moment : nullptr);
+  return NoteAttempts(**loaded, store, request.job_id(), params.attempt,
+                      response->mutable_attempts(), request.has_at_ns() ? &at_moment : nullptr,
+                      params.rank);
 }
 
 // The row in which rank `request.rank()` (the attempt asked for, else its latest) reached its
@@ -669,8 +683,8 @@ grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedR
   an::DivergenceReport report = an::FindDivergence(**job, params);
   NoteAxis(**job, request->axis(), &report.message);
   an::ToProto(report, response);
-  return ToGrpcStatus(
-      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
+  return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
+                                   response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthRequest* request,
@@ -682,8 +696,8 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindGrowth(**job, params), response);
-  return ToGrpcStatus(
-      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
+  return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
+                                   response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Leaks(grpc::ServerContext*, const v1::LeaksRequest* request,
@@ -704,8 +718,8 @@ grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* 
   const an::PeakParams params = an::FromProto(request->params());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindPeaks(**job, params), response);
-  return ToGrpcStatus(
-      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
+  return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
+                                   response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomRequest* request,
@@ -717,8 +731,8 @@ grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomR
   if (absl::Status s = an::CheckHeadroomParams(params); !s.ok()) return ToGrpcStatus(s);
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::ForecastHeadroom(**job, params), response);
-  return ToGrpcStatus(
-      NoteAttempts(*store_, request->job_id(), params.attempt, response->mutable_attempts()));
+  return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
+                                   response->mutable_attempts()));
 }
 
 grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareRequest* request,

@@ -60,6 +60,11 @@ class AnalysisServiceTest : public ::testing::Test {
     sim::WorkloadOptions spikes = Base();
     spikes.spikes = true;  // 8 GiB more in every 10th step's forward pass
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "spikes", spikes).ok());
+    // The same without step markers, on two nodes whose second's clock runs 10 s ahead.
+    spikes.step_markers = false;
+    spikes.ranks = 16;
+    spikes.clock_skew_per_node_ns = 10'000'000'000;
+    ASSERT_TRUE(StoreSimulatedJob(server_->store(), "spikes-skewed-no-steps", spikes).ok());
     sim::WorkloadOptions phases = Base();
     phases.phases = true;
     ASSERT_TRUE(StoreSimulatedJob(server_->store(), "phases", phases).ok());
@@ -300,6 +305,22 @@ TEST_F(AnalysisServiceTest, LiveAtThePeakHoldsTheSpikeTheStepsEndNoLongerDoes) {
   EXPECT_EQ(at_peak.at_step(), three->peak_step());
   EXPECT_EQ(at_peak.total_bytes(), three->peak_bytes());
   EXPECT_EQ(at_peak.other_ranks(), 7u);
+
+  // Without step markers, on a node whose clock runs ahead: the bucket's peak moment comes back
+  // in the collector's clock by the offset the live set is read with.
+  for (uint32_t rank : {3u, 12u}) {
+    v1::LiveRequest no_steps;
+    no_steps.set_job_id("spikes-skewed-no-steps");
+    no_steps.set_rank(rank);
+    no_steps.set_at_peak(true);
+    v1::LiveReport report;
+    grpc::ClientContext c;
+    status = stub_->Live(&c, no_steps, &report);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_TRUE(report.at_peak());
+    EXPECT_EQ(report.total_bytes(), report.peak_bytes()) << "rank " << rank;
+    EXPECT_GE(report.peak_bytes(), uint64_t{8} << 30);
+  }
 
   request.set_at_step(three->peak_step());
   v1::LiveReport at_end;

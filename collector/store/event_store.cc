@@ -1037,11 +1037,13 @@ absl::Status EventStore::VisitSeries(
 
 namespace {
 
-// Moves a rollup row's start, end and peak moment by `shift_ns` (0 times, unset, stay 0).
-void ShiftRowTimes(int64_t shift_ns, v1::StepRollup* row) {
+// Moves a rollup row's times by `shift_ns`: its start and end (`whole`: a step row, stored in
+// the rank's clock) and its peak moment, which every row stores in the rank's clock. 0 times,
+// unset, stay 0.
+void ShiftRowTimes(int64_t shift_ns, bool whole, v1::StepRollup* row) {
   if (shift_ns == 0) return;
-  if (row->start_ns() != 0) row->set_start_ns(SaturatingAdd(row->start_ns(), shift_ns));
-  if (row->end_ns() != 0) row->set_end_ns(SaturatingAdd(row->end_ns(), shift_ns));
+  if (whole && row->start_ns() != 0) row->set_start_ns(SaturatingAdd(row->start_ns(), shift_ns));
+  if (whole && row->end_ns() != 0) row->set_end_ns(SaturatingAdd(row->end_ns(), shift_ns));
   if (row->peak_ns() != 0) row->set_peak_ns(SaturatingAdd(row->peak_ns(), shift_ns));
 }
 
@@ -1153,14 +1155,16 @@ absl::Status EventStore::VisitRollups(
     // Step rows carry the rank's own clock (its step markers' times); they are handed out in
     // the collector's, as time buckets are, so that ranks on hosts whose clocks disagree line
     // up (timeline --from/--to, onsets, exports). The shift is the agent's latest estimate, the
-    // one LivePoint::kAtCollectorTime takes back off.
-    const int64_t shift =
-        axis == RollupAxis::kStep && summary.has_clock() ? summary.clock().offset_ns() : 0;
+    // one LivePoint::kAtCollectorTime takes back off: so is every row's peak moment, which
+    // `live --at-peak` reads at (shifted by an earlier estimate, µs off, it read the live set
+    // just before the allocation that made the peak).
+    const int64_t shift = summary.has_clock() ? summary.clock().offset_ns() : 0;
+    const bool whole = axis == RollupAxis::kStep;
     v1::StepRollup shifted;
     auto deliver = [&](const v1::StepRollup& closed) {
       if (shift == 0) return on_row(closed);
       shifted = closed;
-      ShiftRowTimes(shift, &shifted);
+      ShiftRowTimes(shift, whole, &shifted);
       on_row(shifted);
     };
     if (detail == RollupDetail::kScalars && r.has_series()) {
@@ -1184,7 +1188,7 @@ absl::Status EventStore::VisitRollups(
         row.clear_by_source();
         row.clear_by_phase();
       }
-      ShiftRowTimes(shift, &row);
+      ShiftRowTimes(shift, whole, &row);
       on_row(row);
     }
     // After each stream: the next Seek clears an error, and a checksum failure only ends the

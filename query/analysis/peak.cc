@@ -33,16 +33,16 @@ void Add(Acc& acc, const StepPoint& p, uint64_t peak, std::optional<uint64_t> en
 }
 
 // A phase's row, for its runs' peaks: a run that spans rows (a rollout over four 250 ms buckets)
-// peaks at the highest of them, and ends in the row where it closes; one that closed and opened
-// again in a row starts its next run there. Counted row by row, the partial peaks of its first
-// buckets pulled the typical peak under every rollout's.
+// peaks at the highest of them, and ends in the row where it closes. Counted row by row, the
+// partial peaks of its first buckets pulled the typical peak under every rollout's. A run begun
+// in the row where the one before it closed takes its peak from the rows after: that row's peak
+// is mostly the closed run's (a row keeps one peak for all of a phase's runs in it).
 void Run(Acc& acc, const GroupBytes& g) {
   const double peak = static_cast<double>(g.peak_bytes);
   acc.running = std::max(acc.running.value_or(peak), peak);
   if (!g.closed) return;
   acc.peaks.push_back(*acc.running);
   acc.running.reset();
-  if (g.open) acc.running = peak;
 }
 
 }  // namespace

@@ -131,6 +131,16 @@ TEST(PeakTest, APhaseOverSeveralBucketsHasItsClosesAndItsRunsPeaks) {
   EXPECT_EQ(report.entries[0].steps, 20u);
   EXPECT_EQ(report.entries[0].open_at_end, 1u);  // the first bucket: it never closed there
   EXPECT_EQ(report.entries[0].median_end_bytes, static_cast<uint64_t>(20 * kGiB));  // of 11..29
+  // Runs peaking at 30 and 20 GiB in turn, each closing in the bucket where the next begins: a
+  // run begun in a bucket took that bucket's peak, its predecessor's, and every run read 30.
+  reopened.resize(21);
+  for (size_t b = 0; b < reopened.size(); ++b) {
+    reopened[b].open = b + 1 < reopened.size();
+    reopened[b].closed = b > 0;
+    reopened[b].peak_bytes = (b % 2 == 1 ? 30 : 20) * kGiB;
+  }
+  report = FindPeaks(OnePhaseInBuckets(reopened), params);
+  EXPECT_EQ(report.entries[0].median_peak_bytes, static_cast<uint64_t>(25 * kGiB));
 
   // Ten runs of two buckets each: 20 GiB in the first, 30 in the second, where it closes.
   std::vector<GroupBytes> runs(20);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -558,11 +559,11 @@ std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
       // Medians, as "typical peak" is: a rank's last
       // step end read 39 GiB where this said 26.9.
       by == "phase" ? ">typical at close" : ">typical at " + when + " end", ">" + when + "s"};
-  if (!by_rank) entry_header.insert(entry_header.begin(), by);
   // A rank's peak moment, where its rows keep one: what `live --at-peak` reads.
   const bool moments = std::any_of(r.entries().begin(), r.entries().end(),
                                    [](const v1::PeakEntry& p) { return p.peak_at_moment(); });
   if (moments) entry_header.insert(entry_header.begin() + 3, ">reached at");
+  if (!by_rank) entry_header.insert(entry_header.begin(), by);
   TextTable e(entry_header);
   for (const v1::PeakEntry& p : r.entries()) {
     std::vector<std::string> row = {absl::StrCat(p.rank()),
@@ -716,9 +717,11 @@ std::string AttemptsLine(const v1::AttemptsNote& n) {
       ooms.push_back(absl::StrCat("rank ", o.rank(), " attempt ", o.attempt(), " at ",
                                   TimeMs(o.first_oom_ns())));
     }
+    std::set<uint32_t> attempts;
+    for (const v1::UnreadOom& o : n.unread_ooms()) attempts.insert(o.attempt());
     absl::StrAppend(&out, "; not read, ", n.unread_ooms_size() == 1 ? "an OOM of " : "OOMs of ",
-                    absl::StrJoin(ooms, ", "), " (--attempt ", n.unread_ooms(0).attempt(),
-                    " reads ", n.unread_ooms_size() == 1 ? "it)" : "that attempt)");
+                    absl::StrJoin(ooms, ", "), " (--attempt ", absl::StrJoin(attempts, " or "),
+                    n.unread_ooms_size() == 1 ? " reads it)" : " reads them)");
   }
   return out + "\n";
 }

@@ -382,6 +382,13 @@ TEST(RenderTest, ARestartedJobsReportsSayWhichAttemptTheyRead) {
                                    "(--attempt 0 reads it)\n"),
             0u)
       << text;
+  // OOMs of two attempts: each is named, not only the first's.
+  v1::UnreadOom* later = d.mutable_attempts()->add_unread_ooms();
+  later->set_rank(5);
+  later->set_attempt(1);
+  later->set_first_oom_ns(1'767'232'830'000'000'000);
+  EXPECT_TRUE(Has(RenderDivergence(d), "(--attempt 0 or 1 reads them)\n")) << RenderDivergence(d);
+  d.mutable_attempts()->mutable_unread_ooms()->RemoveLast();
   d.mutable_attempts()->set_at_moment(true);  // leaks --at
   EXPECT_TRUE(Has(RenderDivergence(d),
                   "\nnote: read each rank's attempt running at that moment "

@@ -41,10 +41,11 @@ constexpr char kUsage[] =
     "so live bytes equal the profiler's Total Allocated. Importing a file again into the same\n"
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
     "other flags) there is refused: give it another --job or --attempt; so is a trace that is\n"
-    "already another rank of the job. A world size a file states below the job's ranks', files\n"
-    "stating different world sizes, or a trace recorded more than a day away from the job's\n"
-    "ranks and the other files, is warned of; a name stating a rank outside its own world size\n"
-    "(\"rank5_of_4\") is refused. Every file is\n"
+    "already another rank of the job. A world size a file states below the job's ranks' or\n"
+    "other than the import's, or a trace recorded more than a day away from the job's ranks and\n"
+    "the other files, is warned of; a name stating a rank outside its own world size\n"
+    "(\"rank5_of_4\") is refused, unless a distributedInfo (used instead) states the rank. Every\n"
+    "file is\n"
     "opened and read up to its events, and the collector asked for the job, before any is\n"
     "stored: a missing or unreadable file, a file given twice, two files stating one rank (in\n"
     "distributedInfo or their names) or an unreachable collector import nothing. A file\n"
@@ -228,7 +229,6 @@ class JobGuard {
   // Refuses a trace that is already another rank of the job, stored or imported just now: the
   // same trace imported the same way has the same fingerprint (process_start_ns), and one
   // process is one rank.
-  // Warns (once) of a trace recorded more than a day away from every rank the job holds.
   absl::Status Admit(const ImportedRank& rank) {
     for (const v1::RankSummary& r : held_) {
       const v1::RankIdentity& id = r.identity();
@@ -242,56 +242,83 @@ class JobGuard {
     auto [it, inserted] = imported_.try_emplace(rank.fingerprint, rank.path);
     if (!inserted)
       return Duplicate(rank, absl::StrCat("what ", it->second, " was just imported as"));
-    WarnIfFarApart(rank);
+    Remember(rank);
     return absl::OkStatus();
   }
 
  private:
   static constexpr absl::Duration kPreflightTimeout = absl::Seconds(10);
 
-  // Files of one import that state different world sizes: each is given the largest ("rank 1
-  // of 6 (distributedInfo)" of a trace whose distributedInfo says 2), and nothing said why.
+  // Files of one import whose stated world size is not the import's: every file is given one,
+  // the largest stated, of files, and of ranks ("rank 1 of 6 (distributedInfo)" of a trace whose
+  // distributedInfo says 2), and nothing said why.
   void WarnOfDisagreeingSizes(const RankAssigner& plan) {
-    const std::map<int32_t, std::string> sizes = plan.DisagreeingWorldSizes();
-    if (sizes.empty()) return;
+    const std::map<int32_t, std::string> sizes = plan.StatedWorldSizes();
+    const int32_t world_size = plan.world_size();
+    if (std::all_of(sizes.begin(), sizes.end(),
+                    [&](const auto& size) { return size.first == world_size; })) {
+      return;
+    }
     std::vector<std::string> each;
     for (const auto& [size, file] : sizes) each.push_back(absl::StrCat(size, " in ", file));
-    warnings_ << "memtrace import: warning: the files state different world sizes ("
-              << absl::StrJoin(each, ", ") << "); each is imported as a rank of "
-              << sizes.rbegin()->first
-              << ": are they traces of one run? (another --job keeps runs apart)\n";
+    warnings_ << "memtrace import: warning: the files state world size"
+              << (sizes.size() > 1 ? "s " : " ") << absl::StrJoin(each, ", ")
+              << ", and each is imported as a rank of " << world_size
+              << " (the largest size stated, number of files, or rank + 1): are they traces of one "
+                 "run? (another --job keeps runs apart)\n";
   }
 
-  // Of the ranks the job held before and the files this import admitted before it: traces
-  // imported in one command 961 days apart went unremarked.
-  void WarnIfFarApart(const ImportedRank& rank) {
-    if (rank.first_ts_ns == 0) return;
-    std::vector<std::pair<int64_t, int64_t>> spans = admitted_spans_;
-    admitted_spans_.emplace_back(rank.first_ts_ns, rank.last_ts_ns);
-    if (warned_far_apart_) return;
-    for (const v1::RankSummary& r : held_) {
-      if (r.events_stored() > 0) spans.emplace_back(r.first_ts_ns(), r.last_ts_ns());
-    }
+  struct Span {
+    std::string path;
+    int64_t first_ns = 0;
+    int64_t last_ns = 0;
+  };
+  static int64_t Gap(const Span& a, int64_t first_ns, int64_t last_ns) {
+    return a.last_ns < first_ns   ? first_ns - a.last_ns
+           : a.first_ns > last_ns ? a.first_ns - last_ns
+                                  : 0;
+  }
+
+  void Remember(const ImportedRank& rank) {
+    if (rank.first_ts_ns != 0) admitted_.push_back({rank.path, rank.first_ts_ns, rank.last_ts_ns});
+  }
+
+ public:
+  // After the files are imported: each recorded more than a day away from every rank the job
+  // held and every other file of the import is warned of. Checked file by file as they came,
+  // traces 961 days apart in one command went unremarked, or the file after the odd one out was
+  // named. Files all days apart from each other (and nothing held) are warned of once.
+  void WarnOfFarApart() {
     constexpr int64_t kDayNs = int64_t{24} * 3600 * 1'000'000'000;
-    int64_t nearest = INT64_MAX;  // distance to the nearest span
-    for (const auto& [first, last] : spans) {
-      const int64_t gap = rank.last_ts_ns < first   ? first - rank.last_ts_ns
-                          : rank.first_ts_ns > last ? rank.first_ts_ns - last
-                                                    : 0;
-      nearest = std::min(nearest, gap);
+    std::vector<std::pair<const Span*, int64_t>> far;  // (file, its nearest gap)
+    bool held_any = false;
+    for (const Span& file : admitted_) {
+      int64_t nearest = INT64_MAX;
+      for (const v1::RankSummary& r : held_) {
+        if (r.events_stored() == 0) continue;
+        held_any = true;
+        nearest = std::min(nearest, Gap(file, r.first_ts_ns(), r.last_ts_ns()));
+      }
+      for (const Span& other : admitted_) {
+        if (&other != &file) nearest = std::min(nearest, Gap(file, other.first_ns, other.last_ns));
+      }
+      if (nearest != INT64_MAX && nearest > kDayNs) far.emplace_back(&file, nearest);
     }
-    if (nearest == INT64_MAX || nearest <= kDayNs) return;
-    warned_far_apart_ = true;
-    const int64_t days = nearest / kDayNs;
-    warnings_ << "memtrace import: warning: " << rank.path << " was recorded "
-              << (days >= 2 ? absl::StrCat(days, " days")
-                            : absl::FormatDuration(
-                                  absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1))))
-              << " away from every rank job " << job_
-              << " holds or this import gave it: is it a trace of the same run? (another --job "
-                 "keeps runs apart)\n";
+    if (!held_any && far.size() == admitted_.size() && far.size() > 1)
+      far.erase(far.begin(), far.end() - 1);
+    for (const auto& [file, nearest] : far) {
+      const int64_t days = nearest / kDayNs;
+      warnings_ << "memtrace import: warning: " << file->path << " was recorded "
+                << (days >= 2 ? absl::StrCat(days, " days")
+                              : absl::FormatDuration(
+                                    absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1))))
+                << " away from every rank job " << job_
+                << " holds and every other file of this import: is it a trace of the same run? "
+                   "(another --job keeps runs apart)\n";
+    }
   }
 
+ private:
   static absl::Status Duplicate(const ImportedRank& rank, const std::string& where) {
     return absl::FailedPreconditionError(
         absl::StrCat(rank.path, ": the same trace, imported the same way, is already ", where,
@@ -304,8 +331,7 @@ class JobGuard {
   std::ostream& warnings_;
   std::vector<v1::RankSummary> held_;
   std::map<uint64_t, std::string> imported_;  // fingerprint -> path, this import's
-  std::vector<std::pair<int64_t, int64_t>> admitted_spans_;  // (first, last ns), this import's
-  bool warned_far_apart_ = false;
+  std::vector<Span> admitted_;                // this import's files, as admitted
 };
 
 int RunImport(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {
@@ -385,6 +411,7 @@ int RunImport(const cli::Command& self, const std::vector<std::string>& args, cl
         if (d.recorded == 0 || d.already_stored < d.recorded) ++files_with_news;
       });
   if (!summaries.ok()) return cli::ReportError(io, summaries.status(), self.name);
+  guard.WarnOfFarApart();
   io.out << "imported " << summaries->size() << " file" << (summaries->size() == 1 ? "" : "s")
          << " into job " << sink_options.job_id << ": " << memory_events
          << " memory events, stored at " << sink_options.collector

@@ -327,8 +327,8 @@ TEST_F(ImportCommandTest, ATraceAlreadyARankOfTheJobIsRefusedAndAnotherRunsIsWar
             std::string::npos)
       << other.err;
   EXPECT_NE(other.err.find(" days away from every rank"), std::string::npos) << other.err;
-  EXPECT_NE(other.err.find(" away from every rank job dup holds or this import gave it: is it a "
-                           "trace of the same run?"),
+  EXPECT_NE(other.err.find(" away from every rank job dup holds and every other file of this "
+                           "import: is it a trace of the same run?"),
             std::string::npos)
       << other.err;
   // Importing the same file again is no duplicate of itself: nothing new, and no warning (its
@@ -386,17 +386,29 @@ TEST(ImportCommandGuardTest, FilesOfOneImportThatDisagreeAreWarnedOf) {
   CommandRun run =
       Import({"--job", "one-cmd", "--format", "kineto", "--collector", server->address(), a, b});
   EXPECT_EQ(run.code, 0) << run.err;
-  EXPECT_NE(run.err.find("memtrace import: warning: the files state different world sizes (2 in " +
-                         a + " (file name), 4 in " + b +
-                         " (file name)); each is imported as a rank of 4: are they traces of one "
-                         "run?"),
+  EXPECT_NE(run.err.find("memtrace import: warning: the files state world sizes 2 in " + a +
+                         " (file name), 4 in " + b +
+                         " (file name), and each is imported as a rank of 4 (the largest size "
+                         "stated, number of files, or rank + 1): are they traces of one run?"),
             std::string::npos)
       << run.err;
+  // Two files days apart, nothing held: one warning.
   EXPECT_NE(run.err.find("memtrace import: warning: " + b +
-                         " was recorded 3 days away from every rank job one-cmd holds or this "
-                         "import gave it"),
+                         " was recorded 3 days away from every rank job one-cmd holds and every "
+                         "other file of this import"),
             std::string::npos)
       << run.err;
+  EXPECT_EQ(run.err.find("warning: " + a + " was recorded"), std::string::npos) << run.err;
+  // The odd one out of three is named, wherever it comes: checked as they came, the file after
+  // it was named instead. A stated size below the import's is warned of too.
+  const std::string c = OneAllocationTrace("one_cmd_c.json", 20, 64);
+  CommandRun three = Import(
+      {"--job", "one-cmd-3", "--format", "kineto", "--collector", server->address(), a, b, c});
+  EXPECT_EQ(three.code, 0) << three.err;
+  EXPECT_NE(three.err.find("warning: " + b + " was recorded 2 days away"), std::string::npos)
+      << three.err;
+  EXPECT_EQ(three.err.find("warning: " + c + " was recorded"), std::string::npos) << three.err;
+  EXPECT_EQ(three.err.find("warning: " + a + " was recorded"), std::string::npos) << three.err;
 
   const std::string bad = OneAllocationTrace("one_cmd_rank5_of_4.json", 10, 64);
   CommandRun refused =

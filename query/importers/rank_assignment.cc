@@ -103,6 +103,7 @@ absl::StatusOr<RankAssigner> RankAssigner::Plan(const std::vector<std::string>& 
   for (size_t i = 0; i < paths.size(); ++i) {
     const KinetoDistributedInfo header = i < headers.size() ? headers[i] : KinetoDistributedInfo{};
     Stated stated;
+    std::optional<int32_t> size;  // the world size the file states
     if (header.rank.has_value()) {
       if (*header.rank < 0) {
         return absl::DataLossError(
@@ -112,16 +113,16 @@ absl::StatusOr<RankAssigner> RankAssigner::Plan(const std::vector<std::string>& 
       stated.source = "distributedInfo";
       plan.world_size_ = std::max(plan.world_size_, header.world_size.value_or(0));
       plan.world_size_stated_ |= header.world_size.value_or(0) > 0;
+      size = header.world_size;
     } else if (std::optional<NamedRank> named = RankFromFileName(paths[i])) {
       stated.rank = named->rank;
       stated.source = named->source;
       plan.world_size_ = std::max(plan.world_size_, named->world_size.value_or(0));
       plan.world_size_stated_ |= named->world_size.has_value();
+      size = named->world_size;
     } else {
       continue;
     }
-    const std::optional<int32_t> size =
-        header.rank.has_value() ? header.world_size : RankFromFileName(paths[i])->world_size;
     if (size.has_value() && *size > 0) {
       // "rank5_of_4": not a rank of that run (a renamed file, a typo), which renaming fixes. A
       // distributedInfo saying so is the trace's own word: its rank is kept, in a world of

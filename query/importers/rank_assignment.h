@@ -65,12 +65,10 @@ class RankAssigner {
   // Whether a file states a world size (distributedInfo, "_of_N"), as opposed to one the
   // number of files and ranks imply.
   bool world_size_stated() const { return world_size_stated_; }
-  // The world sizes the files state before their events when they state more than one: each
-  // with the first file stating it, "a.json (distributedInfo)". Empty when they agree. Every
-  // file is given the largest; files of two runs, most likely.
-  std::map<int32_t, std::string> DisagreeingWorldSizes() const {
-    return stated_sizes_.size() > 1 ? stated_sizes_ : std::map<int32_t, std::string>{};
-  }
+  // The world sizes the files state before their events, each with the first file stating it,
+  // "a.json (distributedInfo)". Every file is given world_size(): one stated otherwise, or two
+  // sizes stated, are files of two runs, most likely.
+  const std::map<int32_t, std::string>& StatedWorldSizes() const { return stated_sizes_; }
   // The world size the job's stored ranks imply (the largest they were stored with, their
   // highest rank + 1), taken when no file states one: a run's ranks imported one command at a
   // time were each "of 1", or "of rank + 1".

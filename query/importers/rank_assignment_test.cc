@@ -166,12 +166,12 @@ TEST(RankAssignerTest, ANameStatingARankOutsideItsWorldIsRefusedAndSizesThatDisa
             "size; rename it");
   auto mixed = RankAssigner::Plan({"hta.json", "trace_rank3_of_4.json"}, {Info(1, 2), {}});
   ASSERT_TRUE(mixed.ok()) << mixed.status();
-  EXPECT_EQ(mixed->DisagreeingWorldSizes(),
+  EXPECT_EQ(mixed->StatedWorldSizes(),
             (std::map<int32_t, std::string>{{2, "hta.json (distributedInfo)"},
                                             {4, "trace_rank3_of_4.json (file name)"}}));
   EXPECT_EQ(mixed->Assign(0, Info(1, 2))->world_size, 4);
   auto agree = RankAssigner::Plan({"rank0_of_2.json", "rank1_of_2.json"}, {{}, {}});
-  EXPECT_TRUE(agree->DisagreeingWorldSizes().empty());
+  EXPECT_EQ(agree->StatedWorldSizes().size(), 1u);
 }
 
 TEST(RankAssignerTest, RefusesANegativeRank) {
