@@ -35,7 +35,7 @@ constexpr char kUsage[] =
     "address (MEMTRACE_COLLECTOR) from the environment as the injected agent does, records N\n"
     "synthetic 1 MiB alloc/free events under one tag, flushes and shuts down.\n"
     "\n"
-    "Usage: memtrace-emit [--events=N] [--tag=NAME] [--flush_timeout_ms=MS]\n"
+    "Usage: memtrace-emit [--events=N] [--tag=NAME] [--flush_timeout_ms=MS] [--help]\n"
     "  --events N            events to record, alternately alloc and free (default 1000)\n"
     "  --tag NAME            their tag (default memtrace-emit)\n"
     "  --flush_timeout_ms MS how long to wait for them to be acknowledged (default 10000)\n"

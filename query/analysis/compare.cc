@@ -245,9 +245,9 @@ void AddFloorItem(const CompareReport& report, const CompareParams& params,
   items.push_back(it);
 }
 
-// How each job's rows are keyed. Rates per step and per time bucket are not the same number: a
-// job without step markers compared with one that has them reads "256 MiB/bucket" beside
-// "256 MiB/step", which is no sameness, so the keys are the first item, changed when they differ.
+// How each job's rows are keyed. Rates per step and per second are not the same number: a job
+// without step markers compared with one that has them reads "256 MiB/s" beside "256 MiB/step",
+// which is no sameness, so the keys are the first item, changed when they differ.
 CompareItem AxisItem(const JobTimeline& a, const JobTimeline& b) {
   // The exact width ("1.4s"): rounded, 1 s and 1.4 s buckets read alike and their rates per
   // bucket (256 against 358 MiB for one leak of 256 MiB/s) as a change of the job.

@@ -488,6 +488,19 @@ std::optional<RankDivergence> FindOnset(const Grid& g, const CohortDeviation& c,
   return d;
 }
 
+// kTooFewSteps and its sentence: "no step after the 5 warm-up steps had 3 ranks to compare (job
+// has 4 steps)", or with `why` after "only 2 steps ...". Time buckets for a job without step
+// markers.
+void TooFewSteps(size_t steps_in_job, absl::string_view why, DivergenceReport& report) {
+  report.status = DivergenceStatus::kTooFewSteps;
+  const char* key = report.bucket_ns > 0 ? "time bucket" : "step";
+  const uint32_t n = report.steps_compared;
+  report.message =
+      absl::StrCat(n == 0 ? "no " : absl::StrCat("only ", n, " "), key, n == 0 || n == 1 ? "" : "s",
+                   " after the ", report.params.warmup_steps, " warm-up ", key,
+                   "s had 3 ranks to compare", why, " (job has ", steps_in_job, " ", key, "s)");
+}
+
 // Orders the diverged ranks by onset and says what was found.
 void Summarize(const ShortRun& longest, size_t steps_in_job, DivergenceReport& report) {
   std::sort(report.diverged.begin(), report.diverged.end(),
@@ -521,13 +534,10 @@ void Summarize(const ShortRun& longest, size_t steps_in_job, DivergenceReport& r
     } else if (report.steps_compared < std::max<uint32_t>(1, report.params.persistence_steps)) {
       // No rank can stay out for --persistence steps in a row in fewer: "all stayed within the
       // cohort over steps 6..6" claimed what was never tested.
-      report.status = DivergenceStatus::kTooFewSteps;
-      const char* key = report.bucket_ns > 0 ? "time bucket" : "step";
-      report.message = absl::StrCat(
-          "only ", report.steps_compared, " ", key, report.steps_compared == 1 ? "" : "s",
-          " after the ", report.params.warmup_steps, " warm-up ", key,
-          "s had 3 ranks to compare, fewer than --persistence ", report.params.persistence_steps,
-          ": no rank could be seen to diverge (job has ", steps_in_job, " ", key, "s)");
+      TooFewSteps(steps_in_job,
+                  absl::StrCat(", fewer than --persistence ", report.params.persistence_steps,
+                               ": no rank could be seen to diverge"),
+                  report);
     }
   } else {
     const RankDivergence& d = report.diverged.front();
@@ -612,11 +622,7 @@ DivergenceReport FindDivergence(const JobStepMetrics& job, const DivergenceParam
   }
   const CohortDeviation cohort = CompareWithCohort(g, baseline, params, report);
   if (report.steps_compared == 0) {
-    report.status = DivergenceStatus::kTooFewSteps;
-    // A job without step markers is compared by time bucket: say buckets, not steps.
-    const char* key = report.bucket_ns > 0 ? "time bucket" : "step";
-    report.message = absl::StrCat("no ", key, " after the ", params.warmup_steps, " warm-up ", key,
-                                  "s had 3 ranks to compare (job has ", g.S, " ", key, "s)");
+    TooFewSteps(g.S, "", report);
     return report;
   }
   CountCompared(g, cohort, report);

@@ -651,7 +651,8 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
   static const char* const kStatus[] = {"flat",        "forecast",  "out of memory",
                                         "no capacity", "too short", "at capacity"};
   TextTable t({">rank", "status", ">capacity", ">outside", ">last peak", ">headroom",
-               ">floor slope", r.bucket_ns() > 0 ? ">full at" : ">full at step", ">in"});
+               ">floor slope", r.bucket_ns() > 0 ? ">full at" : ">full at step",
+               r.bucket_ns() > 0 ? ">after last bucket" : ">after last step"});
   for (const v1::RankHeadroom& h : r.entries()) {
     int s = h.status() >= 0 && h.status() < 6 ? h.status() : 0;
     bool forecast = h.status() == v1::HEADROOM_STATUS_FORECAST;
