@@ -768,6 +768,17 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
     }
   }
   an::ToProto(an::CompareJobs(**a, **b, params), response);
+  // A restarted job's column reads its latest attempt, and says so, as each analysis does.
+  if (absl::Status s = NoteAttempts(**a, *store_, request->job_a(), params.diverged.attempt,
+                                    response->mutable_a()->mutable_attempts());
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
+  if (absl::Status s = NoteAttempts(**b, *store_, request->job_b(), params.diverged.attempt,
+                                    response->mutable_b()->mutable_attempts());
+      !s.ok()) {
+    return ToGrpcStatus(s);
+  }
   if (!no_markers.empty()) {
     for (v1::CompareItem& item : *response->mutable_items()) {
       if (item.analysis() != "axis") continue;

@@ -442,6 +442,20 @@ TEST_F(AnalysisServiceTest, CompareRunsBothJobsAndHeadroomForecastsTheOomRank) {
     EXPECT_EQ(report.a().diverged().diverged(0).rank(), 5u);
     EXPECT_EQ(report.b().ranks(), 8u);
     EXPECT_GT(report.items_size(), 0);
+    EXPECT_EQ(report.a().attempts().attempts(), 0u);
+  }
+  {
+    // A restarted job's column names the OOM of the attempt it did not read.
+    grpc::ClientContext context;
+    v1::CompareRequest request;
+    request.set_job_a("oom");
+    request.set_job_b("oom-restarted");
+    v1::CompareReport report;
+    ASSERT_TRUE(stub_->Compare(&context, request, &report).ok());
+    EXPECT_EQ(report.a().attempts().attempts(), 0u);
+    EXPECT_EQ(report.b().attempts().attempts(), 2u);
+    ASSERT_EQ(report.b().attempts().unread_ooms_size(), 1);
+    EXPECT_EQ(report.b().attempts().unread_ooms(0).rank(), 2u);
   }
   grpc::ClientContext context;
   v1::HeadroomRequest request;

@@ -673,6 +673,10 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
 
 }  // namespace
 
+namespace {
+std::string AttemptsLine(const v1::AttemptsNote& n);  // below
+}  // namespace
+
 std::string RenderCompare(const v1::CompareReport& r) {
   int changed = 0;
   for (const v1::CompareItem& it : r.items()) changed += it.changed();
@@ -685,7 +689,13 @@ std::string RenderCompare(const v1::CompareReport& r) {
   };
   std::string out = absl::StrCat("compare ", Printable(r.job_a()), " (A: ", shape(r.a()), ") with ",
                                  Printable(r.job_b()), " (B: ", shape(r.b()), "): ", changed,
-                                 changed == 1 ? " difference" : " differences", "\n\n");
+                                 changed == 1 ? " difference" : " differences", "\n");
+  // A restarted job's column is of the attempts its note names.
+  for (const auto& [side, job] : {std::pair{"A", &r.a()}, std::pair{"B", &r.b()}}) {
+    std::string line = AttemptsLine(job->attempts());
+    if (!line.empty()) out += absl::StrCat("note, ", side, ": ", line.substr(6));
+  }
+  out += "\n";
   TextTable t(
       {"analysis", "subject", "A: " + Printable(r.job_a()), "B: " + Printable(r.job_b()), ""});
   for (const v1::CompareItem& it : r.items()) {

@@ -571,6 +571,14 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
   Show(cmp);
   EXPECT_TRUE(Has(cmp, "A: leak"));
   EXPECT_TRUE(Has(cmp, "changed"));
+  EXPECT_FALSE(Has(cmp, "note")) << cmp;
+  // A restarted job's column says which attempts it read, under the first line.
+  c.mutable_b()->mutable_attempts()->set_attempts(2);
+  const std::string restarted = RenderCompare(c);
+  EXPECT_TRUE(Has(restarted,
+                  " differences\nnote, B: read each rank's latest attempt (the job has "
+                  "2)\n\n"))
+      << restarted;
 }
 
 }  // namespace
