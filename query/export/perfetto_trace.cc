@@ -210,6 +210,13 @@ class TraceWriter {
     field("start_bytes", step.start_bytes());
     field("floor_bytes", step.floor_bytes());
     field("peak_bytes", step.peak_bytes());
+    // When live bytes first reached the peak, on the trace's own µs axis (as "ts"), so that it
+    // can be found on the live-bytes track. 0 (unknown: a row written before it was kept) is
+    // left out rather than shown as the trace's origin.
+    if (step.peak_ns() != 0) {
+      w_.Key("peak_ts_us");
+      w_.Double(Micros(step.peak_ns()));
+    }
     field("end_bytes", step.end_bytes());
     field("allocs", step.allocs());
     field("frees", step.frees());

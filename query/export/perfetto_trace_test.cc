@@ -36,6 +36,8 @@ v1::GetRollupsResponse Rollups(int ranks, int steps) {
       step->set_start_bytes(10 * kGiB);
       step->set_floor_bytes(10 * kGiB);
       step->set_peak_bytes(20 * kGiB);
+      // Rank 0's rows are of an old store, which kept no peak moment.
+      if (r == 1) step->set_peak_ns(step->start_ns() + 500'000'000);
       step->set_end_bytes(10 * kGiB + (r == 1 ? s * kGiB : 0));
       step->set_device_used_max(22 * kGiB);
       v1::GroupBytes* g = step->add_by_tag();
@@ -115,7 +117,9 @@ TEST(PerfettoTraceTest, StepSlicesCarryTheirRollupInMicroseconds) {
       EXPECT_DOUBLE_EQ(e["dur"].GetDouble(), 900'000.0);
       EXPECT_EQ(e["args"]["end_bytes"].GetUint64(), 12 * kGiB);
       EXPECT_EQ(e["args"]["peak_bytes"].GetUint64(), 20 * kGiB);
+      EXPECT_DOUBLE_EQ(e["args"]["peak_ts_us"].GetDouble(), 2'500'000.0 + 1.0);
     }
+    if (e["pid"].GetInt64() == 0) EXPECT_FALSE(e["args"].HasMember("peak_ts_us"));
   }
   EXPECT_EQ(slices, 6);
 }

@@ -42,14 +42,13 @@ constexpr char kUsage[] =
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
     "other flags) there is refused: give it another --job or --attempt; so is a trace that is\n"
     "already another rank of the job. A world size a file states below the job's ranks' or\n"
-    "other than the import's, or a trace recorded more than a day away from the job's ranks and\n"
-    "the other files, is warned of; a name stating a rank outside its own world size\n"
-    "(\"rank5_of_4\") is refused, unless a distributedInfo (used instead) states the rank. Every\n"
-    "file is\n"
-    "opened and read up to its events, and the collector asked for the job, before any is\n"
-    "stored: a missing or unreadable file, a file given twice, two files stating one rank (in\n"
-    "distributedInfo or their names) or an unreachable collector import nothing. A file\n"
-    "without [memory] events is refused (record with profile_memory=True).\n"
+    "other than the import's, or a trace recorded more than a day away from the job's ranks (in\n"
+    "a new job, from most of the files), is warned of; a name stating a rank outside its own\n"
+    "world size (\"rank5_of_4\") is refused, unless a distributedInfo before its events states\n"
+    "the rank. Every file is opened and read up to its events, and the collector asked for the\n"
+    "job, before any is stored: a missing or unreadable file, a file given twice, two files\n"
+    "stating one rank (in distributedInfo or their names) or an unreachable collector import\n"
+    "nothing. A file without [memory] events is refused (record with profile_memory=True).\n"
     "\n"
     "A profiler trace holds a few steps: the analyses' defaults (--warmup 5, a trend over 8 or\n"
     "more steps) find them too short; use --warmup 0, and peak, live and timeline. Total\n"
@@ -284,37 +283,56 @@ class JobGuard {
   }
 
  public:
-  // After the files are imported: each recorded more than a day away from every rank the job
-  // held and every other file of the import is warned of. Checked file by file as they came,
-  // traces 961 days apart in one command went unremarked, or the file after the odd one out was
-  // named. Files all days apart from each other (and nothing held) are warned of once.
+  // After the files are imported: the job's ranks and the import's files fall into groups of
+  // traces each within a day of the next; a file outside the main group (the one with the most
+  // ranks the job held, else the most files, the earliest of equals) is warned of, with its
+  // distance to that group. Checked file by file as they came, traces 961 days apart in one
+  // command went unremarked, or the file after the odd one out was named; measured against
+  // every other trace, two files of another run imported together into a job hid each other.
   void WarnOfFarApart() {
     constexpr int64_t kDayNs = int64_t{24} * 3600 * 1'000'000'000;
-    std::vector<std::pair<const Span*, int64_t>> far;  // (file, its nearest gap)
-    bool held_any = false;
-    for (const Span& file : admitted_) {
-      int64_t nearest = INT64_MAX;
-      for (const v1::RankSummary& r : held_) {
-        if (r.events_stored() == 0) continue;
-        held_any = true;
-        nearest = std::min(nearest, Gap(file, r.first_ts_ns(), r.last_ts_ns()));
-      }
-      for (const Span& other : admitted_) {
-        if (&other != &file) nearest = std::min(nearest, Gap(file, other.first_ns, other.last_ns));
-      }
-      if (nearest != INT64_MAX && nearest > kDayNs) far.emplace_back(&file, nearest);
+    struct Member {
+      int64_t first_ns;
+      int64_t last_ns;
+      const Span* file;  // null: a rank the job held
+    };
+    std::vector<Member> all;
+    for (const v1::RankSummary& r : held_) {
+      if (r.events_stored() > 0) all.push_back({r.first_ts_ns(), r.last_ts_ns(), nullptr});
     }
-    if (!held_any && far.size() == admitted_.size() && far.size() > 1)
-      far.erase(far.begin(), far.end() - 1);
-    for (const auto& [file, nearest] : far) {
+    for (const Span& file : admitted_) all.push_back({file.first_ns, file.last_ns, &file});
+    if (admitted_.empty()) return;
+    std::sort(all.begin(), all.end(),
+              [](const Member& a, const Member& b) { return a.first_ns < b.first_ns; });
+    std::vector<size_t> group_of(all.size());
+    std::vector<std::pair<size_t, size_t>> counts;  // per group: (ranks held, files)
+    int64_t reach_ns = INT64_MIN;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i == 0 || all[i].first_ns - reach_ns > kDayNs) counts.emplace_back(0, 0);
+      reach_ns = i == 0 ? all[i].last_ns : std::max(reach_ns, all[i].last_ns);
+      group_of[i] = counts.size() - 1;
+      ++(all[i].file == nullptr ? counts.back().first : counts.back().second);
+    }
+    if (counts.size() < 2) return;
+    const size_t main =
+        static_cast<size_t>(std::max_element(counts.begin(), counts.end()) - counts.begin());
+    const bool main_holds_ranks = counts[main].first > 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].file == nullptr || group_of[i] == main) continue;
+      int64_t nearest = INT64_MAX;
+      for (size_t k = 0; k < all.size(); ++k) {
+        if (group_of[k] == main)
+          nearest = std::min(nearest, Gap(*all[i].file, all[k].first_ns, all[k].last_ns));
+      }
       const int64_t days = nearest / kDayNs;
-      warnings_ << "memtrace import: warning: " << file->path << " was recorded "
+      warnings_ << "memtrace import: warning: " << all[i].file->path << " was recorded "
                 << (days >= 2 ? absl::StrCat(days, " days")
                               : absl::FormatDuration(
                                     absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1))))
-                << " away from every rank job " << job_
-                << " holds and every other file of this import: is it a trace of the same run? "
-                   "(another --job keeps runs apart)\n";
+                << " away from "
+                << (main_holds_ranks ? absl::StrCat("the ranks job ", job_, " holds")
+                                     : std::string("this import's other files"))
+                << ": is it a trace of the same run? (another --job keeps runs apart)\n";
     }
   }
 
