@@ -381,6 +381,7 @@ void RankState::OpenAccumulator(Accumulator* acc, int64_t key, int64_t start_ns)
   // the rollup (which may be a free: read at its own time, the live set no longer has the peak;
   // or at the very moment of the seeds an import begins with, which start-1 was before).
   fresh.peak_ns = level_ns_;
+  fresh.peak_seq = level_seq_;
   // Phases still open carry over: their peak within the new rollup starts at the live bytes now.
   for (uint32_t id : phases_.open()) FindPhase(&fresh, id);
   *acc = std::move(fresh);
@@ -438,6 +439,7 @@ ABSL_ATTRIBUTE_ALWAYS_INLINE inline void RankState::NoteExtremes() {
     if (live_bytes_ > acc->peak_bytes) {
       acc->peak_bytes = live_bytes_;
       acc->peak_ns = last_ts_ns_;  // the event being applied (AdvanceClock)
+      acc->peak_seq = last_seq_;
     }
   }
 }
@@ -473,6 +475,7 @@ void RankState::ChangeLive(const LiveAllocation& a, bool add, bool extremes) {
     live_bytes_ -= a.bytes;
   }
   level_ns_ = last_ts_ns_;  // the event being applied (AdvanceClock)
+  level_seq_ = last_seq_;
   if (extremes) NoteExtremes();
   for (Accumulator* acc : {&step_, &bucket_}) {
     if (add) {
@@ -518,6 +521,7 @@ void RankState::Snapshot(const Accumulator& acc, Axis axis, v1::StepRollup* out)
   // In the rank's clock on either axis: queries shift it by the rank's latest offset, the one a
   // live set at a collector time is read back with (EventStore::VisitRollups).
   r.set_peak_ns(acc.peak_ns);
+  r.set_peak_seq(acc.peak_seq);
   r.set_end_bytes(live_bytes_);
   r.set_allocs(acc.allocs);
   r.set_frees(acc.frees);
@@ -586,6 +590,7 @@ void RankState::SaveAccumulator(const Accumulator& acc, AccumulatorRecord* out) 
   s->set_floor_bytes(acc.floor_bytes);
   s->set_peak_bytes(acc.peak_bytes);
   s->set_peak_ns(acc.peak_ns);
+  s->set_peak_seq(acc.peak_seq);
   s->set_allocs(acc.allocs);
   s->set_frees(acc.frees);
   s->set_alloc_bytes(acc.alloc_bytes);
@@ -640,6 +645,7 @@ std::string RankState::Serialize() const {
   rec.set_first_ts_ns(first_ts_ns_);
   rec.set_last_ts_ns(last_ts_ns_);
   rec.set_level_ns(level_ns_);
+  rec.set_level_seq(level_seq_);
   rec.set_max_ts_ns(max_ts_ns_);
   anomalies_.ToProto(rec.mutable_anomalies());
   rec.set_ooms(ooms_);
@@ -665,6 +671,7 @@ void RankState::RestoreAccumulator(const AccumulatorRecord& in, uint64_t epoch, 
   acc->peak_bytes = st.peak_bytes();
   // 0 from a checkpoint before the field: unknown, unless the live bytes rise past the peak.
   acc->peak_ns = st.peak_ns();
+  acc->peak_seq = st.peak_seq();
   acc->allocs = st.allocs();
   acc->frees = st.frees();
   acc->alloc_bytes = st.alloc_bytes();
@@ -754,6 +761,7 @@ absl::StatusOr<RankState> RankState::Deserialize(absl::string_view bytes) {
   s.first_ts_ns_ = rec.first_ts_ns();
   s.last_ts_ns_ = rec.last_ts_ns();
   s.level_ns_ = rec.level_ns();
+  s.level_seq_ = rec.level_seq();
   s.max_ts_ns_ = rec.has_max_ts_ns() ? rec.max_ts_ns() : rec.last_ts_ns();
   s.anomalies_ = RankAnomalies::FromProto(rec.anomalies());
   s.ooms_ = rec.ooms();

@@ -196,6 +196,7 @@ class RankState {
     uint64_t floor_bytes = 0;
     uint64_t peak_bytes = 0;
     int64_t peak_ns = 0;  // when live bytes first reached peak_bytes, the rank's clock
+    uint64_t peak_seq = 0;  // and the event after which they stood there
     uint64_t allocs = 0;
     uint64_t frees = 0;
     uint64_t alloc_bytes = 0;
@@ -278,6 +279,7 @@ class RankState {
   // When live bytes last changed: the moment a rollup that begins at that level reached it (its
   // peak's moment, until the bytes rise past it). The rank's clock.
   int64_t level_ns_ = 0;
+  uint64_t level_seq_ = 0;  // the event that made that change
   int64_t max_ts_ns_ = 0;
   RankAnomalies anomalies_;
   uint64_t ooms_ = 0;

@@ -156,8 +156,10 @@ TEST(RankStateTest, RollupsKeepTheMomentOfTheirPeak) {
   ASSERT_EQ(closed.steps.size(), 2u);
   EXPECT_EQ(closed.steps[0].peak_bytes(), 150u);
   EXPECT_EQ(closed.steps[0].peak_ns(), s.events()[2].ts_ns);
+  EXPECT_EQ(closed.steps[0].peak_seq(), s.events()[2].seq);
   EXPECT_EQ(closed.steps[1].peak_bytes(), 150u);
   EXPECT_EQ(closed.steps[1].peak_ns(), s.events()[4].ts_ns);
+  EXPECT_EQ(closed.steps[1].peak_seq(), s.events()[4].seq);
 
   // A checkpoint keeps the open step's moment.
   Script more;
@@ -168,6 +170,15 @@ TEST(RankStateTest, RollupsKeepTheMomentOfTheirPeak) {
   absl::StatusOr<RankState> resumed = RankState::Deserialize(state.Serialize());
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   EXPECT_EQ(resumed->OpenStepRollup().peak_ns(), e[0].ts_ns);
+  EXPECT_EQ(resumed->OpenStepRollup().peak_seq(), e[0].seq);
+  // And the level a new step starts from: dated and numbered by the event that made it.
+  Script next;
+  next.At(e[0].ts_ns + kSecond).Step(4);
+  std::vector<Event> marker = next.events();
+  marker[0].seq = e[0].seq + 1;
+  resumed->Apply(marker, &closed);
+  EXPECT_EQ(resumed->OpenStepRollup().peak_ns(), e[0].ts_ns);
+  EXPECT_EQ(resumed->OpenStepRollup().peak_seq(), e[0].seq);
 }
 
 TEST(RankStateTest, ABucketsPeakMomentIsInTheRanksClock) {

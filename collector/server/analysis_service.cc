@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -40,19 +39,6 @@ absl::Status RequireJob(const std::string& job_id, absl::string_view field = "jo
 
 using Timeline = std::shared_ptr<const an::JobTimeline>;
 
-// The shortest width that is a whole number of buckets of both `a_ns` and `b_ns` and at least
-// `at_least_ns`; 0 when none is within an hour (widths with no small common multiple).
-int64_t CommonWindowNs(int64_t a_ns, int64_t b_ns, int64_t at_least_ns) {
-  constexpr int64_t kHour = 3'600'000'000'000;
-  if (a_ns <= 0 || b_ns <= 0) return 0;
-  if (a_ns > kHour || b_ns > kHour) return 0;
-  const int64_t a_part = a_ns / std::gcd(a_ns, b_ns);
-  if (a_part > kHour / b_ns) return 0;  // the lcm would pass an hour (or int64)
-  const int64_t lcm = a_part * b_ns;
-  const int64_t window = (std::max<int64_t>(at_least_ns, 1) + lcm - 1) / lcm * lcm;
-  return window <= kHour ? window : 0;
-}
-
 // Two jobs on time buckets (no step markers, or --axis time) whose windows of whole steps came
 // out different (8 and 5 buckets for two runs of one setup, bucket_windows.h) are compared in
 // one window, the wider: compare read "8s vs 5s time buckets, changed" and every rate per
@@ -77,10 +63,10 @@ absl::Status OneWindowForBoth(TimelineCache& cache, const EventStore& store,
   if (!ra.time_axis || !rb.time_axis) return absl::OkStatus();
   // Windows start at multiples of their width since the epoch (InStepWindows), so that two
   // jobs' windows of one width line up whatever their buckets.
-  const int64_t window_ns = CommonWindowNs(
+  const int64_t window_ns = an::CommonWindowNs(
       ra.bucket_ns, rb.bucket_ns,
       std::max(an::StepWindowOf(ra) * ra.bucket_ns, an::StepWindowOf(rb) * rb.bucket_ns));
-  // Widths with no common multiple within an hour stay as they are: compare says so.
+  // Widths with no small common multiple stay as they are: compare says so.
   if (window_ns == 0) return absl::OkStatus();
   *a = std::make_shared<const an::JobTimeline>(an::InStepWindows(ra, window_ns / ra.bucket_ns));
   *b = std::make_shared<const an::JobTimeline>(an::InStepWindows(rb, window_ns / rb.bucket_ns));
@@ -309,9 +295,11 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
       first_ns = std::min(first_ns, FirstStartNs(rank));
     }
     if (first_ns != INT64_MAX && request.at_ns() < first_ns) {
-      return absl::OutOfRangeError(
-          absl::StrCat("job \"", request.job_id(), "\" has no event at or before ",
-                       UtcTime(request.at_ns()), "; it starts at ", UtcTime(first_ns)));
+      return absl::OutOfRangeError(absl::StrCat(
+          "job \"", request.job_id(), "\"",
+          params.attempt.has_value() ? absl::StrCat(" attempt ", *params.attempt) : "",
+          " has no event at or before ", UtcTime(request.at_ns()), "; ",
+          params.attempt.has_value() ? "that attempt" : "it", " starts at ", UtcTime(first_ns)));
     }
   }
   std::vector<LiveSetAsk> asks;
@@ -387,6 +375,11 @@ absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& st
     return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" rank ", request.rank(),
                                             " has no rollups yet"));
   }
+  if (peak->peak_bytes == 0) {
+    // Only host memory, or only markers: no moment to read, and no old collector to blame.
+    return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" rank ", request.rank(),
+                                            " never held device memory: it has no peak"));
+  }
   if (peak->peak_ns == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "job \"", request.job_id(), "\" rank ", request.rank(),
@@ -396,8 +389,11 @@ absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& st
   return *peak;
 }
 
+// `subject_through_seq`, nonzero with a time: the subject's set is the state after that event
+// (its peak's), the others' at the time.
 absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
-                     const v1::LiveRequest& request, v1::LiveReport* response) {
+                     const v1::LiveRequest& request, v1::LiveReport* response,
+                     uint64_t subject_through_seq = 0) {
   if (request.moment_case() == v1::LiveRequest::kAtPeak) {
     // Read as the time it names: every rank at that moment, as --at.
     v1::LiveRequest at_time = request;
@@ -410,7 +406,11 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     } else {
       at_time.clear_moment();
     }
-    if (absl::Status s = RunLive(cache, store, threads, at_time, response); !s.ok()) return s;
+    if (absl::Status s = RunLive(cache, store, threads, at_time, response,
+                                 peak.has_value() ? peak->peak_seq : 0);
+        !s.ok()) {
+      return s;
+    }
     if (peak.has_value()) {
       response->set_at_peak(true);
       response->set_peak_bytes(peak->peak_bytes);
@@ -453,6 +453,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     case v1::LiveRequest::kAtNs:
       point.kind = LivePoint::Kind::kAtCollectorTime;
       point.at_ns = request.at_ns();
+      point.through_seq = subject_through_seq;
       break;
     case v1::LiveRequest::kAtStep: {
       if (job->time_axis) {
@@ -576,6 +577,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   for (const an::RankStepMetrics* rank : cohort) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
+    at.through_seq = 0;  // the subject's own event; the others are read at its time
     if (point.kind == LivePoint::Kind::kFirstOom || stopped_early) {
       // The subject's moment (its OOM, or its last event) in the collector's clock
       // (LoadLiveSet), read on each rank in its own.
@@ -760,6 +762,15 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
     return ToGrpcStatus(s);
   }
   const an::CompareParams params = an::FromProto(request->params());
+  // One column, one attempt: the note under it (below) names the attempt it read.
+  for (const std::optional<uint32_t>& attempt : {params.growth.attempt, params.leaks.attempt,
+                                                 params.peak.attempt, params.headroom.attempt}) {
+    if (attempt != params.diverged.attempt) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "compare reads one attempt of each job for every analysis: the "
+                          "analyses' params ask for different attempts");
+    }
+  }
   for (const std::optional<uint32_t>& attempt :
        {params.diverged.attempt, params.growth.attempt, params.leaks.attempt, params.peak.attempt,
         params.headroom.attempt}) {

@@ -331,6 +331,83 @@ TEST_F(AnalysisServiceTest, LiveAtThePeakHoldsTheSpikeTheStepsEndNoLongerDoes) {
   EXPECT_GE(at_peak.total_bytes(), at_end.total_bytes() + (uint64_t{8} << 30));
 }
 
+// The peak is the state after one event: read by time alone, a free stamped the same microsecond
+// after it (an imported trace's resolution) was taken in, and the set read below its peak.
+TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicrosecond) {
+  absl::StatusOr<OpenedStream> stream =
+      server_->store().OpenStream(SimulatedRankIdentity("same-moment", Base(), 0));
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
+  constexpr uint64_t kMiB = 1 << 20;
+  DecodedBatch batch;
+  auto add = [&](EventKind kind, int64_t at_us, uint64_t address, uint64_t bytes) {
+    Event e;
+    e.seq = batch.events.size() + 1;
+    e.ts_ns = kT0 + at_us * 1000;
+    e.kind = kind;
+    e.address = address;
+    e.bytes = bytes;
+    e.memory_kind = kMemoryDevice;
+    batch.events.push_back(e);
+  };
+  add(EventKind::kStep, 0, 0, 0);
+  add(EventKind::kAlloc, 1, 0xa000, kMiB);
+  add(EventKind::kAlloc, 2, 0xb000, 4 * kMiB);  // the peak, 5 MiB
+  add(EventKind::kFree, 2, 0xb000, 4 * kMiB);   // the same microsecond
+  add(EventKind::kAlloc, 3, 0xc000, kMiB);
+  batch.events[0].aux = 0;
+  absl::StatusOr<AppendResult> appended = server_->store().Append(stream->key, batch);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("same-moment");
+  request.set_rank(0);
+  request.set_at_peak(true);
+  v1::LiveReport report;
+  grpc::Status status = stub_->Live(&context, request, &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(report.peak_bytes(), 5 * kMiB);
+  EXPECT_EQ(report.total_bytes(), 5 * kMiB);
+  EXPECT_EQ(report.at_ns(), kT0 + 2000);
+}
+
+// A rank that only ever held host memory has no device peak to read at: said so, not blamed on
+// an old collector that did not keep the moment.
+TEST_F(AnalysisServiceTest, LiveAtPeakOfARankWithoutDeviceMemorySaysSo) {
+  absl::StatusOr<OpenedStream> stream =
+      server_->store().OpenStream(SimulatedRankIdentity("host-only", Base(), 0));
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  DecodedBatch batch;
+  constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
+  for (uint64_t i = 0; i < 4; ++i) {
+    Event e;
+    e.seq = i + 1;
+    e.ts_ns = kT0 + static_cast<int64_t>(i) * 1000000;
+    if (i % 2 == 0) {
+      e.kind = EventKind::kStep;
+      e.aux = i / 2;
+    } else {
+      e.kind = EventKind::kAlloc;
+      e.address = 0x1000 * (i + 1);
+      e.bytes = 1 << 20;
+      e.memory_kind = kMemoryPinned;
+    }
+    batch.events.push_back(e);
+  }
+  absl::StatusOr<AppendResult> appended = server_->store().Append(stream->key, batch);
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("host-only");
+  request.set_rank(0);
+  request.set_at_peak(true);
+  v1::LiveReport report;
+  grpc::Status status = stub_->Live(&context, request, &report);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(),
+            "job \"host-only\" rank 0 never held device memory: it has no peak");
+}
+
 // A moment before the rank's first event has nothing live to show: an error naming when its
 // steps start, not an empty set "at step 0 (1970-01-01)".
 TEST_F(AnalysisServiceTest, LiveBeforeTheFirstEventSaysSo) {
@@ -368,6 +445,17 @@ TEST_F(AnalysisServiceTest, LeaksBeforeTheJobStartedSaysSo) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
   EXPECT_NE(status.error_message().find("has no event at or before 1970-01-01 00:00:00.000 UTC; "
                                         "it starts at "),
+            std::string::npos)
+      << status.error_message();
+  // Asked for a restart, before it began: the attempt is what starts later, not the job.
+  grpc::ClientContext attempt_context;
+  request.set_job_id("restarted");
+  request.mutable_params()->set_attempt(1);
+  request.set_at_ns(int64_t{1700000000} * 1000000000);
+  status = stub_->Leaks(&attempt_context, request, &report);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_NE(status.error_message().find("job \"restarted\" attempt 1 has no event at or before "
+                                        "2023-11-14 22:13:20.000 UTC; that attempt starts at "),
             std::string::npos)
       << status.error_message();
 }
@@ -524,6 +612,19 @@ TEST_F(AnalysisServiceTest, UnknownJobRankOrStepIsNotFoundNamingIt) {
     grpc::Status s = stub_->Compare(&context, request, &report);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
     EXPECT_TRUE(absl::StrContains(s.error_message(), "other-missing-job")) << s.error_message();
+  }
+  {
+    // Each column of compare reads one attempt, which its note names: not one per analysis.
+    grpc::ClientContext context;
+    v1::CompareRequest request;
+    request.set_job_a("oom-restarted");
+    request.set_job_b("oom-restarted");
+    request.mutable_params()->mutable_diverged()->set_attempt(0);
+    request.mutable_params()->mutable_growth()->set_attempt(1);
+    v1::CompareReport report;
+    grpc::Status s = stub_->Compare(&context, request, &report);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_TRUE(absl::StrContains(s.error_message(), "different attempts")) << s.error_message();
   }
   {
     grpc::ClientContext context;
@@ -912,7 +1013,12 @@ TEST_F(AnalysisServiceTest, AnAttemptNoRankRanIsNotFoundNotAnEmptyAnswer) {
   v1::CompareRequest compare;
   compare.set_job_a("oom");
   compare.set_job_b("restarted");
+  // (Every analysis of compare reads the one attempt.)
+  compare.mutable_params()->mutable_diverged()->set_attempt(1);
   compare.mutable_params()->mutable_growth()->set_attempt(1);
+  compare.mutable_params()->mutable_leaks()->set_attempt(1);
+  compare.mutable_params()->mutable_peak()->set_attempt(1);
+  compare.mutable_params()->mutable_headroom()->set_attempt(1);
   v1::CompareReport compare_report;
   const grpc::Status s = service.Compare(nullptr, &compare, &compare_report);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);

@@ -1299,6 +1299,8 @@ absl::StatusOr<LiveSnapshot> EventStore::LiveAllocations(absl::string_view job_i
         return absl::NotFoundError(absl::StrCat(Describe(key, job_id), " has no OOM event"));
       }
       target.last_seq = summary.first_oom_seq();
+    } else if (point.through_seq != 0) {
+      target.last_seq = std::min(target.last_seq, point.through_seq);
     } else if (point.kind == LivePoint::Kind::kAtCollectorTime) {
       target.max_ts_ns = SaturatingSub(point.at_ns, clock_offset_ns);
     } else {

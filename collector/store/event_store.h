@@ -120,6 +120,12 @@ struct LivePoint {
   };
   Kind kind = Kind::kNow;
   int64_t at_ns = 0;
+  // With kAtTime or kAtCollectorTime, nonzero: the state after exactly the events up to this
+  // seq, whatever their times (at_ns, that event's time, is still what the snapshot reports and
+  // what other ranks are read at). A rollup's peak is the state after one event: read by time,
+  // a free stamped the same microsecond after it was in, and an event stamped late before it
+  // out.
+  uint64_t through_seq = 0;
 };
 
 // One rank's live set at a moment.

@@ -15,7 +15,7 @@ namespace {
   X(ooms) X(oom_requested_bytes) X(events_lost) X(pool_reserved_bytes)
 // Scalars added after segments were first written: an older segment has no entries for them
 // (read as zeros); a newer one has one per row like the columns above.
-#define MEMTRACE_SERIES_LATER_SCALARS(X) X(live_at_device_used_max) X(peak_ns)
+#define MEMTRACE_SERIES_LATER_SCALARS(X) X(live_at_device_used_max) X(peak_ns) X(peak_seq)
 
 // Differences between consecutive column entries (RollupSeries.deltas), wrapping: a column's
 // values may fall as well as rise. sint64 columns are ZigZag-coded by protobuf, uint64 ones here.

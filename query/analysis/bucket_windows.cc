@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -191,6 +192,7 @@ StepPoint Merge(absl::Span<const StepPoint> points, int64_t key) {
   out.floor_bytes = first.floor_bytes;
   out.peak_bytes = first.peak_bytes;
   out.peak_ns = first.peak_ns;
+  out.peak_seq = first.peak_seq;
   out.end_bytes = last.end_bytes;
   GroupsByName tags, sources, phases;
   for (const StepPoint& p : points) {
@@ -198,6 +200,7 @@ StepPoint Merge(absl::Span<const StepPoint> points, int64_t key) {
     if (p.peak_bytes > out.peak_bytes) {  // the first moment it was reached
       out.peak_bytes = p.peak_bytes;
       out.peak_ns = p.peak_ns;
+      out.peak_seq = p.peak_seq;
     }
     out.allocs += p.allocs;
     out.frees += p.frees;
@@ -297,6 +300,20 @@ JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window) {
         });
   }
   return out;
+}
+
+int64_t CommonWindowNs(int64_t a_ns, int64_t b_ns, int64_t at_least_ns) {
+  constexpr int64_t kHour = 3'600'000'000'000;
+  constexpr int64_t kMostTimesAsked = 4;
+  if (a_ns <= 0 || b_ns <= 0) return 0;
+  if (a_ns > kHour || b_ns > kHour) return 0;
+  const int64_t a_part = a_ns / std::gcd(a_ns, b_ns);
+  if (a_part > kHour / b_ns) return 0;  // the lcm would pass an hour (or int64)
+  const int64_t lcm = a_part * b_ns;
+  const int64_t asked = std::max<int64_t>(at_least_ns, 1);
+  const int64_t window = (asked + lcm - 1) / lcm * lcm;
+  if (window > kHour) return 0;
+  return window / kMostTimesAsked <= asked ? window : 0;
 }
 
 }  // namespace memtrace::analysis

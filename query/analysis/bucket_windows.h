@@ -41,10 +41,18 @@ int64_t StepWindowOf(const JobStepMetrics& job);
 // are multiples of it, so every rank's windows line up): step = bucket index / window,
 // bucket_ns = window x bucket_ns. Within a window: the first start, the last end and end bytes,
 // the lowest floor, the highest peak, summed counts; a tag's or source's live bytes at the
-// window's end and its highest peak; a phase as last seen. A window of 1, or a job on the step
+// window's end and its highest peak; a phase's at its last close in the window (as last seen
+// when it closed in none). A window of 1, or a job on the step
 // axis, is returned unchanged.
 JobTimeline InStepWindows(const JobTimeline& job, int64_t window);
 JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window);
+
+// The shortest width that is a whole number of buckets of both `a_ns` and `b_ns` and at least
+// `at_least_ns`, for two jobs stored at other bucket widths to be compared in one window; 0
+// when none is within an hour or within 4x `at_least_ns` (widths with no small common
+// multiple: buckets of 999 and 1000 ms share only 999 s, windows in which a job of a few
+// minutes is too short for every analysis, with nothing to say why).
+int64_t CommonWindowNs(int64_t a_ns, int64_t b_ns, int64_t at_least_ns);
 
 }  // namespace memtrace::analysis
 

@@ -1,5 +1,6 @@
 #include "query/analysis/bucket_windows.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -198,6 +199,23 @@ TEST(StepWindowTest, TheAnalysesFindALeakInLongStepsReadInWindows) {
   for (const RankHeadroom& h : headroom.entries) {
     EXPECT_EQ(h.status, h.rank == 5 ? HeadroomStatus::kForecast : HeadroomStatus::kFlat) << h.rank;
   }
+}
+
+TEST(CommonWindowTest, TwoBucketWidthsShareTheShortestWholeWindowAtLeastAsWide) {
+  constexpr int64_t kMs = 1'000'000;
+  // 250 ms and 1 s buckets, windows of 5 s asked: 5 s, 20 and 5 buckets.
+  EXPECT_EQ(CommonWindowNs(250 * kMs, 1000 * kMs, 5000 * kMs), 5000 * kMs);
+  // Rounded up to a whole number of both: 300 and 500 ms share 1.5 s.
+  EXPECT_EQ(CommonWindowNs(300 * kMs, 500 * kMs, 2000 * kMs), 3000 * kMs);
+  // 999 and 1000 ms share only 999 s: no window, rather than one 200x wider than asked.
+  EXPECT_EQ(CommonWindowNs(999 * kMs, 1000 * kMs, 5000 * kMs), 0);
+  // Within 4x of what was asked is taken; past it is not.
+  EXPECT_EQ(CommonWindowNs(700 * kMs, 1100 * kMs, 1500 * kMs), 0);           // 7.7 s is 5.1x
+  EXPECT_EQ(CommonWindowNs(700 * kMs, 1100 * kMs, 2000 * kMs), 7700 * kMs);  // 3.85x
+  // Widths past an hour, or whose multiple would overflow, give none.
+  EXPECT_EQ(CommonWindowNs(int64_t{3'600'000'000'001}, 1000 * kMs, 1), 0);
+  EXPECT_EQ(CommonWindowNs(INT64_MAX / 2 - 1, INT64_MAX / 3, 1), 0);
+  EXPECT_EQ(CommonWindowNs(0, 1000 * kMs, 1), 0);
 }
 
 }  // namespace

@@ -65,6 +65,7 @@ void TimelineBuilder::AddRow(const v1::StepRollup& s) {
   p.peak_bytes = s.peak_bytes();
   p.end_bytes = s.end_bytes();
   p.peak_ns = s.peak_ns();
+  p.peak_seq = s.peak_seq();
   p.allocs = s.allocs();
   p.frees = s.frees();
   p.alloc_bytes = s.alloc_bytes();

@@ -106,6 +106,7 @@ struct StepPoint {
   uint64_t end_bytes = 0;
   // When live bytes first reached peak_bytes; 0 in rows written before it was recorded.
   int64_t peak_ns = 0;
+  uint64_t peak_seq = 0;  // the event after which they stood there (the live set to read)
   uint64_t allocs = 0;
   uint64_t frees = 0;
   uint64_t alloc_bytes = 0;
