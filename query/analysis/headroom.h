@@ -1,5 +1,6 @@
 // `headroom`: per rank, when its memory reaches the device's capacity if the floor keeps its
-// recent trend: "rank 3 reaches 80.0 GiB at step ~412 (in ~37 min)".
+// recent trend: "rank 3 reaches 80.0 GiB at step ~412 (37 min after 14:02:11.500, when its last
+// step began, at 128 MiB/step)".
 //
 // The floor's Theil-Sen slope over the last recent_steps (after warm-up; from where the floor
 // began to rise when it was flat before, current_trend.h; still rising lately) must pass the same

@@ -1,6 +1,7 @@
 #include "tools/sim/workload.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -136,6 +137,11 @@ class RankPlayer {
 
   // Highest live bytes seen in each step (index = step).
   const std::vector<uint64_t>& step_peaks() const { return step_peaks_; }
+  // When this rank ran out of memory (true time); 0 if it did not.
+  int64_t oom_at_ns() const { return oom_at_ns_; }
+  // Stops the rank for good at the first allocation, free or phase marker past `at_ns` (true
+  // time): killed with the job, as it was.
+  void StopAt(int64_t at_ns) { stop_at_ns_ = at_ns; }
 
  private:
   uint32_t Tag(const std::string& value) { return sink_.Intern(StringKind::kTag, value); }
@@ -167,7 +173,7 @@ class RankPlayer {
   // SegmentBytes. Rounding them again is not a no-op: a 2 MiB segment (a request <= 1 MiB)
   // would become a 20 MiB one.
   uint64_t AllocSegment(uint64_t segment, uint32_t tag, uint32_t source = 0) {
-    if (stopped_) return 0;
+    if (Stopped()) return 0;
     if (live_bytes_ + segment + o_.context_bytes > o_.device_total_bytes) {
       Event oom;
       oom.kind = EventKind::kOom;
@@ -176,6 +182,7 @@ class RankPlayer {
       oom.source_id = source ? source : torch_source_;
       oom.memory_kind = kMemoryDevice;
       Emit(oom);
+      oom_at_ns_ = clock_ns_;
       stopped_ = true;
       return 0;
     }
@@ -196,7 +203,7 @@ class RankPlayer {
   }
 
   void Free(uint64_t address) {
-    if (stopped_ || address == 0) return;
+    if (Stopped() || address == 0) return;
     auto it = live_.find(address);
     if (it == live_.end()) return;
     Event free;
@@ -212,7 +219,7 @@ class RankPlayer {
   }
 
   void Phase(EventKind kind, const char* name) {
-    if (stopped_) return;
+    if (Stopped()) return;
     Event phase;
     phase.kind = kind;
     phase.tag_id = sink_.Intern(StringKind::kPhase, name);
@@ -249,6 +256,13 @@ class RankPlayer {
     Backward(s, activations);
     Optimizer(s);
     if (o_.phases) Phase(EventKind::kPhaseEnd, "actor_update");
+  }
+
+  // Whether the rank has stopped (an OOM, or the job killed at StopAt's moment, which the next
+  // event would pass).
+  bool Stopped() {
+    if (!stopped_ && clock_ns_ + quantum_ns_ > stop_at_ns_) stopped_ = true;
+    return stopped_;
   }
 
   bool SpikeStep(int64_t s) const {
@@ -342,6 +356,8 @@ class RankPlayer {
   uint32_t torch_source_ = 0;
   uint32_t nccl_source_ = 0;
   bool stopped_ = false;
+  int64_t stop_at_ns_ = INT64_MAX;
+  int64_t oom_at_ns_ = 0;
   uint64_t live_bytes_ = 0;
   absl::flat_hash_map<uint64_t, uint64_t> live_;
   AddressSpace addresses_;
@@ -386,6 +402,11 @@ absl::Status CalibrateOomLeak(const WorkloadOptions& options, WorkloadPlan& plan
   plan.leak_rank = rank;
   plan.leak_from_step = from;
   plan.leak_bytes_per_step = rate_max;
+  // When it fails, for the other ranks to stop there.
+  RankPlayer failing(options, plan, rank, RankLeak{true, from, rate_max}, options.oom_step + 1,
+                     null);
+  failing.Play();
+  plan.oom_at_ns = failing.oom_at_ns();
   return absl::OkStatus();
 }
 
@@ -544,9 +565,13 @@ absl::Status PlayRank(const WorkloadOptions& options, int rank, EventSink& sink)
   for (const WorkloadOptions::Leak& more : plan->also_leak) {
     if (more.rank == rank) leak = RankLeak{true, more.from_step, plan->leak_bytes_per_step};
   }
-  // The OOM rank runs into step oom_step, where it fails; the others stop before it.
-  const int64_t steps = options.oom_rank == rank ? options.oom_step + 1 : plan->steps_played;
+  // The OOM rank runs into step oom_step, where it fails; the others run that step alongside it
+  // until then.
+  const int64_t steps = options.oom_rank ? options.oom_step + 1 : plan->steps_played;
   RankPlayer player(options, *plan, rank, leak, steps, sink);
+  if (options.oom_rank && options.oom_rank != rank && plan->oom_at_ns > 0) {
+    player.StopAt(plan->oom_at_ns);
+  }
   player.Play();
   return absl::OkStatus();
 }

@@ -134,6 +134,11 @@ struct WorkloadPlan {
   std::vector<WorkloadOptions::Leak> also_leak;  // the options', at leak_bytes_per_step
   // Steps each rank plays (fewer than options.steps when an OOM ends the job).
   int64_t steps_played = 0;
+  // The OOM rank's OOM, in true time (before a host's clock skew): the other ranks run step
+  // oom_step alongside it until then, and stop there (torchrun's agent tears the group down when
+  // a rank fails). Stopped at the step before, they held no activations at the OOM, and `live
+  // --at-oom --order excess` put the OOM rank's whole working set first. 0 without an OOM.
+  int64_t oom_at_ns = 0;
   // Device memory a rank holds after step 0 apart from leaks and growth: params, grads, Adam,
   // NCCL.
   uint64_t resident_bytes = 0;

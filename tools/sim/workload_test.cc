@@ -353,9 +353,17 @@ TEST(WorkloadTest, OomRankRecordsOneOomInTheRequestedStepAndStops) {
   EXPECT_EQ(r.steps[30].end - r.steps[29].end, plan->leak_bytes_per_step);
   EXPECT_EQ(r.steps[19].end, r.steps[18].end);
 
-  Replay other = Play(o, 2);
+  // The others run step 45 alongside it until its OOM, and stop there (the job was killed):
+  // at the OOM they hold their own activations, as ranks of one FSDP step do.
+  RecordingSink other_sink;
+  Replay other = Play(o, 2, &other_sink);
   EXPECT_TRUE(other.ooms.empty());
-  EXPECT_EQ(other.steps.rbegin()->first, 44);  // the job died in step 45
+  EXPECT_EQ(other.steps.rbegin()->first, 45);
+  EXPECT_LE(other_sink.events().back().ts_ns, oom.ts_ns);
+  EXPECT_EQ(plan->oom_at_ns, oom.ts_ns);  // the simulator's hosts agree on time (no skew)
+  EXPECT_GT(other.steps[45].peak, other.steps[44].end + (uint64_t{1} << 30));
+  const StepLive& at_oom = other.steps[45];
+  EXPECT_GT(at_oom.end, at_oom.start);  // stopped mid-step: its working set still live
 }
 
 TEST(WorkloadTest, PhasesOpenAndCloseInEveryStep) {

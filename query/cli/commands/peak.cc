@@ -13,11 +13,13 @@ constexpr char kUsage[] =
     "                     [--axis step|time] [common flags]\n"
     "\n"
     "The most memory each group reached on each rank, at which step, its typical (median)\n"
-    "peak and its typical (median) bytes at a step's end (at a phase's close for --by phase). --by "
-    "phase (default): per NVTX phase (e.g. an RL trainer's rollout, weight_sync,\n"
-    "actor_update) all live bytes while the phase was open, and what was live when it closed;\n"
-    "--by tag / source: that group's own bytes; --by rank: the step peak. Highest peak first.\n"
-    "A job that recorded no phases has an empty --by phase answer.";
+    "peak per step (per run of a phase for --by phase) and its typical bytes at a step's end\n"
+    "(at a phase's last close in a step for --by phase). --by phase (default): per NVTX phase\n"
+    "(e.g. an RL trainer's rollout, weight_sync, actor_update) all live bytes while the phase\n"
+    "was open, and what was live when it closed; --by tag / source: that group's own bytes;\n"
+    "--by rank: the step peak and the moment it was reached (\"reached at\", read by\n"
+    "`memtrace live --rank R --at-peak`). Highest peak first. A job that recorded no phases has\n"
+    "an empty --by phase answer.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
