@@ -1,10 +1,14 @@
 #include "query/export/plot_command.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
@@ -133,8 +137,33 @@ absl::Status CheckRanksExist(const analysis::JobTimeline& timeline, const std::s
   return absl::OkStatus();
 }
 
+// A restarted job's lines are each rank's latest attempt: says so, naming an earlier attempt's
+// OOM among the ranks drawn (what the restart followed, which no line shows), as the analyses'
+// notes do. Empty for a job never restarted.
+std::string RestartNote(const analysis::JobTimeline& timeline, const std::set<uint32_t>& shown) {
+  std::map<uint32_t, uint32_t> latest;
+  std::set<uint32_t> attempts;
+  for (const analysis::RankTimeline& r : timeline.ranks) {
+    latest[r.rank] = std::max(latest[r.rank], r.attempt);
+    attempts.insert(r.attempt);
+  }
+  if (attempts.size() < 2) return "";
+  std::vector<std::string> unread_ooms;
+  for (const analysis::RankTimeline& r : timeline.ranks) {
+    if (r.attempt == latest[r.rank] || shown.count(r.rank) == 0) continue;
+    const bool oom = std::any_of(r.steps.begin(), r.steps.end(),
+                                 [](const analysis::StepPoint& p) { return p.ooms > 0; });
+    if (oom) unread_ooms.push_back(absl::StrCat("rank ", r.rank, " attempt ", r.attempt));
+  }
+  return absl::StrCat("; each rank's latest attempt drawn (the job has ", attempts.size(), ")",
+                      unread_ooms.empty() ? ""
+                                          : absl::StrCat(", not drawn: the OOM",
+                                                         unread_ooms.size() > 1 ? "s of " : " of ",
+                                                         absl::StrJoin(unread_ooms, ", ")));
+}
+
 // What a written plot shows, for stderr: ranks (those --ranks kept, of all), the highlighted
-// one, leaks.
+// one, leaks, and which attempts of a restarted job.
 std::string PlotSummary(const std::string& output, const analysis::JobTimeline& timeline,
                         const std::set<uint32_t>& only_ranks, const PlotMarks& marks) {
   // Ranks, not rank-attempts: a restarted rank is one line of the plot (its latest attempt).
@@ -156,7 +185,8 @@ std::string PlotSummary(const std::string& output, const analysis::JobTimeline& 
                 analysis::FormatKey(marks.onset_step, timeline.time_axis ? timeline.bucket_ns : 0),
                 shown.count(*marks.highlighted_rank) > 0 ? ")" : ", not drawn: not in --ranks")
           : std::string("no rank diverged"),
-      marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"));
+      marks.leaks.empty() ? "" : absl::StrCat(", ", marks.leaks.size(), " leaking"),
+      RestartNote(timeline, shown));
 }
 
 int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli::CommandIo& io) {

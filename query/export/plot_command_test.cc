@@ -80,6 +80,17 @@ class PlotCommandTest : public ::testing::Test {
         run.collector_address = server_->address();
         restarted_ok_ &= sim::RunSimulation(run, [](const std::string&) {}).ok();
       }
+      // Rank 2 ran out of memory in attempt 0; the job was restarted (attempt 1) and ran on.
+      for (uint32_t attempt : {0u, 1u}) {
+        sim::SimulationOptions run = testing::SmallJob("sim-oom-restarted", 4, 20, 1000);
+        if (attempt == 0) {
+          run.workload.oom_rank = 2;
+          run.workload.oom_step = 12;
+        }
+        run.attempt = attempt;
+        run.collector_address = server_->address();
+        restarted_ok_ &= sim::RunSimulation(run, [](const std::string&) {}).ok();
+      }
     }
   }
   static void TearDownTestSuite() { server_.reset(); }
@@ -120,6 +131,15 @@ TEST_F(PlotCommandTest, TheSummaryCountsRanksNotAttempts) {
       {"--job", "sim-restarted", "-o", path, "--ranks", "1", "--collector", server_->address()});
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.err.find(": 1 of 4 ranks"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("; each rank's latest attempt drawn (the job has 2)\n"), std::string::npos)
+      << run.err;
+  // The OOM the restart followed is in no line: named, as the analyses' notes name it.
+  run = Plot({"--job", "sim-oom-restarted", "-o", path, "--collector", server_->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("; each rank's latest attempt drawn (the job has 2), not drawn: the OOM "
+                         "of rank 2 attempt 0\n"),
+            std::string::npos)
+      << run.err;
 }
 
 TEST_F(PlotCommandTest, HighlightsThePlantedRankOfASimulatedLeak) {
