@@ -440,7 +440,9 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
         request.moment_case() == v1::LiveRequest::kAtStep
             ? std::optional<int64_t>(request.at_step())
             : std::nullopt);
-    if (covering != subject) {
+    // Not for a peak's own event (`subject_through_seq`): a seq of that attempt's stream, which
+    // an earlier attempt's replay would take as its own.
+    if (covering != subject && subject_through_seq == 0) {
       subject = covering;
       attempt = covering->attempt;
     }

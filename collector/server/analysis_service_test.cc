@@ -371,6 +371,54 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicro
   EXPECT_EQ(report.at_ns(), kT0 + 2000);
 }
 
+// A peak's event is of the attempt whose row holds it: read there, even when it was stamped
+// before that attempt's first event (an agent's threads stamp out of order), where the time
+// alone would pick the attempt before, and replay that stream to a seq of another.
+TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheAttemptWhoseRowHoldsThePeak) {
+  constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
+  constexpr uint64_t kMiB = 1 << 20;
+  for (uint32_t attempt : {0u, 1u}) {
+    absl::StatusOr<OpenedStream> stream =
+        server_->store().OpenStream(SimulatedRankIdentity("peak-attempts", Base(), 0, attempt));
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    DecodedBatch batch;
+    auto add = [&](EventKind kind, int64_t at_ns, uint64_t address, uint64_t bytes) {
+      Event e;
+      e.seq = batch.events.size() + 1;
+      e.ts_ns = at_ns;
+      e.kind = kind;
+      e.address = address;
+      e.bytes = bytes;
+      e.memory_kind = kMemoryDevice;
+      batch.events.push_back(e);
+    };
+    const int64_t start = kT0 + attempt * int64_t{60} * 1000000000;
+    add(EventKind::kStep, start, 0, 0);
+    if (attempt == 0) {
+      add(EventKind::kAlloc, start + 1000, 0xa000, 64 * kMiB);
+      add(EventKind::kAlloc, start + 2000, 0xb000, 64 * kMiB);
+      add(EventKind::kAlloc, start + 3000, 0xc000, 64 * kMiB);
+    } else {
+      add(EventKind::kAlloc, start + 1000, 0xa000, kMiB);
+      add(EventKind::kAlloc, start - 1000, 0xb000, 8 * kMiB);  // the peak, stamped early
+      add(EventKind::kFree, start + 2000, 0xb000, 8 * kMiB);
+    }
+    absl::StatusOr<AppendResult> appended = server_->store().Append(stream->key, batch);
+    ASSERT_TRUE(appended.ok()) << appended.status();
+  }
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("peak-attempts");
+  request.set_rank(0);
+  request.set_at_peak(true);
+  v1::LiveReport report;
+  grpc::Status status = stub_->Live(&context, request, &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(report.peak_bytes(), 9 * kMiB);
+  EXPECT_EQ(report.total_bytes(), 9 * kMiB);
+  EXPECT_EQ(report.attempt(), 1u);
+}
+
 // A rank that only ever held host memory has no device peak to read at: said so, not blamed on
 // an old collector that did not keep the moment.
 TEST_F(AnalysisServiceTest, LiveAtPeakOfARankWithoutDeviceMemorySaysSo) {

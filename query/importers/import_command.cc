@@ -42,13 +42,14 @@ constexpr char kUsage[] =
     "job, rank and attempt stores nothing new; importing another trace (or the same one with\n"
     "other flags) there is refused: give it another --job or --attempt; so is a trace that is\n"
     "already another rank of the job. A world size a file states below the job's ranks' or\n"
-    "other than the import's, or a trace recorded more than a day away from the job's ranks (in\n"
-    "a new job, from most of the files), is warned of; a name stating a rank outside its own\n"
-    "world size (\"rank5_of_4\") is refused, unless a distributedInfo before its events states\n"
-    "the rank. Every file is opened and read up to its events, and the collector asked for the\n"
-    "job, before any is stored: a missing or unreadable file, a file given twice, two files\n"
-    "stating one rank (in distributedInfo or their names) or an unreachable collector import\n"
-    "nothing. A file without [memory] events is refused (record with profile_memory=True).\n"
+    "other than the import's, or a trace recorded more than a day away from most of the job's\n"
+    "traces (those each within a day of the next are one run), is warned of; a name stating a\n"
+    "rank outside its own world size (\"rank5_of_4\") is refused, unless a distributedInfo\n"
+    "before its events states the rank. Every file is opened and read up to its events, and the\n"
+    "collector asked for the job, before any is stored: a missing or unreadable file, a file\n"
+    "given twice, two files stating one rank (in distributedInfo or their names) or an\n"
+    "unreachable collector import nothing. A file without [memory] events is refused (record\n"
+    "with profile_memory=True).\n"
     "\n"
     "A profiler trace holds a few steps: the analyses' defaults (--warmup 5, a trend over 8 or\n"
     "more steps) find them too short; use --warmup 0, and peak, live and timeline. Total\n"
@@ -330,8 +331,8 @@ class JobGuard {
                               : absl::FormatDuration(
                                     absl::Trunc(absl::Nanoseconds(nearest), absl::Hours(1))))
                 << " away from "
-                << (main_holds_ranks ? absl::StrCat("the ranks job ", job_, " holds")
-                                     : std::string("this import's other files"))
+                << (main_holds_ranks ? absl::StrCat("most of job ", job_, "'s traces")
+                                     : std::string("most of this import's files"))
                 << ": is it a trace of the same run? (another --job keeps runs apart)\n";
     }
   }

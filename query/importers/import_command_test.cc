@@ -326,7 +326,7 @@ TEST_F(ImportCommandTest, ATraceAlreadyARankOfTheJobIsRefusedAndAnotherRunsIsWar
   EXPECT_NE(other.err.find("memtrace import: warning: " + hta + " was recorded "),
             std::string::npos)
       << other.err;
-  EXPECT_NE(other.err.find(" days away from the ranks job dup holds: is it a trace of the same "
+  EXPECT_NE(other.err.find(" days away from most of job dup's traces: is it a trace of the same "
                            "run?"),
             std::string::npos)
       << other.err;
@@ -393,7 +393,7 @@ TEST(ImportCommandGuardTest, FilesOfOneImportThatDisagreeAreWarnedOf) {
       << run.err;
   // Two files days apart, nothing held: one warning.
   EXPECT_NE(run.err.find("memtrace import: warning: " + b +
-                         " was recorded 3 days away from this import's other files"),
+                         " was recorded 3 days away from most of this import's files"),
             std::string::npos)
       << run.err;
   EXPECT_EQ(run.err.find("warning: " + a + " was recorded"), std::string::npos) << run.err;
@@ -423,7 +423,7 @@ TEST(ImportCommandGuardTest, FilesOfOneImportThatDisagreeAreWarnedOf) {
   }
   const std::vector<std::string> pieces = absl::StrSplit(
       later.err,
-      " days away from the ranks job one-cmd-later holds: is it a trace of the same run?");
+      " days away from most of job one-cmd-later's traces: is it a trace of the same run?");
   EXPECT_EQ(pieces.size(), 3u) << later.err;
 
   const std::string bad = OneAllocationTrace("one_cmd_rank5_of_4.json", 10, 64);

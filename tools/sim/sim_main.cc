@@ -384,12 +384,14 @@ int Main(int argc, char** argv) {
   if (absl::Status s = CheckModelFits(w, *plan); !s.ok()) return Fail(s);
 
   // --layers sets the events a rank records, not --events_per_rank; an OOM stops the run early.
-  Log(absl::StrCat(
-      "simulated job '", options.job_id, "': ", w.ranks, " ranks x ", plan->steps_played, " steps",
-      w.oom_rank ? absl::StrCat(" (of --steps ", w.steps, ": the OOM ends the run)") : "", ", ",
-      plan->layers, " layers",
-      w.layers > 0 ? "" : absl::StrCat(", ~", w.events_per_rank, " events/rank"),
-      ", no GPU involved"));
+  Log(absl::StrCat("simulated job '", options.job_id, "': ", w.ranks, " ranks x ",
+                   plan->steps_played, " steps",
+                   w.oom_rank ? absl::StrCat(" and into step ", w.oom_step, " (of --steps ",
+                                             w.steps, ": the OOM in it ends the run)")
+                              : "",
+                   ", ", plan->layers, " layers",
+                   w.layers > 0 ? "" : absl::StrCat(", ~", w.events_per_rank, " events/rank"),
+                   ", no GPU involved"));
   Log(absl::StrCat("planted: ", DescribeScenario(w, *plan)));
   const absl::Time began = absl::Now();
   absl::StatusOr<std::vector<RankOutcome>> outcomes = RunSimulation(options, Log);

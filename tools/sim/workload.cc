@@ -240,7 +240,8 @@ class RankPlayer {
     const int64_t start =
         o_.start_ns + s * o_.step_ns + static_cast<int64_t>(Unit(o_.seed, rank_, s, 1) * 2'000'000);
     clock_ns_ = std::max(clock_ns_, start - quantum_ns_);
-    if (o_.step_markers) {
+    // A rank that had not begun the step when the job was killed records no marker for it.
+    if (o_.step_markers && !Stopped()) {
       Event step;
       step.kind = EventKind::kStep;
       step.aux = static_cast<uint64_t>(s);

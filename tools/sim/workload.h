@@ -81,8 +81,9 @@ struct WorkloadOptions {
 
   // OOM: rank oom_rank leaks (leak_tag, from leak_from_step, or oom_step / 2 when that is not
   // earlier) at a rate chosen so that an allocation in step oom_step fails; the rank records an
-  // OOM event with the requested size and stops. The other ranks stop after step oom_step - 1
-  // (the job dies). Not with leak_rank (refused).
+  // OOM event with the requested size and stops. The other ranks run step oom_step alongside it
+  // until that moment and stop there (the job dies; WorkloadPlan::oom_at_ns). Not with leak_rank
+  // (refused).
   std::optional<int> oom_rank;
   int64_t oom_step = 80;
 

@@ -364,6 +364,13 @@ TEST(WorkloadTest, OomRankRecordsOneOomInTheRequestedStepAndStops) {
   EXPECT_GT(other.steps[45].peak, other.steps[44].end + (uint64_t{1} << 30));
   const StepLive& at_oom = other.steps[45];
   EXPECT_GT(at_oom.end, at_oom.start);  // stopped mid-step: its working set still live
+  // No rank records anything past the OOM, a step marker or device sample included.
+  for (int rank = 0; rank < o.ranks; ++rank) {
+    RecordingSink each;
+    Play(o, rank, &each);
+    ASSERT_FALSE(each.events().empty());
+    EXPECT_LE(each.events().back().ts_ns, oom.ts_ns) << "rank " << rank;
+  }
 }
 
 TEST(WorkloadTest, PhasesOpenAndCloseInEveryStep) {
