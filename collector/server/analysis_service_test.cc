@@ -28,6 +28,50 @@ sim::WorkloadOptions Base() {
   return w;
 }
 
+// A rank's events written by hand, seq from 1, for cases no simulated job plays.
+class HandWrittenEvents {
+ public:
+  HandWrittenEvents& Step(int64_t ts_ns, uint64_t step) {
+    Event& e = Add(EventKind::kStep, ts_ns);
+    e.aux = step;
+    return *this;
+  }
+  HandWrittenEvents& Alloc(int64_t ts_ns, uint64_t address, uint64_t bytes,
+                           uint32_t memory_kind = kMemoryDevice) {
+    Event& e = Add(EventKind::kAlloc, ts_ns);
+    e.address = address;
+    e.bytes = bytes;
+    e.memory_kind = memory_kind;
+    return *this;
+  }
+  HandWrittenEvents& Free(int64_t ts_ns, uint64_t address, uint64_t bytes) {
+    Event& e = Add(EventKind::kFree, ts_ns);
+    e.address = address;
+    e.bytes = bytes;
+    e.memory_kind = kMemoryDevice;
+    return *this;
+  }
+  // Appends them, one batch, as rank 0 (attempt `attempt`) of `job` under the simulator's
+  // identity.
+  absl::Status AppendAsRank0(EventStore& store, const std::string& job,
+                             uint32_t attempt = 0) const {
+    absl::StatusOr<OpenedStream> stream =
+        store.OpenStream(SimulatedRankIdentity(job, Base(), 0, attempt));
+    if (!stream.ok()) return stream.status();
+    return store.Append(stream->key, batch_).status();
+  }
+
+ private:
+  Event& Add(EventKind kind, int64_t ts_ns) {
+    Event& e = batch_.events.emplace_back();
+    e.seq = batch_.events.size();
+    e.ts_ns = ts_ns;
+    e.kind = kind;
+    return e;
+  }
+  DecodedBatch batch_;
+};
+
 class AnalysisServiceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -115,6 +159,16 @@ class AnalysisServiceTest : public ::testing::Test {
     ASSERT_NE(server_, nullptr);
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = v1::Analysis::NewStub(channel_);
+  }
+
+  // `live --rank 0 --at-peak` of `job`.
+  grpc::Status LiveAtPeak(const std::string& job, v1::LiveReport* report) {
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id(job);
+    request.set_rank(0);
+    request.set_at_peak(true);
+    return stub_->Live(&context, request, report);
   }
 
   static std::unique_ptr<CollectorServer> server_;
@@ -334,37 +388,18 @@ TEST_F(AnalysisServiceTest, LiveAtThePeakHoldsTheSpikeTheStepsEndNoLongerDoes) {
 // The peak is the state after one event: read by time alone, a free stamped the same microsecond
 // after it (an imported trace's resolution) was taken in, and the set read below its peak.
 TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicrosecond) {
-  absl::StatusOr<OpenedStream> stream =
-      server_->store().OpenStream(SimulatedRankIdentity("same-moment", Base(), 0));
-  ASSERT_TRUE(stream.ok()) << stream.status();
   constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
   constexpr uint64_t kMiB = 1 << 20;
-  DecodedBatch batch;
-  auto add = [&](EventKind kind, int64_t at_us, uint64_t address, uint64_t bytes) {
-    Event e;
-    e.seq = batch.events.size() + 1;
-    e.ts_ns = kT0 + at_us * 1000;
-    e.kind = kind;
-    e.address = address;
-    e.bytes = bytes;
-    e.memory_kind = kMemoryDevice;
-    batch.events.push_back(e);
-  };
-  add(EventKind::kStep, 0, 0, 0);
-  add(EventKind::kAlloc, 1, 0xa000, kMiB);
-  add(EventKind::kAlloc, 2, 0xb000, 4 * kMiB);  // the peak, 5 MiB
-  add(EventKind::kFree, 2, 0xb000, 4 * kMiB);   // the same microsecond
-  add(EventKind::kAlloc, 3, 0xc000, kMiB);
-  batch.events[0].aux = 0;
-  absl::StatusOr<AppendResult> appended = server_->store().Append(stream->key, batch);
-  ASSERT_TRUE(appended.ok()) << appended.status();
-  grpc::ClientContext context;
-  v1::LiveRequest request;
-  request.set_job_id("same-moment");
-  request.set_rank(0);
-  request.set_at_peak(true);
+  const absl::Status appended = HandWrittenEvents()
+                                    .Step(kT0, 0)
+                                    .Alloc(kT0 + 1000, 0xa000, kMiB)
+                                    .Alloc(kT0 + 2000, 0xb000, 4 * kMiB)  // the peak, 5 MiB
+                                    .Free(kT0 + 2000, 0xb000, 4 * kMiB)   // the same microsecond
+                                    .Alloc(kT0 + 3000, 0xc000, kMiB)
+                                    .AppendAsRank0(server_->store(), "same-moment");
+  ASSERT_TRUE(appended.ok()) << appended;
   v1::LiveReport report;
-  grpc::Status status = stub_->Live(&context, request, &report);
+  const grpc::Status status = LiveAtPeak("same-moment", &report);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(report.peak_bytes(), 5 * kMiB);
   EXPECT_EQ(report.total_bytes(), 5 * kMiB);
@@ -376,43 +411,24 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicro
 // alone would pick the attempt before, and replay that stream to a seq of another.
 TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheAttemptWhoseRowHoldsThePeak) {
   constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
+  constexpr int64_t kT1 = kT0 + int64_t{60} * 1000000000;
   constexpr uint64_t kMiB = 1 << 20;
-  for (uint32_t attempt : {0u, 1u}) {
-    absl::StatusOr<OpenedStream> stream =
-        server_->store().OpenStream(SimulatedRankIdentity("peak-attempts", Base(), 0, attempt));
-    ASSERT_TRUE(stream.ok()) << stream.status();
-    DecodedBatch batch;
-    auto add = [&](EventKind kind, int64_t at_ns, uint64_t address, uint64_t bytes) {
-      Event e;
-      e.seq = batch.events.size() + 1;
-      e.ts_ns = at_ns;
-      e.kind = kind;
-      e.address = address;
-      e.bytes = bytes;
-      e.memory_kind = kMemoryDevice;
-      batch.events.push_back(e);
-    };
-    const int64_t start = kT0 + attempt * int64_t{60} * 1000000000;
-    add(EventKind::kStep, start, 0, 0);
-    if (attempt == 0) {
-      add(EventKind::kAlloc, start + 1000, 0xa000, 64 * kMiB);
-      add(EventKind::kAlloc, start + 2000, 0xb000, 64 * kMiB);
-      add(EventKind::kAlloc, start + 3000, 0xc000, 64 * kMiB);
-    } else {
-      add(EventKind::kAlloc, start + 1000, 0xa000, kMiB);
-      add(EventKind::kAlloc, start - 1000, 0xb000, 8 * kMiB);  // the peak, stamped early
-      add(EventKind::kFree, start + 2000, 0xb000, 8 * kMiB);
-    }
-    absl::StatusOr<AppendResult> appended = server_->store().Append(stream->key, batch);
-    ASSERT_TRUE(appended.ok()) << appended.status();
-  }
-  grpc::ClientContext context;
-  v1::LiveRequest request;
-  request.set_job_id("peak-attempts");
-  request.set_rank(0);
-  request.set_at_peak(true);
+  absl::Status appended = HandWrittenEvents()
+                              .Step(kT0, 0)
+                              .Alloc(kT0 + 1000, 0xa000, 64 * kMiB)
+                              .Alloc(kT0 + 2000, 0xb000, 64 * kMiB)
+                              .Alloc(kT0 + 3000, 0xc000, 64 * kMiB)
+                              .AppendAsRank0(server_->store(), "peak-attempts", 0);
+  ASSERT_TRUE(appended.ok()) << appended;
+  appended = HandWrittenEvents()
+                 .Step(kT1, 0)
+                 .Alloc(kT1 + 1000, 0xa000, kMiB)
+                 .Alloc(kT1 - 1000, 0xb000, 8 * kMiB)  // the peak, stamped early
+                 .Free(kT1 + 2000, 0xb000, 8 * kMiB)
+                 .AppendAsRank0(server_->store(), "peak-attempts", 1);
+  ASSERT_TRUE(appended.ok()) << appended;
   v1::LiveReport report;
-  grpc::Status status = stub_->Live(&context, request, &report);
+  const grpc::Status status = LiveAtPeak("peak-attempts", &report);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(report.peak_bytes(), 9 * kMiB);
   EXPECT_EQ(report.total_bytes(), 9 * kMiB);
@@ -422,35 +438,16 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheAttemptWhoseRowHoldsThePeak) {
 // A rank that only ever held host memory has no device peak to read at: said so, not blamed on
 // an old collector that did not keep the moment.
 TEST_F(AnalysisServiceTest, LiveAtPeakOfARankWithoutDeviceMemorySaysSo) {
-  absl::StatusOr<OpenedStream> stream =
-      server_->store().OpenStream(SimulatedRankIdentity("host-only", Base(), 0));
-  ASSERT_TRUE(stream.ok()) << stream.status();
-  DecodedBatch batch;
   constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
-  for (uint64_t i = 0; i < 4; ++i) {
-    Event e;
-    e.seq = i + 1;
-    e.ts_ns = kT0 + static_cast<int64_t>(i) * 1000000;
-    if (i % 2 == 0) {
-      e.kind = EventKind::kStep;
-      e.aux = i / 2;
-    } else {
-      e.kind = EventKind::kAlloc;
-      e.address = 0x1000 * (i + 1);
-      e.bytes = 1 << 20;
-      e.memory_kind = kMemoryPinned;
-    }
-    batch.events.push_back(e);
-  }
-  absl::StatusOr<AppendResult> appended = server_->store().Append(stream->key, batch);
-  ASSERT_TRUE(appended.ok()) << appended.status();
-  grpc::ClientContext context;
-  v1::LiveRequest request;
-  request.set_job_id("host-only");
-  request.set_rank(0);
-  request.set_at_peak(true);
+  const absl::Status appended = HandWrittenEvents()
+                                    .Step(kT0, 0)
+                                    .Alloc(kT0 + 1000000, 0x2000, 1 << 20, kMemoryPinned)
+                                    .Step(kT0 + 2000000, 1)
+                                    .Alloc(kT0 + 3000000, 0x4000, 1 << 20, kMemoryPinned)
+                                    .AppendAsRank0(server_->store(), "host-only");
+  ASSERT_TRUE(appended.ok()) << appended;
   v1::LiveReport report;
-  grpc::Status status = stub_->Live(&context, request, &report);
+  const grpc::Status status = LiveAtPeak("host-only", &report);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(status.error_message(),
             "job \"host-only\" rank 0 never held device memory: it has no peak");
