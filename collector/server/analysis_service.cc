@@ -773,11 +773,9 @@ grpc::Status AnalysisService::Compare(grpc::ServerContext*, const v1::CompareReq
                           "analyses' params ask for different attempts");
     }
   }
-  for (const std::optional<uint32_t>& attempt :
-       {params.diverged.attempt, params.growth.attempt, params.leaks.attempt, params.peak.attempt,
-        params.headroom.attempt}) {
-    for (const Timeline* job : {&*a, &*b}) {
-      if (absl::Status s = RequireAttempt(**job, attempt); !s.ok()) return ToGrpcStatus(s);
+  for (const Timeline* job : {&*a, &*b}) {
+    if (absl::Status s = RequireAttempt(**job, params.diverged.attempt); !s.ok()) {
+      return ToGrpcStatus(s);
     }
   }
   an::ToProto(an::CompareJobs(**a, **b, params), response);

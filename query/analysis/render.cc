@@ -91,6 +91,11 @@ std::string Signed(int64_t b) { return FormatSignedBytes(static_cast<double>(b))
 std::string OrDash(const std::string& s) { return s.empty() ? "-" : cli::TerminalText(s); }
 std::string Printable(const std::string& s) { return cli::TerminalText(s); }
 
+// "rank 3", "ranks 0-7": a count, "(3 without a known capacity)", read as a rank.
+std::string NameRanks(const std::vector<uint32_t>& ranks) {
+  return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", FormatRankList(ranks));
+}
+
 }  // namespace
 
 std::string FormatRankList(std::vector<uint32_t> ranks) {
@@ -283,10 +288,9 @@ std::string RenderCurves(const v1::LeakReport& r) {
   // A leak begun in warm-up (step 0 or 1) rises from the first step examined: read as its start,
   // it dated the leak steps late.
   if (!early.empty()) {
-    absl::StrAppend(&out, early.size() == 1 ? "rank " : "ranks ", FormatRankList(early),
-                    ": rising from the first ", r.bucket_ns() > 0 ? "bucket" : "step",
-                    " examined after warm-up (--warmup ", r.params().warmup_steps(),
-                    "): it may have begun earlier\n");
+    absl::StrAppend(&out, NameRanks(early), ": rising from the first ",
+                    r.bucket_ns() > 0 ? "bucket" : "step", " examined after warm-up (--warmup ",
+                    r.params().warmup_steps(), "): it may have begun earlier\n");
   }
   return out;
 }
@@ -407,8 +411,7 @@ std::string LeakVerdict(const v1::LeakReport& r) {
                 r.leaking_ranks(), " of ", classified, too_short.empty() ? "" : " classified",
                 classified == 1 ? " rank" : " ranks", r.leaking_ranks() == 1 ? " leaks" : " leak");
   if (!too_short.empty()) {
-    absl::StrAppend(&verdict, "; ", too_short.size() == 1 ? "rank " : "ranks ",
-                    FormatRankList(too_short), " too short to classify");
+    absl::StrAppend(&verdict, "; ", NameRanks(too_short), " too short to classify");
   }
   return verdict;
 }
@@ -598,15 +601,12 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
   // "No rank is on course" read as all clear on a job none of whose ranks could be forecast.
   std::vector<std::string> unread;
   if (!too_short.empty()) {
-    // "rank 3", "ranks 0-7": "(3 without a known capacity)" read as a count of ranks.
-    unread.push_back(absl::StrCat(too_short.size() == 1 ? "rank " : "ranks ",
-                                  FormatRankList(too_short), " too short to forecast (fewer than ",
+    unread.push_back(absl::StrCat(NameRanks(too_short), " too short to forecast (fewer than ",
                                   r.params().min_points(), " steps after --warmup ",
                                   r.params().warmup_steps(), ")"));
   }
   if (!no_capacity.empty()) {
-    unread.push_back(absl::StrCat(no_capacity.size() == 1 ? "rank " : "ranks ",
-                                  FormatRankList(no_capacity), " without a known capacity"));
+    unread.push_back(absl::StrCat(NameRanks(no_capacity), " without a known capacity"));
   }
   const size_t forecastable =
       static_cast<size_t>(r.entries_size()) - too_short.size() - no_capacity.size();
