@@ -28,6 +28,10 @@ sim::WorkloadOptions Base() {
   return w;
 }
 
+// The hand-written events' first moment (2023-11-14 22:13:20 UTC) and their sizes' unit.
+constexpr int64_t kHandT0 = int64_t{1700000000} * 1000000000;
+constexpr uint64_t kMiB = 1 << 20;
+
 // A rank's events written by hand, seq from 1, for cases no simulated job plays.
 class HandWrittenEvents {
  public:
@@ -388,14 +392,12 @@ TEST_F(AnalysisServiceTest, LiveAtThePeakHoldsTheSpikeTheStepsEndNoLongerDoes) {
 // The peak is the state after one event: read by time alone, a free stamped the same microsecond
 // after it (an imported trace's resolution) was taken in, and the set read below its peak.
 TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicrosecond) {
-  constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
-  constexpr uint64_t kMiB = 1 << 20;
   const absl::Status appended = HandWrittenEvents()
-                                    .Step(kT0, 0)
-                                    .Alloc(kT0 + 1000, 0xa000, kMiB)
-                                    .Alloc(kT0 + 2000, 0xb000, 4 * kMiB)  // the peak, 5 MiB
-                                    .Free(kT0 + 2000, 0xb000, 4 * kMiB)   // the same microsecond
-                                    .Alloc(kT0 + 3000, 0xc000, kMiB)
+                                    .Step(kHandT0, 0)
+                                    .Alloc(kHandT0 + 1000, 0xa000, kMiB)
+                                    .Alloc(kHandT0 + 2000, 0xb000, 4 * kMiB)  // the peak, 5 MiB
+                                    .Free(kHandT0 + 2000, 0xb000, 4 * kMiB)  // the same microsecond
+                                    .Alloc(kHandT0 + 3000, 0xc000, kMiB)
                                     .AppendAsRank0(server_->store(), "same-moment");
   ASSERT_TRUE(appended.ok()) << appended;
   v1::LiveReport report;
@@ -403,21 +405,19 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicro
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(report.peak_bytes(), 5 * kMiB);
   EXPECT_EQ(report.total_bytes(), 5 * kMiB);
-  EXPECT_EQ(report.at_ns(), kT0 + 2000);
+  EXPECT_EQ(report.at_ns(), kHandT0 + 2000);
 }
 
 // A peak's event is of the attempt whose row holds it: read there, even when it was stamped
 // before that attempt's first event (an agent's threads stamp out of order), where the time
 // alone would pick the attempt before, and replay that stream to a seq of another.
 TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheAttemptWhoseRowHoldsThePeak) {
-  constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
-  constexpr int64_t kT1 = kT0 + int64_t{60} * 1000000000;
-  constexpr uint64_t kMiB = 1 << 20;
+  constexpr int64_t kT1 = kHandT0 + int64_t{60} * 1000000000;
   absl::Status appended = HandWrittenEvents()
-                              .Step(kT0, 0)
-                              .Alloc(kT0 + 1000, 0xa000, 64 * kMiB)
-                              .Alloc(kT0 + 2000, 0xb000, 64 * kMiB)
-                              .Alloc(kT0 + 3000, 0xc000, 64 * kMiB)
+                              .Step(kHandT0, 0)
+                              .Alloc(kHandT0 + 1000, 0xa000, 64 * kMiB)
+                              .Alloc(kHandT0 + 2000, 0xb000, 64 * kMiB)
+                              .Alloc(kHandT0 + 3000, 0xc000, 64 * kMiB)
                               .AppendAsRank0(server_->store(), "peak-attempts", 0);
   ASSERT_TRUE(appended.ok()) << appended;
   appended = HandWrittenEvents()
@@ -438,12 +438,11 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheAttemptWhoseRowHoldsThePeak) {
 // A rank that only ever held host memory has no device peak to read at: said so, not blamed on
 // an old collector that did not keep the moment.
 TEST_F(AnalysisServiceTest, LiveAtPeakOfARankWithoutDeviceMemorySaysSo) {
-  constexpr int64_t kT0 = int64_t{1700000000} * 1000000000;
   const absl::Status appended = HandWrittenEvents()
-                                    .Step(kT0, 0)
-                                    .Alloc(kT0 + 1000000, 0x2000, 1 << 20, kMemoryPinned)
-                                    .Step(kT0 + 2000000, 1)
-                                    .Alloc(kT0 + 3000000, 0x4000, 1 << 20, kMemoryPinned)
+                                    .Step(kHandT0, 0)
+                                    .Alloc(kHandT0 + 1000000, 0x2000, kMiB, kMemoryPinned)
+                                    .Step(kHandT0 + 2000000, 1)
+                                    .Alloc(kHandT0 + 3000000, 0x4000, kMiB, kMemoryPinned)
                                     .AppendAsRank0(server_->store(), "host-only");
   ASSERT_TRUE(appended.ok()) << appended;
   v1::LiveReport report;

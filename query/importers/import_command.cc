@@ -298,12 +298,12 @@ class JobGuard {
       int64_t last_ns;
       const Span* file;  // null: a rank the job held
     };
+    if (admitted_.empty()) return;
     std::vector<Member> all;
     for (const v1::RankSummary& r : held_) {
       if (r.events_stored() > 0) all.push_back({r.first_ts_ns(), r.last_ts_ns(), nullptr});
     }
     for (const Span& file : admitted_) all.push_back({file.first_ns, file.last_ns, &file});
-    if (admitted_.empty()) return;
     std::sort(all.begin(), all.end(),
               [](const Member& a, const Member& b) { return a.first_ns < b.first_ns; });
     std::vector<size_t> group_of(all.size());
