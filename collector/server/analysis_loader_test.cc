@@ -159,6 +159,13 @@ void ExpectSameColumns(const EventStore& store, const std::string& job_id, v1::T
     EXPECT_EQ(got->ranks[i].floor_bytes, want.ranks[i].floor_bytes);
     EXPECT_EQ(got->ranks[i].end_bytes, want.ranks[i].end_bytes);
     EXPECT_EQ(got->ranks[i].peak_bytes, want.ranks[i].peak_bytes);
+    ASSERT_EQ(got->ranks[i].in_progress.has_value(), want.ranks[i].in_progress.has_value());
+    if (want.ranks[i].in_progress.has_value()) {
+      EXPECT_EQ(got->ranks[i].in_progress->step, want.ranks[i].in_progress->step);
+      EXPECT_EQ(got->ranks[i].in_progress->start_ns, want.ranks[i].in_progress->start_ns);
+      EXPECT_EQ(got->ranks[i].in_progress->floor_bytes, want.ranks[i].in_progress->floor_bytes);
+      EXPECT_EQ(got->ranks[i].in_progress->peak_bytes, want.ranks[i].in_progress->peak_bytes);
+    }
   }
 }
 
@@ -186,6 +193,45 @@ TEST_F(AnalysisLoaderTest, StepMetricsAreTheTimelinesColumns) {
       LoadJobStepMetrics(*store_, "no-steps", v1::TIMELINE_AXIS_STEP);
   ASSERT_TRUE(fallback.ok()) << fallback.status();
   EXPECT_TRUE(fallback->time_axis);
+  ASSERT_TRUE(store_->CloseStream(opened->key, true, opened->connection).ok());
+}
+
+// The row a connected stream is still filling is not one of the steps the analyses compare: its
+// floor is the lowest so far, its peak the highest so far. Once the stream closes, it is.
+TEST_F(AnalysisLoaderTest, ARunningRanksLastRowIsInProgressUntilItsStreamCloses) {
+  Store("running", 0, PhasedRank());
+  v1::RankIdentity identity;
+  identity.set_job_id("running");
+  identity.set_rank(1);
+  absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  ASSERT_TRUE(store_->Append(opened->key, PhasedRank().batch()).ok());
+
+  for (v1::TimelineAxis axis : {v1::TIMELINE_AXIS_STEP, v1::TIMELINE_AXIS_TIME}) {
+    SCOPED_TRACE(axis);
+    absl::StatusOr<analysis::JobTimeline> job = LoadJobTimeline(*store_, "running", axis);
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_EQ(job->ranks.size(), 2u);
+    const analysis::RankTimeline& ended = job->ranks[0];
+    const analysis::RankTimeline& running = job->ranks[1];
+    EXPECT_FALSE(ended.in_progress.has_value());
+    ASSERT_TRUE(running.in_progress.has_value());
+    ASSERT_EQ(running.steps.size() + 1, ended.steps.size());
+    EXPECT_EQ(running.in_progress->step, ended.steps.back().step);
+    EXPECT_EQ(running.in_progress->end_bytes, ended.steps.back().end_bytes);
+    if (axis == v1::TIMELINE_AXIS_STEP) {
+      // Step 0 and step 1 in progress: a job with step markers, not read by time bucket.
+      EXPECT_FALSE(job->time_axis);
+      EXPECT_EQ(running.in_progress->step, 1);
+    }
+    ExpectSameColumns(*store_, "running", axis);
+  }
+  ASSERT_TRUE(store_->CloseStream(opened->key, true, opened->connection).ok());
+  absl::StatusOr<analysis::JobTimeline> job =
+      LoadJobTimeline(*store_, "running", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_FALSE(job->ranks[1].in_progress.has_value());
+  EXPECT_EQ(job->ranks[1].steps.size(), job->ranks[0].steps.size());
 }
 
 TEST_F(AnalysisLoaderTest, LiveSetNamesThePhaseEachAllocationWasMadeIn) {

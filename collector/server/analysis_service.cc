@@ -116,15 +116,18 @@ absl::Status RequireAttempt(const Job& job, std::optional<uint32_t> attempt) {
 
 // The moment `step` of `rank` ended: just before the marker of the next step (the marker's
 // event belongs to the next step, and a closed step's end_ns is that marker's time), or everything
-// stored for the rank's last step. nullopt when the rank has no such step. Step rows come in the
+// stored for the rank's last step (the one in progress, of a running rank). nullopt when the rank
+// has no such step. Step rows come in the
 // collector's clock (EventStore::VisitRollups), and so does the moment.
 std::optional<LivePoint> StepEnd(const an::RankStepMetrics& rank, int64_t step) {
+  // The step in progress ends now: the latest state.
+  if (rank.in_progress.has_value() && rank.in_progress->step == step) return LivePoint();
   for (size_t i = 0; i < rank.size(); ++i) {
     if (rank.step[i] != step) continue;
     LivePoint point;
-    if (i + 1 < rank.size()) {
+    if (i + 1 < rank.size() || rank.in_progress.has_value()) {
       point.kind = LivePoint::Kind::kAtCollectorTime;
-      point.at_ns = rank.start_ns[i + 1] - 1;
+      point.at_ns = (i + 1 < rank.size() ? rank.start_ns[i + 1] : rank.in_progress->start_ns) - 1;
     }
     return point;
   }
@@ -177,19 +180,23 @@ absl::StatusOr<std::vector<an::RankLiveSet>> LoadLiveSets(const EventStore& stor
 }
 
 // A rank attempt's first step's start (INT64_MAX without steps), and whether it has `step`: of
-// its step metrics (live) or its timeline (leaks).
+// its step metrics (live) or its timeline (leaks), its row in progress counted.
 int64_t FirstStartNs(const an::RankStepMetrics& r) {
-  return r.size() > 0 ? r.start_ns[0] : INT64_MAX;
+  return r.size() > 0 ? r.start_ns[0] : r.in_progress ? r.in_progress->start_ns : INT64_MAX;
 }
 int64_t FirstStartNs(const an::RankTimeline& r) {
-  return r.steps.empty() ? INT64_MAX : r.steps.front().start_ns;
+  return !r.steps.empty() ? r.steps.front().start_ns
+         : r.in_progress  ? r.in_progress->start_ns
+                          : INT64_MAX;
 }
 bool HasStep(const an::RankStepMetrics& r, int64_t step) {
-  return std::find(r.step.begin(), r.step.end(), step) != r.step.end();
+  return std::find(r.step.begin(), r.step.end(), step) != r.step.end() ||
+         (r.in_progress && r.in_progress->step == step);
 }
 bool HasStep(const an::RankTimeline& r, int64_t step) {
   return std::any_of(r.steps.begin(), r.steps.end(),
-                     [step](const an::StepPoint& p) { return p.step == step; });
+                     [step](const an::StepPoint& p) { return p.step == step; }) ||
+         (r.in_progress && r.in_progress->step == step);
 }
 
 // Of `latest` (a rank's latest attempt) and the rank's earlier attempts in `job`, the latest
@@ -466,14 +473,21 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       }
       std::optional<LivePoint> end = StepEnd(*subject, request.at_step());
       if (!end.has_value()) {
-        return absl::NotFoundError(absl::StrCat(
-            "job \"", request.job_id(), "\" rank ", request.rank(), " has no step ",
-            request.at_step(),
-            subject->size() > 0
-                ? absl::StrCat(
-                      " (its steps: ", subject->step.front(), "..", subject->step.back(),
-                      subject->attempt > 0 ? absl::StrCat(", attempt ", subject->attempt) : "", ")")
-                : ""));
+        std::vector<std::string> has;
+        if (subject->size() > 0) {
+          has.push_back(
+              absl::StrCat("its steps: ", subject->step.front(), "..", subject->step.back()));
+        }
+        if (subject->in_progress) {
+          has.push_back(absl::StrCat("step ", subject->in_progress->step, " in progress"));
+        }
+        if (!has.empty() && subject->attempt > 0) {
+          has.push_back(absl::StrCat("attempt ", subject->attempt));
+        }
+        return absl::NotFoundError(
+            absl::StrCat("job \"", request.job_id(), "\" rank ", request.rank(), " has no step ",
+                         request.at_step(),
+                         has.empty() ? "" : absl::StrCat(" (", absl::StrJoin(has, ", "), ")")));
       }
       point = *end;
       break;

@@ -56,13 +56,21 @@ class HandWrittenEvents {
     return *this;
   }
   // Appends them, one batch, as rank 0 (attempt `attempt`) of `job` under the simulator's
-  // identity.
+  // identity, and closes the stream: a run that ended, whose last step is no longer in progress.
   absl::Status AppendAsRank0(EventStore& store, const std::string& job,
                              uint32_t attempt = 0) const {
+    absl::StatusOr<OpenedStream> stream = AppendAsRunningRank0(store, job, attempt);
+    if (!stream.ok()) return stream.status();
+    return store.CloseStream(stream->key, /*complete=*/true, stream->connection);
+  }
+  // The same, with the stream left open (its agent still connected); the caller closes it.
+  absl::StatusOr<OpenedStream> AppendAsRunningRank0(EventStore& store, const std::string& job,
+                                                    uint32_t attempt = 0) const {
     absl::StatusOr<OpenedStream> stream =
         store.OpenStream(SimulatedRankIdentity(job, Base(), 0, attempt));
     if (!stream.ok()) return stream.status();
-    return store.Append(stream->key, batch_).status();
+    if (absl::Status s = store.Append(stream->key, batch_).status(); !s.ok()) return s;
+    return stream;
   }
 
  private:
@@ -406,6 +414,43 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicro
   EXPECT_EQ(report.peak_bytes(), 5 * kMiB);
   EXPECT_EQ(report.total_bytes(), 5 * kMiB);
   EXPECT_EQ(report.at_ns(), kHandT0 + 2000);
+}
+
+// The step a running rank is in is left out of what the analyses compare, but `live --at-step`
+// still reads it: it ends now. The step before it ends where it begins.
+TEST_F(AnalysisServiceTest, LiveAtTheStepInProgressReadsTheLatestState) {
+  constexpr int64_t kS = 1'000'000'000;
+  absl::StatusOr<OpenedStream> stream = HandWrittenEvents()
+                                            .Step(kHandT0, 0)
+                                            .Alloc(kHandT0 + 1000, 0xa000, kMiB)
+                                            .Step(kHandT0 + kS, 1)
+                                            .Alloc(kHandT0 + kS + 1000, 0xb000, 2 * kMiB)
+                                            .Step(kHandT0 + 2 * kS, 2)
+                                            .Alloc(kHandT0 + 2 * kS + 1000, 0xc000, 4 * kMiB)
+                                            .AppendAsRunningRank0(server_->store(), "running");
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  const auto live_at_step = [&](int64_t step, v1::LiveReport* report) {
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id("running");
+    request.set_rank(0);
+    request.set_at_step(step);
+    return stub_->Live(&context, request, report);
+  };
+  v1::LiveReport in_progress;
+  grpc::Status status = live_at_step(2, &in_progress);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(in_progress.total_bytes(), 7 * kMiB);
+  v1::LiveReport before;
+  status = live_at_step(1, &before);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(before.total_bytes(), 3 * kMiB);
+  v1::LiveReport none;
+  status = live_at_step(5, &none);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "(its steps: 0..1, step 2 in progress)"))
+      << status.error_message();
+  EXPECT_TRUE(server_->store().CloseStream(stream->key, true, stream->connection).ok());
 }
 
 // A peak's event is of the attempt whose row holds it: read there, even when it was stamped

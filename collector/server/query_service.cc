@@ -56,23 +56,30 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
   // step's end is the next step's start, outside it. A step row that ends exactly where the
   // window starts waits here and is kept only when no row follows it on its rank.
   std::optional<v1::TimelinePoint> ends_at_from;
-  auto keep_ends_at_from = [&] {
+  // Whether the rank's agent is connected, and whether its last row visited so far was kept.
+  bool rank_in_progress = false;
+  bool last_row_kept = false;
+  auto finish_rank = [&] {
     if (ends_at_from.has_value() && out != nullptr) *out->add_points() = std::move(*ends_at_from);
     ends_at_from.reset();
+    if (out != nullptr) out->set_last_point_in_progress(rank_in_progress && last_row_kept);
   };
   // The scalars only (a timeline shows no tags): from the series family where a stream has
   // one, a fraction of the full rows' bytes.
   absl::Status visited = store_->VisitRollups(
       request->job_id(), AxisOf(request->axis()), RollupDetail::kScalars, &bucket_ns,
       [&](const v1::RankRollups& rank) {
-        keep_ends_at_from();
+        finish_rank();
         out = response->add_ranks();
         out->set_rank(rank.rank());
         out->set_attempt(rank.attempt());
+        rank_in_progress = rank.last_row_in_progress();
+        last_row_kept = false;
         return absl::OkStatus();
       },
       [&](const v1::StepRollup& r) {
         ends_at_from.reset();  // a row follows it: it was closed
+        last_row_kept = false;
         // Rows are [start, end): one that ends where the window starts is not in it (a bucket
         // on a whole second came back with the one before it). A row of one instant is, and so
         // is a rank's open last step (above).
@@ -95,9 +102,10 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
         } else {
           *out->add_points() = std::move(p);
         }
+        last_row_kept = true;
       },
       only_ranks);
-  keep_ends_at_from();
+  finish_rank();
   if (!visited.ok()) return ToGrpcStatus(visited);
   response->set_bucket_ns(bucket_ns);
   if (request->has_rank() && response->ranks_size() == 0) {

@@ -212,6 +212,49 @@ TEST_F(QueryServiceTest, AWindowFromAnOpenStepsLastEventHoldsThatStep) {
   EXPECT_EQ(resp.ranks(0).points_size(), 0);
 }
 
+// While a rank's agent is connected, its last row is still being filled: the timeline and the
+// rollups say so, of that row only, until the stream closes.
+TEST_F(QueryServiceTest, ARunningRanksLastRowIsMarkedInProgress) {
+  grpc::ClientContext stream_ctx;
+  stream_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stream = ingest_->Stream(&stream_ctx);
+  v1::IngestAck ack;
+  ASSERT_TRUE(stream->Write(HelloRequest(Identity("running", 0))) && stream->Read(&ack));
+  ASSERT_TRUE(stream->Write(BatchRequest(1, 45)) && stream->Read(&ack));  // steps 0..4
+  const auto timeline = [&](int64_t to_ns) {
+    grpc::ClientContext ctx;
+    v1::TimelineRequest req;
+    req.set_job_id("running");
+    req.set_to_ns(to_ns);
+    v1::TimelineResponse resp;
+    EXPECT_TRUE(query_->Timeline(&ctx, req, &resp).ok());
+    return resp;
+  };
+  const auto rollups_say_in_progress = [&] {
+    grpc::ClientContext ctx;
+    v1::GetRollupsRequest req;
+    req.set_job_id("running");
+    v1::GetRollupsResponse resp;
+    EXPECT_TRUE(query_->GetRollups(&ctx, req, &resp).ok());
+    return resp.ranks_size() == 1 && resp.ranks(0).last_row_in_progress();
+  };
+  v1::TimelineResponse all = timeline(0);
+  ASSERT_EQ(all.ranks_size(), 1);
+  EXPECT_EQ(all.ranks(0).points_size(), 5);
+  EXPECT_TRUE(all.ranks(0).last_point_in_progress());
+  EXPECT_TRUE(rollups_say_in_progress());
+  // A window that ends before the last row holds no row in progress.
+  v1::TimelineResponse early = timeline(Ts(25));
+  ASSERT_EQ(early.ranks_size(), 1);
+  EXPECT_EQ(early.ranks(0).points_size(), 3);
+  EXPECT_FALSE(early.ranks(0).last_point_in_progress());
+
+  stream->WritesDone();
+  ASSERT_TRUE(stream->Finish().ok());
+  EXPECT_FALSE(timeline(0).ranks(0).last_point_in_progress());
+  EXPECT_FALSE(rollups_say_in_progress());
+}
+
 TEST_F(QueryServiceTest, TimelineByTimeUsesBuckets) {
   Ingest("job", 0, 100);
   grpc::ClientContext ctx;

@@ -19,7 +19,7 @@ absl::StatusOr<std::shared_ptr<const T>> TimelineCache::GetOrLoad(const EventSto
   Version version;
   version.reserve(ranks->size());
   for (const v1::RankSummary& r : *ranks) {
-    version.emplace_back(r.rank(), r.identity().attempt(), r.durable_seq());
+    version.emplace_back(r.rank(), r.identity().attempt(), r.durable_seq(), r.connected());
   }
   std::sort(version.begin(), version.end());
   // Which held kinds answer this call, and which a new entry of this kind supersedes.

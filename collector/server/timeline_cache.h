@@ -2,9 +2,10 @@
 // RocksDB and converting them costs far more than any analysis over them (8 ranks x 2000 steps:
 // ~60-80 ms against 1-3 ms, see analysis_bench), and the usual session asks several questions of
 // the same job. An entry is valid while none of the job's streams stored anything new: its
-// version is every stream's (rank, attempt, durable_seq) from EventStore::ListRanks, one small
-// read per call. A job still being ingested is therefore reloaded when it changed, never served
-// stale beyond the write in flight.
+// version is every stream's (rank, attempt, durable_seq, connected) from EventStore::ListRanks,
+// one small read per call. A job still being ingested is therefore reloaded when it changed,
+// never served stale beyond the write in flight; and when a stream's agent went away, whose last
+// row is then no longer in progress (RankTimeline::in_progress).
 #ifndef MEMTRACE_COLLECTOR_SERVER_TIMELINE_CACHE_H_
 #define MEMTRACE_COLLECTOR_SERVER_TIMELINE_CACHE_H_
 
@@ -55,8 +56,8 @@ class TimelineCache {
   uint64_t hits() const;
 
  private:
-  // (rank, attempt, durable_seq) of every stream, sorted.
-  using Version = std::vector<std::tuple<uint32_t, uint32_t, uint64_t>>;
+  // (rank, attempt, durable_seq, connected) of every stream, sorted.
+  using Version = std::vector<std::tuple<uint32_t, uint32_t, uint64_t, bool>>;
   // What an entry holds. A full timeline also answers a scalars call.
   enum class Kind { kFullTimeline, kScalarsTimeline, kUnwindowedTimeline, kStepMetrics };
   struct Entry {

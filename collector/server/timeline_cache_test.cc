@@ -159,6 +159,29 @@ TEST_F(TimelineCacheTest, ReloadsAJobThatStoredMoreEvents) {
   EXPECT_EQ((*before)->ranks[0].steps.size(), steps);
 }
 
+// A stream's agent going away stores nothing new, but its last row is then no longer in
+// progress: the cached timeline, which left that row out of the steps, is reloaded.
+TEST_F(TimelineCacheTest, ReloadsAJobWhoseAgentWentAway) {
+  v1::RankIdentity id;
+  id.set_job_id("a");
+  id.set_rank(0);
+  absl::StatusOr<OpenedStream> opened = store_->OpenStream(id);
+  ASSERT_TRUE(opened.ok());
+  TimelineCache cache;
+  auto running = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(running.ok()) << running.status();
+  EXPECT_TRUE((*running)->ranks[0].in_progress.has_value());
+  auto metrics = cache.GetStepMetrics(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_TRUE((*metrics)->ranks[0].in_progress.has_value());
+  ASSERT_TRUE(store_->CloseStream(opened->key, true, opened->connection).ok());
+  auto ended = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
+  ASSERT_TRUE(ended.ok());
+  EXPECT_EQ(cache.loads(), 3u);
+  EXPECT_FALSE((*ended)->ranks[0].in_progress.has_value());
+  EXPECT_EQ((*ended)->ranks[0].steps.size(), (*running)->ranks[0].steps.size() + 1);
+}
+
 TEST_F(TimelineCacheTest, KeepsAxesApartAndEvictsTheLeastRecentlyUsed) {
   TimelineCache cache(/*max_jobs=*/2);
   ASSERT_TRUE(cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP).ok());

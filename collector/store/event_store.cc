@@ -1150,6 +1150,8 @@ absl::Status EventStore::VisitRollups(
     header.set_rank(summary.rank());
     header.set_attempt(key.attempt);
     *header.mutable_identity() = summary.identity();
+    // Only a connected stream adds to its last row; one that closed or vanished never will.
+    header.set_last_row_in_progress(FindOpenStream(key) != nullptr);
     if (detail == RollupDetail::kFull) {
       absl::StatusOr<std::vector<StringDef>> strings = ReadStrings(snapshot.get(), key);
       if (!strings.ok()) return strings.status();

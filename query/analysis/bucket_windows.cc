@@ -266,10 +266,21 @@ JobTimeline InStepWindows(const JobTimeline& job, int64_t window) {
     w.device_index = r.device_index;
     w.allocator = r.allocator;
     const absl::Span<const StepPoint> points(r.steps);
+    // The bucket in progress comes last; the window it falls in is in progress itself: without
+    // that bucket it would be a window short of its buckets, as partial as the bucket was.
+    const size_t n = points.size();
+    const bool in_progress = r.in_progress.has_value();
     ForEachWindow(
-        points.size(), window, [&](size_t i) { return points[i].step; },
+        n + (in_progress ? 1 : 0), window,
+        [&](size_t i) { return i < n ? points[i].step : r.in_progress->step; },
         [&](size_t begin, size_t end, int64_t key) {
-          w.steps.push_back(Merge(points.subspan(begin, end - begin), key));
+          if (end <= n) {
+            w.steps.push_back(Merge(points.subspan(begin, end - begin), key));
+            return;
+          }
+          std::vector<StepPoint> last(points.begin() + begin, points.end());
+          last.push_back(*r.in_progress);
+          w.in_progress = Merge(last, key);
         });
   }
   return out;
@@ -287,9 +298,24 @@ JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window) {
     w.rank = r.rank;
     w.attempt = r.attempt;
     w.host = r.host;
+    // As above: the window of the bucket in progress is in progress.
+    const size_t n = r.size();
+    const bool in_progress = r.in_progress.has_value();
     ForEachWindow(
-        r.size(), window, [&](size_t i) { return r.step[i]; },
+        n + (in_progress ? 1 : 0), window,
+        [&](size_t i) { return i < n ? r.step[i] : r.in_progress->step; },
         [&](size_t begin, size_t end, int64_t key) {
+          if (end > n) {
+            RankStepMetrics::Row merged = *r.in_progress;
+            merged.step = key;
+            if (begin < n) merged.start_ns = r.start_ns[begin];
+            for (size_t i = begin; i < n; ++i) {
+              merged.floor_bytes = std::min(merged.floor_bytes, r.floor_bytes[i]);
+              merged.peak_bytes = std::max(merged.peak_bytes, r.peak_bytes[i]);
+            }
+            w.in_progress = merged;
+            return;
+          }
           w.step.push_back(key);
           w.start_ns.push_back(r.start_ns[begin]);
           w.floor_bytes.push_back(

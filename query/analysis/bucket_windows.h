@@ -42,7 +42,8 @@ int64_t StepWindowOf(const JobStepMetrics& job);
 // bucket_ns = window x bucket_ns. Within a window: the first start, the last end and end bytes,
 // the lowest floor, the highest peak, summed counts; a tag's or source's live bytes at the
 // window's end and its highest peak; a phase's at its last close in the window (as last seen
-// when it closed in none). A window of 1, or a job on the step
+// when it closed in none). A rank's bucket in progress (RankTimeline::in_progress) makes its
+// window the rank's window in progress, not one of its steps. A window of 1, or a job on the step
 // axis, is returned unchanged.
 JobTimeline InStepWindows(const JobTimeline& job, int64_t window);
 JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window);

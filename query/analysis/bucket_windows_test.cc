@@ -1,5 +1,6 @@
 #include "query/analysis/bucket_windows.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -163,6 +164,41 @@ TEST(StepWindowTest, AWindowMergesItsBucketsIntoOnePoint) {
   EXPECT_EQ(metrics.ranks[0].floor_bytes[1], floor);
   EXPECT_EQ(metrics.ranks[0].peak_bytes[1], peak);
   EXPECT_EQ(metrics.ranks[0].end_bytes[1], buckets[16].end_bytes);
+}
+
+// A rank's bucket in progress (its agent is still sending) makes the window it falls in the
+// rank's window in progress: without it, that window would be short of a bucket, its floor the
+// lowest of fewer buckets.
+TEST(StepWindowTest, TheWindowOfABucketInProgressIsInProgress) {
+  JobTimeline job = LeakInTenSecondSteps();
+  RankTimeline& rank = job.ranks[0];
+  const std::vector<StepPoint> buckets = rank.steps;
+  rank.in_progress = std::move(rank.steps.back());
+  rank.steps.pop_back();
+  // 100 steps from bucket ...003: 7 buckets, then 99 windows of 10, then 3 (the last in progress).
+  const JobTimeline windows = InStepWindows(job, 10);
+  const RankTimeline& merged = windows.ranks[0];
+  ASSERT_EQ(merged.steps.size(), 100u);
+  ASSERT_TRUE(merged.in_progress.has_value());
+  const size_t n = buckets.size();
+  EXPECT_EQ(merged.in_progress->step, buckets[n - 1].step / 10);
+  EXPECT_EQ(merged.in_progress->start_ns, buckets[n - 3].start_ns);
+  EXPECT_EQ(merged.in_progress->end_bytes, buckets[n - 1].end_bytes);
+  const uint64_t floor = std::min(
+      {buckets[n - 3].floor_bytes, buckets[n - 2].floor_bytes, buckets[n - 1].floor_bytes});
+  EXPECT_EQ(merged.in_progress->floor_bytes, floor);
+  EXPECT_EQ(merged.steps.back().step, merged.in_progress->step - 1);
+  EXPECT_FALSE(windows.ranks[1].in_progress.has_value());
+  EXPECT_EQ(windows.ranks[1].steps.size(), 101u);
+
+  const JobStepMetrics metrics = InStepWindows(StepMetricsOf(job), 10);
+  ASSERT_EQ(metrics.ranks[0].size(), 100u);
+  ASSERT_TRUE(metrics.ranks[0].in_progress.has_value());
+  EXPECT_EQ(metrics.ranks[0].in_progress->step, merged.in_progress->step);
+  EXPECT_EQ(metrics.ranks[0].in_progress->start_ns, merged.in_progress->start_ns);
+  EXPECT_EQ(metrics.ranks[0].in_progress->floor_bytes, floor);
+  EXPECT_EQ(metrics.ranks[0].in_progress->peak_bytes, merged.in_progress->peak_bytes);
+  EXPECT_EQ(metrics.ranks[0].in_progress->end_bytes, merged.in_progress->end_bytes);
 }
 
 // The reviewer's case: a 256 MiB-a-step leak on rank 5 from step 30 of 10 s steps, without step

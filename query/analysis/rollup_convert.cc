@@ -28,6 +28,7 @@ void TimelineBuilder::BeginRank(const v1::RankRollups& header) {
   rank_.attempt = header.attempt();
   rank_.host = header.identity().host();
   rank_.device_index = header.has_identity() ? header.identity().device_index() : -1;
+  last_in_progress_ = header.last_row_in_progress();
   imported_ = header.identity().launcher() == "kineto-import";
   ids_.clear();
   for (const v1::StringEntry& e : header.strings()) ids_[e.id()] = job_.names.Intern(e.value());
@@ -112,6 +113,10 @@ absl::Status TimelineBuilder::FinishRank() {
       return StepTwice(job_.job_id, rank_.rank, rank_.attempt, rank_.steps[i].step);
     }
   }
+  if (last_in_progress_ && !rank_.steps.empty()) {
+    rank_.in_progress = std::move(rank_.steps.back());
+    rank_.steps.pop_back();
+  }
   job_.ranks.push_back(std::move(rank_));
   return absl::OkStatus();
 }
@@ -122,6 +127,7 @@ void StepMetricsBuilder::BeginRank(const v1::RankRollups& header) {
   r.rank = header.rank();
   r.attempt = header.attempt();
   r.host = header.identity().host();
+  last_in_progress_ = header.last_row_in_progress();
   for (std::vector<int64_t>* column : {&r.step, &r.start_ns}) column->reserve(expect);
   for (std::vector<uint64_t>* column : {&r.floor_bytes, &r.end_bytes, &r.peak_bytes}) {
     column->reserve(expect);
@@ -160,6 +166,7 @@ absl::Status StepMetricsBuilder::FinishRank() {
   for (size_t i = 1; i < r.size(); ++i) {
     if (r.step[i] == r.step[i - 1]) return StepTwice(job_.job_id, r.rank, r.attempt, r.step[i]);
   }
+  if (last_in_progress_ && r.size() > 0) r.MoveLastToInProgress();
   return absl::OkStatus();
 }
 

@@ -80,8 +80,9 @@ class RankByRankBuilder {
 // (collector/server/analysis_loader) converts each as it comes instead of first holding the
 // job's hundreds of thousands of rows as messages. Steps are sorted; an id missing from a
 // rank's string table is named "tag#7" / "source#7" / "phase#7" (the entry's batch was lost,
-// the bytes are still real). StartRank, then AddRow for each of its rows; then Finish. Not
-// thread-safe.
+// the bytes are still real). The last row of a rank whose header says it is in progress goes to
+// RankTimeline::in_progress, out of the steps the analyses compare. StartRank, then AddRow for each
+// of its rows; then Finish. Not thread-safe.
 class TimelineBuilder : public RankByRankBuilder<TimelineBuilder, JobTimeline> {
  public:
   TimelineBuilder(absl::string_view job_id, v1::TimelineAxis axis, int64_t bucket_ns)
@@ -98,6 +99,7 @@ class TimelineBuilder : public RankByRankBuilder<TimelineBuilder, JobTimeline> {
   absl::flat_hash_map<uint32_t, NameId> ids_;        // the current rank's wire id -> name
   uint32_t allocator_paths_ = 0;                     // bits: segments, pool, vmm
   bool imported_ = false;                            // the rank came from `memtrace import`
+  bool last_in_progress_ = false;                    // its last row goes to in_progress
   std::vector<GroupBytes> tags_, sources_, phases_;  // AddRow's scratch: keeps its capacity
 };
 
@@ -113,6 +115,8 @@ class StepMetricsBuilder : public RankByRankBuilder<StepMetricsBuilder, JobStepM
   friend class RankByRankBuilder<StepMetricsBuilder, JobStepMetrics>;
   void BeginRank(const v1::RankRollups& header);
   absl::Status FinishRank();
+
+  bool last_in_progress_ = false;  // the current rank's last row goes to in_progress
 };
 
 // The timeline of `job_id` from a whole GetRollupsResponse (TimelineBuilder over its ranks).

@@ -22,6 +22,16 @@ void RankStepMetrics::Add(const StepPoint& point) {
   peak_bytes.push_back(point.peak_bytes);
 }
 
+void RankStepMetrics::MoveLastToInProgress() {
+  in_progress =
+      Row{step.back(), start_ns.back(), floor_bytes.back(), end_bytes.back(), peak_bytes.back()};
+  step.pop_back();
+  start_ns.pop_back();
+  floor_bytes.pop_back();
+  end_bytes.pop_back();
+  peak_bytes.pop_back();
+}
+
 JobStepMetrics StepMetricsOf(const JobTimeline& job) {
   JobStepMetrics out;
   out.job_id = job.job_id;
@@ -34,14 +44,19 @@ JobStepMetrics StepMetricsOf(const JobTimeline& job) {
     m.attempt = r.attempt;
     m.host = r.host;
     for (const StepPoint& p : r.steps) m.Add(p);
+    if (r.in_progress.has_value()) {
+      m.Add(*r.in_progress);
+      m.MoveLastToInProgress();
+    }
   }
   return out;
 }
 
 bool HasStepMarkers(const JobStepMetrics& job) {
   return internal::HasStepMarkersOf(
-      job.ranks, [](const RankStepMetrics& r) { return r.size(); },
-      [](const RankStepMetrics& r) { return r.step[0]; });
+      job.ranks,
+      [](const RankStepMetrics& r) { return r.size() + (r.in_progress.has_value() ? 1 : 0); },
+      [](const RankStepMetrics& r) { return r.size() > 0 ? r.step[0] : r.in_progress->step; });
 }
 
 std::vector<const RankStepMetrics*> SelectRanks(const JobStepMetrics& job,

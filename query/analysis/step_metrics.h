@@ -26,12 +26,24 @@ struct RankStepMetrics {
   std::vector<uint64_t> floor_bytes;
   std::vector<uint64_t> end_bytes;
   std::vector<uint64_t> peak_bytes;
+  // The row its stream is still filling, as RankTimeline::in_progress: after the columns and
+  // not in them.
+  struct Row {
+    int64_t step = 0;
+    int64_t start_ns = 0;
+    uint64_t floor_bytes = 0;
+    uint64_t end_bytes = 0;
+    uint64_t peak_bytes = 0;
+  };
+  std::optional<Row> in_progress;
 
   size_t size() const { return step.size(); }
   // The metric of the i-th step (MetricValue's choice of column).
   uint64_t Value(size_t i, Metric metric) const;
   // Appends one step (after the last).
   void Add(const StepPoint& point);
+  // Takes the last step out of the columns into in_progress (the rank has one).
+  void MoveLastToInProgress();
 };
 
 struct JobStepMetrics {

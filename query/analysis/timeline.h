@@ -138,6 +138,12 @@ struct RankTimeline {
   // allocator's blocks, not its segments.
   std::string allocator;
   std::vector<StepPoint> steps;
+  // The row the rank's stream is still filling (its agent is connected: RankRollups'
+  // last_row_in_progress), after `steps` and not among them. Its floor is the lowest so far and
+  // its peak the highest so far: read as a step, the last 1 s bucket of a live job without step
+  // markers, 10 ms old, put a leaking rank's floor 8 GiB under its cohort's. The analyses
+  // compare `steps`; a moment in this row (live --at-step) is still the rank's to read.
+  std::optional<StepPoint> in_progress;
 };
 
 struct JobTimeline {
@@ -172,9 +178,9 @@ std::vector<const RankTimeline*> SelectRanks(const JobTimeline& job,
                                              std::optional<uint32_t> attempt = std::nullopt);
 
 // Whether a job read on the step axis has step markers: some rank has more than one row, or a
-// row other than step 0 (a one-step trace). A job recorded without them has one step-0 row per
-// rank spanning the whole run, and the analyses, timeline and plot compare its time buckets
-// instead.
+// row other than step 0 (a one-step trace), its row in progress counted. A job recorded without
+// them has one step-0 row per rank spanning the whole run, and the analyses, timeline and plot
+// compare its time buckets instead.
 bool HasStepMarkers(const JobTimeline& job);
 
 // The sorted union of step numbers over `ranks`, and where each rank's points sit in it, so

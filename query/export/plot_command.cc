@@ -35,7 +35,8 @@ constexpr char kUsage[] =
     "A job without step markers is drawn by time bucket unless --axis is given (as the\n"
     "analyses compare it; a note on stderr says so). On time buckets the ticks are UTC clock\n"
     "times, rates are per second or minute, and the SVG's keys are buckets\n"
-    "(data-onset-bucket: ns since the epoch / data-bucket-ns), not steps.";
+    "(data-onset-bucket: ns since the epoch / data-bucket-ns), not steps. A running rank's\n"
+    "last step or bucket, still in progress, is not drawn (nor compared), as in the analyses.";
 
 constexpr uint32_t kMaxRank = 1 << 24;
 

@@ -27,7 +27,9 @@ constexpr char kUsage[] =
     "for a rank's first, or the first in the --from / --to window, whose step before is not\n"
     "fetched). A rising end/floor on one rank is a leak on that rank; a high peak with a\n"
     "flat floor is a spike. A job without step markers is shown by time bucket unless --by is\n"
-    "given (a note on stderr says so).\n"
+    "given (a note on stderr says so). A running rank's last row (its agent is still\n"
+    "connected) is in progress, its floor and peak so far: an in_progress column marks it, and\n"
+    "the analyses (diverged, leaks, growth, peak, ...) leave it out until it ends.\n"
     "\n"
     "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
     "RFC 3339 (2026-12-02T16:54:03Z), or a time as memtrace prints it (2026-12-02\n"
@@ -69,7 +71,11 @@ std::string KeyColumn(const TimelineView& view) {
 
 Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) {
   bool any_attempt = false;
-  for (const v1::RankTimelineProto& rank : response.ranks()) any_attempt |= rank.attempt() != 0;
+  bool any_in_progress = false;
+  for (const v1::RankTimelineProto& rank : response.ranks()) {
+    any_attempt |= rank.attempt() != 0;
+    any_in_progress |= rank.last_point_in_progress();
+  }
   std::vector<Column> columns = {{"rank", ColumnType::kInt}};
   if (any_attempt) columns.push_back({"attempt", ColumnType::kInt});
   columns.insert(columns.end(), {{KeyColumn(view), ColumnType::kInt},
@@ -78,6 +84,8 @@ Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) 
                                  {"peak", ColumnType::kBytes},
                                  {"end", ColumnType::kBytes},
                                  {"end_change", ColumnType::kSignedBytes}});
+  // A running rank's last row: its floor and peak are so far (the analyses leave it out).
+  if (any_in_progress) columns.push_back({"in_progress", ColumnType::kBool});
   Table table(std::move(columns));
   for (const v1::RankTimelineProto& rank : response.ranks()) {
     for (int i : ShownPoints(rank, view)) {
@@ -93,6 +101,9 @@ Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) 
       row.insert(row.end(),
                  {int64_t{point->key()}, int64_t{point->start_ns()}, uint64_t{point->floor_bytes()},
                   uint64_t{point->peak_bytes()}, uint64_t{point->end_bytes()}, change});
+      if (any_in_progress) {
+        row.push_back(rank.last_point_in_progress() && i + 1 == rank.points_size());
+      }
       table.AddRow(std::move(row));
     }
   }
@@ -304,6 +315,17 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
       if (by_time) why.push_back("--from / --to select steps or buckets that overlap the window");
       io.err << "memtrace timeline: no row of job '" << a.job << "' in the selection ("
              << absl::StrJoin(why, "; ") << ")\n";
+    }
+  }
+  if (a.view.wide) {
+    // The long form has a column for it.
+    std::vector<std::string> running;
+    for (const v1::RankTimelineProto& rank : response->ranks()) {
+      if (rank.last_point_in_progress()) running.push_back(absl::StrCat(rank.rank()));
+    }
+    if (!running.empty()) {
+      io.err << "memtrace timeline: the last row of rank(s) " << absl::StrJoin(running, ",")
+             << " is still in progress (the agent is connected): its floor and peak are so far\n";
     }
   }
   WriteTable(table, common.format, io.out);

@@ -61,6 +61,25 @@ TEST(TimelineTableTest, LongFormHasOneRowPerRankAndStepWithTheChangeOfEnd) {
   EXPECT_TRUE(std::holds_alternative<std::monostate>(table.rows()[5][6]));
 }
 
+// A running rank's last row is still being filled: a column marks it, shown only when a rank
+// has one, and only on that rank's last row (not on the last row a --steps range shows).
+TEST(TimelineTableTest, ARunningRanksLastRowIsMarkedInProgress) {
+  v1::TimelineResponse response = TwoRanks();
+  response.mutable_ranks(1)->set_last_point_in_progress(true);
+  Table table = TimelineTable(response, TimelineView());
+  ASSERT_EQ(table.columns().size(), 8u);
+  EXPECT_EQ(table.columns()[7].name, "in_progress");
+  std::vector<bool> marked;
+  for (const auto& row : table.rows()) marked.push_back(std::get<bool>(row[7]));
+  EXPECT_EQ(marked, (std::vector<bool>{false, false, false, false, false,  // rank 0
+                                       false, false, false, false, true}));
+  TimelineView first_steps;
+  ASSERT_TRUE(ParseKeyRange("0:2", &first_steps).ok());
+  const Table first = TimelineTable(response, first_steps);
+  ASSERT_EQ(first.rows().size(), 6u);
+  for (const auto& row : first.rows()) EXPECT_FALSE(std::get<bool>(row[7]));
+}
+
 TEST(TimelineTableTest, StepRangeAndEveryKeepTheLastPointOfEachRank) {
   TimelineView view;
   ASSERT_TRUE(ParseKeyRange("1:4", &view).ok());
