@@ -8,7 +8,8 @@
 //   <svg data-job data-metric data-ranks data-status data-highlighted-rank data-axis="step|time"
 //        data-bucket-ns data-onset-step>
 //   <polyline class="rank-line" data-rank data-attempt data-highlighted data-diverged
-//             data-points data-max-bytes>
+//             data-points data-max-bytes>  (data-points: the rank's steps; past 4 per pixel
+//             column, `points` holds each column's first, lowest, highest and last)
 //   <line class="onset" data-kind="divergence|leak|divergence leak|oom" data-rank data-onset-step>
 //   <g class="legend-entry" data-rank data-highlighted>, <text class="tick" data-gib|data-step>
 // On a time axis (data-axis="time") a key is a bucket, its start in ns since the epoch /
@@ -21,6 +22,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -79,6 +81,14 @@ struct PlotOptions {
 // The SVG document. Each rank's latest attempt is drawn. Pure.
 std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& marks,
                              const PlotOptions& options);
+
+// The indexes of `points` (keys ascending within [min_key, max_key]) that a line across
+// `columns` pixel columns is drawn through: all of them while they are at most 4 per column,
+// else per column its first, lowest, highest and last point, in order (M4: Jugel et al., VLDB
+// 2014; the line looks the same). A job without step markers has a point a second: a day's
+// run is 86,400 per rank (exposed for tests).
+std::vector<size_t> DrawnPoints(const std::vector<std::pair<int64_t, uint64_t>>& points,
+                                int64_t min_key, int64_t max_key, int columns);
 
 // Tick values for [0, max]: 1-2-5 steps giving 4 to 10 ticks (exposed for tests).
 std::vector<double> NiceTicks(double min, double max);

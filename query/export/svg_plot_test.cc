@@ -1,6 +1,10 @@
 #include "query/export/svg_plot.h"
 
+#include <algorithm>
+#include <map>
 #include <regex>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -262,6 +266,54 @@ TEST(SvgPlotTest, RanksOptionDrawsOnlyThoseRanksButKeepsTheCohortsAnswer) {
   for (Attributes& line : Elements(svg, "polyline", "rank-line")) {
     EXPECT_EQ(line["data-highlighted"], "false");
   }
+}
+
+// Past 4 points per pixel column a line is drawn through each column's first, lowest, highest
+// and last point: the same picture from a fraction of the vertices.
+TEST(DrawnPointsTest, KeepEachColumnsFirstLowestHighestAndLast) {
+  std::vector<std::pair<int64_t, uint64_t>> points;
+  for (int64_t k = 0; k < 20'000; ++k) points.push_back({k, 100 + static_cast<uint64_t>(k % 7)});
+  points[777].second = 0;          // a dip
+  points[12'345].second = 10'000;  // a spike
+  constexpr int kColumns = 1000;
+  const std::vector<size_t> drawn = DrawnPoints(points, 0, 19'999, kColumns);
+  EXPECT_LE(drawn.size(), 4u * (kColumns + 1));
+  EXPECT_GE(drawn.size(), 2u * kColumns);
+  EXPECT_TRUE(std::is_sorted(drawn.begin(), drawn.end()));
+  EXPECT_EQ(drawn.front(), 0u);
+  EXPECT_EQ(drawn.back(), points.size() - 1);
+  EXPECT_NE(std::find(drawn.begin(), drawn.end(), 777u), drawn.end());
+  EXPECT_NE(std::find(drawn.begin(), drawn.end(), 12'345u), drawn.end());
+  // Every column keeps its extremes: 20 points a column.
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> all, kept;  // column -> (lowest, highest)
+  const auto add = [](std::map<int64_t, std::pair<uint64_t, uint64_t>>& m, int64_t c, uint64_t v) {
+    auto [it, inserted] = m.try_emplace(c, v, v);
+    it->second.first = std::min(it->second.first, v);
+    it->second.second = std::max(it->second.second, v);
+  };
+  for (const auto& [key, value] : points) add(all, key * kColumns / 19'999, value);
+  for (size_t i : drawn) add(kept, points[i].first * kColumns / 19'999, points[i].second);
+  EXPECT_EQ(kept, all);
+  // At most 4 a column: every point.
+  points.resize(4 * kColumns);
+  EXPECT_EQ(DrawnPoints(points, 0, 4 * kColumns - 1, kColumns).size(), points.size());
+}
+
+TEST(SvgPlotTest, ALongTimeAxisIsDrawnThroughAFewVerticesPerPixel) {
+  // 100 steps of 100 buckets: 10,000 a rank on a plot 1,200 wide.
+  const analysis::JobTimeline job = analysis::sim::StretchedIntoBuckets(
+      analysis::sim::Simulate(analysis::sim::LeakJob(5, 30, 256 * analysis::kMiB)).timeline, 100,
+      14 * analysis::kGiB, 1'796'536'003);
+  const std::string svg = Plot(job);
+  std::vector<Attributes> lines = Elements(svg, "polyline", "rank-line");
+  ASSERT_EQ(lines.size(), 8u);
+  for (Attributes& line : lines) {
+    EXPECT_EQ(line["data-points"], "10000");
+    const size_t vertices = std::count(line["points"].begin(), line["points"].end(), ',');
+    EXPECT_LE(vertices, 4u * 1200);
+    EXPECT_GE(vertices, 1000u);
+  }
+  EXPECT_LT(svg.size(), 8u * 4 * 1200 * 16) << "bytes";
 }
 
 TEST(SvgPlotTest, PeakMetricPlotsPeaks) {
