@@ -527,6 +527,18 @@ TEST_F(AnalysisCliTest, PeakByPhaseListsThePhases) {
   // A job without phases answers with none.
   auto none = Json<v1::PeakReport>({"peak", "--job", "healthy", "--by", "phase"});
   EXPECT_EQ(none.summaries_size(), 0);
+  // Unless --by phase was asked for, by rank, saying so: by phase it had no answer at all.
+  ProcessResult by_default = Memtrace({"peak", "--job", "healthy"});
+  EXPECT_EQ(by_default.exit_code, 0) << by_default.err;
+  EXPECT_EQ(by_default.err,
+            "memtrace peak: job 'healthy' recorded no phases: peak by rank (--by phase for the "
+            "phases' empty answer)\n");
+  EXPECT_NE(by_default.out.find("job healthy: peak by rank over 8 ranks"), std::string::npos)
+      << by_default.out;
+  // A job with phases keeps the default.
+  ProcessResult phased = Memtrace({"peak", "--job", "phases"});
+  EXPECT_EQ(phased.err, "");
+  EXPECT_NE(phased.out.find("peak by phase"), std::string::npos) << phased.out;
 }
 
 TEST_F(AnalysisCliTest, LeaksNamesRolloutMemoryLiveAfterTheRollout) {

@@ -18,21 +18,27 @@ constexpr char kUsage[] =
     "(e.g. an RL trainer's rollout, weight_sync, actor_update) all live bytes while the phase\n"
     "was open, and what was live when it closed; --by tag / source: that group's own bytes;\n"
     "--by rank: the step peak and the moment it was reached (\"reached at\", read by\n"
-    "`memtrace live --rank R --at-peak`). Highest peak first. A job that recorded no phases has\n"
-    "an empty --by phase answer.";
+    "`memtrace live --rank R --at-peak`). Highest peak first. A job that recorded no phases\n"
+    "(most jobs that are not RL trainers) is answered by rank unless --by is given (a note on\n"
+    "stderr says so); --by phase gives its empty answer.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
   AnalysisOptions options;
   v1::PeakRequest request;
   v1::PeakParams* p = request.mutable_params();
+  bool by_given = false;
   flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
   AddChoiceFlag<v1::PeakBy>(flags, "by",
                             {{"phase", v1::PEAK_BY_PHASE},
                              {"tag", v1::PEAK_BY_TAG},
                              {"source", v1::PEAK_BY_SOURCE},
                              {"rank", v1::PEAK_BY_RANK}},
-                            "grouping (default phase)", [p](v1::PeakBy by) { p->set_by(by); });
+                            "grouping (default phase; rank when the job recorded no phases)",
+                            [p, &by_given](v1::PeakBy by) {
+                              p->set_by(by);
+                              by_given = true;
+                            });
   AddUint32Flag(flags, "warmup", "N", "first steps left out (default 0)",
                 [p](uint32_t v) { p->set_warmup_steps(v); });
   AddUint32Flag(flags, "attempt", "N", "restart attempt to analyse (default each rank's latest)",
@@ -48,7 +54,16 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   absl::StatusOr<AnalysisClient> client =
       AnalysisClient::Create(options.collector, options.timeout);
   if (!client.ok()) return ReportError(io, client.status(), kName);
-  return PrintReport(kName, client->Peak(request), options, &analysis::RenderPeak, io);
+  absl::StatusOr<v1::PeakReport> report = client->Peak(request);
+  // No phase at all (none left out by --warmup): the default answers what it can, by rank.
+  if (!by_given && report.ok() && report->summaries().empty() && report->entries().empty() &&
+      p->warmup_steps() == 0 && report->ranks() > 0) {
+    io.err << "memtrace peak: job '" << request.job_id()
+           << "' recorded no phases: peak by rank (--by phase for the phases' empty answer)\n";
+    p->set_by(v1::PEAK_BY_RANK);
+    report = client->Peak(request);
+  }
+  return PrintReport(kName, report, options, &analysis::RenderPeak, io);
 }
 
 }  // namespace

@@ -34,6 +34,34 @@ TEST(PeakCommandTest, SendsTheGroupingAndShowsThePhases) {
   }
 }
 
+// A job that recorded no phases has no by-phase answer: the default asks by rank then, and says
+// so; --by phase keeps the empty answer.
+TEST(PeakCommandTest, WithoutPhasesTheDefaultAnswersByRank) {
+  FakeAnalysisServer server;
+  server.peak_report.set_job_id("j");
+  server.peak_report.set_ranks(2);
+  {
+    std::ostringstream out, err;
+    CommandIo io{out, err};
+    ASSERT_EQ(PeakCommand().run({"--job", "j", "--collector", server.address()}, io), kExitOk);
+    EXPECT_EQ(server.calls, 2);
+    EXPECT_EQ(server.peak_request.params().by(), v1::PEAK_BY_RANK);
+    EXPECT_NE(err.str().find("recorded no phases: peak by rank"), std::string::npos) << err.str();
+  }
+  for (const std::vector<std::string>& asked :
+       {std::vector<std::string>{"--by", "phase"}, std::vector<std::string>{"--warmup", "3"}}) {
+    server.calls = 0;
+    std::vector<std::string> args = {"--job", "j", "--collector", server.address()};
+    args.insert(args.end(), asked.begin(), asked.end());
+    std::ostringstream out, err;
+    CommandIo io{out, err};
+    ASSERT_EQ(PeakCommand().run(args, io), kExitOk);
+    EXPECT_EQ(server.calls, 1) << asked[0];
+    EXPECT_EQ(server.peak_request.params().by(), v1::PEAK_BY_PHASE) << asked[0];
+    EXPECT_EQ(err.str(), "") << asked[0];
+  }
+}
+
 TEST(PeakCommandTest, JobIsRequired) {
   std::ostringstream out, err;
   CommandIo io{out, err};
