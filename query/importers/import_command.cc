@@ -117,13 +117,18 @@ class TransportSink : public RankImportSink {
       if (flushed.ok()) return flushed;
       const TransportStats stats = transport_->stats();
       if (!stats.connected && stats.last_stream_refused) {
+        // The collector words it for agents (a second process of one rank, its host and pid);
+        // for an import, that is a trace imported before.
+        if (stats.last_stream_code == absl::StatusCode::kAlreadyExists) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "the collector at ", collector_,
+              " refused the import: the job holds another trace (or this one imported with "
+              "other flags) as this rank and attempt: import it under another --job or "
+              "--attempt (memtrace ranks --job JOB lists what the job holds; the collector "
+              "answered ALREADY_EXISTS)"));
+        }
         return absl::FailedPreconditionError(absl::StrCat(
-            "the collector at ", collector_, " refused the import: ", stats.last_stream_error,
-            stats.last_stream_code == absl::StatusCode::kAlreadyExists
-                ? ". Here that means another trace (or this one imported with other flags) "
-                  "was imported as this rank and attempt of the job before: import it under "
-                  "another --job or --attempt"
-                : ""));
+            "the collector at ", collector_, " refused the import: ", stats.last_stream_error));
       }
       if (!absl::IsDeadlineExceeded(flushed) || absl::Now() >= deadline) {
         return Explain(flushed.code());
