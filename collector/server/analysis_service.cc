@@ -364,7 +364,8 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
 }
 
 // The row in which rank `request.rank()` (the attempt asked for, else its latest) reached its
-// highest live bytes, the first of equals: its peak_ns is what `live --at-peak` reads at.
+// highest live bytes, the first of equals: its peak_ns is what `live --at-peak` reads at. The
+// step a running rank is in counts: its peak so far was reached, at an event of its own.
 absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& store,
                                       const v1::LiveRequest& request) {
   absl::StatusOr<Timeline> job = Load(cache, store, request.job_id(), "job_id",
@@ -377,6 +378,9 @@ absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& st
   const an::StepPoint* peak = nullptr;
   for (const an::StepPoint& p : rank->steps) {
     if (peak == nullptr || p.peak_bytes > peak->peak_bytes) peak = &p;
+  }
+  if (rank->in_progress && (peak == nullptr || rank->in_progress->peak_bytes > peak->peak_bytes)) {
+    peak = &*rank->in_progress;
   }
   if (peak == nullptr) {
     return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" rank ", request.rank(),
@@ -577,10 +581,10 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   const std::vector<const an::RankStepMetrics*> cohort = an::SelectRanks(
       *job, request.has_attempt() ? std::optional<uint32_t>(request.attempt()) : std::nullopt);
   const bool stopped_early =
-      request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET && subject->size() > 0 &&
+      request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET && subject->has_rows() &&
       std::any_of(cohort.begin(), cohort.end(), [&](const an::RankStepMetrics* rank) {
-        return rank->rank != subject->rank && rank->size() > 0 &&
-               rank->step.back() > subject->step.back();
+        return rank->rank != subject->rank && rank->has_rows() &&
+               rank->last_step() > subject->last_step();
       });
 
   // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),
@@ -622,7 +626,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       // Each rank's own end of that step: ranks' clocks differ, their step boundaries agree.
       std::optional<LivePoint> end = StepEnd(*rank, request.at_step());
       if (!end.has_value()) {
-        without_the_step += rank->size() > 0;
+        without_the_step += rank->has_rows();
         continue;
       }
       at = *end;
@@ -651,7 +655,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   const bool read_at_a_time = point.kind == LivePoint::Kind::kFirstOom || stopped_early ||
                               request.moment_case() == v1::LiveRequest::kAtNs;
   const bool read_at_their_latest = request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET &&
-                                    !stopped_early && !job->time_axis && subject->size() > 0;
+                                    !stopped_early && !job->time_axis && subject->has_rows();
   if ((read_at_a_time || read_at_their_latest) && !asked.empty()) {
     const int64_t moment = request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early
                                ? request.at_ns()
@@ -665,7 +669,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
         const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
         const bool before = read_at_a_time
                                 ? SaturatingAdd(s.last_ts_ns(), offset) < moment
-                                : rank->size() > 0 && rank->step.back() < subject->step.back();
+                                : rank->has_rows() && rank->last_step() < subject->last_step();
         if (!s.connected() && s.events_stored() > 0 && before) ++ended;
       }
     }

@@ -453,6 +453,62 @@ TEST_F(AnalysisServiceTest, LiveAtTheStepInProgressReadsTheLatestState) {
   EXPECT_TRUE(server_->store().CloseStream(stream->key, true, stream->connection).ok());
 }
 
+// The step a running rank is in holds its highest moment so far: --at-peak reads it there, not
+// at the highest of the steps that ended.
+TEST_F(AnalysisServiceTest, LiveAtPeakReadsAPeakInTheStepInProgress) {
+  constexpr int64_t kS = 1'000'000'000;
+  absl::StatusOr<OpenedStream> stream = HandWrittenEvents()
+                                            .Step(kHandT0, 0)
+                                            .Alloc(kHandT0 + 1000, 0xa000, 8 * kMiB)
+                                            .Free(kHandT0 + 2000, 0xa000, 8 * kMiB)
+                                            .Step(kHandT0 + kS, 1)
+                                            .Alloc(kHandT0 + kS + 1000, 0xb000, 16 * kMiB)
+                                            .Free(kHandT0 + kS + 2000, 0xb000, 16 * kMiB)
+                                            .AppendAsRunningRank0(server_->store(), "peak-running");
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  v1::LiveReport report;
+  grpc::Status status = LiveAtPeak("peak-running", &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(report.peak_bytes(), 16 * kMiB);
+  EXPECT_EQ(report.peak_step(), 1);
+  EXPECT_EQ(report.at_ns(), kHandT0 + kS + 1000);
+  EXPECT_TRUE(server_->store().CloseStream(stream->key, true, stream->connection).ok());
+}
+
+// A running rank's step in progress has begun: an allocation made three steps before it crossed
+// three step boundaries, as in the job that ended there. Without that step the candidates came
+// out a step short.
+TEST_F(AnalysisServiceTest, LeakCandidatesOfARunningRankCountTheStepItIsIn) {
+  constexpr int64_t kS = 1'000'000'000;
+  const auto leaking = [&] {
+    HandWrittenEvents events;
+    for (uint64_t s = 0; s <= 12; ++s) {
+      events.Step(kHandT0 + int64_t(s) * kS, s)
+          .Alloc(kHandT0 + int64_t(s) * kS + 1000, 0x100000 * (s + 1), 64 * kMiB);
+    }
+    return events;
+  };
+  absl::StatusOr<OpenedStream> running =
+      leaking().AppendAsRunningRank0(server_->store(), "leak-running");
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(leaking().AppendAsRank0(server_->store(), "leak-ended").ok());
+  const auto candidate_steps = [&](const std::string& job) {
+    grpc::ClientContext context;
+    v1::LeaksRequest request;
+    request.set_job_id(job);
+    v1::LeakReport report;
+    const grpc::Status status = stub_->Leaks(&context, request, &report);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::pair<int64_t, int64_t> steps{-1, -1};
+    for (const v1::LeakCandidate& c : report.candidates())
+      steps = {c.oldest_step(), c.newest_step()};
+    return steps;
+  };
+  EXPECT_EQ(candidate_steps("leak-ended"), std::make_pair(int64_t{5}, int64_t{9}));
+  EXPECT_EQ(candidate_steps("leak-running"), candidate_steps("leak-ended"));
+  EXPECT_TRUE(server_->store().CloseStream(running->key, true, running->connection).ok());
+}
+
 // A peak's event is of the attempt whose row holds it: read there, even when it was stamped
 // before that attempt's first event (an agent's threads stamp out of order), where the time
 // alone would pick the attempt before, and replay that stream to a seq of another.

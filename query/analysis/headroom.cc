@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "query/analysis/current_trend.h"
@@ -20,20 +21,36 @@ void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHead
   h->last_step = last.step;
   h->last_start_ns = last.start_ns;
   h->last_floor_bytes = last.floor_bytes;
-  // The last row may be a step or time bucket that has only begun (a running job, or a job's
-  // final bucket holding its last milliseconds): the latest peak is the highest of the last few.
+  // The last row may be a job's final time bucket holding its last milliseconds: the latest
+  // peak is the highest of the last few. The step a running rank is in (not among its steps)
+  // counts too: its peak so far was reached, and may already be past the capacity.
   const size_t recent_rows = std::min<size_t>(kRecentPeakRows, rank.steps.size());
   for (size_t i = rank.steps.size() - recent_rows; i < rank.steps.size(); ++i) {
     h->last_peak_bytes = std::max(h->last_peak_bytes, rank.steps[i].peak_bytes);
   }
+  if (rank.in_progress)
+    h->last_peak_bytes = std::max(h->last_peak_bytes, rank.in_progress->peak_bytes);
   if (params.capacity_bytes.has_value()) {
     h->capacity_bytes = *params.capacity_bytes;
   } else {
     for (const StepPoint& p : rank.steps) {
       h->capacity_bytes = std::max(h->capacity_bytes, p.device_total);
     }
+    if (rank.in_progress) {
+      h->capacity_bytes = std::max(h->capacity_bytes, rank.in_progress->device_total);
+    }
     h->capacity_from_samples = h->capacity_bytes > 0;
   }
+}
+
+// The first step with an OOM event, the step in progress counted (an OOM is an event, not a
+// partial number); nullopt when none.
+std::optional<int64_t> FirstOomStep(const RankTimeline& rank) {
+  for (const StepPoint& p : rank.steps) {
+    if (p.ooms > 0) return p.step;
+  }
+  if (rank.in_progress && rank.in_progress->ooms > 0) return rank.in_progress->step;
+  return std::nullopt;
 }
 
 // The rows the forecast reads (after warm-up, at most recent_steps): the floors to fit, and the
@@ -130,7 +147,9 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   RankHeadroom h;
   h.rank = rank.rank;
   if (rank.steps.empty()) {
-    h.status = HeadroomStatus::kTooShort;
+    const std::optional<int64_t> oom = FirstOomStep(rank);
+    h.status = oom ? HeadroomStatus::kOutOfMemory : HeadroomStatus::kTooShort;
+    if (oom) h.forecast_step = *oom;
     return h;
   }
   ReadLatest(rank, params, &h);
@@ -155,11 +174,9 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     h.trend_z = rise.trend.fit.trend_z;
     h.trend_fitted = true;
   }
-  const auto oom = std::find_if(rank.steps.begin(), rank.steps.end(),
-                                [](const StepPoint& p) { return p.ooms > 0; });
-  if (oom != rank.steps.end()) {
+  if (const std::optional<int64_t> oom = FirstOomStep(rank); oom.has_value()) {
     h.status = HeadroomStatus::kOutOfMemory;
-    h.forecast_step = oom->step;
+    h.forecast_step = *oom;
   } else if (h.capacity_bytes == 0) {
     h.status = HeadroomStatus::kNoCapacity;
   } else if (static_cast<double>(h.last_peak_bytes) >= usable) {

@@ -39,6 +39,45 @@ TEST(HeadroomTest, PlantedLinearLeakForecastsTheCapacityStepWithinTenPercent) {
   }
 }
 
+// The step a running rank is in is no step of the trend, but its peak so far was reached, and
+// its OOM happened: ignored, a rank whose step in progress had passed the device read 20 GiB of
+// headroom, and one that had run out of memory in it read "flat".
+TEST(HeadroomTest, TheStepInProgressRaisesTheLatestPeakAndCarriesItsOom) {
+  JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
+  for (RankTimeline& r : job.ranks) {
+    r.in_progress = std::move(r.steps.back());
+    r.steps.pop_back();
+  }
+  const HeadroomReport before = ForecastHeadroom(job);
+  ASSERT_EQ(before.entries.size(), job.ranks.size());
+  for (const RankHeadroom& h : before.entries) {
+    EXPECT_NE(h.status, HeadroomStatus::kAtCapacity) << h.rank;
+    EXPECT_NE(h.status, HeadroomStatus::kOutOfMemory) << h.rank;
+  }
+  job.ranks[2].in_progress->peak_bytes = 79 * kGiB + 800 * kMiB;  // past 80 GiB - 600 MiB outside
+  job.ranks[5].in_progress->ooms = 1;
+  const HeadroomReport after = ForecastHeadroom(job);
+  for (const RankHeadroom& h : after.entries) {
+    if (h.rank == 2) {
+      EXPECT_EQ(h.status, HeadroomStatus::kAtCapacity);
+      EXPECT_EQ(h.last_peak_bytes, 79 * kGiB + 800 * kMiB);
+      EXPECT_EQ(h.headroom_bytes, 0u);
+    } else if (h.rank == 5) {
+      EXPECT_EQ(h.status, HeadroomStatus::kOutOfMemory);
+      EXPECT_EQ(h.forecast_step, job.ranks[5].in_progress->step);
+    } else {
+      EXPECT_EQ(h.status, before.entries[0].status) << h.rank;
+    }
+    // The trend and the date are the steps': the last one ended.
+    EXPECT_EQ(h.last_step, job.ranks[h.rank].steps.back().step) << h.rank;
+  }
+  // A rank whose only row is in progress has no trend, but its OOM is news.
+  job.ranks[5].steps.clear();
+  for (const RankHeadroom& h : ForecastHeadroom(job).entries) {
+    if (h.rank == 5) EXPECT_EQ(h.status, HeadroomStatus::kOutOfMemory);
+  }
+}
+
 // An eval pass every 10 steps needs 18 GiB more: the rank runs out of memory on such a step,
 // long before a typical step's peak would reach the capacity. The forecast is that step (at
 // most one period early), not where the median step gets.

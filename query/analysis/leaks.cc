@@ -408,13 +408,19 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
     std::vector<int64_t>& steps_of = rank_steps[rank];
     for (size_t i = 0; i < count; ++i) steps_of.push_back(step_at(i));
   };
+  // A running rank's step in progress has begun: the boundary into it is one a live
+  // allocation crossed (without it, a live job's candidates came out a step short).
   if (!job.time_axis) {
     for (const RankTimeline& r : job.ranks) {
-      note_warmup({r.rank, r.attempt}, r.steps.size(), [&](size_t i) { return r.steps[i].step; });
+      const size_t n = r.steps.size();
+      note_warmup({r.rank, r.attempt}, n + (r.in_progress ? 1 : 0),
+                  [&](size_t i) { return i < n ? r.steps[i].step : r.in_progress->step; });
     }
   } else if (steps != nullptr && !steps->time_axis) {
     for (const RankStepMetrics& r : steps->ranks) {
-      note_warmup({r.rank, r.attempt}, r.size(), [&](size_t i) { return r.step[i]; });
+      const size_t n = r.size();
+      note_warmup({r.rank, r.attempt}, n + (r.in_progress ? 1 : 0),
+                  [&](size_t i) { return i < n ? r.step[i] : r.in_progress->step; });
     }
   }
   for (const RankTimeline* r : ranks) {

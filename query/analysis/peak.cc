@@ -98,6 +98,30 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
         acc.peaks.push_back(static_cast<double>(g.peak_bytes));
       }
     }
+    // The step a running rank is in: the peaks it reached so far were reached (live --at-peak
+    // reads the highest), but its partial numbers are no step's typical ones. Of the groups its
+    // steps had.
+    if (r->in_progress.has_value() && r->steps.size() >= params.warmup_steps) {
+      const StepPoint& p = *r->in_progress;
+      const auto raise = [&](NameId name, uint64_t peak, int64_t moment_ns) {
+        auto it = mine.find(name);
+        if (it == mine.end() || peak <= it->second.entry.peak_bytes) return;
+        PeakEntry& e = it->second.entry;
+        e.peak_bytes = peak;
+        e.peak_step = p.step;
+        e.at_moment = moment_ns != 0;
+        e.peak_ns = moment_ns != 0 ? moment_ns : p.start_ns;
+      };
+      if (params.by == PeakBy::kRank) {
+        raise(0, p.peak_bytes, p.peak_ns);
+      } else {
+        for (const GroupBytes& g : params.by == PeakBy::kPhase ? p.by_phase()
+                                   : params.by == PeakBy::kTag ? p.by_tag()
+                                                               : p.by_source()) {
+          raise(g.name, g.peak_bytes, /*moment_ns=*/0);
+        }
+      }
+    }
     for (auto& [name, acc] : mine) {
       if (acc.running.has_value()) acc.peaks.push_back(*acc.running);  // open at the window's end
       acc.entry.group = job.names.Name(name);

@@ -180,6 +180,29 @@ TEST(PeakTest, ByTagEachTagPeaksOnTheRanksThatHoldIt) {
   EXPECT_EQ(eval->max_peak_bytes, 3 * kGiB);
 }
 
+// A running rank's step in progress raises a peak it passed (live --at-peak reads that moment),
+// but is no step of the typical ones: its numbers are only so far.
+TEST(PeakTest, TheStepInProgressRaisesAPeakButNotTheTypicalOnes) {
+  JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
+  RankTimeline& three = job.ranks[3];
+  three.in_progress = std::move(three.steps.back());
+  three.steps.pop_back();
+  PeakParams by_rank;
+  by_rank.by = PeakBy::kRank;
+  const PeakEntry before = FindPeaks(job, by_rank).entries[3];
+  three.in_progress->peak_bytes = before.peak_bytes + 5 * kGiB;
+  three.in_progress->peak_ns = three.in_progress->start_ns + 42;
+  const PeakEntry after = FindPeaks(job, by_rank).entries[3];
+  EXPECT_EQ(after.peak_bytes, before.peak_bytes + 5 * kGiB);
+  EXPECT_EQ(after.peak_step, three.in_progress->step);
+  EXPECT_EQ(after.peak_ns, three.in_progress->start_ns + 42);
+  EXPECT_EQ(after.steps, before.steps);
+  EXPECT_EQ(after.median_peak_bytes, before.median_peak_bytes);
+  // Past --warmup only, as the steps are.
+  by_rank.warmup_steps = static_cast<uint32_t>(three.steps.size() + 1);
+  for (const PeakEntry& e : FindPeaks(job, by_rank).entries) EXPECT_NE(e.rank, 3u);
+}
+
 TEST(PeakTest, ByRankTheStepPeakOfEachRank) {
   JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
   PeakParams by_rank;

@@ -38,6 +38,10 @@ struct RankStepMetrics {
   std::optional<Row> in_progress;
 
   size_t size() const { return step.size(); }
+  // Whether it has a row, the one in progress counted, and its last step (has_rows() first):
+  // the step a running rank is in is as far as it got.
+  bool has_rows() const { return size() > 0 || in_progress.has_value(); }
+  int64_t last_step() const { return in_progress.has_value() ? in_progress->step : step.back(); }
   // The metric of the i-th step (MetricValue's choice of column).
   uint64_t Value(size_t i, Metric metric) const;
   // Appends one step (after the last).

@@ -63,10 +63,11 @@ constexpr char kUsage[] =
 // Forwards to a Transport and waits for durability at checkpoints.
 class TransportSink : public RankImportSink {
  public:
-  TransportSink(std::unique_ptr<Transport> transport, std::string collector,
+  TransportSink(std::unique_ptr<Transport> transport, std::string collector, std::string job_id,
                 absl::Duration drain_timeout)
       : transport_(std::move(transport)),
         collector_(std::move(collector)),
+        job_id_(std::move(job_id)),
         drain_timeout_(drain_timeout) {}
   // A sink dropped without Finish (the import stopped at an error) gives up at once: the
   // Transport's own destructor would wait 5 s more for a collector that already did not answer.
@@ -118,14 +119,14 @@ class TransportSink : public RankImportSink {
       const TransportStats stats = transport_->stats();
       if (!stats.connected && stats.last_stream_refused) {
         // The collector words it for agents (a second process of one rank, its host and pid);
-        // for an import, that is a trace imported before.
+        // for an import, the holder is a trace imported before, or a process streaming it.
         if (stats.last_stream_code == absl::StatusCode::kAlreadyExists) {
           return absl::FailedPreconditionError(absl::StrCat(
-              "the collector at ", collector_,
-              " refused the import: the job holds another trace (or this one imported with "
-              "other flags) as this rank and attempt: import it under another --job or "
-              "--attempt (memtrace ranks --job JOB lists what the job holds; the collector "
-              "answered ALREADY_EXISTS)"));
+              "the collector at ", collector_, " refused the import: job '", job_id_,
+              "' holds this rank and attempt already (another trace imported before, this one "
+              "imported with other flags, or a process streaming it): import it under another "
+              "--job or --attempt (`memtrace ranks --job ",
+              job_id_, "` lists what the job holds; the collector answered ALREADY_EXISTS)"));
         }
         return absl::FailedPreconditionError(absl::StrCat(
             "the collector at ", collector_, " refused the import: ", stats.last_stream_error));
@@ -154,6 +155,7 @@ class TransportSink : public RankImportSink {
 
   std::unique_ptr<Transport> transport_;
   std::string collector_;
+  std::string job_id_;
   absl::Duration drain_timeout_;
 };
 
@@ -480,7 +482,7 @@ absl::StatusOr<std::unique_ptr<RankImportSink>> StartTransportSink(
   transport_options.new_attempt_if_taken = false;
   absl::StatusOr<std::unique_ptr<Transport>> transport = Transport::Start(transport_options);
   if (!transport.ok()) return transport.status();
-  return std::make_unique<TransportSink>(std::move(*transport), options.collector,
+  return std::make_unique<TransportSink>(std::move(*transport), options.collector, options.job_id,
                                          options.drain_timeout);
 }
 

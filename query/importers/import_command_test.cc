@@ -252,9 +252,10 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   CommandRun refused = Import(other);
   EXPECT_LT(absl::Now() - started, absl::Seconds(10));
   EXPECT_NE(refused.code, 0);
-  EXPECT_NE(refused.err.find("refused the import: the job holds another trace (or this one "
-                             "imported with other flags) as this rank and attempt: import it "
-                             "under another --job or --attempt"),
+  EXPECT_NE(refused.err.find("refused the import: job 'again' holds this rank and attempt "
+                             "already (another trace imported before, this one imported with "
+                             "other flags, or a process streaming it): import it under another "
+                             "--job or --attempt (`memtrace ranks --job again` lists"),
             std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find("ALREADY_EXISTS"), std::string::npos) << refused.err;

@@ -531,8 +531,8 @@ TEST_F(AnalysisCliTest, PeakByPhaseListsThePhases) {
   ProcessResult by_default = Memtrace({"peak", "--job", "healthy"});
   EXPECT_EQ(by_default.exit_code, 0) << by_default.err;
   EXPECT_EQ(by_default.err,
-            "memtrace peak: job 'healthy' recorded no phases: peak by rank (--by phase for the "
-            "phases' empty answer)\n");
+            "memtrace peak: job 'healthy' has no phase in its steps so far: peak by rank (--by "
+            "phase for the phases' empty answer)\n");
   EXPECT_NE(by_default.out.find("job healthy: peak by rank over 8 ranks"), std::string::npos)
       << by_default.out;
   // A job with phases keeps the default.

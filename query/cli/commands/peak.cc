@@ -20,7 +20,8 @@ constexpr char kUsage[] =
     "--by rank: the step peak and the moment it was reached (\"reached at\", read by\n"
     "`memtrace live --rank R --at-peak`). Highest peak first. A job that recorded no phases\n"
     "(most jobs that are not RL trainers) is answered by rank unless --by is given (a note on\n"
-    "stderr says so); --by phase gives its empty answer.";
+    "stderr says so); --by phase gives its empty answer. A running rank's step in progress\n"
+    "raises a peak it passed, but is no step of the typical ones.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -59,7 +60,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   if (!by_given && report.ok() && report->summaries().empty() && report->entries().empty() &&
       p->warmup_steps() == 0 && report->ranks() > 0) {
     io.err << "memtrace peak: job '" << request.job_id()
-           << "' recorded no phases: peak by rank (--by phase for the phases' empty answer)\n";
+           << "' has no phase in its steps so far: peak by rank (--by phase for the phases' empty "
+              "answer)\n";
     p->set_by(v1::PEAK_BY_RANK);
     report = client->Peak(request);
   }
