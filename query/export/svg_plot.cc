@@ -311,40 +311,6 @@ void AppendAxes(const PlotFrame& frame, absl::string_view metric, const XAxis& a
                         kLeft, kTop, plot_w, plot_h);
 }
 
-}  // namespace
-
-std::vector<size_t> DrawnPoints(const std::vector<std::pair<int64_t, uint64_t>>& points,
-                                int64_t min_key, int64_t max_key, int columns) {
-  std::vector<size_t> drawn;
-  if (points.size() <= 4 * static_cast<size_t>(std::max(columns, 1)) || max_key <= min_key) {
-    drawn.resize(points.size());
-    for (size_t i = 0; i < points.size(); ++i) drawn[i] = i;
-    return drawn;
-  }
-  const double per_key = static_cast<double>(columns) / static_cast<double>(max_key - min_key);
-  const auto column = [&](size_t i) {
-    return static_cast<int64_t>(
-        std::floor(static_cast<double>(points[i].first - min_key) * per_key));
-  };
-  for (size_t begin = 0; begin < points.size();) {
-    const int64_t c = column(begin);
-    size_t end = begin + 1, lowest = begin, highest = begin;
-    for (; end < points.size() && column(end) == c; ++end) {
-      if (points[end].second < points[lowest].second) lowest = end;
-      if (points[end].second > points[highest].second) highest = end;
-    }
-    size_t kept[4] = {begin, lowest, highest, end - 1};
-    std::sort(kept, kept + 4);
-    for (size_t k = 0; k < 4; ++k) {
-      if (k == 0 || kept[k] != kept[k - 1]) drawn.push_back(kept[k]);
-    }
-    begin = end;
-  }
-  return drawn;
-}
-
-namespace {
-
 void AppendLines(const std::vector<Series>& series, const PlotFrame& frame,
                  const RankStyles& styles, std::string* svg) {
   absl::StrAppend(svg, "<g class=\"lines\" fill=\"none\" stroke-linejoin=\"round\">\n");
@@ -353,8 +319,8 @@ void AppendLines(const std::vector<Series>& series, const PlotFrame& frame,
     const uint32_t rank = s.rank->rank;
     auto [color, stroke] = styles.Of(rank, i);
     std::vector<std::string> pts;
-    for (size_t i : DrawnPoints(s.points, frame.min_key(), frame.max_key(), frame.plot_w())) {
-      const auto& [step, bytes] = s.points[i];
+    for (size_t p : DrawnPoints(s.points, frame.min_key(), frame.max_key(), frame.plot_w())) {
+      const auto& [step, bytes] = s.points[p];
       pts.push_back(absl::StrCat(Number(frame.X(step)), ",", Number(frame.Y(bytes))));
     }
     const bool highlighted = styles.Highlighted(rank);
@@ -566,6 +532,36 @@ absl::string_view PlotMetricName(analysis::Metric metric) {
       return "peak";
   }
   return "live";
+}
+
+std::vector<size_t> DrawnPoints(const std::vector<std::pair<int64_t, uint64_t>>& points,
+                                int64_t min_key, int64_t max_key, int columns) {
+  std::vector<size_t> drawn;
+  if (points.size() <= 4 * static_cast<size_t>(std::max(columns, 1)) || max_key <= min_key) {
+    drawn.resize(points.size());
+    for (size_t i = 0; i < points.size(); ++i) drawn[i] = i;
+    return drawn;
+  }
+  const double per_key = static_cast<double>(columns) / static_cast<double>(max_key - min_key);
+  const auto column = [&](size_t i) {
+    return static_cast<int64_t>(
+        std::floor(static_cast<double>(points[i].first - min_key) * per_key));
+  };
+  for (size_t begin = 0; begin < points.size();) {
+    const int64_t c = column(begin);
+    size_t end = begin + 1, lowest = begin, highest = begin;
+    for (; end < points.size() && column(end) == c; ++end) {
+      if (points[end].second < points[lowest].second) lowest = end;
+      if (points[end].second > points[highest].second) highest = end;
+    }
+    size_t kept[4] = {begin, lowest, highest, end - 1};
+    std::sort(kept, kept + 4);
+    for (size_t k = 0; k < 4; ++k) {
+      if (k == 0 || kept[k] != kept[k - 1]) drawn.push_back(kept[k]);
+    }
+    begin = end;
+  }
+  return drawn;
 }
 
 std::vector<double> NiceTicks(double min, double max) {
