@@ -16,8 +16,11 @@ constexpr char kUsage[] =
     "One row per rank of JOB as the collector stored it: host, local rank, attempt, how the\n"
     "rank was identified (env: the rank its sender gave, RANK from the launcher or, for\n"
     "`memtrace import`, the trace's rank; host+device+pid otherwise), events\n"
-    "stored, the highest durable sequence number, whether the agent closed its stream\n"
-    "cleanly (complete), the agent's counters as it last sent them (events lost; unacked:\n"
+    "stored, the highest durable sequence number, its state (running: its agent is connected,\n"
+    "and its last step or time bucket is still in progress, which the analyses leave out;\n"
+    "ended: it closed its stream cleanly; vanished: neither, as a crashed or killed process),\n"
+    "whether the agent closed its stream cleanly (complete), the agent's counters as it last sent "
+    "them (events lost; unacked:\n"
     "bytes of batches waiting behind its last one, in memory or spooled), the events up to the\n"
     "durable sequence number that the collector never stored (missing: batches the agent's\n"
     "full spool dropped, or acknowledged events a collector lost to a machine crash under\n"
@@ -96,6 +99,7 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
   columns.insert(columns.end(), {{"identified_by", ColumnType::kText},
                                  {"events", ColumnType::kInt},
                                  {"durable_seq", ColumnType::kInt},
+                                 {"state", ColumnType::kText},
                                  {"complete", ColumnType::kBool},
                                  {"lost", ColumnType::kInt},
                                  {"unacked", ColumnType::kBytes},
@@ -125,6 +129,9 @@ Table RanksTable(const v1::ListRanksResponse& response, bool detailed) {
     row.insert(
         row.end(),
         {rank.identified_by(), uint64_t{rank.events_stored()}, uint64_t{rank.durable_seq()},
+         std::string(rank.connected()  ? "running"
+                     : rank.complete() ? "ended"
+                                       : "vanished"),
          rank.complete(), uint64_t{rank.counters().events_lost()},
          uint64_t{rank.counters().spool_bytes()}, MissingEvents(rank),
          int64_t{rank.last_ack_unix_ns()}, uint64_t{rank.live_bytes()},

@@ -40,11 +40,12 @@ v1::ListRanksResponse OneRank() {
 TEST(RanksTableTest, TextTableShowsIdentityStorageAndHealthInHumanUnits) {
   std::ostringstream out;
   WriteText(RanksTable(OneRank(), /*detailed=*/false), out);
-  EXPECT_EQ(out.str(),
-            "rank  host        local  attempt  identified_by  events  durable_seq  complete  lost"
-            "   unacked  missing  last_ack                     live  step  anomalies  ooms\n"
-            "   5  sim-node-0      5        0  env               900         1000  yes          3"
-            "  4.00 KiB      100  2023-11-14 22:13:20.000  3.00 GiB    99          2     1\n");
+  EXPECT_EQ(
+      out.str(),
+      "rank  host        local  attempt  identified_by  events  durable_seq  state  complete"
+      "  lost   unacked  missing  last_ack                     live  step  anomalies  ooms\n"
+      "   5  sim-node-0      5        0  env               900         1000  ended  yes     "
+      "     3  4.00 KiB      100  2023-11-14 22:13:20.000  3.00 GiB    99          2     1\n");
 }
 
 TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
@@ -53,10 +54,27 @@ TEST(RanksTableTest, DetailedFormAddsTheWholeIdentityWithRawValues) {
   EXPECT_EQ(out.str(),
             "rank,host,local,attempt,world_size,pid,device,launcher,first_event,last_event,"
             "clock_offset_ns,clock_round_trip_ns,"
-            "identified_by,events,durable_seq,complete,lost,unacked,missing,last_ack,live,step,"
-            "anomalies,ooms,anomaly_kinds\n"
-            "5,sim-node-0,5,0,8,4242,5,simulator,0,0,,,env,900,1000,true,3,4096,100,"
+            "identified_by,events,durable_seq,state,complete,lost,unacked,missing,last_ack,live,"
+            "step,anomalies,ooms,anomaly_kinds\n"
+            "5,sim-node-0,5,0,8,4242,5,simulator,0,0,,,env,900,1000,ended,true,3,4096,100,"
             "1700000000000000000,3221225472,99,2,1,free_unknown=1 time_future=1\n");
+}
+
+// Running (its agent connected), ended (closed cleanly) or vanished (neither): `complete` alone
+// read "no" for a rank still running and for one whose process was killed alike.
+TEST(RanksTableTest, StateTellsARunningRankFromAVanishedOne) {
+  v1::ListRanksResponse response = OneRank();
+  *response.add_ranks() = response.ranks(0);
+  *response.add_ranks() = response.ranks(0);
+  response.mutable_ranks(1)->set_complete(false);
+  response.mutable_ranks(1)->set_connected(true);
+  response.mutable_ranks(2)->set_complete(false);
+  const Table table = RanksTable(response, /*detailed=*/false);
+  size_t state = 0;
+  while (table.columns()[state].name != "state") ++state;
+  std::vector<std::string> states;
+  for (const auto& row : table.rows()) states.push_back(std::get<std::string>(row[state]));
+  EXPECT_EQ(states, (std::vector<std::string>{"ended", "running", "vanished"}));
 }
 
 TEST(RanksTableTest, DetailedFormHasTheAgentsClockEstimateWhenThereIsOne) {
