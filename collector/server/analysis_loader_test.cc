@@ -165,6 +165,7 @@ void ExpectSameColumns(const EventStore& store, const std::string& job_id, v1::T
       EXPECT_EQ(got->ranks[i].in_progress->start_ns, want.ranks[i].in_progress->start_ns);
       EXPECT_EQ(got->ranks[i].in_progress->floor_bytes, want.ranks[i].in_progress->floor_bytes);
       EXPECT_EQ(got->ranks[i].in_progress->peak_bytes, want.ranks[i].in_progress->peak_bytes);
+      EXPECT_EQ(got->ranks[i].in_progress->end_bytes, want.ranks[i].in_progress->end_bytes);
     }
   }
 }

@@ -120,14 +120,12 @@ absl::Status RequireAttempt(const Job& job, std::optional<uint32_t> attempt) {
 // has no such step. Step rows come in the
 // collector's clock (EventStore::VisitRollups), and so does the moment.
 std::optional<LivePoint> StepEnd(const an::RankStepMetrics& rank, int64_t step) {
-  // The step in progress ends now: the latest state.
-  if (rank.in_progress.has_value() && rank.in_progress->step == step) return LivePoint();
-  for (size_t i = 0; i < rank.size(); ++i) {
-    if (rank.step[i] != step) continue;
+  for (size_t i = 0; i < rank.row_count(); ++i) {
+    if (rank.step_at(i) != step) continue;
     LivePoint point;
-    if (i + 1 < rank.size() || rank.in_progress.has_value()) {
+    if (i + 1 < rank.row_count()) {
       point.kind = LivePoint::Kind::kAtCollectorTime;
-      point.at_ns = (i + 1 < rank.size() ? rank.start_ns[i + 1] : rank.in_progress->start_ns) - 1;
+      point.at_ns = rank.start_at(i + 1) - 1;
     }
     return point;
   }
@@ -182,21 +180,22 @@ absl::StatusOr<std::vector<an::RankLiveSet>> LoadLiveSets(const EventStore& stor
 // A rank attempt's first step's start (INT64_MAX without steps), and whether it has `step`: of
 // its step metrics (live) or its timeline (leaks), its row in progress counted.
 int64_t FirstStartNs(const an::RankStepMetrics& r) {
-  return r.size() > 0 ? r.start_ns[0] : r.in_progress ? r.in_progress->start_ns : INT64_MAX;
+  return r.row_count() > 0 ? r.start_at(0) : INT64_MAX;
 }
 int64_t FirstStartNs(const an::RankTimeline& r) {
-  return !r.steps.empty() ? r.steps.front().start_ns
-         : r.in_progress  ? r.in_progress->start_ns
-                          : INT64_MAX;
+  return r.row_count() > 0 ? r.row(0).start_ns : INT64_MAX;
 }
 bool HasStep(const an::RankStepMetrics& r, int64_t step) {
-  return std::find(r.step.begin(), r.step.end(), step) != r.step.end() ||
-         (r.in_progress && r.in_progress->step == step);
+  for (size_t i = 0; i < r.row_count(); ++i) {
+    if (r.step_at(i) == step) return true;
+  }
+  return false;
 }
 bool HasStep(const an::RankTimeline& r, int64_t step) {
-  return std::any_of(r.steps.begin(), r.steps.end(),
-                     [step](const an::StepPoint& p) { return p.step == step; }) ||
-         (r.in_progress && r.in_progress->step == step);
+  for (size_t i = 0; i < r.row_count(); ++i) {
+    if (r.row(i).step == step) return true;
+  }
+  return false;
 }
 
 // Of `latest` (a rank's latest attempt) and the rank's earlier attempts in `job`, the latest
@@ -376,11 +375,9 @@ absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& st
   const an::RankTimeline* rank = FindRank(**job, request.rank(), attempt);
   if (rank == nullptr) return UnknownRank(**job, request.rank(), attempt);
   const an::StepPoint* peak = nullptr;
-  for (const an::StepPoint& p : rank->steps) {
+  for (size_t i = 0; i < rank->row_count(); ++i) {
+    const an::StepPoint& p = rank->row(i);
     if (peak == nullptr || p.peak_bytes > peak->peak_bytes) peak = &p;
-  }
-  if (rank->in_progress && (peak == nullptr || rank->in_progress->peak_bytes > peak->peak_bytes)) {
-    peak = &*rank->in_progress;
   }
   if (peak == nullptr) {
     return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" rank ", request.rank(),

@@ -28,8 +28,10 @@ sim::WorkloadOptions Base() {
   return w;
 }
 
-// The hand-written events' first moment (2023-11-14 22:13:20 UTC) and their sizes' unit.
+// The hand-written events' first moment (2023-11-14 22:13:20 UTC), a second, and their sizes'
+// unit.
 constexpr int64_t kHandT0 = int64_t{1700000000} * 1000000000;
+constexpr int64_t kS = 1'000'000'000;
 constexpr uint64_t kMiB = 1 << 20;
 
 // A rank's events written by hand, seq from 1, for cases no simulated job plays.
@@ -419,7 +421,6 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsTheStateAfterThePeaksEventNotItsMicro
 // The step a running rank is in is left out of what the analyses compare, but `live --at-step`
 // still reads it: it ends now. The step before it ends where it begins.
 TEST_F(AnalysisServiceTest, LiveAtTheStepInProgressReadsTheLatestState) {
-  constexpr int64_t kS = 1'000'000'000;
   absl::StatusOr<OpenedStream> stream = HandWrittenEvents()
                                             .Step(kHandT0, 0)
                                             .Alloc(kHandT0 + 1000, 0xa000, kMiB)
@@ -456,7 +457,6 @@ TEST_F(AnalysisServiceTest, LiveAtTheStepInProgressReadsTheLatestState) {
 // The step a running rank is in holds its highest moment so far: --at-peak reads it there, not
 // at the highest of the steps that ended.
 TEST_F(AnalysisServiceTest, LiveAtPeakReadsAPeakInTheStepInProgress) {
-  constexpr int64_t kS = 1'000'000'000;
   absl::StatusOr<OpenedStream> stream = HandWrittenEvents()
                                             .Step(kHandT0, 0)
                                             .Alloc(kHandT0 + 1000, 0xa000, 8 * kMiB)
@@ -479,7 +479,6 @@ TEST_F(AnalysisServiceTest, LiveAtPeakReadsAPeakInTheStepInProgress) {
 // three step boundaries, as in the job that ended there. Without that step the candidates came
 // out a step short.
 TEST_F(AnalysisServiceTest, LeakCandidatesOfARunningRankCountTheStepItIsIn) {
-  constexpr int64_t kS = 1'000'000'000;
   const auto leaking = [&] {
     HandWrittenEvents events;
     for (uint64_t s = 0; s <= 12; ++s) {

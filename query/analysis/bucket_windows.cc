@@ -269,10 +269,8 @@ JobTimeline InStepWindows(const JobTimeline& job, int64_t window) {
     // The bucket in progress comes last; the window it falls in is in progress itself: without
     // that bucket it would be a window short of its buckets, as partial as the bucket was.
     const size_t n = points.size();
-    const bool in_progress = r.in_progress.has_value();
     ForEachWindow(
-        n + (in_progress ? 1 : 0), window,
-        [&](size_t i) { return i < n ? points[i].step : r.in_progress->step; },
+        r.row_count(), window, [&](size_t i) { return r.row(i).step; },
         [&](size_t begin, size_t end, int64_t key) {
           if (end <= n) {
             w.steps.push_back(Merge(points.subspan(begin, end - begin), key));
@@ -300,10 +298,8 @@ JobStepMetrics InStepWindows(const JobStepMetrics& job, int64_t window) {
     w.host = r.host;
     // As above: the window of the bucket in progress is in progress.
     const size_t n = r.size();
-    const bool in_progress = r.in_progress.has_value();
     ForEachWindow(
-        n + (in_progress ? 1 : 0), window,
-        [&](size_t i) { return i < n ? r.step[i] : r.in_progress->step; },
+        r.row_count(), window, [&](size_t i) { return r.step_at(i); },
         [&](size_t begin, size_t end, int64_t key) {
           if (end > n) {
             RankStepMetrics::Row merged = *r.in_progress;

@@ -173,8 +173,7 @@ TEST(StepWindowTest, TheWindowOfABucketInProgressIsInProgress) {
   JobTimeline job = LeakInTenSecondSteps();
   RankTimeline& rank = job.ranks[0];
   const std::vector<StepPoint> buckets = rank.steps;
-  rank.in_progress = std::move(rank.steps.back());
-  rank.steps.pop_back();
+  rank.MoveLastToInProgress();
   // 100 steps from bucket ...003: 7 buckets, then 99 windows of 10, then 3 (the last in progress).
   const JobTimeline windows = InStepWindows(job, 10);
   const RankTimeline& merged = windows.ranks[0];

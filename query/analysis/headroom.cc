@@ -46,10 +46,9 @@ void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHead
 // The first step with an OOM event, the step in progress counted (an OOM is an event, not a
 // partial number); nullopt when none.
 std::optional<int64_t> FirstOomStep(const RankTimeline& rank) {
-  for (const StepPoint& p : rank.steps) {
-    if (p.ooms > 0) return p.step;
+  for (size_t i = 0; i < rank.row_count(); ++i) {
+    if (rank.row(i).ooms > 0) return rank.row(i).step;
   }
-  if (rank.in_progress && rank.in_progress->ooms > 0) return rank.in_progress->step;
   return std::nullopt;
 }
 

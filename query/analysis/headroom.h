@@ -63,7 +63,8 @@ struct RankHeadroom {
   int64_t last_step = 0;
   int64_t last_start_ns = 0;  // when last_step began, which eta_ns counts from
   uint64_t last_floor_bytes = 0;
-  // The highest peak of the last 3 steps (or buckets): the last may have only begun.
+  // The highest peak of the last 3 steps (or buckets: a job's final one may hold only its last
+  // milliseconds), and of the step a running rank is in (RankTimeline::in_progress).
   uint64_t last_peak_bytes = 0;
   uint64_t transient_bytes = 0;  // the highest peak - floor in the window
   // Usable capacity minus the latest peak (0 when already over).

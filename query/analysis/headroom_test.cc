@@ -44,10 +44,7 @@ TEST(HeadroomTest, PlantedLinearLeakForecastsTheCapacityStepWithinTenPercent) {
 // headroom, and one that had run out of memory in it read "flat".
 TEST(HeadroomTest, TheStepInProgressRaisesTheLatestPeakAndCarriesItsOom) {
   JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
-  for (RankTimeline& r : job.ranks) {
-    r.in_progress = std::move(r.steps.back());
-    r.steps.pop_back();
-  }
+  for (RankTimeline& r : job.ranks) r.MoveLastToInProgress();
   const HeadroomReport before = ForecastHeadroom(job);
   ASSERT_EQ(before.entries.size(), job.ranks.size());
   for (const RankHeadroom& h : before.entries) {

@@ -412,15 +412,11 @@ LeakReport FindLeaks(const JobTimeline& job, absl::Span<const RankLiveSet> live,
   // allocation crossed (without it, a live job's candidates came out a step short).
   if (!job.time_axis) {
     for (const RankTimeline& r : job.ranks) {
-      const size_t n = r.steps.size();
-      note_warmup({r.rank, r.attempt}, n + (r.in_progress ? 1 : 0),
-                  [&](size_t i) { return i < n ? r.steps[i].step : r.in_progress->step; });
+      note_warmup({r.rank, r.attempt}, r.row_count(), [&](size_t i) { return r.row(i).step; });
     }
   } else if (steps != nullptr && !steps->time_axis) {
     for (const RankStepMetrics& r : steps->ranks) {
-      const size_t n = r.size();
-      note_warmup({r.rank, r.attempt}, n + (r.in_progress ? 1 : 0),
-                  [&](size_t i) { return i < n ? r.step[i] : r.in_progress->step; });
+      note_warmup({r.rank, r.attempt}, r.row_count(), [&](size_t i) { return r.step_at(i); });
     }
   }
   for (const RankTimeline* r : ranks) {

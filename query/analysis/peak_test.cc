@@ -185,8 +185,7 @@ TEST(PeakTest, ByTagEachTagPeaksOnTheRanksThatHoldIt) {
 TEST(PeakTest, TheStepInProgressRaisesAPeakButNotTheTypicalOnes) {
   JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
   RankTimeline& three = job.ranks[3];
-  three.in_progress = std::move(three.steps.back());
-  three.steps.pop_back();
+  three.MoveLastToInProgress();
   PeakParams by_rank;
   by_rank.by = PeakBy::kRank;
   const PeakEntry before = FindPeaks(job, by_rank).entries[3];

@@ -532,7 +532,7 @@ std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
     absl::StrAppend(
         &out, "no ", by, " recorded",
         warmup > 0 ? absl::StrCat(" after each rank's first ", warmup, " steps (--warmup)") : "",
-        r.by() == v1::PEAK_BY_PHASE && warmup == 0 ? " (the job has no NVTX phase ranges)\n"
+        r.by() == v1::PEAK_BY_PHASE && warmup == 0 ? " (no NVTX phase range in the job's steps)\n"
                                                    : "\n");
     return out;
   }

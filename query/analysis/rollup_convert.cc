@@ -113,10 +113,7 @@ absl::Status TimelineBuilder::FinishRank() {
       return StepTwice(job_.job_id, rank_.rank, rank_.attempt, rank_.steps[i].step);
     }
   }
-  if (last_in_progress_ && !rank_.steps.empty()) {
-    rank_.in_progress = std::move(rank_.steps.back());
-    rank_.steps.pop_back();
-  }
+  if (last_in_progress_ && !rank_.steps.empty()) rank_.MoveLastToInProgress();
   job_.ranks.push_back(std::move(rank_));
   return absl::OkStatus();
 }

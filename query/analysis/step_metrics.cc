@@ -54,9 +54,8 @@ JobStepMetrics StepMetricsOf(const JobTimeline& job) {
 
 bool HasStepMarkers(const JobStepMetrics& job) {
   return internal::HasStepMarkersOf(
-      job.ranks,
-      [](const RankStepMetrics& r) { return r.size() + (r.in_progress.has_value() ? 1 : 0); },
-      [](const RankStepMetrics& r) { return r.size() > 0 ? r.step[0] : r.in_progress->step; });
+      job.ranks, [](const RankStepMetrics& r) { return r.row_count(); },
+      [](const RankStepMetrics& r) { return r.step_at(0); });
 }
 
 std::vector<const RankStepMetrics*> SelectRanks(const JobStepMetrics& job,

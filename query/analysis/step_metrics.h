@@ -38,10 +38,14 @@ struct RankStepMetrics {
   std::optional<Row> in_progress;
 
   size_t size() const { return step.size(); }
-  // Whether it has a row, the one in progress counted, and its last step (has_rows() first):
-  // the step a running rank is in is as far as it got.
-  bool has_rows() const { return size() > 0 || in_progress.has_value(); }
-  int64_t last_step() const { return in_progress.has_value() ? in_progress->step : step.back(); }
+  // As RankTimeline's: its rows with the one in progress last, their count, and the i-th's step
+  // and start. Whether it has any, and its last step (has_rows() first): the step a running
+  // rank is in is as far as it got.
+  size_t row_count() const { return size() + (in_progress.has_value() ? 1 : 0); }
+  int64_t step_at(size_t i) const { return i < size() ? step[i] : in_progress->step; }
+  int64_t start_at(size_t i) const { return i < size() ? start_ns[i] : in_progress->start_ns; }
+  bool has_rows() const { return row_count() > 0; }
+  int64_t last_step() const { return step_at(row_count() - 1); }
   // The metric of the i-th step (MetricValue's choice of column).
   uint64_t Value(size_t i, Metric metric) const;
   // Appends one step (after the last).

@@ -106,11 +106,8 @@ const GroupBytes* FindGroup(absl::Span<const GroupBytes> groups, NameId name) {
 
 bool HasStepMarkers(const JobTimeline& job) {
   return internal::HasStepMarkersOf(
-      job.ranks,
-      [](const RankTimeline& r) { return r.steps.size() + (r.in_progress.has_value() ? 1 : 0); },
-      [](const RankTimeline& r) {
-        return r.steps.empty() ? r.in_progress->step : r.steps[0].step;
-      });
+      job.ranks, [](const RankTimeline& r) { return r.row_count(); },
+      [](const RankTimeline& r) { return r.row(0).step; });
 }
 
 std::vector<const RankTimeline*> SelectRanks(const JobTimeline& job,

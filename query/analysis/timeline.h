@@ -144,6 +144,16 @@ struct RankTimeline {
   // markers, 10 ms old, put a leaking rank's floor 8 GiB under its cohort's. The analyses
   // compare `steps`; a moment in this row (live --at-step) is still the rank's to read.
   std::optional<StepPoint> in_progress;
+
+  // Its rows with the one in progress last, for what counts that row too (a step begun, a peak
+  // reached, an OOM): how many, and the i-th.
+  size_t row_count() const { return steps.size() + (in_progress.has_value() ? 1 : 0); }
+  const StepPoint& row(size_t i) const { return i < steps.size() ? steps[i] : *in_progress; }
+  // Takes the last step out of `steps` into in_progress (the rank has one).
+  void MoveLastToInProgress() {
+    in_progress = std::move(steps.back());
+    steps.pop_back();
+  }
 };
 
 struct JobTimeline {

@@ -319,6 +319,7 @@ void AppendLines(const std::vector<Series>& series, const PlotFrame& frame,
     const uint32_t rank = s.rank->rank;
     auto [color, stroke] = styles.Of(rank, i);
     std::vector<std::string> pts;
+    pts.reserve(std::min(s.points.size(), 4 * static_cast<size_t>(frame.plot_w() + 1)));
     for (size_t p : DrawnPoints(s.points, frame.min_key(), frame.max_key(), frame.plot_w())) {
       const auto& [step, bytes] = s.points[p];
       pts.push_back(absl::StrCat(Number(frame.X(step)), ",", Number(frame.Y(bytes))));

@@ -123,10 +123,12 @@ class TransportSink : public RankImportSink {
         if (stats.last_stream_code == absl::StatusCode::kAlreadyExists) {
           return absl::FailedPreconditionError(absl::StrCat(
               "the collector at ", collector_, " refused the import: job '", job_id_,
-              "' holds this rank and attempt already (another trace imported before, this one "
-              "imported with other flags, or a process streaming it): import it under another "
-              "--job or --attempt (`memtrace ranks --job ",
-              job_id_, "` lists what the job holds; the collector answered ALREADY_EXISTS)"));
+              "' holds this rank already, as another trace imported before as this attempt (or "
+              "this one imported with other flags: import it under another --job or --attempt), "
+              "or as a process streaming the rank now (import it once that ended); `memtrace "
+              "ranks --job ",
+              job_id_, "` shows which (state running, or ended). The collector answered ",
+              "ALREADY_EXISTS"));
         }
         return absl::FailedPreconditionError(absl::StrCat(
             "the collector at ", collector_, " refused the import: ", stats.last_stream_error));

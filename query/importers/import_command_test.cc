@@ -252,10 +252,11 @@ TEST_F(ImportCommandTest, ImportingTheSameFileAgainStoresNothingNew) {
   CommandRun refused = Import(other);
   EXPECT_LT(absl::Now() - started, absl::Seconds(10));
   EXPECT_NE(refused.code, 0);
-  EXPECT_NE(refused.err.find("refused the import: job 'again' holds this rank and attempt "
-                             "already (another trace imported before, this one imported with "
-                             "other flags, or a process streaming it): import it under another "
-                             "--job or --attempt (`memtrace ranks --job again` lists"),
+  EXPECT_NE(refused.err.find("refused the import: job 'again' holds this rank already, as "
+                             "another trace imported before as this attempt (or this one "
+                             "imported with other flags: import it under another --job or "
+                             "--attempt), or as a process streaming the rank now (import it once "
+                             "that ended); `memtrace ranks --job again` shows which"),
             std::string::npos)
       << refused.err;
   EXPECT_NE(refused.err.find("ALREADY_EXISTS"), std::string::npos) << refused.err;

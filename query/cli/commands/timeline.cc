@@ -29,7 +29,7 @@ constexpr char kUsage[] =
     "flat floor is a spike. A job without step markers is shown by time bucket unless --by is\n"
     "given (a note on stderr says so). A running rank's last row (its agent is still\n"
     "connected) is in progress, its floor and peak so far: an in_progress column marks it, and\n"
-    "the analyses (diverged, leaks, growth, peak, ...) leave it out until it ends.\n"
+    "the analyses compare ranks without it until it ends (a peak or OOM in it still counts).\n"
     "\n"
     "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
     "RFC 3339 (2026-12-02T16:54:03Z), or a time as memtrace prints it (2026-12-02\n"
