@@ -28,8 +28,9 @@ void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHead
   for (size_t i = rank.steps.size() - recent_rows; i < rank.steps.size(); ++i) {
     h->last_peak_bytes = std::max(h->last_peak_bytes, rank.steps[i].peak_bytes);
   }
-  if (rank.in_progress)
+  if (rank.in_progress) {
     h->last_peak_bytes = std::max(h->last_peak_bytes, rank.in_progress->peak_bytes);
+  }
   if (params.capacity_bytes.has_value()) {
     h->capacity_bytes = *params.capacity_bytes;
   } else {

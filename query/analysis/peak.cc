@@ -17,17 +17,21 @@ struct Acc {
   std::optional<double> running;  // the peak of a phase's run not closed yet
 };
 
+// Makes `peak`, reached in row `p`, the group's highest when it is (or the first).
+// `moment_ns`: when the row reached it, 0 when unknown (the row's start stands for it).
+void RaisePeak(Acc& acc, const StepPoint& p, uint64_t peak, int64_t moment_ns) {
+  if (acc.rows > 0 && peak <= acc.entry.peak_bytes) return;
+  acc.entry.peak_bytes = peak;
+  acc.entry.peak_step = p.step;
+  acc.entry.at_moment = moment_ns != 0;
+  acc.entry.peak_ns = moment_ns != 0 ? moment_ns : p.start_ns;
+}
+
 // One row of the group: the highest peak, and what was live at its close (nullopt for a phase
 // that did not close in the row: what was live at its end is not what the phase left behind).
-// `moment_ns`: when the row reached `peak`, 0 when unknown.
 void Add(Acc& acc, const StepPoint& p, uint64_t peak, std::optional<uint64_t> end,
          int64_t moment_ns) {
-  if (acc.rows == 0 || peak > acc.entry.peak_bytes) {
-    acc.entry.peak_bytes = peak;
-    acc.entry.peak_step = p.step;
-    acc.entry.at_moment = moment_ns != 0;
-    acc.entry.peak_ns = moment_ns != 0 ? moment_ns : p.start_ns;
-  }
+  RaisePeak(acc, p, peak, moment_ns);
   ++acc.rows;
   if (end.has_value()) acc.ends.push_back(static_cast<double>(*end));
 }
@@ -105,12 +109,7 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
       const StepPoint& p = *r->in_progress;
       const auto raise = [&](NameId name, uint64_t peak, int64_t moment_ns) {
         auto it = mine.find(name);
-        if (it == mine.end() || peak <= it->second.entry.peak_bytes) return;
-        PeakEntry& e = it->second.entry;
-        e.peak_bytes = peak;
-        e.peak_step = p.step;
-        e.at_moment = moment_ns != 0;
-        e.peak_ns = moment_ns != 0 ? moment_ns : p.start_ns;
+        if (it != mine.end()) RaisePeak(it->second, p, peak, moment_ns);
       };
       if (params.by == PeakBy::kRank) {
         raise(0, p.peak_bytes, p.peak_ns);

@@ -28,7 +28,6 @@ void TimelineBuilder::BeginRank(const v1::RankRollups& header) {
   rank_.attempt = header.attempt();
   rank_.host = header.identity().host();
   rank_.device_index = header.has_identity() ? header.identity().device_index() : -1;
-  last_in_progress_ = header.last_row_in_progress();
   imported_ = header.identity().launcher() == "kineto-import";
   ids_.clear();
   for (const v1::StringEntry& e : header.strings()) ids_[e.id()] = job_.names.Intern(e.value());
@@ -124,7 +123,6 @@ void StepMetricsBuilder::BeginRank(const v1::RankRollups& header) {
   r.rank = header.rank();
   r.attempt = header.attempt();
   r.host = header.identity().host();
-  last_in_progress_ = header.last_row_in_progress();
   for (std::vector<int64_t>* column : {&r.step, &r.start_ns}) column->reserve(expect);
   for (std::vector<uint64_t>* column : {&r.floor_bytes, &r.end_bytes, &r.peak_bytes}) {
     column->reserve(expect);

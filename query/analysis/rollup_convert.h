@@ -38,6 +38,7 @@ class RankByRankBuilder {
       return RankTwice(job_.job_id, header.rank(), header.attempt());
     }
     in_rank_ = true;
+    last_in_progress_ = header.last_row_in_progress();
     static_cast<Derived*>(this)->BeginRank(header);
     return absl::OkStatus();
   }
@@ -60,6 +61,7 @@ class RankByRankBuilder {
   }
 
   Job job_;
+  bool last_in_progress_ = false;  // the current rank's last row goes to its in_progress
 
  private:
   static absl::Status RankTwice(absl::string_view job_id, uint32_t rank, uint32_t attempt) {
@@ -99,7 +101,6 @@ class TimelineBuilder : public RankByRankBuilder<TimelineBuilder, JobTimeline> {
   absl::flat_hash_map<uint32_t, NameId> ids_;        // the current rank's wire id -> name
   uint32_t allocator_paths_ = 0;                     // bits: segments, pool, vmm
   bool imported_ = false;                            // the rank came from `memtrace import`
-  bool last_in_progress_ = false;                    // its last row goes to in_progress
   std::vector<GroupBytes> tags_, sources_, phases_;  // AddRow's scratch: keeps its capacity
 };
 
@@ -115,8 +116,6 @@ class StepMetricsBuilder : public RankByRankBuilder<StepMetricsBuilder, JobStepM
   friend class RankByRankBuilder<StepMetricsBuilder, JobStepMetrics>;
   void BeginRank(const v1::RankRollups& header);
   absl::Status FinishRank();
-
-  bool last_in_progress_ = false;  // the current rank's last row goes to in_progress
 };
 
 // The timeline of `job_id` from a whole GetRollupsResponse (TimelineBuilder over its ranks).
