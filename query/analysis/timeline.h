@@ -141,8 +141,9 @@ struct RankTimeline {
   // The row the rank's stream is still filling (its agent is connected: RankRollups'
   // last_row_in_progress), after `steps` and not among them. Its floor is the lowest so far and
   // its peak the highest so far: read as a step, the last 1 s bucket of a live job without step
-  // markers, 10 ms old, put a leaking rank's floor 8 GiB under its cohort's. The analyses
-  // compare `steps`; a moment in this row (live --at-step) is still the rank's to read.
+  // markers, a few ms old, put a leaking rank 1.25 GiB under its cohort where it stood about
+  // 5 GiB over (query/analysis/README.md). The analyses compare ranks over `steps`; what this
+  // row holds that is not partial still counts (a peak reached, an OOM, the step begun).
   std::optional<StepPoint> in_progress;
 
   // Its rows with the one in progress last, for what counts that row too (a step begun, a peak
