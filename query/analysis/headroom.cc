@@ -34,11 +34,8 @@ void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHead
   if (params.capacity_bytes.has_value()) {
     h->capacity_bytes = *params.capacity_bytes;
   } else {
-    for (const StepPoint& p : rank.steps) {
-      h->capacity_bytes = std::max(h->capacity_bytes, p.device_total);
-    }
-    if (rank.in_progress) {
-      h->capacity_bytes = std::max(h->capacity_bytes, rank.in_progress->device_total);
+    for (size_t i = 0; i < rank.row_count(); ++i) {
+      h->capacity_bytes = std::max(h->capacity_bytes, rank.row(i).device_total);
     }
     h->capacity_from_samples = h->capacity_bytes > 0;
   }

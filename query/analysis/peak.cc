@@ -49,6 +49,21 @@ void Run(Acc& acc, const GroupBytes& g) {
   acc.running.reset();
 }
 
+// A row's list of the groups `by` names (kRank has none).
+absl::Span<const GroupBytes> GroupsOf(const StepPoint& p, PeakBy by) {
+  switch (by) {
+    case PeakBy::kPhase:
+      return p.by_phase();
+    case PeakBy::kTag:
+      return p.by_tag();
+    case PeakBy::kSource:
+      return p.by_source();
+    case PeakBy::kRank:
+      break;
+  }
+  return {};
+}
+
 }  // namespace
 
 absl::string_view PeakByName(PeakBy by) {
@@ -88,7 +103,7 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
         continue;
       }
       if (params.by == PeakBy::kPhase) {
-        for (const GroupBytes& g : p.by_phase()) {
+        for (const GroupBytes& g : GroupsOf(p, params.by)) {
           Acc& acc = mine[g.name];
           Add(acc, p, g.peak_bytes, g.closed ? std::optional<uint64_t>(g.live_bytes) : std::nullopt,
               /*moment_ns=*/0);
@@ -96,7 +111,7 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
         }
         continue;
       }
-      for (const GroupBytes& g : params.by == PeakBy::kTag ? p.by_tag() : p.by_source()) {
+      for (const GroupBytes& g : GroupsOf(p, params.by)) {
         Acc& acc = mine[g.name];
         Add(acc, p, g.peak_bytes, g.live_bytes, /*moment_ns=*/0);
         acc.peaks.push_back(static_cast<double>(g.peak_bytes));
@@ -114,9 +129,7 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
       if (params.by == PeakBy::kRank) {
         raise(0, p.peak_bytes, p.peak_ns);
       } else {
-        for (const GroupBytes& g : params.by == PeakBy::kPhase ? p.by_phase()
-                                   : params.by == PeakBy::kTag ? p.by_tag()
-                                                               : p.by_source()) {
+        for (const GroupBytes& g : GroupsOf(p, params.by)) {
           raise(g.name, g.peak_bytes, /*moment_ns=*/0);
         }
       }
