@@ -252,6 +252,7 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
   id.set_attempt(attempt->has_value() ? static_cast<uint32_t>(**attempt) : 0);
   id.set_host(facts.host);
   id.set_pid(facts.pid);
+  id.set_parent_pid(facts.parent_pid);
   id.set_process_start_ns(facts.start_ns);
   if (std::optional<std::string> run = EnvNonEmpty(env, "MEMTRACE_RUN_ID")) id.set_run_id(*run);
   if (absl::Status s = ReadDevice(env, ranks->local_rank, &id); !s.ok()) return s;

@@ -14,7 +14,7 @@
 namespace memtrace {
 namespace {
 
-const ProcessFacts kFacts{"node-7", 4242, 1'700'000'000'000'000'123};
+const ProcessFacts kFacts{"node-7", 4242, 1'700'000'000'000'000'123, 4100};
 
 absl::StatusOr<v1::RankIdentity> FromMap(std::map<std::string, std::string> vars) {
   return IdentityFromEnvironment(MapEnvironment(std::move(vars)), kFacts);
@@ -52,6 +52,8 @@ TEST(IdentityTest, ReadsEveryTorchrunField) {
   EXPECT_EQ(id->attempt(), 2u);
   EXPECT_EQ(id->host(), "node-7");
   EXPECT_EQ(id->pid(), 4242u);
+  // What tells the collector a subprocess that inherited RANK from its parent.
+  EXPECT_EQ(id->parent_pid(), 4100u);
   EXPECT_EQ(id->process_start_ns(), kFacts.start_ns);
   EXPECT_EQ(id->device_index(), 1);  // LOCAL_RANK, no CUDA_VISIBLE_DEVICES
   EXPECT_EQ(id->launcher(), "torchrun");

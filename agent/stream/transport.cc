@@ -334,6 +334,7 @@ class Transport::Impl final : public IngestStream::Listener {
   bool ever_connected_ = false;
   uint64_t durable_at_first_hello_ = 0;  // TransportStats::durable_at_first_hello
   std::optional<uint32_t> stored_attempt_;  // TransportStats::stored_attempt
+  std::optional<int32_t> stored_subprocess_of_;  // TransportStats::stored_subprocess_of
   bool closed_cleanly_ = false;
   uint64_t max_written_seq_ = 0;
   uint64_t events_sent_ = 0;
@@ -885,6 +886,17 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
       }
       stored_attempt_ = ack.attempt();
     }
+    if (ack.has_subprocess_of_rank()) {
+      if (!stored_subprocess_of_.has_value() && options_.log_failures) {
+        // Once: the process inherited its parent's RANK (an engine or worker the rank started).
+        AgentStderr().Write(absl::StrCat(
+            "memtrace-agent: job ", options_.identity.job_id(), " rank ", options_.identity.rank(),
+            " is streamed by this process's parent (pid ", options_.identity.parent_pid(),
+            "); the collector stores this process (pid ", options_.identity.pid(),
+            ") as a subprocess of rank ", ack.subprocess_of_rank()));
+      }
+      stored_subprocess_of_ = ack.subprocess_of_rank();
+    }
     if (ever_connected_) ++reconnects_;
     if (!ever_connected_) durable_at_first_hello_ = seq;
     ever_connected_ = true;
@@ -1052,6 +1064,7 @@ TransportStats Transport::Impl::stats() const {
   s.durable_seq = durable_seq_;
   s.durable_at_first_hello = durable_at_first_hello_;
   s.stored_attempt = stored_attempt_;
+  s.stored_subprocess_of = stored_subprocess_of_;
   s.reconnects = reconnects_;
   s.connected = hello_acked_ && !reads_done_ && !write_failed_ && !stream_done_;
   s.batches_sent = batches_sent_;

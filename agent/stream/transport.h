@@ -51,6 +51,9 @@ struct TransportStats {
   // next free one (TransportOptions::new_attempt_if_taken). nullopt before the first ack, or from
   // a collector too old to say.
   std::optional<uint32_t> stored_attempt;
+  // The launcher rank the collector stores this process as a subprocess of (its Hello ack,
+  // RankIdentity.subprocess_of_rank): the process inherited the RANK its parent streams.
+  std::optional<int32_t> stored_subprocess_of;
   // Streams opened (Hello answered) after the first one.
   uint64_t reconnects = 0;
   bool connected = false;

@@ -1,6 +1,9 @@
 #include "collector/security/stream_admission.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +37,16 @@ std::string RankName(const v1::RankIdentity& id) {
                       id.process_start_ns() != 0 ? absl::StrCat("/", id.process_start_ns()) : "");
 }
 
+// Whether `parent` can be the process that started `child` on its host: the same host, the
+// child's parent pid, and started no later (when both starts are known: a pid reused after
+// the parent ended is some other process).
+bool IsParentOf(const Producer& parent, const v1::RankIdentity& child) {
+  return child.parent_pid() != 0 && parent.pid == child.parent_pid() &&
+         parent.host == child.host() &&
+         (parent.start_ns == 0 || child.process_start_ns() == 0 ||
+          parent.start_ns <= child.process_start_ns());
+}
+
 std::string Describe(const Producer& p) {
   return absl::StrCat("host \"", p.host, "\" pid ", p.pid,
                       p.start_ns != 0 ? absl::StrCat(" instance ", p.start_ns) : "");
@@ -49,6 +62,34 @@ struct StreamAdmission::Job {
     int connections = 0;  // tickets alive
   };
   absl::flat_hash_map<std::pair<int32_t, uint32_t>, Stream> streams;  // (rank, attempt)
+  // Each launcher rank's subprocesses (stored without a launcher rank), which can start
+  // subprocesses of the rank in turn.
+  absl::flat_hash_map<int32_t, std::vector<Producer>> subprocesses;
+
+  // The launcher rank `identity` is a subprocess of, if it is one (see the header): it names a
+  // rank whose process, or one of whose subprocesses, is its parent, and it is not itself a
+  // process that streams the rank.
+  std::optional<int32_t> SubprocessOf(const v1::RankIdentity& identity) const {
+    const int32_t rank = identity.rank();
+    if (rank < 0 || identity.parent_pid() == 0) return std::nullopt;
+    const Producer self = ProducerOf(identity);
+    bool has_parent = false;
+    for (const auto& [key, stream] : streams) {
+      if (key.first != rank) continue;
+      if (stream.producer == self) return std::nullopt;
+      has_parent = has_parent || IsParentOf(stream.producer, identity);
+    }
+    if (auto it = subprocesses.find(rank); it != subprocesses.end()) {
+      for (const Producer& p : it->second) has_parent = has_parent || IsParentOf(p, identity);
+    }
+    return has_parent ? std::optional<int32_t>(rank) : std::nullopt;
+  }
+  void AddSubprocess(int32_t rank, const Producer& producer) {
+    std::vector<Producer>& known = subprocesses[rank];
+    if (std::find(known.begin(), known.end(), producer) == known.end()) {
+      known.push_back(producer);
+    }
+  }
 };
 
 AdmissionTicket::AdmissionTicket(AdmissionTicket&& other) noexcept { *this = std::move(other); }
@@ -61,6 +102,7 @@ AdmissionTicket& AdmissionTicket::operator=(AdmissionTicket&& other) noexcept {
     rank_ = other.rank_;
     attempt_ = other.attempt_;
     reassigned_ = std::move(other.reassigned_);
+    subprocess_of_ = other.subprocess_of_;
   }
   return *this;
 }
@@ -86,6 +128,9 @@ absl::StatusOr<StreamAdmission::Job*> StreamAdmission::LoadJob(const std::string
   if (stored.ok()) {
     for (const v1::RankSummary& r : *stored) {
       job->ranks.insert(RankName(r.identity()));
+      if (r.identity().has_subprocess_of_rank()) {
+        job->AddSubprocess(r.identity().subprocess_of_rank(), ProducerOf(r.identity()));
+      }
       if (r.identity().rank() >= 0) {
         job->streams.emplace(std::make_pair(r.identity().rank(), r.identity().attempt()),
                              Job::Stream{ProducerOf(r.identity()), 0});
@@ -151,7 +196,14 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Job*> job = LoadJob(identity.job_id());
   if (!job.ok()) return job.status();
-  const std::string name = RankName(identity);
+  const std::optional<int32_t> subprocess_of = (*job)->SubprocessOf(identity);
+  // A subprocess is counted, and stored, as the worker without a launcher rank it is.
+  v1::RankIdentity as_counted;
+  if (subprocess_of.has_value()) {
+    as_counted = identity;
+    as_counted.set_rank(-1);
+  }
+  const std::string name = RankName(subprocess_of.has_value() ? as_counted : identity);
   if (!(*job)->ranks.contains(name)) {
     if (max_ranks_per_job_ > 0 && (*job)->ranks.size() >= max_ranks_per_job_) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -161,7 +213,10 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
   }
   AdmissionTicket ticket;
   ticket.attempt_ = identity.attempt();
-  if (identity.rank() >= 0) {
+  if (subprocess_of.has_value()) {
+    (*job)->AddSubprocess(*subprocess_of, ProducerOf(identity));
+    ticket.subprocess_of_ = subprocess_of;
+  } else if (identity.rank() >= 0) {
     absl::StatusOr<uint32_t> attempt =
         ChooseAttempt(identity, new_attempt_if_taken, **job, &ticket.reassigned_);
     if (!attempt.ok()) return attempt.status();

@@ -14,6 +14,12 @@
 //    job rerun under the same id). Then it is stored as the rank's next attempt (one past the
 //    highest it holds), and every later Hello of that process goes on as it, also after a
 //    collector restart. The same process reconnecting is admitted.
+// Except a rank's subprocess: a process naming a rank whose parent (RankIdentity.parent_pid) is
+// a process the job holds for that rank on the same host (or one of that rank's subprocesses),
+// started before it, is no second producer of the rank but a process of its own that inherited
+// the rank's environment (a vLLM or SGLang engine, a compile worker). It is admitted as that
+// rank's subprocess (AdmissionTicket::subprocess_of), which the store names like a worker
+// without a launcher rank, connected parent or not.
 // What the store already holds is read once per job (the first Hello of that job since the
 // collector started), then kept in memory; a stream stored before counts as not connected.
 // Thread-safe.
@@ -23,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +59,9 @@ class AdmissionTicket {
   uint32_t attempt() const { return attempt_; }
   // Non-empty when the attempt is not the Hello's own: why (for the collector's log).
   const std::string& reassigned() const { return reassigned_; }
+  // Set when the process is a subprocess of this launcher rank (see the file comment): it is to
+  // be stored without a launcher rank, as that rank's subprocess.
+  std::optional<int32_t> subprocess_of() const { return subprocess_of_; }
 
  private:
   friend class StreamAdmission;
@@ -62,6 +72,7 @@ class AdmissionTicket {
   int32_t rank_ = -1;
   uint32_t attempt_ = 0;
   std::string reassigned_;
+  std::optional<int32_t> subprocess_of_;
 };
 
 class StreamAdmission {

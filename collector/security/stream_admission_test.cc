@@ -209,5 +209,92 @@ TEST(StreamAdmissionTest, AMovedProcessGoesOnAsItsAttemptAfterACollectorRestart)
   EXPECT_EQ(c->attempt(), 2u);
 }
 
+// A process that inherited its parent's RANK (a vLLM engine, a compile worker under a torchrun
+// worker): before, refused as a second producer while the parent streamed, so its memory went
+// unrecorded. Now its own stream, as the rank's subprocess.
+v1::RankIdentity Child(const v1::RankIdentity& parent, uint32_t pid, uint64_t start_ns = 0) {
+  v1::RankIdentity child = parent;
+  child.set_pid(pid);
+  child.set_parent_pid(parent.pid());
+  child.set_process_start_ns(start_ns);
+  return child;
+}
+
+TEST(StreamAdmissionTest, AProcessWhoseParentStreamsTheRankIsItsSubprocess) {
+  StreamAdmission admission(8, NoneStored());
+  v1::RankIdentity parent = Id("j", 3, "node-a", 100);
+  parent.set_process_start_ns(1000);
+  absl::StatusOr<AdmissionTicket> holder = admission.Admit(parent, true);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  EXPECT_FALSE(holder->subprocess_of().has_value());
+
+  const v1::RankIdentity engine = Child(parent, 150, 2000);
+  absl::StatusOr<AdmissionTicket> child = admission.Admit(engine, true);
+  ASSERT_TRUE(child.ok()) << child.status();
+  EXPECT_EQ(child->subprocess_of(), std::optional<int32_t>(3));
+  // Its own subprocess (an engine's workers) belongs to the rank too, and so does the engine
+  // reconnecting, also once the parent has gone.
+  absl::StatusOr<AdmissionTicket> grandchild = admission.Admit(Child(engine, 151, 3000), true);
+  ASSERT_TRUE(grandchild.ok()) << grandchild.status();
+  EXPECT_EQ(grandchild->subprocess_of(), std::optional<int32_t>(3));
+  *holder = AdmissionTicket();
+  absl::StatusOr<AdmissionTicket> again = admission.Admit(engine, true);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->subprocess_of(), std::optional<int32_t>(3)) << "not the rank's next attempt";
+  // The parent itself reconnecting is the rank, as before.
+  absl::StatusOr<AdmissionTicket> back = admission.Admit(parent, true);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->subprocess_of().has_value());
+  EXPECT_EQ(back->attempt(), 0u);
+}
+
+TEST(StreamAdmissionTest, OnlyTheParentsOwnChildOnItsHostIsASubprocess) {
+  StreamAdmission admission(8, NoneStored());
+  v1::RankIdentity parent = Id("j", 3, "node-a", 100);
+  parent.set_process_start_ns(1000);
+  absl::StatusOr<AdmissionTicket> holder = admission.Admit(parent, true);  // connected throughout
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  // Another process of the rank whose parent is someone else (a second run under the job id):
+  // a second producer, refused as before.
+  v1::RankIdentity stranger = Child(parent, 200);
+  stranger.set_parent_pid(99);
+  EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(stranger, true).status()));
+  // The parent's pid on another host.
+  v1::RankIdentity elsewhere = Child(parent, 150);
+  elsewhere.set_host("node-b");
+  EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(elsewhere, true).status()));
+  // A child that started before the parent: the pid was some earlier process's.
+  EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(Child(parent, 150, 500), true).status()));
+  // Naming another rank: that rank's to admit (here the first of it).
+  v1::RankIdentity other_rank = Child(parent, 150, 2000);
+  other_rank.set_rank(4);
+  absl::StatusOr<AdmissionTicket> four = admission.Admit(other_rank, true);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_FALSE(four->subprocess_of().has_value());
+}
+
+TEST(StreamAdmissionTest, ARanksSubprocessesAreKnownAfterACollectorRestart) {
+  v1::RankIdentity parent = Id("j", 3, "node-a", 100);
+  parent.set_process_start_ns(1000);
+  const v1::RankIdentity engine = Child(parent, 150, 2000);
+  // As the store holds them: the subprocess without a launcher rank.
+  StreamAdmission admission(2,
+                            [&](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+                              std::vector<v1::RankSummary> ranks(2);
+                              *ranks[0].mutable_identity() = parent;
+                              v1::RankIdentity stored = engine;
+                              stored.set_rank(-1);
+                              stored.set_subprocess_of_rank(3);
+                              *ranks[1].mutable_identity() = stored;
+                              return ranks;
+                            });
+  // Its child, though the parent is not connected; counted as the job's third name (limit 2).
+  absl::Status third = admission.Admit(Child(engine, 151, 3000), true).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(third)) << third;
+  absl::StatusOr<AdmissionTicket> again = admission.Admit(engine, true);
+  ASSERT_TRUE(again.ok()) << again.status() << ": counted once, as stored";
+  EXPECT_EQ(again->subprocess_of(), std::optional<int32_t>(3));
+}
+
 }  // namespace
 }  // namespace memtrace::security

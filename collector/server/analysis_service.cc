@@ -94,7 +94,21 @@ auto FindRank(const Job& job, uint32_t rank, std::optional<uint32_t> attempt)
 }
 
 template <typename Job>
-absl::Status UnknownRank(const Job& job, uint32_t rank, std::optional<uint32_t> attempt) {
+absl::Status UnknownRank(const EventStore& store, const Job& job, uint32_t rank,
+                         std::optional<uint32_t> attempt) {
+  // A rank's subprocess has a number of its own in `memtrace ranks`, but is no rank to analyse.
+  if (absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job.job_id);
+      streams.ok()) {
+    for (const v1::RankSummary& s : *streams) {
+      if (s.rank() != rank || !s.identity().has_subprocess_of_rank()) continue;
+      const int32_t parent = s.identity().subprocess_of_rank();
+      return absl::NotFoundError(absl::StrCat(
+          "job \"", job.job_id, "\" stream ", rank, " is no rank: it is pid ", s.identity().pid(),
+          ", a subprocess of rank ", parent,
+          ", which the analyses leave out; `memtrace live --rank ", parent,
+          "` shows its memory beside its rank's, `memtrace timeline --rank ", rank, "` its own"));
+    }
+  }
   return absl::NotFoundError(
       attempt.has_value()
           ? absl::StrCat("job \"", job.job_id, "\" has no rank ", rank, " attempt ", *attempt)
@@ -225,6 +239,39 @@ const Rank* AttemptCovering(const Job& job, const Rank& latest, std::optional<in
 // listing its ranks costs a cold `diverged` of 1024 ranks 100 ms more, for nothing to say.
 // `only_rank`: the report examined that rank alone (leaks --rank); the others' attempts are not
 // its to speak of.
+// The subprocesses of launcher rank `rank` (RankIdentity.subprocess_of_rank) that had recorded
+// an event by `at_ns` (collector's clock), each read at that moment into `report`: the
+// analyses leave them out as ranks, but their memory is on the rank's device all the same (a
+// vLLM engine's pool beside the trainer's).
+absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id, uint32_t rank,
+                             int64_t at_ns, v1::LiveReport* report) {
+  absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
+  if (!streams.ok()) return streams.status();
+  for (const v1::RankSummary& s : *streams) {
+    const v1::RankIdentity& id = s.identity();
+    if (!id.has_subprocess_of_rank() || id.subprocess_of_rank() != static_cast<int64_t>(rank) ||
+        s.events_stored() == 0) {
+      continue;
+    }
+    const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
+    if (SaturatingAdd(s.first_ts_ns(), offset) > at_ns) continue;  // started after the moment
+    LivePoint point;
+    point.kind = LivePoint::Kind::kAtCollectorTime;
+    point.at_ns = at_ns;
+    absl::StatusOr<LoadedLiveSet> live =
+        LoadLiveSet(store, job_id, s.rank(), id.attempt(), point, /*with_phases=*/false);
+    if (!live.ok()) return live.status();
+    if (live->seq == 0) continue;
+    v1::SubprocessLive* out = report->add_subprocesses();
+    out->set_rank(s.rank());
+    out->set_pid(id.pid());
+    out->set_live_bytes(live->live_bytes);
+    out->set_allocation_count(live->set.allocations.size());
+    out->set_at_ns(live->set.at_ns);
+  }
+  return absl::OkStatus();
+}
+
 template <typename Job>
 absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::string& job_id,
                           std::optional<uint32_t> asked, v1::AttemptsNote* note,
@@ -239,6 +286,7 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
   std::map<uint32_t, uint32_t> latest;  // rank -> its latest attempt
   std::set<uint32_t> attempts;          // restart counts need not be consecutive (0, then 3)
   for (const v1::RankSummary& r : *ranks) {
+    if (r.identity().has_subprocess_of_rank()) continue;  // not read by the analyses
     const uint32_t attempt = r.identity().attempt();
     latest[r.rank()] = std::max(latest[r.rank()], attempt);
     attempts.insert(attempt);
@@ -249,6 +297,7 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
   if (!asked.has_value() && at_moment != nullptr) note->set_at_moment(true);
   std::vector<v1::UnreadOom> ooms;
   for (const v1::RankSummary& r : *ranks) {
+    if (r.identity().has_subprocess_of_rank()) continue;
     if (only_rank.has_value() && r.rank() != *only_rank) continue;
     const uint32_t attempt = r.identity().attempt();
     bool read = attempt == latest[r.rank()];
@@ -285,7 +334,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   if (request.has_rank()) {
     params.rank = request.rank();
     if (FindRank(*job, request.rank(), params.attempt) == nullptr) {
-      return UnknownRank(*job, request.rank(), params.attempt);
+      return UnknownRank(store, *job, request.rank(), params.attempt);
     }
   }
   LivePoint point;
@@ -373,7 +422,7 @@ absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& st
   std::optional<uint32_t> attempt;
   if (request.has_attempt()) attempt = request.attempt();
   const an::RankTimeline* rank = FindRank(**job, request.rank(), attempt);
-  if (rank == nullptr) return UnknownRank(**job, request.rank(), attempt);
+  if (rank == nullptr) return UnknownRank(store, **job, request.rank(), attempt);
   const an::StepPoint* peak = nullptr;
   for (size_t i = 0; i < rank->row_count(); ++i) {
     const an::StepPoint& p = rank->row(i);
@@ -436,7 +485,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   std::optional<uint32_t> attempt;
   if (request.has_attempt()) attempt = request.attempt();
   const an::RankStepMetrics* subject = FindRank(*job, request.rank(), attempt);
-  if (subject == nullptr) return UnknownRank(*job, request.rank(), attempt);
+  if (subject == nullptr) return UnknownRank(store, *job, request.rank(), attempt);
   if (!attempt.has_value()) {
     // A moment before the latest attempt began (a time from a log of the crash the restart
     // followed, a step it never reached) is the latest earlier attempt's that has it: "no event
@@ -533,7 +582,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                                        [](const auto& r) { return r.identity().attempt() > 0; });
     std::vector<std::string> with;
     for (const v1::RankSummary& r : *ranks) {
-      if (r.ooms() == 0) continue;
+      if (r.ooms() == 0 || r.identity().has_subprocess_of_rank()) continue;
       with.push_back(restarted ? absl::StrCat(r.rank(), " (attempt ", r.identity().attempt(), ")")
                                : absl::StrCat(r.rank()));
     }
@@ -684,7 +733,11 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     if (r.rank == subject->rank) latest = std::max(latest, r.attempt);
   }
   response->set_latest_attempt(latest);
-  return absl::OkStatus();
+  // The moment itself where it is a time (a step's end, a time asked, the peak's), else the
+  // subject's last event read (its OOM, its latest).
+  return AddSubprocesses(
+      store, request.job_id(), subject->rank,
+      point.kind == LivePoint::Kind::kAtCollectorTime ? point.at_ns : mine->set.at_ns, response);
 }
 
 }  // namespace

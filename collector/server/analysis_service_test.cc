@@ -68,8 +68,12 @@ class HandWrittenEvents {
   // The same, with the stream left open (its agent still connected); the caller closes it.
   absl::StatusOr<OpenedStream> AppendAsRunningRank0(EventStore& store, const std::string& job,
                                                     uint32_t attempt = 0) const {
-    absl::StatusOr<OpenedStream> stream =
-        store.OpenStream(SimulatedRankIdentity(job, Base(), 0, attempt));
+    return AppendAsRunning(store, SimulatedRankIdentity(job, Base(), 0, attempt));
+  }
+  // As the stream `identity` names, left open.
+  absl::StatusOr<OpenedStream> AppendAsRunning(EventStore& store,
+                                               const v1::RankIdentity& identity) const {
+    absl::StatusOr<OpenedStream> stream = store.OpenStream(identity);
     if (!stream.ok()) return stream.status();
     if (absl::Status s = store.Append(stream->key, batch_).status(); !s.ok()) return s;
     return stream;
@@ -452,6 +456,72 @@ TEST_F(AnalysisServiceTest, LiveAtTheStepInProgressReadsTheLatestState) {
   EXPECT_TRUE(absl::StrContains(status.error_message(), "(its steps: 0..1, step 2 in progress)"))
       << status.error_message();
   EXPECT_TRUE(server_->store().CloseStream(stream->key, true, stream->connection).ok());
+}
+
+// A rank's subprocess (an inference engine that inherited its RANK) is no rank of the job, but
+// its memory is on the rank's device: `live` of the rank lists it, read at the same moment.
+TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
+  ASSERT_TRUE(HandWrittenEvents()
+                  .Step(kHandT0, 0)
+                  .Alloc(kHandT0 + 1000, 0xa000, kMiB)
+                  .Step(kHandT0 + 2 * kS, 1)
+                  .Alloc(kHandT0 + 2 * kS + 1000, 0xb000, 2 * kMiB)
+                  .Step(kHandT0 + 4 * kS, 2)
+                  .AppendAsRank0(server_->store(), "with-engine")
+                  .ok());
+  const auto subprocess = [](uint32_t pid) {
+    v1::RankIdentity id = SimulatedRankIdentity("with-engine", Base(), 0, 0);
+    id.set_rank(-1);
+    id.set_pid(pid);
+    id.set_subprocess_of_rank(0);
+    return id;
+  };
+  // The engine: 8 MiB at 0.5 s, 16 MiB more at 3 s (after step 0's end, at 2 s).
+  absl::StatusOr<OpenedStream> engine = HandWrittenEvents()
+                                            .Alloc(kHandT0 + kS / 2, 0xa000, 8 * kMiB)
+                                            .Alloc(kHandT0 + 3 * kS, 0xb000, 16 * kMiB)
+                                            .AppendAsRunning(server_->store(), subprocess(4001));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  // Another, started after step 0's end.
+  absl::StatusOr<OpenedStream> late = HandWrittenEvents()
+                                          .Alloc(kHandT0 + 5 * kS / 2, 0xc000, kMiB)
+                                          .AppendAsRunning(server_->store(), subprocess(4002));
+  ASSERT_TRUE(late.ok()) << late.status();
+
+  const auto live = [&](uint32_t rank, std::optional<int64_t> step, v1::LiveReport* report) {
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id("with-engine");
+    request.set_rank(rank);
+    if (step.has_value()) request.set_at_step(*step);
+    return stub_->Live(&context, request, report);
+  };
+  v1::LiveReport at_step0;
+  grpc::Status status = live(0, 0, &at_step0);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(at_step0.total_bytes(), kMiB) << "the rank's own, without its subprocess's";
+  ASSERT_EQ(at_step0.subprocesses_size(), 1) << at_step0.DebugString();
+  EXPECT_EQ(at_step0.subprocesses(0).pid(), 4001u);
+  EXPECT_EQ(at_step0.subprocesses(0).rank(), engine->key.rank);
+  EXPECT_EQ(at_step0.subprocesses(0).live_bytes(), 8 * kMiB);
+  EXPECT_EQ(at_step0.subprocesses(0).allocation_count(), 1u);
+  EXPECT_EQ(at_step0.subprocesses(0).at_ns(), kHandT0 + kS / 2);
+  v1::LiveReport latest;
+  status = live(0, std::nullopt, &latest);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(latest.total_bytes(), 3 * kMiB);
+  ASSERT_EQ(latest.subprocesses_size(), 2) << latest.DebugString();
+  EXPECT_EQ(latest.subprocesses(0).live_bytes() + latest.subprocesses(1).live_bytes(), 25 * kMiB);
+
+  // Asked for as a rank: what it is, and where its memory shows.
+  v1::LiveReport none;
+  status = live(engine->key.rank, std::nullopt, &none);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(),
+                                "is no rank: it is pid 4001, a subprocess of rank 0"))
+      << status.error_message();
+  EXPECT_TRUE(server_->store().CloseStream(engine->key, true, engine->connection).ok());
+  EXPECT_TRUE(server_->store().CloseStream(late->key, true, late->connection).ok());
 }
 
 // The step a running rank is in holds its highest moment so far: --at-peak reads it there, not

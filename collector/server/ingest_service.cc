@@ -15,13 +15,16 @@ namespace memtrace::collector {
 namespace {
 
 // `received_ns`: when the message this ack answers was read (the agents' clock estimate).
-// `attempt`: on the Hello's ack, the attempt the stream is stored as.
+// `attempt`: on the Hello's ack, the attempt the stream is stored as; `subprocess_of`, the
+// launcher rank it is stored as a subprocess of.
 bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
              uint64_t durable_seq, int64_t received_ns,
-             std::optional<uint32_t> attempt = std::nullopt) {
+             std::optional<uint32_t> attempt = std::nullopt,
+             std::optional<int32_t> subprocess_of = std::nullopt) {
   v1::IngestAck ack;
   ack.set_durable_seq(durable_seq);
   if (attempt.has_value()) ack.set_attempt(*attempt);
+  if (subprocess_of.has_value()) ack.set_subprocess_of_rank(*subprocess_of);
   ack.set_collector_receive_ns(received_ns);
   ack.set_collector_time_ns(RealtimeNanos());
   return stream->Write(ack);
@@ -122,6 +125,7 @@ grpc::Status IngestService::Stream(
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "Hello has no identity");
   }
   v1::RankIdentity identity = request.hello().identity();
+  identity.clear_subprocess_of_rank();  // the collector's to set (admission, below)
   // Before admission, which counts the rank against --max_ranks_per_job for good: an identity
   // the store refuses anyway must not use up a job's ranks.
   if (absl::Status valid = EventStore::CheckIdentity(identity); !valid.ok()) {
@@ -139,10 +143,15 @@ grpc::Status IngestService::Stream(
     std::fprintf(stderr, "memtrace-collector: %s\n", admitted->reassigned().c_str());
   }
   identity.set_attempt(admitted->attempt());
+  if (std::optional<int32_t> parent_rank = admitted->subprocess_of()) {
+    identity.set_rank(-1);
+    identity.set_subprocess_of_rank(*parent_rank);
+  }
   absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
   if (!opened.ok()) return ToGrpcStatus(opened.status());
   OpenStreamGuard guard(store_, *opened);
-  if (!SendAck(stream, opened->durable_seq, received_ns, identity.attempt())) {
+  if (!SendAck(stream, opened->durable_seq, received_ns, identity.attempt(),
+               admitted->subprocess_of())) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "client went away before the Hello ack");
   }
   const std::string who =

@@ -348,5 +348,85 @@ TEST_F(IngestServiceTest, WorkerWithoutLauncherRankIsNamedByHostDeviceAndPid) {
   EXPECT_EQ(resp.ranks(0).events_stored(), 10u);
 }
 
+// A process that inherited its parent's RANK (a vLLM engine under a torchrun worker) is stored
+// beside the rank as its subprocess: before, refused while the parent streamed.
+TEST_F(IngestServiceTest, AProcessWhoseParentStreamsTheRankIsStoredAsItsSubprocess) {
+  StartServer("subprocess");
+  const v1::RankIdentity parent = Identity("rl", 2);
+  v1::RankIdentity engine = parent;
+  engine.set_pid(parent.pid() + 50);
+  engine.set_parent_pid(parent.pid());
+  engine.set_subprocess_of_rank(7);  // the collector's to say: ignored
+  Session p(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(p.Send(HelloRequest(parent), &ack));
+  EXPECT_FALSE(ack.has_subprocess_of_rank());
+  ASSERT_TRUE(p.Send(BatchRequest(1, 10), &ack));
+  {
+    Session child(ingest_.get());
+    ASSERT_TRUE(child.Send(HelloRequest(engine), &ack)) << child.Finish().error_message();
+    EXPECT_EQ(ack.subprocess_of_rank(), 2);
+    // Its own sequence numbers, the same as the parent's: no resend of the parent's.
+    ASSERT_TRUE(child.Send(BatchRequest(1, 6), &ack));
+    EXPECT_EQ(ack.durable_seq(), 6u);
+    ASSERT_TRUE(child.CloseAndFinish().ok());
+  }
+  ASSERT_TRUE(p.CloseAndFinish().ok());
+
+  grpc::ClientContext ctx;
+  v1::ListRanksRequest req;
+  req.set_job_id("rl");
+  v1::ListRanksResponse ranks;
+  ASSERT_TRUE(query_->ListRanks(&ctx, req, &ranks).ok());
+  ASSERT_EQ(ranks.ranks_size(), 2);
+  EXPECT_EQ(ranks.ranks(0).rank(), 2u);
+  EXPECT_EQ(ranks.ranks(0).events_stored(), 10u);
+  EXPECT_FALSE(ranks.ranks(0).identity().has_subprocess_of_rank());
+  const v1::RankSummary& stored = ranks.ranks(1);
+  EXPECT_GE(stored.rank(), 1000000u) << "numbered like a worker without a launcher rank";
+  EXPECT_EQ(stored.identity().rank(), -1);
+  EXPECT_EQ(stored.identity().subprocess_of_rank(), 2);
+  EXPECT_EQ(stored.identified_by(), "subprocess of rank 2");
+  EXPECT_EQ(stored.events_stored(), 6u);
+  EXPECT_TRUE(stored.complete());
+
+  grpc::ClientContext jobs_ctx;
+  v1::ListJobsResponse jobs;
+  ASSERT_TRUE(query_->ListJobs(&jobs_ctx, v1::ListJobsRequest(), &jobs).ok());
+  ASSERT_EQ(jobs.jobs_size(), 1);
+  EXPECT_EQ(jobs.jobs(0).ranks(), 1u);
+  EXPECT_EQ(jobs.jobs(0).subprocesses(), 1u);
+  EXPECT_EQ(jobs.jobs(0).restarts(), 0u);
+  EXPECT_EQ(jobs.jobs(0).events(), 16u);
+
+  // The job's timeline, as the analyses read it, has the rank alone; the subprocess's own when
+  // asked for by its number.
+  for (bool named : {false, true}) {
+    grpc::ClientContext tl_ctx;
+    v1::TimelineRequest tl;
+    tl.set_job_id("rl");
+    if (named) tl.set_rank(stored.rank());
+    v1::TimelineResponse timeline;
+    ASSERT_TRUE(query_->Timeline(&tl_ctx, tl, &timeline).ok());
+    ASSERT_EQ(timeline.ranks_size(), 1) << named;
+    EXPECT_EQ(timeline.ranks(0).rank(), named ? stored.rank() : 2u);
+  }
+}
+
+// A Hello that claims to be a subprocess, with no parent streaming the rank, is the rank.
+TEST_F(IngestServiceTest, AHelloCannotMakeItselfASubprocess) {
+  StartServer("self-claimed");
+  v1::RankIdentity id = Identity("j", 1);
+  id.set_subprocess_of_rank(1);
+  id.set_parent_pid(4);
+  Session s(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(s.Send(HelloRequest(id), &ack));
+  EXPECT_FALSE(ack.has_subprocess_of_rank());
+  ASSERT_TRUE(s.CloseAndFinish().ok());
+  EXPECT_EQ(Rank("j", 1).identified_by(), "env");
+  EXPECT_FALSE(Rank("j", 1).identity().has_subprocess_of_rank());
+}
+
 }  // namespace
 }  // namespace memtrace::collector

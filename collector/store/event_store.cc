@@ -458,7 +458,11 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
       v1::RankSummary* summary = stream->record.mutable_summary();
       *summary->mutable_identity() = identity;
       summary->set_rank(stream->key.rank);
-      summary->set_identified_by(synthetic ? "host+device+pid" : "env");
+      summary->set_identified_by(
+          identity.has_subprocess_of_rank()
+              ? absl::StrCat("subprocess of rank ", identity.subprocess_of_rank())
+          : synthetic ? "host+device+pid"
+                      : "env");
       summary->set_complete(false);
       rocksdb::WriteBatch wb;
       wb.Put(handles_[kMeta], StreamMetaKey(stream->key), stream->record.SerializeAsString());
@@ -967,7 +971,11 @@ absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
     bool any_events = false;
     for (const StreamRecord& r : *records) {
       const v1::RankSummary& s = r.summary();
-      ranks.push_back(s.rank());
+      if (s.identity().has_subprocess_of_rank()) {
+        summary.set_subprocesses(summary.subprocesses() + 1);
+      } else {
+        ranks.push_back(s.rank());
+      }
       summary.set_events(summary.events() + s.events_stored());
       if (s.events_stored() == 0) continue;
       // In the collector's clock: the ranks' own clocks may disagree by more than the job ran.
@@ -981,7 +989,8 @@ absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
     std::sort(ranks.begin(), ranks.end());
     summary.set_ranks(
         static_cast<uint32_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin()));
-    summary.set_restarts(static_cast<uint32_t>(records->size()) - summary.ranks());
+    summary.set_restarts(static_cast<uint32_t>(records->size()) - summary.subprocesses() -
+                         summary.ranks());
     out.push_back(std::move(summary));
   }
   return out;
@@ -1141,10 +1150,11 @@ absl::Status EventStore::VisitRollups(
   for (const StreamRecord& r : *records) {
     const v1::RankSummary& summary = r.summary();
     if (summary.rank() < from_rank) continue;
-    if (!only_ranks.empty() &&
-        std::find(only_ranks.begin(), only_ranks.end(), summary.rank()) == only_ranks.end()) {
-      continue;
-    }
+    const bool named =
+        std::find(only_ranks.begin(), only_ranks.end(), summary.rank()) != only_ranks.end();
+    if (!only_ranks.empty() && !named) continue;
+    // A rank's subprocess is no rank of its own to compare (an engine beside the trainers).
+    if (summary.identity().has_subprocess_of_rank() && !named) continue;
     const StreamKey key{job->job_no(), summary.rank(), summary.identity().attempt()};
     header.Clear();
     header.set_rank(summary.rank());

@@ -246,7 +246,9 @@ class EventStore {
   // With RollupDetail::kScalars the rows have no by_tag / by_source / by_phase and the string
   // tables are left out; they come from the series family (rollup_series.h), a fraction of the
   // bytes, for every stream that has one. `only_ranks` (stored rank numbers), when not empty,
-  // and `from_rank` leave the other ranks unread. Streams come in (rank, attempt) order.
+  // and `from_rank` leave the other ranks unread. Streams come in (rank, attempt) order. A
+  // rank's subprocesses (RankIdentity.subprocess_of_rank) only when `only_ranks` names them:
+  // they are no ranks of their own, and the analyses compare ranks.
   absl::Status VisitRollups(absl::string_view job_id, RollupAxis axis, RollupDetail detail,
                             int64_t* bucket_ns,
                             const std::function<absl::Status(const v1::RankRollups&)>& on_rank,

@@ -485,7 +485,20 @@ std::string RenderLive(const v1::LiveReport& r) {
                     r.others_without_the_step(), " other rank",
                     r.others_without_the_step() == 1 ? " has" : "s have", " no step ", r.at_step());
   }
-  absl::StrAppend(&out, "\n\n");
+  absl::StrAppend(&out, "\n");
+  // Its subprocesses' memory, on the same device and in none of the figures above.
+  for (const v1::SubprocessLive& sub : r.subprocesses()) {
+    absl::StrAppend(
+        &out, "and its subprocess pid ", sub.pid(), " (memtrace ranks: ", sub.rank(),
+        "): ", Bytes(sub.live_bytes()), " live in ", sub.allocation_count(), " allocations",
+        // Its memory as of its last event: idle since, or exited (and freed, which
+        // no event records).
+        sub.at_ns() < r.at_ns() ? absl::StrCat(", as of its last event at ", TimeMs(sub.at_ns()),
+                                               " (idle since, or exited)")
+                                : "",
+        "\n");
+  }
+  absl::StrAppend(&out, "\n");
   bool tag = r.params().by() != v1::LIVE_GROUP_BY_SOURCE;
   bool source = r.params().by() != v1::LIVE_GROUP_BY_TAG;
   std::vector<std::string> headers;

@@ -400,6 +400,38 @@ TEST(RenderTest, ARestartedJobsReportsSayWhichAttemptTheyRead) {
       << RenderDivergence(d);
 }
 
+// A rank's subprocesses (an engine that inherited its RANK): their memory beside the rank's, in
+// none of its figures, with the age of what was read when their last event came before.
+TEST(RenderTest, LiveShowsTheRanksSubprocessesApart) {
+  v1::LiveReport live;
+  live.set_job_id("j");
+  live.set_rank(3);
+  live.set_at_step(7);
+  live.set_at_ns(1'767'232'820'250'000'000);
+  live.set_total_bytes(uint64_t{4} << 30);
+  live.set_total_count(12);
+  v1::SubprocessLive* engine = live.add_subprocesses();
+  engine->set_rank(1000000);
+  engine->set_pid(4711);
+  engine->set_live_bytes(uint64_t{60} << 30);
+  engine->set_allocation_count(3);
+  engine->set_at_ns(1'767'232'810'000'000'000);
+  v1::SubprocessLive* busy = live.add_subprocesses();
+  busy->set_rank(1000001);
+  busy->set_pid(4712);
+  busy->set_live_bytes(uint64_t{1} << 20);
+  busy->set_allocation_count(1);
+  busy->set_at_ns(live.at_ns());
+  EXPECT_TRUE(Has(RenderLive(live),
+                  "4.00 GiB live in 12 allocations\n"
+                  "and its subprocess pid 4711 (memtrace ranks: 1000000): 60.0 GiB live in 3 "
+                  "allocations, as of its last event at 2026-01-01 02:00:10.000 (idle since, or "
+                  "exited)\n"
+                  "and its subprocess pid 4712 (memtrace ranks: 1000001): 1.00 MiB live in 1 "
+                  "allocations\n\n"))
+      << RenderLive(live);
+}
+
 // At the peak: how high, when to the millisecond, in which step; and `peak --by rank` says when
 // each rank reached its own where the rows keep it.
 TEST(RenderTest, TheMomentOfAPeakIsShownWhereItIsKnown) {

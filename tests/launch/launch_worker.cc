@@ -2,11 +2,16 @@
 // from the environment exactly as the injected agent does (TransportOptionsFromEnvironment),
 // streams a few steps of allocations through the agent's real Transport, and exits. No GPU.
 //
-//   launch_worker [--events N] [--hold_ms MS] [--exit_code C] [--identity_out FILE]
+//   launch_worker [--events N] [--hold_ms MS] [--spawn_child M] [--exit_code C]
+//                 [--identity_out FILE]
 //
 // --hold_ms keeps it alive between the first and second half of its events (to kill a
-// collector or send signals meanwhile); --identity_out writes "key=value" lines of the identity
-// it derived. Exit codes: C (default 0); 2 when the environment gives no valid identity.
+// collector or send signals meanwhile); --spawn_child starts, between the two halves, a copy of
+// itself that records M events with the same environment (RANK included, as an inference
+// engine a worker starts inherits it) and waits for it; --identity_out writes "key=value"
+// lines of the identity it derived. Exit codes: C (default 0); 2 when the environment gives no
+// valid identity; 3 when the child failed.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -26,6 +31,7 @@ namespace {
 struct Args {
   int64_t events = 40;
   int64_t hold_ms = 0;
+  int64_t spawn_child = 0;
   int exit_code = 0;
   std::string identity_out;
 };
@@ -44,6 +50,8 @@ bool ParseArgs(int argc, char** argv, Args* args) {
       args->events = n;
     } else if (flag == "--hold_ms") {
       args->hold_ms = n;
+    } else if (flag == "--spawn_child") {
+      args->spawn_child = n;
     } else if (flag == "--exit_code") {
       args->exit_code = static_cast<int>(n);
     } else {
@@ -60,6 +68,21 @@ void WriteIdentity(const std::string& path, const memtrace::TransportOptions& op
       << "\nworld_size=" << id.world_size() << "\ngroup_rank=" << id.group_rank()
       << "\nattempt=" << id.attempt() << "\nlauncher=" << id.launcher()
       << "\ncollector=" << options.collector_address << "\n";
+}
+
+// Runs this program again as a child process recording `events` events, and waits for it.
+bool RunChild(int64_t events) {
+  const std::string count = std::to_string(events);
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    execl("/proc/self/exe", "launch_worker", "--events", count.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 // Step s allocates one 1 MiB block per event pair and frees it again.
@@ -86,7 +109,7 @@ int main(int argc, char** argv) {
   Args args;
   if (!ParseArgs(argc, argv, &args)) {
     fprintf(stderr,
-            "usage: launch_worker [--events N] [--hold_ms MS] [--exit_code C] "
+            "usage: launch_worker [--events N] [--hold_ms MS] [--spawn_child M] [--exit_code C] "
             "[--identity_out FILE]\n");
     return 64;
   }
@@ -107,6 +130,13 @@ int main(int argc, char** argv) {
   if (args.hold_ms > 0) {
     (void)(*transport)->Flush(absl::Seconds(2));
     absl::SleepFor(absl::Milliseconds(args.hold_ms));
+  }
+  if (args.spawn_child > 0) {
+    (void)(*transport)->Flush(absl::Seconds(2));  // the parent holds the rank first
+    if (!RunChild(args.spawn_child)) {
+      fprintf(stderr, "launch_worker: the child process failed\n");
+      return 3;
+    }
   }
   Record(**transport, args.events / 2, args.events);
   absl::Status shutdown = (*transport)->Shutdown(absl::Seconds(2));

@@ -61,6 +61,30 @@ timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" -- \
 expect_eq "exit code with --standalone --rdzv_id" "$?" "0"
 grep -q "job exp9" "$WORK/run2.err" && fail "announced torchrun's --rdzv_id, which --standalone replaces: $(cat "$WORK/run2.err")"
 expect_grep "$WORK/run2.err" ": 80 events recorded by this run's 2 rank(s)"
+
+# Each worker starts a process of its own that inherits its RANK (as a vLLM engine or a compile
+# worker does), while it streams: stored beside the rank as its subprocess, not refused as a
+# second producer of the rank (which lost the child's events) nor taken for a rank.
+timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" -- \
+  "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs3" --no_python --standalone \
+  --nproc_per_node 2 "$WORKER_ABS" --spawn_child 16 \
+  >"$WORK/run3.out" 2>"$WORK/run3.err"
+expect_eq "exit code with subprocesses" "$?" "0"
+expect_grep "$WORK/run3.err" ": 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
+job3=$(sed -n "s/.*memtrace: job \([^ ]*\): 112 events.*/\1/p" "$WORK/run3.err")
+"$VIEW" "$COLLECTOR_ADDR" ranks "$job3" >"$WORK/ranks3" 2>"$WORK/view.err" || fail "ranks of $job3"
+expect_eq "streams with subprocesses" "$(wc -l <"$WORK/ranks3" | tr -d ' ')" "4"
+for r in 0 1; do
+  line=$(grep "^rank=$r " "$WORK/ranks3") || fail "no rank $r: $(cat "$WORK/ranks3")"
+  expect_eq "events of rank $r" "$(field "$line" events)" "40"
+  expect_eq "rank $r is no subprocess" "$(field "$line" subprocess_of)" "-"
+  child=$(grep " subprocess_of=$r\$" "$WORK/ranks3") || fail "no subprocess of rank $r: $(cat "$WORK/ranks3")"
+  expect_eq "events of rank $r's subprocess" "$(field "$child" events)" "16"
+  expect_eq "complete: rank $r's subprocess" "$(field "$child" complete)" "1"
+  [ "$(field "$child" rank)" -ge 1000000 ] || fail "rank $r's subprocess numbered as a launcher rank: $child"
+done
+"$MEMTRACE" jobs --collector "$COLLECTOR_ADDR" --format csv >"$WORK/jobs3" || fail "memtrace jobs"
+expect_grep "$WORK/jobs3" "^$job3,2,112,.*,0,2\$"
 stop_collector
-echo "ok: real torchrun, 4 ranks, job $job ($EXPECT id)"
+echo "ok: real torchrun, 4 ranks, job $job ($EXPECT id); 2 ranks with a subprocess each, job $job3"
 echo PASS

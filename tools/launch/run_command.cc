@@ -240,6 +240,7 @@ class Runner {
     uint64_t events = 0;
     uint32_t ranks = 0;    // distinct rank numbers
     uint32_t streams = 0;  // rank-attempts: more than ranks after a launcher's restart
+    uint32_t subprocesses = 0;  // processes stored as a rank's subprocess (not in the two above)
   };
   std::optional<RunShare> ShareOfThisRun(const cli::QueryClient& client, const std::string& job);
 
@@ -423,6 +424,9 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
                        share->streams > share->ranks
                            ? absl::StrCat(", ", share->streams, " rank-attempts after restarts")
                            : "",
+                       share->subprocesses > 0
+                           ? absl::StrCat(" and ", share->subprocesses, " subprocess(es) of them")
+                           : "",
                        " (", counts.first, " rank(s) in the job)"));
       continue;
     }
@@ -449,6 +453,10 @@ std::optional<Runner::RunShare> Runner::ShareOfThisRun(const cli::QueryClient& c
     any_named |= !r.identity().run_id().empty();
     if (r.identity().run_id() != run_id_) continue;
     share.events += r.events_stored();
+    if (r.identity().has_subprocess_of_rank()) {
+      ++share.subprocesses;
+      continue;
+    }
     ++share.streams;
     numbers.insert(r.rank());
   }

@@ -12,7 +12,9 @@ constexpr char kUsage[] =
     "the time of the first and last event (in the collector's clock: each rank's shifted by\n"
     "its clock offset, see memtrace ranks), the span between them, and restarts: ranks stored\n"
     "again as a later attempt (a restart, or a rerun under the same id; the analyses read each\n"
-    "rank's latest attempt, `memtrace ranks` lists them all).";
+    "rank's latest attempt, `memtrace ranks` lists them all), and subprocesses: processes a\n"
+    "rank started that inherited its RANK (an inference engine, a compile worker), stored\n"
+    "apart from it and counted in neither ranks nor restarts.";
 
 int RunJobs(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -37,7 +39,8 @@ Table JobsTable(const v1::ListJobsResponse& response) {
                {"first_event", ColumnType::kTimeNs},
                {"last_event", ColumnType::kTimeNs},
                {"span", ColumnType::kDurationNs},
-               {"restarts", ColumnType::kInt}});
+               {"restarts", ColumnType::kInt},
+               {"subprocesses", ColumnType::kInt}});
   for (const v1::JobSummary& job : response.jobs()) {
     Cell span;
     if (job.first_ts_ns() != 0 && job.last_ts_ns() >= job.first_ts_ns()) {
@@ -45,7 +48,7 @@ Table JobsTable(const v1::ListJobsResponse& response) {
     }
     table.AddRow({job.job_id(), uint64_t{job.ranks()}, uint64_t{job.events()},
                   int64_t{job.first_ts_ns()}, int64_t{job.last_ts_ns()}, span,
-                  uint64_t{job.restarts()}});
+                  uint64_t{job.restarts()}, uint64_t{job.subprocesses()}});
   }
   return table;
 }
