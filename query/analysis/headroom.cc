@@ -59,6 +59,19 @@ struct ForecastWindow {
   double step_ns = 0;            // the time a step takes
 };
 
+// Device memory used outside traced allocations in row `p`: its highest device-used sample
+// minus the live bytes at that sample's moment. Rows from before that moment's live bytes were
+// kept can only tell it where the sample caught the row's peak. nullopt when the row cannot.
+std::optional<double> OverheadOf(const StepPoint& p) {
+  if (p.live_at_device_used_max > 0 && p.device_used_max >= p.live_at_device_used_max) {
+    return static_cast<double>(p.device_used_max - p.live_at_device_used_max);
+  }
+  if (p.live_at_device_used_max == 0 && p.device_used_max >= p.peak_bytes && p.peak_bytes > 0) {
+    return static_cast<double>(p.device_used_max - p.peak_bytes);
+  }
+  return std::nullopt;
+}
+
 ForecastWindow WindowOf(const RankTimeline& rank, const HeadroomParams& params) {
   size_t begin = std::min<size_t>(params.warmup_steps, rank.steps.size());
   if (params.recent_steps > 0 && rank.steps.size() - begin > params.recent_steps) {
@@ -71,16 +84,7 @@ ForecastWindow WindowOf(const RankTimeline& rank, const HeadroomParams& params) 
   ForecastWindow w;
   std::vector<double> transient, overhead, period;
   for (size_t i = overhead_begin; i < rank.steps.size(); ++i) {
-    const StepPoint& p = rank.steps[i];
-    // Device memory used outside traced allocations: the step's highest device-used sample
-    // minus the live bytes at its moment. Rows from before that moment's live bytes were kept
-    // can only tell it where the sample caught the step's peak.
-    if (p.live_at_device_used_max > 0 && p.device_used_max >= p.live_at_device_used_max) {
-      overhead.push_back(static_cast<double>(p.device_used_max - p.live_at_device_used_max));
-    } else if (p.live_at_device_used_max == 0 && p.device_used_max >= p.peak_bytes &&
-               p.peak_bytes > 0) {
-      overhead.push_back(static_cast<double>(p.device_used_max - p.peak_bytes));
-    }
+    if (const std::optional<double> o = OverheadOf(rank.steps[i])) overhead.push_back(*o);
   }
   for (size_t i = begin; i < rank.steps.size(); ++i) {
     const StepPoint& p = rank.steps[i];
@@ -140,6 +144,26 @@ void ForecastReach(const TrendFit& fit, const HeadroomParams& params, double usa
   h->eta_ns = static_cast<int64_t>(std::llround(eta_ns));
 }
 
+// A running rank still in its first step (`p`, in progress): too short for a trend, but its peak
+// so far was reached and may already be past the usable capacity (read from that row alone),
+// which "too short" hid.
+void ReadFirstStepInProgress(const StepPoint& p, const HeadroomParams& params, RankHeadroom* h) {
+  h->last_step = p.step;
+  h->last_start_ns = p.start_ns;
+  h->last_floor_bytes = p.floor_bytes;
+  h->last_peak_bytes = p.peak_bytes;
+  h->capacity_bytes = params.capacity_bytes.value_or(p.device_total);
+  h->capacity_from_samples = !params.capacity_bytes.has_value() && h->capacity_bytes > 0;
+  h->overhead_bytes = static_cast<uint64_t>(OverheadOf(p).value_or(0));
+  const double usable =
+      static_cast<double>(h->capacity_bytes) - static_cast<double>(h->overhead_bytes);
+  h->headroom_bytes =
+      usable > double(h->last_peak_bytes) ? uint64_t(usable - double(h->last_peak_bytes)) : 0;
+  if (h->capacity_bytes > 0 && static_cast<double>(h->last_peak_bytes) >= usable) {
+    h->status = HeadroomStatus::kAtCapacity;
+  }
+}
+
 RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, TheilSen& fitter) {
   RankHeadroom h;
   h.rank = rank.rank;
@@ -147,6 +171,7 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     const std::optional<int64_t> oom = FirstOomStep(rank);
     h.status = oom ? HeadroomStatus::kOutOfMemory : HeadroomStatus::kTooShort;
     if (oom) h.forecast_step = *oom;
+    if (!oom && rank.in_progress) ReadFirstStepInProgress(*rank.in_progress, params, &h);
     return h;
   }
   ReadLatest(rank, params, &h);

@@ -68,10 +68,25 @@ TEST(HeadroomTest, TheStepInProgressRaisesTheLatestPeakAndCarriesItsOom) {
     // The trend and the date are the steps': the last one ended.
     EXPECT_EQ(h.last_step, job.ranks[h.rank].steps.back().step) << h.rank;
   }
-  // A rank whose only row is in progress has no trend, but its OOM is news.
+  // A rank whose only row is in progress has no trend, but its OOM is news, and so is a peak
+  // already past the device (it read "too short").
   job.ranks[5].steps.clear();
+  job.ranks[2].steps.clear();
+  job.ranks[3].steps.clear();
   for (const RankHeadroom& h : ForecastHeadroom(job).entries) {
     if (h.rank == 5) EXPECT_EQ(h.status, HeadroomStatus::kOutOfMemory);
+    if (h.rank == 2) {
+      EXPECT_EQ(h.status, HeadroomStatus::kAtCapacity);
+      EXPECT_EQ(h.last_peak_bytes, 79 * kGiB + 800 * kMiB);
+      EXPECT_EQ(h.capacity_bytes, 80 * kGiB);
+      EXPECT_EQ(h.overhead_bytes, 600 * kMiB) << "from the row in progress's device sample";
+      EXPECT_EQ(h.headroom_bytes, 0u);
+      EXPECT_EQ(h.last_step, job.ranks[2].in_progress->step);
+    }
+    if (h.rank == 3) {
+      EXPECT_EQ(h.status, HeadroomStatus::kTooShort) << "under the device: no trend yet";
+      EXPECT_GT(h.headroom_bytes, 0u);
+    }
   }
 }
 
