@@ -411,6 +411,17 @@ TEST_F(IngestServiceTest, AProcessWhoseParentStreamsTheRankIsStoredAsItsSubproce
     ASSERT_EQ(timeline.ranks_size(), 1) << named;
     EXPECT_EQ(timeline.ranks(0).rank(), named ? stored.rank() : 2u);
   }
+  // The job's rollups (what an export reads) have it when asked to.
+  for (bool with_subprocesses : {false, true}) {
+    grpc::ClientContext r_ctx;
+    v1::GetRollupsRequest r;
+    r.set_job_id("rl");
+    r.set_with_subprocesses(with_subprocesses);
+    v1::GetRollupsResponse rollups;
+    ASSERT_TRUE(query_->GetRollups(&r_ctx, r, &rollups).ok());
+    ASSERT_EQ(rollups.ranks_size(), with_subprocesses ? 2 : 1);
+    if (with_subprocesses) EXPECT_EQ(rollups.ranks(1).identity().subprocess_of_rank(), 2);
+  }
 }
 
 // A Hello that claims to be a subprocess, with no parent streaming the rank, is the rank.

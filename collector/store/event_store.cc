@@ -1105,7 +1105,7 @@ absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job
         *current->add_steps() = row;
         if (selection.max_bytes != 0) bytes += row.ByteSizeLong() + 6;
       },
-      wanted, selection.from_rank);
+      wanted, selection.from_rank, selection.with_subprocesses);
   if (!next_rank.has_value()) {
     if (!s.ok()) return s;
     if (current != nullptr) {
@@ -1121,7 +1121,7 @@ absl::Status EventStore::VisitRollups(
     absl::string_view job_id, RollupAxis axis, RollupDetail detail, int64_t* bucket_ns,
     const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
     const std::function<void(const v1::StepRollup&)>& on_row,
-    const std::vector<uint32_t>& only_ranks, uint32_t from_rank) const {
+    const std::vector<uint32_t>& only_ranks, uint32_t from_rank, bool with_subprocesses) const {
   absl::StatusOr<JobRecord> job = FindJob(job_id);
   if (!job.ok()) return job.status();
   *bucket_ns = job->bucket_ns();
@@ -1154,7 +1154,7 @@ absl::Status EventStore::VisitRollups(
         std::find(only_ranks.begin(), only_ranks.end(), summary.rank()) != only_ranks.end();
     if (!only_ranks.empty() && !named) continue;
     // A rank's subprocess is no rank of its own to compare (an engine beside the trainers).
-    if (summary.identity().has_subprocess_of_rank() && !named) continue;
+    if (summary.identity().has_subprocess_of_rank() && !named && !with_subprocesses) continue;
     const StreamKey key{job->job_no(), summary.rank(), summary.identity().attempt()};
     header.Clear();
     header.set_rank(summary.rank());

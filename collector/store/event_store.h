@@ -178,6 +178,8 @@ struct RollupSelection {
   uint64_t max_bytes = 0;
   // Past max_bytes: the whole ranks that fit and next_rank, instead of RESOURCE_EXHAUSTED.
   bool partial = false;
+  // The ranks' subprocesses too (VisitRollups' with_subprocesses).
+  bool with_subprocesses = false;
 };
 
 class EventStore {
@@ -247,14 +249,14 @@ class EventStore {
   // tables are left out; they come from the series family (rollup_series.h), a fraction of the
   // bytes, for every stream that has one. `only_ranks` (stored rank numbers), when not empty,
   // and `from_rank` leave the other ranks unread. Streams come in (rank, attempt) order. A
-  // rank's subprocesses (RankIdentity.subprocess_of_rank) only when `only_ranks` names them:
-  // they are no ranks of their own, and the analyses compare ranks.
+  // rank's subprocesses (RankIdentity.subprocess_of_rank) only with `with_subprocesses` or
+  // when `only_ranks` names them: they are no ranks of their own, and the analyses compare ranks.
   absl::Status VisitRollups(absl::string_view job_id, RollupAxis axis, RollupDetail detail,
                             int64_t* bucket_ns,
                             const std::function<absl::Status(const v1::RankRollups&)>& on_rank,
                             const std::function<void(const v1::StepRollup&)>& on_row,
-                            const std::vector<uint32_t>& only_ranks = {},
-                            uint32_t from_rank = 0) const;
+                            const std::vector<uint32_t>& only_ranks = {}, uint32_t from_rank = 0,
+                            bool with_subprocesses = false) const;
   // Up to `limit` stored events of one stream with seq >= from_seq, in order.
   absl::StatusOr<StoredEvents> ReadEvents(absl::string_view job_id, uint32_t rank, uint32_t attempt,
                                           uint64_t from_seq, uint32_t limit) const;

@@ -60,14 +60,17 @@ absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetRollups(
   return caller_.Call("GetRollups", request, &v1::Query::Stub::GetRollups);
 }
 
-absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(
-    const std::string& job_id, v1::TimelineAxis axis, uint64_t max_response_bytes) const {
+absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(const std::string& job_id,
+                                                                  v1::TimelineAxis axis,
+                                                                  uint64_t max_response_bytes,
+                                                                  bool with_subprocesses) const {
   if (max_response_bytes == 0) max_response_bytes = kMaxQueryResponseBytes - (1 << 20);
   v1::GetRollupsRequest request;
   request.set_job_id(job_id);
   request.set_axis(axis);
   request.set_max_response_bytes(max_response_bytes);
   request.set_partial(true);
+  request.set_with_subprocesses(with_subprocesses);
   v1::GetRollupsResponse out;
   for (bool first = true;; first = false) {
     absl::StatusOr<v1::GetRollupsResponse> page = GetRollups(request);

@@ -164,13 +164,17 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
 
   absl::StatusOr<cli::QueryClient> client = cli::QueryClient::Create(f.collector, f.timeout);
   if (!client.ok()) return cli::ReportError(io, client.status(), self.name);
+  // The ranks' subprocesses too (an inference engine a rank started): a trace shows each
+  // process's memory, theirs beside their rank's.
   absl::StatusOr<v1::GetRollupsResponse> rollups = client->GetJobRollups(
-      f.job, f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP);
+      f.job, f.axis == "time" ? v1::TIMELINE_AXIS_TIME : v1::TIMELINE_AXIS_STEP,
+      /*max_response_bytes=*/0, /*with_subprocesses=*/true);
   if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
   if (!f.axis_given && f.axis == "step" && !HasStepMarkers(*rollups)) {
     // One slice "step 0" for the whole run says nothing; the analyses and plot compare such a
     // job by time bucket, and so does its export, saying so.
-    rollups = client->GetJobRollups(f.job, v1::TIMELINE_AXIS_TIME);
+    rollups = client->GetJobRollups(f.job, v1::TIMELINE_AXIS_TIME, /*max_response_bytes=*/0,
+                                    /*with_subprocesses=*/true);
     if (!rollups.ok()) return cli::ReportError(io, rollups.status(), self.name);
     f.axis = "time";
     io.err << "memtrace export: job '" << f.job << "' has no step markers: exporting "
@@ -199,11 +203,21 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
     }
     // Phase runs and OOMs come from the raw events only: a trace without them says why.
     // Ranks, and their restarts' attempts apart: "16 ranks" of an 8-rank job restarted once.
+    // A rank's subprocesses apart too.
     std::set<uint32_t> ranks;
-    for (const v1::RankRollups& r : rollups->ranks()) ranks.insert(r.rank());
-    const size_t attempts = static_cast<size_t>(rollups->ranks_size());
+    size_t attempts = 0, subprocesses = 0;
+    for (const v1::RankRollups& r : rollups->ranks()) {
+      if (r.identity().has_subprocess_of_rank()) {
+        ++subprocesses;
+        continue;
+      }
+      ranks.insert(r.rank());
+      ++attempts;
+    }
     io.err << "wrote " << f.output << ": " << ranks.size() << " ranks"
            << (attempts > ranks.size() ? absl::StrCat(" (", attempts, " rank-attempts)") : "")
+           << (subprocesses > 0 ? absl::StrCat(" and ", subprocesses, " subprocess(es) of them")
+                                : "")
            << ", "
            << (f.raw ? absl::StrCat(points, " live-bytes points, ", phase_runs, " phase runs and ",
                                     ooms, " OOMs from raw events")

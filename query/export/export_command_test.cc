@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -258,6 +259,50 @@ TEST_F(ExportCommandTest, UnknownJobAndBadFlagsAreReported) {
   EXPECT_EQ(Export({"--job", "j", "--format", "svg", "-o", "x"}).code, cli::kExitUsage);
   EXPECT_EQ(Export({"--job", "j", "--format", "perfetto"}).code, cli::kExitUsage);
   EXPECT_EQ(Export({"--format", "perfetto", "-o", "x"}).code, cli::kExitUsage);
+}
+
+// A rank's subprocess (an inference engine it started, stored beside it) is a process of the
+// trace, named by its rank, and counted apart in the summary.
+TEST(ExportSubprocessTest, ARanksSubprocessIsAProcessOfTheTrace) {
+  sim::SimulationOptions job = testing::SmallJob("sim-engine", 2, 6);
+  auto server = testing::SimulateJob("export_engine", job);
+  ASSERT_NE(server, nullptr);
+  v1::RankIdentity engine;
+  engine.set_job_id("sim-engine");
+  engine.set_rank(-1);
+  engine.set_subprocess_of_rank(0);
+  engine.set_host("node-0");
+  engine.set_pid(4711);
+  absl::StatusOr<collector::OpenedStream> stream = server->store().OpenStream(engine);
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  DecodedBatch batch;
+  Event& e = batch.events.emplace_back();
+  e.seq = 1;
+  e.ts_ns = int64_t{1700000000} * 1000000000;
+  e.kind = EventKind::kAlloc;
+  e.address = 0x1000;
+  e.bytes = 1 << 30;
+  e.memory_kind = kMemoryDevice;
+  ASSERT_TRUE(server->store().Append(stream->key, batch).ok());
+  ASSERT_TRUE(server->store().CloseStream(stream->key, true, stream->connection).ok());
+
+  const std::string path = test_util::TmpPath("engine.json");
+  CommandRun run = Export({"--job", "sim-engine", "--format", "perfetto", "-o", path, "--collector",
+                           server->address()});
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("wrote " + path + ": 2 ranks and 1 subprocess(es) of them, "),
+            std::string::npos)
+      << run.err;
+  std::set<std::string> names;
+  rapidjson::Document doc = ParseFile(path);
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) == "M" &&
+        std::string(e["name"].GetString()) == "process_name") {
+      names.insert(e["args"]["name"].GetString());
+    }
+  }
+  EXPECT_EQ(names.count("rank 0 subprocess pid 4711 (node-0)"), 1u) << run.err;
+  EXPECT_EQ(names.size(), 3u);
 }
 
 }  // namespace

@@ -78,7 +78,14 @@ std::map<std::pair<int64_t, std::string>, int> CounterTracks(const rapidjson::Do
 }
 
 TEST(PerfettoTraceTest, OneProcessPerRankNamedWithItsHost) {
-  rapidjson::Document doc = Parse(Export(Rollups(3, 4)));
+  v1::GetRollupsResponse rollups = Rollups(4, 4);
+  // The last stream is rank 1's subprocess (an inference engine it started), named by its rank
+  // and pid: its own number is the store's.
+  v1::RankRollups* engine = rollups.mutable_ranks(3);
+  engine->set_rank(1000000);
+  engine->mutable_identity()->set_subprocess_of_rank(1);
+  engine->mutable_identity()->set_pid(4711);
+  rapidjson::Document doc = Parse(Export(rollups));
   std::map<int64_t, std::string> names;
   for (const auto& e : doc["traceEvents"].GetArray()) {
     if (std::string(e["ph"].GetString()) == "M" &&
@@ -87,7 +94,10 @@ TEST(PerfettoTraceTest, OneProcessPerRankNamedWithItsHost) {
     }
   }
   EXPECT_EQ(names, (std::map<int64_t, std::string>{
-                       {0, "rank 0 (node-0)"}, {1, "rank 1 (node-0)"}, {2, "rank 2 (node-1)"}}));
+                       {0, "rank 0 (node-0)"},
+                       {1, "rank 1 (node-0)"},
+                       {2, "rank 2 (node-1)"},
+                       {TracePid(1000000, 0), "rank 1 subprocess pid 4711 (node-1)"}}));
   EXPECT_STREQ(doc["otherData"]["job"].GetString(), "job-1");
   EXPECT_EQ(doc["otherData"]["time_origin_ns"].GetInt64(), kT0);
 }
