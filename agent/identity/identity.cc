@@ -23,6 +23,39 @@ namespace memtrace {
 
 namespace {
 
+// How far up the process tree ancestor_pids goes: a worker's engine may be a few levels down
+// (worker -> forkserver -> engine), and the launcher and shells above it are not walked for ever.
+constexpr size_t kMaxAncestors = 8;
+
+// The parent of `pid` from /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold spaces
+// and parentheses, so the fields after its last ')'); nullopt when it cannot be read.
+std::optional<uint32_t> ParentOf(uint32_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(close + 1), ' ', absl::SkipEmpty());
+  uint32_t ppid = 0;
+  if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &ppid)) return std::nullopt;
+  return ppid;
+}
+
+// `parent`, its parent, ...: at most kMaxAncestors, ending at pid 1 (init, or a container's
+// entry process: the trainer itself in some containers) or where /proc cannot tell.
+std::vector<uint32_t> AncestorPids(uint32_t parent) {
+  std::vector<uint32_t> out;
+  for (uint32_t pid = parent; pid != 0 && out.size() < kMaxAncestors;) {
+    out.push_back(pid);
+    if (pid == 1) break;
+    const std::optional<uint32_t> next = ParentOf(pid);
+    if (!next.has_value() || *next == pid) break;
+    pid = *next;
+  }
+  return out;
+}
+
 // Which processes a launcher's variables describe, given that every process below the one a
 // launcher started inherits them.
 enum class Scope {
@@ -221,6 +254,7 @@ ProcessFacts CurrentProcessFacts() {
   if (gethostname(host, sizeof(host) - 1) == 0) facts.host = host;
   facts.pid = static_cast<uint32_t>(getpid());
   facts.parent_pid = static_cast<uint32_t>(getppid());
+  facts.ancestor_pids = AncestorPids(facts.parent_pid);
   std::ifstream comm(absl::StrCat("/proc/", facts.parent_pid, "/comm"));
   std::getline(comm, facts.parent_name);
   static const uint64_t start_ns = static_cast<uint64_t>(absl::GetCurrentTimeNanos());
@@ -252,7 +286,7 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
   id.set_attempt(attempt->has_value() ? static_cast<uint32_t>(**attempt) : 0);
   id.set_host(facts.host);
   id.set_pid(facts.pid);
-  id.set_parent_pid(facts.parent_pid);
+  for (uint32_t pid : facts.ancestor_pids) id.add_ancestor_pids(pid);
   id.set_process_start_ns(facts.start_ns);
   if (std::optional<std::string> run = EnvNonEmpty(env, "MEMTRACE_RUN_ID")) id.set_run_id(*run);
   if (absl::Status s = ReadDevice(env, ranks->local_rank, &id); !s.ok()) return s;

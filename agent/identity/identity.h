@@ -55,6 +55,9 @@ struct ProcessFacts {
   uint32_t pid = 0;
   uint64_t start_ns = 0;  // RankIdentity.process_start_ns
   uint32_t parent_pid = 0;
+  // parent_pid, its parent, ... (RankIdentity.ancestor_pids): at most 8, ending at pid 1 or
+  // where /proc cannot tell.
+  std::vector<uint32_t> ancestor_pids;
   std::string parent_name;  // the parent's /proc/PID/comm ("bash", "memtrace", ...)
 };
 

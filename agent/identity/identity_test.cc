@@ -1,5 +1,6 @@
 #include "agent/identity/identity.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <map>
@@ -14,7 +15,7 @@
 namespace memtrace {
 namespace {
 
-const ProcessFacts kFacts{"node-7", 4242, 1'700'000'000'000'000'123, 4100};
+const ProcessFacts kFacts{"node-7", 4242, 1'700'000'000'000'000'123, 4100, {4100, 4000, 1}};
 
 absl::StatusOr<v1::RankIdentity> FromMap(std::map<std::string, std::string> vars) {
   return IdentityFromEnvironment(MapEnvironment(std::move(vars)), kFacts);
@@ -52,8 +53,9 @@ TEST(IdentityTest, ReadsEveryTorchrunField) {
   EXPECT_EQ(id->attempt(), 2u);
   EXPECT_EQ(id->host(), "node-7");
   EXPECT_EQ(id->pid(), 4242u);
-  // What tells the collector a subprocess that inherited RANK from its parent.
-  EXPECT_EQ(id->parent_pid(), 4100u);
+  // What tells the collector a subprocess that inherited RANK from a process above it.
+  EXPECT_EQ(std::vector<uint32_t>(id->ancestor_pids().begin(), id->ancestor_pids().end()),
+            (std::vector<uint32_t>{4100, 4000, 1}));
   EXPECT_EQ(id->process_start_ns(), kFacts.start_ns);
   EXPECT_EQ(id->device_index(), 1);  // LOCAL_RANK, no CUDA_VISIBLE_DEVICES
   EXPECT_EQ(id->launcher(), "torchrun");
@@ -364,6 +366,26 @@ TEST(IdentityTest, CurrentProcessFactsNamesThisProcess) {
   EXPECT_GT(facts.start_ns, 1'600'000'000'000'000'000u);
   absl::SleepFor(absl::Milliseconds(2));
   EXPECT_EQ(CurrentProcessFacts().start_ns, facts.start_ns);
+}
+
+// The ancestors from /proc: a child's first is this process, its second this one's parent.
+TEST(IdentityTest, CurrentProcessFactsListsTheAncestorsFromProc) {
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  const uint32_t parent = static_cast<uint32_t>(getppid());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const ProcessFacts facts = CurrentProcessFacts();
+    const std::vector<uint32_t>& a = facts.ancestor_pids;
+    const bool ok = a.size() >= 2 && a.size() <= 8 && a[0] == self && a[1] == parent &&
+                    (a.back() == 1 || a.size() == 8);
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child's ancestors did not start with this process (" << self << ") and its parent ("
+      << parent << ")";
 }
 
 }  // namespace

@@ -888,12 +888,13 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
     }
     if (ack.has_subprocess_of_rank()) {
       if (!stored_subprocess_of_.has_value() && options_.log_failures) {
-        // Once: the process inherited its parent's RANK (an engine or worker the rank started).
+        // Once: the process inherited the RANK of an ancestor that streams it (an engine or a
+        // worker the rank started).
         AgentStderr().Write(absl::StrCat(
             "memtrace-agent: job ", options_.identity.job_id(), " rank ", options_.identity.rank(),
-            " is streamed by this process's parent (pid ", options_.identity.parent_pid(),
-            "); the collector stores this process (pid ", options_.identity.pid(),
-            ") as a subprocess of rank ", ack.subprocess_of_rank()));
+            " is streamed by a process that started this one; the collector stores this process "
+            "(pid ",
+            options_.identity.pid(), ") as a subprocess of rank ", ack.subprocess_of_rank()));
       }
       stored_subprocess_of_ = ack.subprocess_of_rank();
     }

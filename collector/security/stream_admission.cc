@@ -37,14 +37,15 @@ std::string RankName(const v1::RankIdentity& id) {
                       id.process_start_ns() != 0 ? absl::StrCat("/", id.process_start_ns()) : "");
 }
 
-// Whether `parent` can be the process that started `child` on its host: the same host, the
-// child's parent pid, and started no later (when both starts are known: a pid reused after
-// the parent ended is some other process).
-bool IsParentOf(const Producer& parent, const v1::RankIdentity& child) {
-  return child.parent_pid() != 0 && parent.pid == child.parent_pid() &&
-         parent.host == child.host() &&
-         (parent.start_ns == 0 || child.process_start_ns() == 0 ||
-          parent.start_ns <= child.process_start_ns());
+// Whether `ancestor` can be a process that started `child` (directly or through others) on its
+// host: the same host, one of the child's ancestor pids, and started no later (when both starts
+// are known: a pid reused after the ancestor ended is some other process).
+bool IsAncestorOf(const Producer& ancestor, const v1::RankIdentity& child) {
+  return ancestor.host == child.host() &&
+         std::find(child.ancestor_pids().begin(), child.ancestor_pids().end(), ancestor.pid) !=
+             child.ancestor_pids().end() &&
+         (ancestor.start_ns == 0 || child.process_start_ns() == 0 ||
+          ancestor.start_ns <= child.process_start_ns());
 }
 
 std::string Describe(const Producer& p) {
@@ -67,22 +68,22 @@ struct StreamAdmission::Job {
   absl::flat_hash_map<int32_t, std::vector<Producer>> subprocesses;
 
   // The launcher rank `identity` is a subprocess of, if it is one (see the header): it names a
-  // rank whose process, or one of whose subprocesses, is its parent, and it is not itself a
+  // rank whose process, or one of whose subprocesses, is its ancestor, and it is not itself a
   // process that streams the rank.
   std::optional<int32_t> SubprocessOf(const v1::RankIdentity& identity) const {
     const int32_t rank = identity.rank();
-    if (rank < 0 || identity.parent_pid() == 0) return std::nullopt;
+    if (rank < 0 || identity.ancestor_pids().empty()) return std::nullopt;
     const Producer self = ProducerOf(identity);
-    bool has_parent = false;
+    bool has_ancestor = false;
     for (const auto& [key, stream] : streams) {
       if (key.first != rank) continue;
       if (stream.producer == self) return std::nullopt;
-      has_parent = has_parent || IsParentOf(stream.producer, identity);
+      has_ancestor = has_ancestor || IsAncestorOf(stream.producer, identity);
     }
     if (auto it = subprocesses.find(rank); it != subprocesses.end()) {
-      for (const Producer& p : it->second) has_parent = has_parent || IsParentOf(p, identity);
+      for (const Producer& p : it->second) has_ancestor = has_ancestor || IsAncestorOf(p, identity);
     }
-    return has_parent ? std::optional<int32_t>(rank) : std::nullopt;
+    return has_ancestor ? std::optional<int32_t>(rank) : std::nullopt;
   }
   void AddSubprocess(int32_t rank, const Producer& producer) {
     std::vector<Producer>& known = subprocesses[rank];

@@ -14,9 +14,10 @@
 //    job rerun under the same id). Then it is stored as the rank's next attempt (one past the
 //    highest it holds), and every later Hello of that process goes on as it, also after a
 //    collector restart. The same process reconnecting is admitted.
-// Except a rank's subprocess: a process naming a rank whose parent (RankIdentity.parent_pid) is
-// a process the job holds for that rank on the same host (or one of that rank's subprocesses),
-// started before it, is no second producer of the rank but a process of its own that inherited
+// Except a rank's subprocess: a process naming a rank one of whose ancestors
+// (RankIdentity.ancestor_pids: its parent, or further up, as through a forkserver) is a process
+// the job holds for that rank on the same host (or one of that rank's subprocesses), started no
+// later than it, is no second producer of the rank but a process of its own that inherited
 // the rank's environment (a vLLM or SGLang engine, a compile worker). It is admitted as that
 // rank's subprocess (AdmissionTicket::subprocess_of), which the store names like a worker
 // without a launcher rank, connected parent or not.

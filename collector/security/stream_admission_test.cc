@@ -215,7 +215,9 @@ TEST(StreamAdmissionTest, AMovedProcessGoesOnAsItsAttemptAfterACollectorRestart)
 v1::RankIdentity Child(const v1::RankIdentity& parent, uint32_t pid, uint64_t start_ns = 0) {
   v1::RankIdentity child = parent;
   child.set_pid(pid);
-  child.set_parent_pid(parent.pid());
+  child.clear_ancestor_pids();
+  child.add_ancestor_pids(parent.pid());
+  for (uint32_t above : parent.ancestor_pids()) child.add_ancestor_pids(above);
   child.set_process_start_ns(start_ns);
   return child;
 }
@@ -232,11 +234,16 @@ TEST(StreamAdmissionTest, AProcessWhoseParentStreamsTheRankIsItsSubprocess) {
   absl::StatusOr<AdmissionTicket> child = admission.Admit(engine, true);
   ASSERT_TRUE(child.ok()) << child.status();
   EXPECT_EQ(child->subprocess_of(), std::optional<int32_t>(3));
-  // Its own subprocess (an engine's workers) belongs to the rank too, and so does the engine
-  // reconnecting, also once the parent has gone.
+  // Its own subprocess (an engine's workers) belongs to the rank too, and so does one started
+  // through a process that streams nothing (a forkserver, a shell), and the engine reconnecting,
+  // also once the parent has gone.
   absl::StatusOr<AdmissionTicket> grandchild = admission.Admit(Child(engine, 151, 3000), true);
   ASSERT_TRUE(grandchild.ok()) << grandchild.status();
   EXPECT_EQ(grandchild->subprocess_of(), std::optional<int32_t>(3));
+  v1::RankIdentity forkserver = Child(parent, 160);  // never streams: no Hello of its own
+  absl::StatusOr<AdmissionTicket> via = admission.Admit(Child(forkserver, 161, 3000), true);
+  ASSERT_TRUE(via.ok()) << via.status();
+  EXPECT_EQ(via->subprocess_of(), std::optional<int32_t>(3));
   *holder = AdmissionTicket();
   absl::StatusOr<AdmissionTicket> again = admission.Admit(engine, true);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -257,7 +264,7 @@ TEST(StreamAdmissionTest, OnlyTheParentsOwnChildOnItsHostIsASubprocess) {
   // Another process of the rank whose parent is someone else (a second run under the job id):
   // a second producer, refused as before.
   v1::RankIdentity stranger = Child(parent, 200);
-  stranger.set_parent_pid(99);
+  stranger.set_ancestor_pids(0, 99);
   EXPECT_TRUE(absl::IsAlreadyExists(admission.Admit(stranger, true).status()));
   // The parent's pid on another host.
   v1::RankIdentity elsewhere = Child(parent, 150);

@@ -355,7 +355,7 @@ TEST_F(IngestServiceTest, AProcessWhoseParentStreamsTheRankIsStoredAsItsSubproce
   const v1::RankIdentity parent = Identity("rl", 2);
   v1::RankIdentity engine = parent;
   engine.set_pid(parent.pid() + 50);
-  engine.set_parent_pid(parent.pid());
+  engine.add_ancestor_pids(parent.pid());
   engine.set_subprocess_of_rank(7);  // the collector's to say: ignored
   Session p(ingest_.get());
   v1::IngestAck ack;
@@ -429,7 +429,7 @@ TEST_F(IngestServiceTest, AHelloCannotMakeItselfASubprocess) {
   StartServer("self-claimed");
   v1::RankIdentity id = Identity("j", 1);
   id.set_subprocess_of_rank(1);
-  id.set_parent_pid(4);
+  id.add_ancestor_pids(4);
   Session s(ingest_.get());
   v1::IngestAck ack;
   ASSERT_TRUE(s.Send(HelloRequest(id), &ack));

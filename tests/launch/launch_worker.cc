@@ -7,8 +7,8 @@
 //
 // --hold_ms keeps it alive between the first and second half of its events (to kill a
 // collector or send signals meanwhile); --spawn_child starts, between the two halves, a copy of
-// itself that records M events with the same environment (RANK included, as an inference
-// engine a worker starts inherits it) and waits for it; --identity_out writes "key=value"
+// itself under `sh -c` that records M events with the same environment (RANK included, as an
+// inference engine a worker starts inherits it) and waits for it; --identity_out writes "key=value"
 // lines of the identity it derived. Exit codes: C (default 0); 2 when the environment gives no
 // valid identity; 3 when the child failed.
 #include <sys/wait.h>
@@ -70,13 +70,18 @@ void WriteIdentity(const std::string& path, const memtrace::TransportOptions& op
       << "\ncollector=" << options.collector_address << "\n";
 }
 
-// Runs this program again as a child process recording `events` events, and waits for it.
+// Runs this program again recording `events` events, under a shell that stays its parent (a
+// process between the two that streams nothing, as a forkserver or a launcher script), and
+// waits for it.
 bool RunChild(int64_t events) {
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return false;
   const std::string count = std::to_string(events);
   const pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
-    execl("/proc/self/exe", "launch_worker", "--events", count.c_str(),
+    execl("/bin/sh", "sh", "-c", "\"$0\" --events \"$1\"; exit $?", self, count.c_str(),
           static_cast<char*>(nullptr));
     _exit(127);
   }

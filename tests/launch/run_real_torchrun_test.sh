@@ -62,8 +62,8 @@ expect_eq "exit code with --standalone --rdzv_id" "$?" "0"
 grep -q "job exp9" "$WORK/run2.err" && fail "announced torchrun's --rdzv_id, which --standalone replaces: $(cat "$WORK/run2.err")"
 expect_grep "$WORK/run2.err" ": 80 events recorded by this run's 2 rank(s)"
 
-# Each worker starts a process of its own that inherits its RANK (as a vLLM engine or a compile
-# worker does), while it streams: stored beside the rank as its subprocess, not refused as a
+# Each worker starts, through a shell, a process of its own that inherits its RANK (as a vLLM
+# engine or a compile worker does, also by way of a forkserver), while it streams: stored beside the rank as its subprocess, not refused as a
 # second producer of the rank (which lost the child's events) nor taken for a rank.
 timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" -- \
   "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs3" --no_python --standalone \
