@@ -124,6 +124,7 @@ grpc::Status QueryService::GetRollups(grpc::ServerContext*, const v1::GetRollups
   selection.from_rank = request->from_rank();
   selection.partial = request->partial();
   selection.with_subprocesses = request->with_subprocesses();
+  if (request->scalars_only()) selection.detail = RollupDetail::kScalars;
   // Past protobuf's 2 GiB a message does not serialize at all.
   selection.max_bytes = request->max_response_bytes() != 0
                             ? std::min<uint64_t>(request->max_response_bytes(), kMaxRollupsBytes)

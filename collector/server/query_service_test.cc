@@ -288,6 +288,24 @@ TEST_F(QueryServiceTest, GetRollupsCarriesIdentityAndStrings) {
   ASSERT_EQ(r.steps(1).by_tag_size(), 1);
   EXPECT_EQ(r.steps(1).by_tag(0).id(), 1u);
   EXPECT_EQ(r.steps(1).by_tag(0).live_bytes(), r.steps(1).end_bytes());
+
+  // Scalars only (what `memtrace plot` asks for): the same rows, without their tag lists and the
+  // string table.
+  grpc::ClientContext scalar_ctx;
+  req.set_scalars_only(true);
+  v1::GetRollupsResponse scalars;
+  ASSERT_TRUE(query_->GetRollups(&scalar_ctx, req, &scalars).ok());
+  ASSERT_EQ(scalars.ranks_size(), 1);
+  EXPECT_EQ(scalars.ranks(0).strings_size(), 0);
+  ASSERT_EQ(scalars.ranks(0).steps_size(), r.steps_size());
+  for (int i = 0; i < r.steps_size(); ++i) {
+    v1::StepRollup without_lists = r.steps(i);
+    without_lists.clear_by_tag();
+    without_lists.clear_by_source();
+    without_lists.clear_by_phase();
+    EXPECT_EQ(scalars.ranks(0).steps(i).SerializeAsString(), without_lists.SerializeAsString())
+        << "row " << i;
+  }
 }
 
 TEST_F(QueryServiceTest, LiveAtReturnsTheLiveSetLargestFirst) {

@@ -1090,7 +1090,7 @@ absl::StatusOr<v1::GetRollupsResponse> EventStore::Rollups(absl::string_view job
     return absl::CancelledError("the page is full");  // stops the scan; not an error
   };
   absl::Status s = VisitRollups(
-      job_id, axis, RollupDetail::kFull, &bucket_ns,
+      job_id, axis, selection.detail, &bucket_ns,
       [&](const v1::RankRollups& rank) {
         if (current != nullptr && rank.rank() != current->rank()) {
           if (absl::Status st = close_rank(); !st.ok()) return st;

@@ -180,6 +180,8 @@ struct RollupSelection {
   bool partial = false;
   // The ranks' subprocesses too (VisitRollups' with_subprocesses).
   bool with_subprocesses = false;
+  // kScalars: the rows without their group lists, as VisitRollups reads them.
+  RollupDetail detail = RollupDetail::kFull;
 };
 
 class EventStore {

@@ -63,7 +63,8 @@ absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetRollups(
 absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(const std::string& job_id,
                                                                   v1::TimelineAxis axis,
                                                                   uint64_t max_response_bytes,
-                                                                  bool with_subprocesses) const {
+                                                                  bool with_subprocesses,
+                                                                  bool scalars_only) const {
   if (max_response_bytes == 0) max_response_bytes = kMaxQueryResponseBytes - (1 << 20);
   v1::GetRollupsRequest request;
   request.set_job_id(job_id);
@@ -71,6 +72,7 @@ absl::StatusOr<v1::GetRollupsResponse> QueryClient::GetJobRollups(const std::str
   request.set_max_response_bytes(max_response_bytes);
   request.set_partial(true);
   request.set_with_subprocesses(with_subprocesses);
+  request.set_scalars_only(scalars_only);
   v1::GetRollupsResponse out;
   for (bool first = true;; first = false) {
     absl::StatusOr<v1::GetRollupsResponse> page = GetRollups(request);

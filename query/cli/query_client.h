@@ -42,11 +42,12 @@ class QueryClient {
   // smallest page. Each page is read at its own moment: of a job still running, later pages
   // are newer. RESOURCE_EXHAUSTED when one rank alone does not fit; FAILED_PRECONDITION from a
   // collector that does not page forward. 0 bytes: the default.
-  // `with_subprocesses`: the ranks' subprocesses too (GetRollupsRequest.with_subprocesses).
+  // `with_subprocesses`: the ranks' subprocesses too (GetRollupsRequest.with_subprocesses);
+  // `scalars_only`: the rows without their group lists (GetRollupsRequest.scalars_only).
   absl::StatusOr<v1::GetRollupsResponse> GetJobRollups(
       const std::string& job_id, v1::TimelineAxis axis,
       uint64_t max_response_bytes = kMaxQueryResponseBytes - (1 << 20),
-      bool with_subprocesses = false) const;
+      bool with_subprocesses = false, bool scalars_only = false) const;
 
   const std::string& address() const { return caller_.address(); }
 

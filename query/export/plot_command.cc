@@ -42,7 +42,12 @@ constexpr uint32_t kMaxRank = 1 << 24;
 
 absl::StatusOr<analysis::JobTimeline> FetchTimeline(const cli::QueryClient& client,
                                                     const std::string& job, v1::TimelineAxis axis) {
-  absl::StatusOr<v1::GetRollupsResponse> rollups = client.GetJobRollups(job, axis);
+  // The rows' scalars: a plot draws one number a row, and its marks (diverged, leaking curves,
+  // OOMs) read no tag. The full rows of an 8-rank, 5 h job without step markers (144 k rows)
+  // took 209 MB of memory.
+  absl::StatusOr<v1::GetRollupsResponse> rollups =
+      client.GetJobRollups(job, axis, /*max_response_bytes=*/0, /*with_subprocesses=*/false,
+                           /*scalars_only=*/true);
   if (!rollups.ok()) return rollups.status();
   return analysis::TimelineFromRollups(job, *rollups, axis);
 }
