@@ -580,16 +580,27 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     if (!ranks.ok()) return ranks.status();
     const bool restarted = std::any_of(ranks->begin(), ranks->end(),
                                        [](const auto& r) { return r.identity().attempt() > 0; });
-    std::vector<std::string> with;
+    std::vector<std::string> with, subprocesses_with;
     for (const v1::RankSummary& r : *ranks) {
-      if (r.ooms() == 0 || r.identity().has_subprocess_of_rank()) continue;
+      if (r.ooms() == 0) continue;
+      if (r.identity().has_subprocess_of_rank()) {
+        // An engine's OOM is no rank's, but the news the question was after.
+        subprocesses_with.push_back(absl::StrCat("pid ", r.identity().pid(), " of rank ",
+                                                 r.identity().subprocess_of_rank(),
+                                                 " (memtrace ranks: ", r.rank(), ")"));
+        continue;
+      }
       with.push_back(restarted ? absl::StrCat(r.rank(), " (attempt ", r.identity().attempt(), ")")
                                : absl::StrCat(r.rank()));
     }
-    return absl::NotFoundError(
-        absl::StrCat(mine.status().message(),
-                     with.empty() ? "; no rank of the job has one"
-                                  : absl::StrCat("; ranks with one: ", absl::StrJoin(with, ", "))));
+    return absl::NotFoundError(absl::StrCat(
+        mine.status().message(),
+        with.empty() ? "; no rank of the job has one"
+                     : absl::StrCat("; ranks with one: ", absl::StrJoin(with, ", ")),
+        subprocesses_with.empty()
+            ? ""
+            : absl::StrCat("; subprocesses with one: ", absl::StrJoin(subprocesses_with, ", "),
+                           " (memtrace timeline --rank N shows one's steps)")));
   }
   if (!mine.ok()) return mine.status();
   if (mine->seq == 0 && point.kind == LivePoint::Kind::kAtCollectorTime) {
