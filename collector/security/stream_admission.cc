@@ -74,6 +74,11 @@ struct StreamAdmission::Job {
     const int32_t rank = identity.rank();
     if (rank < 0 || identity.ancestor_pids().empty()) return std::nullopt;
     const Producer self = ProducerOf(identity);
+    // Only a process whose (rank, attempt) another process holds is looked at further: a
+    // subprocess inherits its attempt with its rank. The walk below is over the job's streams,
+    // which every Hello of a 16 k-rank job would otherwise pay.
+    auto own = streams.find({rank, identity.attempt()});
+    if (own == streams.end() || own->second.producer == self) return std::nullopt;
     bool has_ancestor = false;
     for (const auto& [key, stream] : streams) {
       if (key.first != rank) continue;

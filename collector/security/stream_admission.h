@@ -17,7 +17,8 @@
 // Except a rank's subprocess: a process naming a rank one of whose ancestors
 // (RankIdentity.ancestor_pids: its parent, or further up, as through a forkserver) is a process
 // the job holds for that rank on the same host (or one of that rank's subprocesses), started no
-// later than it, is no second producer of the rank but a process of its own that inherited
+// later than it, and whose (rank, attempt) another process holds (a subprocess inherits the
+// attempt with the rank), is no second producer of the rank but a process of its own that inherited
 // the rank's environment (a vLLM or SGLang engine, a compile worker). It is admitted as that
 // rank's subprocess (AdmissionTicket::subprocess_of), which the store names like a worker
 // without a launcher rank, connected parent or not.
