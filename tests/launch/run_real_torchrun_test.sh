@@ -63,15 +63,19 @@ grep -q "job exp9" "$WORK/run2.err" && fail "announced torchrun's --rdzv_id, whi
 expect_grep "$WORK/run2.err" ": 80 events recorded by this run's 2 rank(s)"
 
 # Each worker starts, through a shell, a process of its own that inherits its RANK (as a vLLM
-# engine or a compile worker does, also by way of a forkserver), while it streams: stored beside the rank as its subprocess, not refused as a
-# second producer of the rank (which lost the child's events) nor taken for a rank.
-timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" -- \
-  "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs3" --no_python --standalone \
-  --nproc_per_node 2 "$WORKER_ABS" --spawn_child 16 \
-  >"$WORK/run3.out" 2>"$WORK/run3.err"
-expect_eq "exit code with subprocesses" "$?" "0"
-expect_grep "$WORK/run3.err" ": 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
-job3=$(sed -n "s/.*memtrace: job \([^ ]*\): 112 events.*/\1/p" "$WORK/run3.err")
+# engine or a compile worker does, also by way of a forkserver), while it streams: stored
+# beside the rank as its subprocess, not refused as a second producer of the rank (which lost
+# the child's events) nor taken for a rank.
+job3=engines-$$
+run_with_subprocesses() {  # run_with_subprocesses N: the run's output in run$N.{out,err}
+  timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job "$job3" -- \
+    "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs$1" --no_python --standalone \
+    --nproc_per_node 2 "$WORKER_ABS" --spawn_child 16 \
+    >"$WORK/run$1.out" 2>"$WORK/run$1.err"
+  expect_eq "exit code with subprocesses (run $1)" "$?" "0"
+  expect_grep "$WORK/run$1.err" "job $job3: 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
+}
+run_with_subprocesses 3
 "$VIEW" "$COLLECTOR_ADDR" ranks "$job3" >"$WORK/ranks3" 2>"$WORK/view.err" || fail "ranks of $job3"
 expect_eq "streams with subprocesses" "$(wc -l <"$WORK/ranks3" | tr -d ' ')" "4"
 for r in 0 1; do
@@ -85,6 +89,13 @@ for r in 0 1; do
 done
 "$MEMTRACE" jobs --collector "$COLLECTOR_ADDR" --format csv >"$WORK/jobs3" || fail "memtrace jobs"
 expect_grep "$WORK/jobs3" "^$job3,2,112,.*,0,2\$"
+# Run again under the job id: each rank's next attempt, as without subprocesses, and this run's
+# subprocesses its own (the rerun note counted the first run's as processes without a RANK).
+run_with_subprocesses 4
+expect_grep "$WORK/run4.err" "job $job3 already holds rank(s) 0,1 of attempt 0 from a run that ended: this run's workers for them are stored as attempt 1"
+grep -q "without a RANK" "$WORK/run4.err" && fail "the first run's subprocesses taken for processes without a RANK: $(cat "$WORK/run4.err")"
+"$MEMTRACE" jobs --collector "$COLLECTOR_ADDR" --format csv >"$WORK/jobs4" || fail "memtrace jobs"
+expect_grep "$WORK/jobs4" "^$job3,2,224,.*,2,4\$"
 stop_collector
 echo "ok: real torchrun, 4 ranks, job $job ($EXPECT id); 2 ranks with a subprocess each, job $job3"
 echo PASS

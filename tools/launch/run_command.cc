@@ -487,6 +487,8 @@ void Runner::NoteRerunOfEndedJob(const JobCounts& before, const std::string& job
   std::vector<int32_t> ended;
   size_t rankless_ended = 0;  // processes of an ended run that had no RANK
   for (const v1::RankSummary& r : ranks->ranks()) {
+    // A rank's subprocess (stored without its rank) goes with its rank: a rerun's are its own.
+    if (r.identity().has_subprocess_of_rank()) continue;
     const int32_t rank = r.identity().rank();
     if (rank < 0) {
       // Without RANK a process is a rank of its own (host, device, pid): this run's processes
