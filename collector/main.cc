@@ -79,6 +79,10 @@ ABSL_FLAG(int64_t, max_string_table, 1 << 18,
 ABSL_FLAG(int64_t, max_ranks_per_job, 16384,
           "Most distinct ranks one job may have; a Hello for one more is RESOURCE_EXHAUSTED. "
           "0 = unbounded.");
+ABSL_FLAG(int64_t, max_subprocesses_per_rank, 64,
+          "Most processes one rank may start that inherit its RANK and are stored as its "
+          "subprocesses (an inference engine, its workers); a Hello for one more is "
+          "RESOURCE_EXHAUSTED. Not counted in --max_ranks_per_job. 0 = unbounded.");
 ABSL_FLAG(std::string, port_file, "",
           "When set, write the bound port (decimal and a newline) to this file once serving.");
 
@@ -194,6 +198,8 @@ absl::Status LoadLimits(CollectorServerOptions* options) {
                     "forever")},
       {"max_ranks_per_job", absl::GetFlag(FLAGS_max_ranks_per_job), 0,
        &options->ingest_limits.max_ranks_per_job},
+      {"max_subprocesses_per_rank", absl::GetFlag(FLAGS_max_subprocesses_per_rank), 0,
+       &options->ingest_limits.max_subprocesses_per_rank},
   };
   for (const Limit& l : limits) {
     absl::StatusOr<uint32_t> v = LimitFlag(l.name, l.value, l.min, UINT32_MAX);

@@ -27,9 +27,16 @@ namespace {
 // (worker -> forkserver -> engine), and the launcher and shells above it are not walked for ever.
 constexpr size_t kMaxAncestors = 8;
 
-// The parent of `pid` from /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold spaces
-// and parentheses, so the fields after its last ')'); nullopt when it cannot be read.
-std::optional<uint32_t> ParentOf(uint32_t pid) {
+// What /proc/PID/stat says of a process: its parent and its start (field 22, clock ticks since
+// boot), which with the pid names the process for as long as the machine runs.
+struct ProcStat {
+  uint32_t ppid = 0;
+  uint64_t start_ticks = 0;
+};
+
+// "pid (comm) state ppid ... starttime ..."; comm may hold spaces and parentheses, so the
+// fields are counted after its last ')'. nullopt when it cannot be read.
+std::optional<ProcStat> ReadProcStat(const std::string& pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
   std::string stat;
   std::getline(in, stat);
@@ -37,23 +44,26 @@ std::optional<uint32_t> ParentOf(uint32_t pid) {
   if (close == std::string::npos) return std::nullopt;
   std::vector<absl::string_view> fields =
       absl::StrSplit(absl::string_view(stat).substr(close + 1), ' ', absl::SkipEmpty());
-  uint32_t ppid = 0;
-  if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &ppid)) return std::nullopt;
-  return ppid;
+  // fields[0] is field 3 (state): ppid is field 4, starttime field 22.
+  ProcStat out;
+  if (fields.size() < 20 || !absl::SimpleAtoi(fields[1], &out.ppid) ||
+      !absl::SimpleAtoi(fields[19], &out.start_ticks)) {
+    return std::nullopt;
+  }
+  return out;
 }
 
 // `parent`, its parent, ...: at most kMaxAncestors, ending at pid 1 (init, or a container's
-// entry process: the trainer itself in some containers) or where /proc cannot tell.
-std::vector<uint32_t> AncestorPids(uint32_t parent) {
-  std::vector<uint32_t> out;
-  for (uint32_t pid = parent; pid != 0 && out.size() < kMaxAncestors;) {
-    out.push_back(pid);
-    if (pid == 1) break;
-    const std::optional<uint32_t> next = ParentOf(pid);
-    if (!next.has_value() || *next == pid) break;
-    pid = *next;
+// entry process: the trainer itself in some containers) or where /proc cannot tell; each with
+// its start (0 where unknown).
+void ReadAncestors(uint32_t parent, ProcessFacts* facts) {
+  for (uint32_t pid = parent; pid != 0 && facts->ancestor_pids.size() < kMaxAncestors;) {
+    const std::optional<ProcStat> stat = ReadProcStat(absl::StrCat(pid));
+    facts->ancestor_pids.push_back(pid);
+    facts->ancestor_start_ticks.push_back(stat.has_value() ? stat->start_ticks : 0);
+    if (pid == 1 || !stat.has_value() || stat->ppid == pid) break;
+    pid = stat->ppid;
   }
-  return out;
 }
 
 // Which processes a launcher's variables describe, given that every process below the one a
@@ -254,7 +264,10 @@ ProcessFacts CurrentProcessFacts() {
   if (gethostname(host, sizeof(host) - 1) == 0) facts.host = host;
   facts.pid = static_cast<uint32_t>(getpid());
   facts.parent_pid = static_cast<uint32_t>(getppid());
-  facts.ancestor_pids = AncestorPids(facts.parent_pid);
+  ReadAncestors(facts.parent_pid, &facts);
+  if (std::optional<ProcStat> self = ReadProcStat("self")) facts.start_ticks = self->start_ticks;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::getline(boot, facts.boot_id);
   std::ifstream comm(absl::StrCat("/proc/", facts.parent_pid, "/comm"));
   std::getline(comm, facts.parent_name);
   static const uint64_t start_ns = static_cast<uint64_t>(absl::GetCurrentTimeNanos());
@@ -287,6 +300,9 @@ absl::StatusOr<v1::RankIdentity> IdentityFromEnvironment(const EnvLookup& env,
   id.set_host(facts.host);
   id.set_pid(facts.pid);
   for (uint32_t pid : facts.ancestor_pids) id.add_ancestor_pids(pid);
+  for (uint64_t ticks : facts.ancestor_start_ticks) id.add_ancestor_start_ticks(ticks);
+  id.set_start_ticks(facts.start_ticks);
+  id.set_boot_id(facts.boot_id);
   id.set_process_start_ns(facts.start_ns);
   if (std::optional<std::string> run = EnvNonEmpty(env, "MEMTRACE_RUN_ID")) id.set_run_id(*run);
   if (absl::Status s = ReadDevice(env, ranks->local_rank, &id); !s.ok()) return s;

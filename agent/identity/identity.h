@@ -56,8 +56,13 @@ struct ProcessFacts {
   uint64_t start_ns = 0;  // RankIdentity.process_start_ns
   uint32_t parent_pid = 0;
   // parent_pid, its parent, ... (RankIdentity.ancestor_pids): at most 8, ending at pid 1 or
-  // where /proc cannot tell.
+  // where /proc cannot tell; and each one's start (ancestor_start_ticks, 0 where unknown).
   std::vector<uint32_t> ancestor_pids;
+  std::vector<uint64_t> ancestor_start_ticks;
+  // This process's start in clock ticks since boot (/proc/self/stat), and the boot
+  // (/proc/sys/kernel/random/boot_id): RankIdentity.start_ticks and boot_id.
+  uint64_t start_ticks = 0;
+  std::string boot_id;
   std::string parent_name;  // the parent's /proc/PID/comm ("bash", "memtrace", ...)
 };
 

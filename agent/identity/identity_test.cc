@@ -15,7 +15,19 @@
 namespace memtrace {
 namespace {
 
-const ProcessFacts kFacts{"node-7", 4242, 1'700'000'000'000'000'123, 4100, {4100, 4000, 1}};
+ProcessFacts MakeFacts() {
+  ProcessFacts f;
+  f.host = "node-7";
+  f.pid = 4242;
+  f.start_ns = 1'700'000'000'000'000'123;
+  f.parent_pid = 4100;
+  f.ancestor_pids = {4100, 4000, 1};
+  f.ancestor_start_ticks = {900, 500, 2};
+  f.start_ticks = 950;
+  f.boot_id = "boot-7";
+  return f;
+}
+const ProcessFacts kFacts = MakeFacts();
 
 absl::StatusOr<v1::RankIdentity> FromMap(std::map<std::string, std::string> vars) {
   return IdentityFromEnvironment(MapEnvironment(std::move(vars)), kFacts);
@@ -56,6 +68,11 @@ TEST(IdentityTest, ReadsEveryTorchrunField) {
   // What tells the collector a subprocess that inherited RANK from a process above it.
   EXPECT_EQ(std::vector<uint32_t>(id->ancestor_pids().begin(), id->ancestor_pids().end()),
             (std::vector<uint32_t>{4100, 4000, 1}));
+  EXPECT_EQ(
+      std::vector<uint64_t>(id->ancestor_start_ticks().begin(), id->ancestor_start_ticks().end()),
+      (std::vector<uint64_t>{900, 500, 2}));
+  EXPECT_EQ(id->start_ticks(), 950u);
+  EXPECT_EQ(id->boot_id(), "boot-7");
   EXPECT_EQ(id->process_start_ns(), kFacts.start_ns);
   EXPECT_EQ(id->device_index(), 1);  // LOCAL_RANK, no CUDA_VISIBLE_DEVICES
   EXPECT_EQ(id->launcher(), "torchrun");
@@ -368,17 +385,24 @@ TEST(IdentityTest, CurrentProcessFactsNamesThisProcess) {
   EXPECT_EQ(CurrentProcessFacts().start_ns, facts.start_ns);
 }
 
-// The ancestors from /proc: a child's first is this process, its second this one's parent.
+// The ancestors from /proc: a child's first is this process, with this process's own start,
+// its second this one's parent.
 TEST(IdentityTest, CurrentProcessFactsListsTheAncestorsFromProc) {
   const uint32_t self = static_cast<uint32_t>(getpid());
   const uint32_t parent = static_cast<uint32_t>(getppid());
+  const ProcessFacts mine = CurrentProcessFacts();
+  ASSERT_GT(mine.start_ticks, 0u);
+  ASSERT_FALSE(mine.boot_id.empty());
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
     const ProcessFacts facts = CurrentProcessFacts();
     const std::vector<uint32_t>& a = facts.ancestor_pids;
+    const std::vector<uint64_t>& t = facts.ancestor_start_ticks;
     const bool ok = a.size() >= 2 && a.size() <= 8 && a[0] == self && a[1] == parent &&
-                    (a.back() == 1 || a.size() == 8);
+                    (a.back() == 1 || a.size() == 8) && t.size() == a.size() &&
+                    t[0] == mine.start_ticks && facts.start_ticks >= mine.start_ticks &&
+                    facts.boot_id == mine.boot_id;
     _exit(ok ? 0 : 1);
   }
   int status = 0;

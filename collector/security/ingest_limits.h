@@ -13,6 +13,9 @@ namespace memtrace::security {
 struct IngestLimits {
   // Distinct ranks per job (StreamAdmission); 0 = unbounded.
   uint32_t max_ranks_per_job = 16384;
+  // Subprocesses of one launcher rank (StreamAdmission; not counted in max_ranks_per_job);
+  // 0 = unbounded.
+  uint32_t max_subprocesses_per_rank = 64;
   // Size of a stream's string table: string ids above it are refused. The agent interns at most
   // 65536 strings (TransportOptions::max_strings); importers may define more.
   uint32_t max_string_table = 1 << 18;

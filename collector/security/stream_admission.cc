@@ -17,6 +17,11 @@ struct Producer {
   std::string host;
   uint32_t pid = 0;
   uint64_t start_ns = 0;  // 0: an agent too old to send it
+  // Its start from /proc and the machine's boot (RankIdentity.start_ticks, boot_id), and the
+  // run that started it (run_id): what tells it from another run's process with its pid.
+  uint64_t start_ticks = 0;
+  std::string boot_id;
+  std::string run_id;
   // The same process: host and pid, and the start when both sides know it (a restarted
   // container can give a new process the old one's pid under the same hostname).
   bool operator==(const Producer& o) const {
@@ -26,7 +31,8 @@ struct Producer {
 };
 
 Producer ProducerOf(const v1::RankIdentity& id) {
-  return Producer{id.host(), id.pid(), id.process_start_ns()};
+  return Producer{id.host(),        id.pid(),     id.process_start_ns(),
+                  id.start_ticks(), id.boot_id(), id.run_id()};
 }
 
 // A rank as counted against the limit: the launcher rank, or host+device+pid(+start) without
@@ -37,15 +43,29 @@ std::string RankName(const v1::RankIdentity& id) {
                       id.process_start_ns() != 0 ? absl::StrCat("/", id.process_start_ns()) : "");
 }
 
-// Whether `ancestor` can be a process that started `child` (directly or through others) on its
-// host: the same host, one of the child's ancestor pids, and started no later (when both starts
-// are known: a pid reused after the ancestor ended is some other process).
+// Whether `ancestor` is a process that started `child` (directly or through others) on its
+// host: one of the child's ancestor pids, and that process, not another with its pid (a rerun's
+// containers under one hostname number their processes alike). Told by its start from /proc on
+// the same boot where both agents sent it; else by the run (memtrace run's run_id, which a
+// child inherits) and by the agents' first looks, the ancestor's no later than the child's.
 bool IsAncestorOf(const Producer& ancestor, const v1::RankIdentity& child) {
-  return ancestor.host == child.host() &&
-         std::find(child.ancestor_pids().begin(), child.ancestor_pids().end(), ancestor.pid) !=
-             child.ancestor_pids().end() &&
-         (ancestor.start_ns == 0 || child.process_start_ns() == 0 ||
-          ancestor.start_ns <= child.process_start_ns());
+  if (ancestor.host != child.host()) return false;
+  if (!ancestor.run_id.empty() && !child.run_id().empty() && ancestor.run_id != child.run_id()) {
+    return false;
+  }
+  const auto& pids = child.ancestor_pids();
+  for (int i = 0; i < pids.size(); ++i) {
+    if (pids[i] != ancestor.pid) continue;
+    const uint64_t ticks =
+        i < child.ancestor_start_ticks_size() ? child.ancestor_start_ticks(i) : 0;
+    if (ticks != 0 && ancestor.start_ticks != 0 && !ancestor.boot_id.empty() &&
+        ancestor.boot_id == child.boot_id()) {
+      return ticks == ancestor.start_ticks;
+    }
+    return ancestor.start_ns == 0 || child.process_start_ns() == 0 ||
+           ancestor.start_ns <= child.process_start_ns();
+  }
+  return false;
 }
 
 std::string Describe(const Producer& p) {
@@ -64,13 +84,18 @@ struct StreamAdmission::Job {
   };
   absl::flat_hash_map<std::pair<int32_t, uint32_t>, Stream> streams;  // (rank, attempt)
   // Each launcher rank's subprocesses (stored without a launcher rank), which can start
-  // subprocesses of the rank in turn.
-  absl::flat_hash_map<int32_t, std::vector<Producer>> subprocesses;
+  // subprocesses of the rank in turn, with the attempt of the rank each belongs to.
+  struct Subprocess {
+    Producer producer;
+    uint32_t attempt = 0;
+  };
+  absl::flat_hash_map<int32_t, std::vector<Subprocess>> subprocesses;
 
-  // The launcher rank `identity` is a subprocess of, if it is one (see the header): it names a
-  // rank whose process, or one of whose subprocesses, is its ancestor, and it is not itself a
-  // process that streams the rank.
-  std::optional<int32_t> SubprocessOf(const v1::RankIdentity& identity) const {
+  // The launcher rank and attempt `identity` is a subprocess of, if it is one (see the header):
+  // a known subprocess reconnecting, or a process naming a rank whose process (or one of whose
+  // subprocesses) is its ancestor, that is not itself a process streaming the rank. Of the
+  // ancestor's attempt: a rerun moved to attempt 1 has children whose Hello inherits 0.
+  std::optional<std::pair<int32_t, uint32_t>> SubprocessOf(const v1::RankIdentity& identity) const {
     const int32_t rank = identity.rank();
     if (rank < 0 || identity.ancestor_pids().empty()) return std::nullopt;
     const Producer self = ProducerOf(identity);
@@ -79,22 +104,38 @@ struct StreamAdmission::Job {
     // which every Hello of a 16 k-rank job would otherwise pay.
     auto own = streams.find({rank, identity.attempt()});
     if (own == streams.end() || own->second.producer == self) return std::nullopt;
-    bool has_ancestor = false;
+    const std::vector<Subprocess>* known = nullptr;
+    if (auto it = subprocesses.find(rank); it != subprocesses.end()) known = &it->second;
+    if (known != nullptr) {
+      for (const Subprocess& s : *known) {
+        if (s.producer == self) return std::make_pair(rank, s.attempt);
+      }
+    }
+    std::optional<std::pair<int32_t, uint32_t>> found;
     for (const auto& [key, stream] : streams) {
       if (key.first != rank) continue;
       if (stream.producer == self) return std::nullopt;
-      has_ancestor = has_ancestor || IsAncestorOf(stream.producer, identity);
+      if (IsAncestorOf(stream.producer, identity) && (!found || key.second > found->second)) {
+        found = key;
+      }
     }
-    if (auto it = subprocesses.find(rank); it != subprocesses.end()) {
-      for (const Producer& p : it->second) has_ancestor = has_ancestor || IsAncestorOf(p, identity);
+    if (!found && known != nullptr) {
+      for (const Subprocess& s : *known) {
+        if (IsAncestorOf(s.producer, identity)) return std::make_pair(rank, s.attempt);
+      }
     }
-    return has_ancestor ? std::optional<int32_t>(rank) : std::nullopt;
+    return found;
   }
-  void AddSubprocess(int32_t rank, const Producer& producer) {
-    std::vector<Producer>& known = subprocesses[rank];
-    if (std::find(known.begin(), known.end(), producer) == known.end()) {
-      known.push_back(producer);
+  void AddSubprocess(int32_t rank, uint32_t attempt, const Producer& producer) {
+    std::vector<Subprocess>& known = subprocesses[rank];
+    for (const Subprocess& s : known) {
+      if (s.producer == producer) return;
     }
+    known.push_back({producer, attempt});
+  }
+  size_t SubprocessCount(int32_t rank) const {
+    auto it = subprocesses.find(rank);
+    return it == subprocesses.end() ? 0 : it->second.size();
   }
 };
 
@@ -120,8 +161,11 @@ void AdmissionTicket::Release() {
   owner_ = nullptr;
 }
 
-StreamAdmission::StreamAdmission(uint32_t max_ranks_per_job, RankLister lister)
-    : max_ranks_per_job_(max_ranks_per_job), lister_(std::move(lister)) {}
+StreamAdmission::StreamAdmission(uint32_t max_ranks_per_job, RankLister lister,
+                                 uint32_t max_subprocesses_per_rank)
+    : max_ranks_per_job_(max_ranks_per_job),
+      max_subprocesses_per_rank_(max_subprocesses_per_rank),
+      lister_(std::move(lister)) {}
 
 StreamAdmission::~StreamAdmission() = default;
 
@@ -133,10 +177,12 @@ absl::StatusOr<StreamAdmission::Job*> StreamAdmission::LoadJob(const std::string
   if (!stored.ok() && !absl::IsNotFound(stored.status())) return stored.status();
   if (stored.ok()) {
     for (const v1::RankSummary& r : *stored) {
-      job->ranks.insert(RankName(r.identity()));
       if (r.identity().has_subprocess_of_rank()) {
-        job->AddSubprocess(r.identity().subprocess_of_rank(), ProducerOf(r.identity()));
+        job->AddSubprocess(r.identity().subprocess_of_rank(), r.identity().attempt(),
+                           ProducerOf(r.identity()));
+        continue;  // counted per rank, not against max_ranks_per_job
       }
+      job->ranks.insert(RankName(r.identity()));
       if (r.identity().rank() >= 0) {
         job->streams.emplace(std::make_pair(r.identity().rank(), r.identity().attempt()),
                              Job::Stream{ProducerOf(r.identity()), 0});
@@ -202,14 +248,30 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
   absl::MutexLock lock(&mu_);
   absl::StatusOr<Job*> job = LoadJob(identity.job_id());
   if (!job.ok()) return job.status();
-  const std::optional<int32_t> subprocess_of = (*job)->SubprocessOf(identity);
-  // A subprocess is counted, and stored, as the worker without a launcher rank it is.
-  v1::RankIdentity as_counted;
-  if (subprocess_of.has_value()) {
-    as_counted = identity;
-    as_counted.set_rank(-1);
+  AdmissionTicket ticket;
+  ticket.attempt_ = identity.attempt();
+  // A subprocess counts against its rank's bound, not the job's ranks: an RL job's every rank
+  // may start an engine or two.
+  if (const auto subprocess_of = (*job)->SubprocessOf(identity)) {
+    const auto [rank, attempt] = *subprocess_of;
+    const Producer producer = ProducerOf(identity);
+    const bool known =
+        std::any_of((*job)->subprocesses[rank].begin(), (*job)->subprocesses[rank].end(),
+                    [&](const Job::Subprocess& s) { return s.producer == producer; });
+    if (!known && max_subprocesses_per_rank_ > 0 &&
+        (*job)->SubprocessCount(rank) >= max_subprocesses_per_rank_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("job \"", identity.job_id(), "\" rank ", rank, " already has ",
+                       (*job)->SubprocessCount(rank),
+                       " subprocesses, the collector's --max_subprocesses_per_rank limit; pid ",
+                       identity.pid(), " refused"));
+    }
+    (*job)->AddSubprocess(rank, attempt, producer);
+    ticket.subprocess_of_ = rank;
+    ticket.attempt_ = attempt;
+    return ticket;
   }
-  const std::string name = RankName(subprocess_of.has_value() ? as_counted : identity);
+  const std::string name = RankName(identity);
   if (!(*job)->ranks.contains(name)) {
     if (max_ranks_per_job_ > 0 && (*job)->ranks.size() >= max_ranks_per_job_) {
       return absl::ResourceExhaustedError(absl::StrCat(
@@ -217,12 +279,7 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
           " ranks, the collector's --max_ranks_per_job limit; rank ", name, " refused"));
     }
   }
-  AdmissionTicket ticket;
-  ticket.attempt_ = identity.attempt();
-  if (subprocess_of.has_value()) {
-    (*job)->AddSubprocess(*subprocess_of, ProducerOf(identity));
-    ticket.subprocess_of_ = subprocess_of;
-  } else if (identity.rank() >= 0) {
+  if (identity.rank() >= 0) {
     absl::StatusOr<uint32_t> attempt =
         ChooseAttempt(identity, new_attempt_if_taken, **job, &ticket.reassigned_);
     if (!attempt.ok()) return attempt.status();

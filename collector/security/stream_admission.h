@@ -21,7 +21,9 @@
 // attempt with the rank), is no second producer of the rank but a process of its own that inherited
 // the rank's environment (a vLLM or SGLang engine, a compile worker). It is admitted as that
 // rank's subprocess (AdmissionTicket::subprocess_of), which the store names like a worker
-// without a launcher rank, connected parent or not.
+// without a launcher rank, connected parent or not, as of the rank's attempt that started it.
+// A rank's subprocesses are bounded per rank (max_subprocesses_per_rank, RESOURCE_EXHAUSTED
+// beyond), not counted against max_ranks_per_job.
 // What the store already holds is read once per job (the first Hello of that job since the
 // collector started), then kept in memory; a stream stored before counts as not connected.
 // Thread-safe.
@@ -62,7 +64,8 @@ class AdmissionTicket {
   // Non-empty when the attempt is not the Hello's own: why (for the collector's log).
   const std::string& reassigned() const { return reassigned_; }
   // Set when the process is a subprocess of this launcher rank (see the file comment): it is to
-  // be stored without a launcher rank, as that rank's subprocess.
+  // be stored without a launcher rank, as that rank's subprocess, at attempt() (the attempt of
+  // the rank that started it).
   std::optional<int32_t> subprocess_of() const { return subprocess_of_; }
 
  private:
@@ -83,8 +86,10 @@ class StreamAdmission {
   using RankLister =
       std::function<absl::StatusOr<std::vector<v1::RankSummary>>(absl::string_view job_id)>;
 
-  // max_ranks_per_job == 0 means unbounded.
-  StreamAdmission(uint32_t max_ranks_per_job, RankLister lister);
+  // max_ranks_per_job == 0 means unbounded; so does max_subprocesses_per_rank, the bound on
+  // one launcher rank's subprocesses (which do not count against max_ranks_per_job).
+  StreamAdmission(uint32_t max_ranks_per_job, RankLister lister,
+                  uint32_t max_subprocesses_per_rank = 64);
   ~StreamAdmission();
 
   // A ticket for the attempt to store the stream as, or RESOURCE_EXHAUSTED / ALREADY_EXISTS (see
@@ -104,6 +109,7 @@ class StreamAdmission {
   void Release(const std::string& job_id, int32_t rank, uint32_t attempt);
 
   const uint32_t max_ranks_per_job_;
+  const uint32_t max_subprocesses_per_rank_;
   const RankLister lister_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);

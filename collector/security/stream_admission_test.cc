@@ -285,7 +285,7 @@ TEST(StreamAdmissionTest, ARanksSubprocessesAreKnownAfterACollectorRestart) {
   parent.set_process_start_ns(1000);
   const v1::RankIdentity engine = Child(parent, 150, 2000);
   // As the store holds them: the subprocess without a launcher rank.
-  StreamAdmission admission(2,
+  StreamAdmission admission(8,
                             [&](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
                               std::vector<v1::RankSummary> ranks(2);
                               *ranks[0].mutable_identity() = parent;
@@ -295,12 +295,102 @@ TEST(StreamAdmissionTest, ARanksSubprocessesAreKnownAfterACollectorRestart) {
                               *ranks[1].mutable_identity() = stored;
                               return ranks;
                             });
-  // Its child, though the parent is not connected; counted as the job's third name (limit 2).
-  absl::Status third = admission.Admit(Child(engine, 151, 3000), true).status();
-  EXPECT_TRUE(absl::IsResourceExhausted(third)) << third;
+  // Its child, though no process of the rank is connected; and the engine itself again.
+  absl::StatusOr<AdmissionTicket> grandchild = admission.Admit(Child(engine, 151, 3000), true);
+  ASSERT_TRUE(grandchild.ok()) << grandchild.status();
+  EXPECT_EQ(grandchild->subprocess_of(), std::optional<int32_t>(3));
   absl::StatusOr<AdmissionTicket> again = admission.Admit(engine, true);
-  ASSERT_TRUE(again.ok()) << again.status() << ": counted once, as stored";
+  ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->subprocess_of(), std::optional<int32_t>(3));
+}
+
+// Subprocesses count against their rank's bound, not the job's ranks: an 8192-rank RL job whose
+// every rank starts an engine would otherwise use up the default 16384 ranks, and the ranks
+// that came last would be refused.
+TEST(StreamAdmissionTest, SubprocessesAreBoundedPerRankNotAsRanks) {
+  StreamAdmission admission(/*max_ranks_per_job=*/1, NoneStored(), /*max_subprocesses_per_rank=*/2);
+  const v1::RankIdentity parent = Id("j", 0, "node-a", 100);
+  absl::StatusOr<AdmissionTicket> holder = admission.Admit(parent, true);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  for (uint32_t pid : {101, 102}) {
+    absl::StatusOr<AdmissionTicket> child = admission.Admit(Child(parent, pid), true);
+    ASSERT_TRUE(child.ok()) << child.status() << ": the job's one rank has room for 2";
+    EXPECT_EQ(child->subprocess_of(), std::optional<int32_t>(0));
+  }
+  const absl::Status third = admission.Admit(Child(parent, 103), true).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(third)) << third;
+  EXPECT_NE(third.message().find("--max_subprocesses_per_rank"), std::string::npos) << third;
+  EXPECT_TRUE(admission.Admit(Child(parent, 101), true).ok()) << "a known one reconnecting";
+  EXPECT_TRUE(absl::IsResourceExhausted(admission.Admit(Id("j", 1, "node-a", 200)).status()))
+      << "the job's ranks are still bounded";
+}
+
+// A subprocess belongs to the attempt of the process that started it: a rerun's worker moved to
+// attempt 1 starts an engine whose Hello inherits attempt 0.
+TEST(StreamAdmissionTest, ASubprocessIsStoredAtItsAncestorsAttempt) {
+  StreamAdmission admission(
+      8, [](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+        std::vector<v1::RankSummary> ranks(1);
+        *ranks[0].mutable_identity() = Id("j", 3, "node-a", 100);  // the first run's, ended
+        return ranks;
+      });
+  const v1::RankIdentity rerun = Id("j", 3, "node-a", 300);
+  absl::StatusOr<AdmissionTicket> worker = admission.Admit(rerun, true);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_EQ(worker->attempt(), 1u);
+  absl::StatusOr<AdmissionTicket> engine = admission.Admit(Child(rerun, 301), true);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ(engine->subprocess_of(), std::optional<int32_t>(3));
+  EXPECT_EQ(engine->attempt(), 1u);
+}
+
+// Another run's process with the ancestor's pid on the same host (a rerun's containers under one
+// hostname number their processes alike) is not that ancestor: told apart by its start from
+// /proc on the same boot, or by memtrace run's run id. Taken for it, the rerun's rank 5 was
+// stored as a subprocess of the first run's rank 5, and the analyses kept reading the first run.
+TEST(StreamAdmissionTest, AnotherRunsProcessWithTheAncestorsPidIsNoAncestor) {
+  v1::RankIdentity first = Id("j", 5, "node-a", 45);
+  first.set_process_start_ns(1000);
+  first.set_start_ticks(700);
+  first.set_boot_id("boot-1");
+  first.set_run_id("run-1");
+  v1::RankIdentity second = Id("j", 5, "node-a", 60);  // started by the rerun's pid 45
+  second.set_process_start_ns(5000);
+  second.add_ancestor_pids(45);
+  second.add_ancestor_pids(1);
+  second.add_ancestor_start_ticks(9000);
+  second.add_ancestor_start_ticks(1);
+  second.set_boot_id("boot-1");
+  second.set_run_id("run-2");
+  // (subprocess_of, attempt) of `hello` with `stored` in the store; the ticket is released
+  // before its admission goes.
+  const auto admit = [&](const v1::RankIdentity& stored, const v1::RankIdentity& hello) {
+    StreamAdmission admission(
+        8, [&](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+          std::vector<v1::RankSummary> ranks(1);
+          *ranks[0].mutable_identity() = stored;
+          return ranks;
+        });
+    absl::StatusOr<AdmissionTicket> ticket = admission.Admit(hello, true);
+    EXPECT_TRUE(ticket.ok()) << ticket.status();
+    return ticket.ok() ? std::make_pair(ticket->subprocess_of(), ticket->attempt())
+                       : std::make_pair(std::optional<int32_t>(), uint32_t{0});
+  };
+  const auto by_both = admit(first, second);
+  EXPECT_FALSE(by_both.first.has_value());
+  EXPECT_EQ(by_both.second, 1u) << "the rank's next attempt, as a rerun's";
+  // By its start alone (no memtrace run), and by the run alone (agents without /proc starts).
+  v1::RankIdentity no_run = second;
+  no_run.clear_run_id();
+  EXPECT_FALSE(admit(first, no_run).first.has_value());
+  v1::RankIdentity no_ticks = second;
+  no_ticks.clear_ancestor_start_ticks();
+  EXPECT_FALSE(admit(first, no_ticks).first.has_value());
+  // The ancestor itself, by its start: a subprocess.
+  v1::RankIdentity child = second;
+  child.set_ancestor_start_ticks(0, 700);
+  child.set_run_id("run-1");
+  EXPECT_EQ(admit(first, child).first, std::optional<int32_t>(5));
 }
 
 }  // namespace

@@ -239,18 +239,19 @@ const Rank* AttemptCovering(const Job& job, const Rank& latest, std::optional<in
 // listing its ranks costs a cold `diverged` of 1024 ranks 100 ms more, for nothing to say.
 // `only_rank`: the report examined that rank alone (leaks --rank); the others' attempts are not
 // its to speak of.
-// The subprocesses of launcher rank `rank` (RankIdentity.subprocess_of_rank) that had recorded
-// an event by `at_ns` (collector's clock), each read at that moment into `report`: the
-// analyses leave them out as ranks, but their memory is on the rank's device all the same (a
-// vLLM engine's pool beside the trainer's).
+// The subprocesses of launcher rank `rank`'s attempt `attempt` (RankIdentity.subprocess_of_rank;
+// stored at the attempt of the rank that started them) that had recorded an event by `at_ns`
+// (collector's clock), each read at that moment into `report`: the analyses leave them out as
+// ranks, but their memory is on the rank's device all the same (a vLLM engine's pool beside the
+// trainer's). Another run's (attempt's) are not that device's at that moment.
 absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id, uint32_t rank,
-                             int64_t at_ns, v1::LiveReport* report) {
+                             uint32_t attempt, int64_t at_ns, v1::LiveReport* report) {
   absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
   if (!streams.ok()) return streams.status();
   for (const v1::RankSummary& s : *streams) {
     const v1::RankIdentity& id = s.identity();
     if (!id.has_subprocess_of_rank() || id.subprocess_of_rank() != static_cast<int64_t>(rank) ||
-        s.events_stored() == 0) {
+        id.attempt() != attempt || s.events_stored() == 0) {
       continue;
     }
     const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
@@ -747,7 +748,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // The moment itself where it is a time (a step's end, a time asked, the peak's), else the
   // subject's last event read (its OOM, its latest).
   return AddSubprocesses(
-      store, request.job_id(), subject->rank,
+      store, request.job_id(), subject->rank, subject->attempt,
       point.kind == LivePoint::Kind::kAtCollectorTime ? point.at_ns : mine->set.at_ns, response);
 }
 

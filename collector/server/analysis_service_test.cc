@@ -491,6 +491,13 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
                                           .Alloc(kHandT0 + 5 * kS / 2, 0xc000, kMiB)
                                           .AppendAsRunning(server_->store(), subprocess(4002));
   ASSERT_TRUE(late.ok()) << late.status();
+  // And one of another run of the rank (attempt 1, which rank 0 never reached here): not its.
+  v1::RankIdentity other_run = subprocess(4009);
+  other_run.set_attempt(1);
+  absl::StatusOr<OpenedStream> rerun = HandWrittenEvents()
+                                           .Alloc(kHandT0 + kS / 4, 0xd000, 32 * kMiB)
+                                           .AppendAsRunning(server_->store(), other_run);
+  ASSERT_TRUE(rerun.ok()) << rerun.status();
 
   const auto live = [&](uint32_t rank, std::optional<int64_t> step, v1::LiveReport* report) {
     grpc::ClientContext context;
@@ -562,6 +569,7 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
       << status.error_message();
   EXPECT_TRUE(server_->store().CloseStream(engine->key, true, engine->connection).ok());
   EXPECT_TRUE(server_->store().CloseStream(late->key, true, late->connection).ok());
+  EXPECT_TRUE(server_->store().CloseStream(rerun->key, true, rerun->connection).ok());
 }
 
 // The step a running rank is in holds its highest moment so far: --at-peak reads it there, not

@@ -91,8 +91,10 @@ IngestService::IngestService(EventStore* store, const BatchLimits& limits,
     : store_(store),
       limits_(limits),
       ingest_limits_(ingest_limits),
-      admission_(ingest_limits.max_ranks_per_job,
-                 [store](absl::string_view job_id) { return store->ListRanks(job_id); }) {
+      admission_(
+          ingest_limits.max_ranks_per_job,
+          [store](absl::string_view job_id) { return store->ListRanks(job_id); },
+          ingest_limits.max_subprocesses_per_rank) {
   AddMethod(new grpc::internal::RpcServiceMethod(  // owned by grpc::Service
       "/memtrace.v1.Ingest/Stream", grpc::internal::RpcMethod::BIDI_STREAMING,
       new grpc::internal::BidiStreamingHandler<IngestService, grpc::ByteBuffer, v1::IngestAck>(

@@ -19,6 +19,9 @@ absl::StatusOr<std::shared_ptr<const T>> TimelineCache::GetOrLoad(const EventSto
   Version version;
   version.reserve(ranks->size());
   for (const v1::RankSummary& r : *ranks) {
+    // A rank's subprocess is in no cached timeline (VisitRollups leaves it out): a running
+    // engine's every batch would otherwise reload the job.
+    if (r.identity().has_subprocess_of_rank()) continue;
     version.emplace_back(r.rank(), r.identity().attempt(), r.durable_seq(), r.connected());
   }
   std::sort(version.begin(), version.end());

@@ -20,7 +20,9 @@ constexpr char kUsage[] =
     "\n"
     "Writes the job's memory as a Chrome trace-event JSON file that ui.perfetto.dev and\n"
     "chrome://tracing open: one process per rank and restart attempt (pid = rank, plus\n"
-    "100000 x attempt for a restart's) with counter tracks for live\n"
+    "100000 x attempt for a restart's), and one per process a rank started that inherited its\n"
+    "RANK (\"rank R subprocess pid P\": an inference engine; memtrace ranks lists them), with\n"
+    "counter tracks for live\n"
     "bytes, each step's floor and peak, device memory used and the top tags' live bytes at\n"
     "each step end (tags ranked by the most any rank held at a step end: one freed within its\n"
     "step, such as activations, has none), and one slice per step. Live bytes and device used\n"
@@ -44,10 +46,13 @@ struct ExportFlags {
 };
 
 // Whether any rank has a step other than the implicit step 0 (analysis::HasStepMarkers, on the
-// wire form).
+// wire form). The ranks', as the analyses and plot decide it: not their subprocesses'.
 bool HasStepMarkers(const v1::GetRollupsResponse& rollups) {
   return analysis::internal::HasStepMarkersOf(
-      rollups.ranks(), [](const v1::RankRollups& r) { return r.steps_size(); },
+      rollups.ranks(),
+      [](const v1::RankRollups& r) {
+        return r.identity().has_subprocess_of_rank() ? 0 : r.steps_size();
+      },
       [](const v1::RankRollups& r) { return r.steps(0).step(); });
 }
 

@@ -198,9 +198,11 @@ class JobGuard {
       if (r.identity().attempt() == attempt_ && r.rank() <= INT32_MAX) {
         held_here.insert(static_cast<int32_t>(r.rank()));
       }
+      // A stream without a launcher rank (a worker without RANK, a rank's subprocess) is
+      // numbered from 1000000: no world size of the job's.
+      const int64_t implied = r.identity().rank() >= 0 ? int64_t{r.rank()} + 1 : 0;
       job_world_size = static_cast<int32_t>(std::min<int64_t>(
-          INT32_MAX,
-          std::max<int64_t>({job_world_size, r.identity().world_size(), int64_t{r.rank()} + 1})));
+          INT32_MAX, std::max<int64_t>({job_world_size, r.identity().world_size(), implied})));
     }
     WarnOfDisagreeingSizes(plan);
     plan.ImplyWorldSize(job_world_size);
