@@ -104,12 +104,8 @@ struct StreamAdmission::Job {
     // which every Hello of a 16 k-rank job would otherwise pay.
     auto own = streams.find({rank, identity.attempt()});
     if (own == streams.end() || own->second.producer == self) return std::nullopt;
-    const std::vector<Subprocess>* known = nullptr;
-    if (auto it = subprocesses.find(rank); it != subprocesses.end()) known = &it->second;
-    if (known != nullptr) {
-      for (const Subprocess& s : *known) {
-        if (s.producer == self) return std::make_pair(rank, s.attempt);
-      }
+    if (const Subprocess* known = FindSubprocess(rank, self)) {
+      return std::make_pair(rank, known->attempt);
     }
     std::optional<std::pair<int32_t, uint32_t>> found;
     for (const auto& [key, stream] : streams) {
@@ -119,19 +115,24 @@ struct StreamAdmission::Job {
         found = key;
       }
     }
-    if (!found && known != nullptr) {
-      for (const Subprocess& s : *known) {
+    if (auto it = subprocesses.find(rank); !found && it != subprocesses.end()) {
+      for (const Subprocess& s : it->second) {
         if (IsAncestorOf(s.producer, identity)) return std::make_pair(rank, s.attempt);
       }
     }
     return found;
   }
-  void AddSubprocess(int32_t rank, uint32_t attempt, const Producer& producer) {
-    std::vector<Subprocess>& known = subprocesses[rank];
-    for (const Subprocess& s : known) {
-      if (s.producer == producer) return;
+  const Subprocess* FindSubprocess(int32_t rank, const Producer& producer) const {
+    auto it = subprocesses.find(rank);
+    if (it == subprocesses.end()) return nullptr;
+    for (const Subprocess& s : it->second) {
+      if (s.producer == producer) return &s;
     }
-    known.push_back({producer, attempt});
+    return nullptr;
+  }
+  void AddSubprocess(int32_t rank, uint32_t attempt, const Producer& producer) {
+    if (FindSubprocess(rank, producer) == nullptr)
+      subprocesses[rank].push_back({producer, attempt});
   }
   size_t SubprocessCount(int32_t rank) const {
     auto it = subprocesses.find(rank);
@@ -255,10 +256,7 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
   if (const auto subprocess_of = (*job)->SubprocessOf(identity)) {
     const auto [rank, attempt] = *subprocess_of;
     const Producer producer = ProducerOf(identity);
-    const bool known =
-        std::any_of((*job)->subprocesses[rank].begin(), (*job)->subprocesses[rank].end(),
-                    [&](const Job::Subprocess& s) { return s.producer == producer; });
-    if (!known && max_subprocesses_per_rank_ > 0 &&
+    if ((*job)->FindSubprocess(rank, producer) == nullptr && max_subprocesses_per_rank_ > 0 &&
         (*job)->SubprocessCount(rank) >= max_subprocesses_per_rank_) {
       return absl::ResourceExhaustedError(
           absl::StrCat("job \"", identity.job_id(), "\" rank ", rank, " already has ",

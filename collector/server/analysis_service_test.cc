@@ -525,39 +525,32 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
   EXPECT_EQ(latest.subprocesses(0).live_bytes() + latest.subprocesses(1).live_bytes(), 25 * kMiB);
 
   // The engine's OOM is no rank's, but --at-oom of its rank names it.
-  {
+  const auto rank0_at_oom = [&] {
     v1::LiveReport at_oom;
     grpc::ClientContext context;
     v1::LiveRequest request;
     request.set_job_id("with-engine");
     request.set_rank(0);
     request.set_at_oom(true);
-    const grpc::Status no_oom = stub_->Live(&context, request, &at_oom);
-    EXPECT_EQ(no_oom.error_code(), grpc::StatusCode::NOT_FOUND);
-    EXPECT_TRUE(absl::StrContains(no_oom.error_message(), "; no rank of the job has one"))
-        << no_oom.error_message();
-    EXPECT_FALSE(absl::StrContains(no_oom.error_message(), "subprocesses with one"))
-        << no_oom.error_message();
-  }
+    return stub_->Live(&context, request, &at_oom);
+  };
+  grpc::Status no_oom = rank0_at_oom();
+  EXPECT_EQ(no_oom.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(no_oom.error_message(), "; no rank of the job has one"))
+      << no_oom.error_message();
+  EXPECT_FALSE(absl::StrContains(no_oom.error_message(), "subprocesses with one"))
+      << no_oom.error_message();
   absl::StatusOr<OpenedStream> failing = HandWrittenEvents()
                                              .Oom(kHandT0 + 3 * kS, 40 * kMiB)
                                              .AppendAsRunning(server_->store(), subprocess(4003));
   ASSERT_TRUE(failing.ok()) << failing.status();
-  {
-    v1::LiveReport at_oom;
-    grpc::ClientContext context;
-    v1::LiveRequest request;
-    request.set_job_id("with-engine");
-    request.set_rank(0);
-    request.set_at_oom(true);
-    const grpc::Status no_oom = stub_->Live(&context, request, &at_oom);
-    EXPECT_EQ(no_oom.error_code(), grpc::StatusCode::NOT_FOUND);
-    EXPECT_TRUE(absl::StrContains(
-        no_oom.error_message(),
-        absl::StrCat("; subprocesses with one: pid 4003 of rank 0 (memtrace ranks: ",
-                     failing->key.rank, ")")))
-        << no_oom.error_message();
-  }
+  no_oom = rank0_at_oom();
+  EXPECT_EQ(no_oom.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(
+      no_oom.error_message(),
+      absl::StrCat(
+          "; subprocesses with one: pid 4003 of rank 0 (memtrace ranks: ", failing->key.rank, ")")))
+      << no_oom.error_message();
   EXPECT_TRUE(server_->store().CloseStream(failing->key, true, failing->connection).ok());
 
   // Asked for as a rank: what it is, and where its memory shows.
