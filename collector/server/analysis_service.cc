@@ -232,23 +232,16 @@ const Rank* AttemptCovering(const Job& job, const Rank& latest, std::optional<in
   return best;
 }
 
-// Which attempts a report of `job_id` read, when the job has more than one: `asked`, else
-// `at_moment`'s (rank -> the attempt running at the moment asked) when given, else each rank's
-// latest; the ranks' other attempts, and which of those ran out of memory.
-// `job`, the rows loaded (a JobTimeline or JobStepMetrics), says whether the job restarted at all:
-// listing its ranks costs a cold `diverged` of 1024 ranks 100 ms more, for nothing to say.
-// `only_rank`: the report examined that rank alone (leaks --rank); the others' attempts are not
-// its to speak of.
 // The subprocesses of launcher rank `rank`'s attempt `attempt` (RankIdentity.subprocess_of_rank;
 // stored at the attempt of the rank that started them) that had recorded an event by `at_ns`
 // (collector's clock), each read at that moment into `report`: the analyses leave them out as
 // ranks, but their memory is on the rank's device all the same (a vLLM engine's pool beside the
 // trainer's). Another run's (attempt's) are not that device's at that moment.
-absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id, uint32_t rank,
+// `streams`: the job's (ListRanks).
+absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id,
+                             const std::vector<v1::RankSummary>& streams, uint32_t rank,
                              uint32_t attempt, int64_t at_ns, v1::LiveReport* report) {
-  absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
-  if (!streams.ok()) return streams.status();
-  for (const v1::RankSummary& s : *streams) {
+  for (const v1::RankSummary& s : streams) {
     const v1::RankIdentity& id = s.identity();
     if (!id.has_subprocess_of_rank() || id.subprocess_of_rank() != static_cast<int64_t>(rank) ||
         id.attempt() != attempt || s.events_stored() == 0) {
@@ -273,6 +266,13 @@ absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id,
   return absl::OkStatus();
 }
 
+// Which attempts a report of `job_id` read, when the job has more than one: `asked`, else
+// `at_moment`'s (rank -> the attempt running at the moment asked) when given, else each rank's
+// latest; the ranks' other attempts, and which of those ran out of memory.
+// `job`, the rows loaded (a JobTimeline or JobStepMetrics), says whether the job restarted at all:
+// listing its ranks costs a cold `diverged` of 1024 ranks 100 ms more, for nothing to say.
+// `only_rank`: the report examined that rank alone (leaks --rank); the others' attempts are not
+// its to speak of.
 template <typename Job>
 absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::string& job_id,
                           std::optional<uint32_t> asked, v1::AttemptsNote* note,
@@ -714,12 +714,13 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                               request.moment_case() == v1::LiveRequest::kAtNs;
   const bool read_at_their_latest = request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET &&
                                     !stopped_early && !job->time_axis && subject->has_rows();
+  // The job's streams, listed once for the two reads below that need them.
+  absl::StatusOr<std::vector<v1::RankSummary>> summaries = store.ListRanks(request.job_id());
+  if (!summaries.ok()) return summaries.status();
   if ((read_at_a_time || read_at_their_latest) && !asked.empty()) {
     const int64_t moment = request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early
                                ? request.at_ns()
                                : mine->set.at_ns;
-    absl::StatusOr<std::vector<v1::RankSummary>> summaries = store.ListRanks(request.job_id());
-    if (!summaries.ok()) return summaries.status();
     uint32_t ended = 0;
     for (const an::RankStepMetrics* rank : asked) {
       for (const v1::RankSummary& s : *summaries) {
@@ -748,7 +749,7 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // The moment itself where it is a time (a step's end, a time asked, the peak's), else the
   // subject's last event read (its OOM, its latest).
   return AddSubprocesses(
-      store, request.job_id(), subject->rank, subject->attempt,
+      store, request.job_id(), *summaries, subject->rank, subject->attempt,
       point.kind == LivePoint::Kind::kAtCollectorTime ? point.at_ns : mine->set.at_ns, response);
 }
 

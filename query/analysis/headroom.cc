@@ -14,8 +14,30 @@ namespace {
 // Rows whose highest peak is the "latest peak" (see ReadLatest).
 constexpr size_t kRecentPeakRows = 3;
 
-// The rank's latest state: its last row's step and floor, the latest peak, and the capacity
-// (given, else the device's total from its samples).
+// The capacity: the given one, else the largest device total the rank's samples reported (in
+// any row, the one in progress too).
+void ReadCapacity(const RankTimeline& rank, const HeadroomParams& params, RankHeadroom* h) {
+  if (params.capacity_bytes.has_value()) {
+    h->capacity_bytes = *params.capacity_bytes;
+    return;
+  }
+  for (size_t i = 0; i < rank.row_count(); ++i) {
+    h->capacity_bytes = std::max(h->capacity_bytes, rank.row(i).device_total);
+  }
+  h->capacity_from_samples = h->capacity_bytes > 0;
+}
+
+// The usable capacity (capacity minus what the device holds outside traced allocations), with
+// h's headroom_bytes set from it: what is left above the latest peak, 0 when already over.
+double ReadUsable(RankHeadroom* h) {
+  const double usable =
+      static_cast<double>(h->capacity_bytes) - static_cast<double>(h->overhead_bytes);
+  h->headroom_bytes =
+      usable > double(h->last_peak_bytes) ? uint64_t(usable - double(h->last_peak_bytes)) : 0;
+  return usable;
+}
+
+// The rank's latest state: its last row's step and floor, the latest peak, and the capacity.
 void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHeadroom* h) {
   const StepPoint& last = rank.steps.back();
   h->last_step = last.step;
@@ -31,14 +53,7 @@ void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHead
   if (rank.in_progress) {
     h->last_peak_bytes = std::max(h->last_peak_bytes, rank.in_progress->peak_bytes);
   }
-  if (params.capacity_bytes.has_value()) {
-    h->capacity_bytes = *params.capacity_bytes;
-  } else {
-    for (size_t i = 0; i < rank.row_count(); ++i) {
-      h->capacity_bytes = std::max(h->capacity_bytes, rank.row(i).device_total);
-    }
-    h->capacity_from_samples = h->capacity_bytes > 0;
-  }
+  ReadCapacity(rank, params, h);
 }
 
 // The first step with an OOM event, the step in progress counted (an OOM is an event, not a
@@ -144,21 +159,19 @@ void ForecastReach(const TrendFit& fit, const HeadroomParams& params, double usa
   h->eta_ns = static_cast<int64_t>(std::llround(eta_ns));
 }
 
-// A running rank still in its first step (`p`, in progress): too short for a trend, but its peak
-// so far was reached and may already be past the usable capacity (read from that row alone),
-// which "too short" hid.
-void ReadFirstStepInProgress(const StepPoint& p, const HeadroomParams& params, RankHeadroom* h) {
+// A running rank still in its first step (its only row, in progress): too short for a trend, but
+// its peak so far was reached and may already be past the usable capacity (read from that row
+// alone), which "too short" hid.
+void ReadFirstStepInProgress(const RankTimeline& rank, const HeadroomParams& params,
+                             RankHeadroom* h) {
+  const StepPoint& p = *rank.in_progress;
   h->last_step = p.step;
   h->last_start_ns = p.start_ns;
   h->last_floor_bytes = p.floor_bytes;
   h->last_peak_bytes = p.peak_bytes;
-  h->capacity_bytes = params.capacity_bytes.value_or(p.device_total);
-  h->capacity_from_samples = !params.capacity_bytes.has_value() && h->capacity_bytes > 0;
+  ReadCapacity(rank, params, h);
   h->overhead_bytes = static_cast<uint64_t>(OverheadOf(p).value_or(0));
-  const double usable =
-      static_cast<double>(h->capacity_bytes) - static_cast<double>(h->overhead_bytes);
-  h->headroom_bytes =
-      usable > double(h->last_peak_bytes) ? uint64_t(usable - double(h->last_peak_bytes)) : 0;
+  const double usable = ReadUsable(h);
   if (h->capacity_bytes > 0 && static_cast<double>(h->last_peak_bytes) >= usable) {
     h->status = HeadroomStatus::kAtCapacity;
   }
@@ -171,7 +184,7 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
     const std::optional<int64_t> oom = FirstOomStep(rank);
     h.status = oom ? HeadroomStatus::kOutOfMemory : HeadroomStatus::kTooShort;
     if (oom) h.forecast_step = *oom;
-    if (!oom && rank.in_progress) ReadFirstStepInProgress(*rank.in_progress, params, &h);
+    if (!oom && rank.in_progress) ReadFirstStepInProgress(rank, params, &h);
     return h;
   }
   ReadLatest(rank, params, &h);
@@ -179,10 +192,7 @@ RankHeadroom Forecast(const RankTimeline& rank, const HeadroomParams& params, Th
   h.transient_bytes = window.transient_bytes;
   h.overhead_bytes = window.overhead_bytes;
   h.step_ns = window.step_ns;
-  const double usable =
-      static_cast<double>(h.capacity_bytes) - static_cast<double>(h.overhead_bytes);
-  h.headroom_bytes =
-      usable > double(h.last_peak_bytes) ? uint64_t(usable - double(h.last_peak_bytes)) : 0;
+  const double usable = ReadUsable(&h);
 
   // The trend since the floor began to rise (a leak that started late in the window has its own
   // rate, and the forecast follows it), also shown for a rank already out of memory or at its
