@@ -11,11 +11,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/time.h"
 #include "collector/rollup/saturating.h"
 #include "collector/server/analysis_loader.h"
 #include "collector/server/parallel_for.h"
 #include "collector/server/status_util.h"
+#include "collector/server/subprocess_live.h"
 #include "collector/server/timeline_cache.h"
 #include "query/analysis/bucket_windows.h"
 #include "query/analysis/compare.h"
@@ -26,6 +26,7 @@
 #include "query/analysis/live.h"
 #include "query/analysis/peak.h"
 #include "query/analysis/report_proto.h"
+#include "query/analysis/units.h"
 
 namespace memtrace::collector {
 namespace {
@@ -102,11 +103,11 @@ absl::Status UnknownRank(const EventStore& store, const Job& job, uint32_t rank,
     for (const v1::RankSummary& s : *streams) {
       if (s.rank() != rank || !s.identity().has_subprocess_of_rank()) continue;
       const int32_t parent = s.identity().subprocess_of_rank();
-      return absl::NotFoundError(absl::StrCat(
-          "job \"", job.job_id, "\" stream ", rank, " is no rank: it is pid ", s.identity().pid(),
-          ", a subprocess of rank ", parent,
-          ", which the analyses leave out; `memtrace live --rank ", parent,
-          "` shows its memory beside its rank's, `memtrace timeline --rank ", rank, "` its own"));
+      return absl::NotFoundError(
+          absl::StrCat("job \"", job.job_id, "\" stream ", rank, " is no rank: it is pid ",
+                       s.identity().pid(), ", a subprocess of rank ", parent,
+                       ", which the analyses leave out; `memtrace live --rank ", rank,
+                       "` and `memtrace timeline --rank ", rank, "` show its own memory"));
     }
   }
   return absl::NotFoundError(
@@ -144,12 +145,6 @@ std::optional<LivePoint> StepEnd(const an::RankStepMetrics& rank, int64_t step) 
     return point;
   }
   return std::nullopt;
-}
-
-std::string UtcTime(int64_t ns) {
-  return absl::StrCat(
-      absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixNanos(ns), absl::UTCTimeZone()),
-      " UTC");
 }
 
 // Says in the report's sentence which time buckets were compared: standing in for missing
@@ -351,11 +346,12 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
       first_ns = std::min(first_ns, FirstStartNs(rank));
     }
     if (first_ns != INT64_MAX && request.at_ns() < first_ns) {
-      return absl::OutOfRangeError(absl::StrCat(
-          "job \"", request.job_id(), "\"",
-          params.attempt.has_value() ? absl::StrCat(" attempt ", *params.attempt) : "",
-          " has no event at or before ", UtcTime(request.at_ns()), "; ",
-          params.attempt.has_value() ? "that attempt" : "it", " starts at ", UtcTime(first_ns)));
+      return absl::OutOfRangeError(
+          absl::StrCat("job \"", request.job_id(), "\"",
+                       params.attempt.has_value() ? absl::StrCat(" attempt ", *params.attempt) : "",
+                       " has no event at or before ", an::FormatUtcMs(request.at_ns()), "; ",
+                       params.attempt.has_value() ? "that attempt" : "it", " starts at ",
+                       an::FormatUtcMs(first_ns)));
     }
   }
   std::vector<LiveSetAsk> asks;
@@ -449,9 +445,51 @@ absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& st
 
 // `subject_through_seq`, nonzero with a time: the subject's set is the state after that event
 // (its peak's), the others' at the time.
+// `live` of a rank's subprocess (subprocess_live.h): read alone; a step asked is its rank's end
+// of it, in the attempt that started it.
+absl::Status RunSubprocessLive(TimelineCache& cache, const EventStore& store,
+                               const v1::LiveRequest& request, const v1::RankSummary& stream,
+                               v1::LiveReport* response) {
+  std::optional<LivePoint> step_end;
+  if (request.moment_case() == v1::LiveRequest::kAtStep) {
+    absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> loaded =
+        cache.GetStepMetrics(store, request.job_id(), v1::TIMELINE_AXIS_STEP);
+    if (!loaded.ok()) return loaded.status();
+    const an::JobStepMetrics& job = **loaded;
+    if (job.time_axis) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job \"", request.job_id(),
+                       "\" has no step markers: ask for a time, not step ", request.at_step()));
+    }
+    const int64_t rank = stream.identity().subprocess_of_rank();
+    const an::RankStepMetrics* parent =
+        rank < 0 ? nullptr
+                 : FindRank(job, static_cast<uint32_t>(rank), stream.identity().attempt());
+    if (parent != nullptr) step_end = StepEnd(*parent, request.at_step());
+    if (!step_end.has_value()) {
+      return absl::NotFoundError(absl::StrCat(
+          "job \"", request.job_id(), "\" rank ", rank,
+          stream.identity().attempt() > 0 ? absl::StrCat(" attempt ", stream.identity().attempt())
+                                          : "",
+          ", whose subprocess stream ", stream.rank(), " is, has no step ", request.at_step()));
+    }
+  }
+  return DescribeSubprocessLive(store, stream, request, step_end, response);
+}
+
 absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                      const v1::LiveRequest& request, v1::LiveReport* response,
                      uint64_t subject_through_seq = 0) {
+  if (request.rank() >= EventStore::kFirstSyntheticRank) {
+    // A rank's subprocess is no rank to compare, but its live set is what the rank's own
+    // `live` lists only the size of.
+    absl::StatusOr<std::optional<v1::RankSummary>> subprocess =
+        FindSubprocessStream(store, request.job_id(), request.rank());
+    if (!subprocess.ok()) return subprocess.status();
+    if (subprocess->has_value()) {
+      return RunSubprocessLive(cache, store, request, **subprocess, response);
+    }
+  }
   if (request.moment_case() == v1::LiveRequest::kAtPeak) {
     // Read as the time it names: every rank at that moment, as --at.
     v1::LiveRequest at_time = request;
@@ -615,10 +653,10 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     }
     return absl::OutOfRangeError(absl::StrCat(
         "job \"", request.job_id(), "\" rank ", request.rank(), " has no event at or before ",
-        UtcTime(point.at_ns),
+        an::FormatUtcMs(point.at_ns),
         first_ns != INT64_MAX ? absl::StrCat(job->time_axis ? "; its first time bucket starts at "
                                                             : "; its first step starts at ",
-                                             UtcTime(first_ns))
+                                             an::FormatUtcMs(first_ns))
                               : ""));
   }
   if (point.kind == LivePoint::Kind::kFirstOom) {

@@ -3,6 +3,7 @@
 #include "collector/server/analysis_service.h"
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -553,12 +554,89 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
       << no_oom.error_message();
   EXPECT_TRUE(server_->store().CloseStream(failing->key, true, failing->connection).ok());
 
-  // Asked for as a rank: what it is, and where its memory shows.
+  // Its own live set (live --rank of its stream): read alone, at the moment asked.
+  v1::LiveReport own;
+  status = live(engine->key.rank, std::nullopt, &own);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(own.rank(), engine->key.rank);
+  EXPECT_EQ(own.subprocess_of_rank(), 0);
+  EXPECT_EQ(own.subprocess_pid(), 4001u);
+  EXPECT_EQ(own.total_bytes(), 24 * kMiB);
+  EXPECT_EQ(own.total_count(), 2u);
+  EXPECT_EQ(own.other_ranks(), 0u) << "compared with no rank";
+  EXPECT_EQ(own.subprocesses_size(), 0);
+  EXPECT_EQ(own.at_ns(), kHandT0 + 3 * kS);
+  // A step is its rank's end of it: rank 0's step 0 ends at 2 s, before the engine's second
+  // allocation.
+  v1::LiveReport own_at_step0;
+  status = live(engine->key.rank, 0, &own_at_step0);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(own_at_step0.total_bytes(), 8 * kMiB);
+  EXPECT_EQ(own_at_step0.rank_step(), 0);
+  EXPECT_EQ(own_at_step0.at_ns(), kHandT0 + kS / 2);
   v1::LiveReport none;
-  status = live(engine->key.rank, std::nullopt, &none);
+  status = live(engine->key.rank, 9, &none);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(
+      status.error_message(),
+      absl::StrCat("rank 0, whose subprocess stream ", engine->key.rank, " is, has no step 9")))
+      << status.error_message();
+  const auto ask = [&](uint32_t rank, const std::function<void(v1::LiveRequest*)>& moment,
+                       v1::LiveReport* report) {
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id("with-engine");
+    request.set_rank(rank);
+    moment(&request);
+    return stub_->Live(&context, request, report);
+  };
+  v1::LiveReport at_peak;
+  status = ask(
+      engine->key.rank, [](v1::LiveRequest* r) { r->set_at_peak(true); }, &at_peak);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(at_peak.at_peak());
+  EXPECT_EQ(at_peak.peak_bytes(), 24 * kMiB);
+  EXPECT_EQ(at_peak.asked_ns(), kHandT0 + 3 * kS);
+  EXPECT_EQ(at_peak.total_bytes(), 24 * kMiB);
+  status = ask(
+      engine->key.rank, [](v1::LiveRequest* r) { r->set_at_ns(kHandT0 + kS / 4); }, &none);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_TRUE(absl::StrContains(status.error_message(),
+                                "(pid 4001, a subprocess of rank 0) has "
+                                "no event at or before"))
+      << status.error_message();
+  status = ask(
+      engine->key.rank, [](v1::LiveRequest* r) { r->set_at_oom(true); }, &none);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "has no OOM event"))
+      << status.error_message();
+  v1::LiveReport engine_oom;
+  status = ask(
+      failing->key.rank, [](v1::LiveRequest* r) { r->set_at_oom(true); }, &engine_oom);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(engine_oom.oom().requested_bytes(), 40 * kMiB);
+  EXPECT_EQ(engine_oom.subprocess_pid(), 4003u);
+  status = ask(
+      engine->key.rank, [](v1::LiveRequest* r) { r->set_attempt(1); }, &none);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "ran in its rank's attempt 0, not 1"))
+      << status.error_message();
+
+  // Asked for as a rank by another analysis: what it is, and where its memory shows.
+  {
+    grpc::ClientContext context;
+    v1::LeaksRequest request;
+    request.set_job_id("with-engine");
+    request.set_rank(engine->key.rank);
+    v1::LeakReport leaks;
+    status = stub_->Leaks(&context, request, &leaks);
+  }
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_TRUE(absl::StrContains(status.error_message(),
                                 "is no rank: it is pid 4001, a subprocess of rank 0"))
+      << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(),
+                                absl::StrCat("`memtrace live --rank ", engine->key.rank, "`")))
       << status.error_message();
   EXPECT_TRUE(server_->store().CloseStream(engine->key, true, engine->connection).ok());
   EXPECT_TRUE(server_->store().CloseStream(late->key, true, late->connection).ok());

@@ -33,9 +33,7 @@ namespace memtrace::collector {
 
 namespace {
 
-// Synthetic ranks (workers without a launcher rank) are numbered from here, far above any world
-// size, so they can never collide with a rank that a launcher assigned in the same job.
-constexpr uint32_t kSyntheticRankBase = 1'000'000;
+constexpr uint32_t kSyntheticRankBase = EventStore::kFirstSyntheticRank;
 constexpr uint32_t kDefaultReadLimit = 65536;
 constexpr uint32_t kMaxReadLimit = 1 << 20;
 

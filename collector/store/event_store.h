@@ -186,6 +186,11 @@ struct RollupSelection {
 
 class EventStore {
  public:
+  // Synthetic ranks (workers without a launcher rank, and ranks' subprocesses) are numbered
+  // from here, far above any world size, so they can never collide with a rank that a launcher
+  // assigned in the same job.
+  static constexpr uint32_t kFirstSyntheticRank = 1'000'000;
+
   // Opens (creating when missing) the store at options.dir. Fails with a message naming the
   // directory when it cannot be created, locked (another collector) or read.
   static absl::StatusOr<std::unique_ptr<EventStore>> Open(const EventStoreOptions& options);

@@ -436,8 +436,14 @@ std::string RenderLeaksWithoutAttempts(const v1::LeakReport& r) {
 std::string RenderLive(const v1::LiveReport& r) {
   // Without step markers every step is 0: the moment is its time alone.
   const bool steps = !r.no_step_markers();
+  // A rank's subprocess is named by its process; a step asked of it was its rank's.
+  const std::string subject =
+      r.has_subprocess_of_rank()
+          ? absl::StrCat("pid ", r.subprocess_pid(), ", a subprocess of rank ",
+                         r.subprocess_of_rank(), " (memtrace ranks: ", r.rank(), "),")
+          : absl::StrCat("rank ", r.rank());
   std::string out = absl::StrCat(
-      "job ", Printable(r.job_id()), ": rank ", r.rank(),
+      "job ", Printable(r.job_id()), ": ", subject,
       r.attempt() > 0 || r.oom_before_restart() || r.latest_attempt() > r.attempt()
           ? absl::StrCat(" attempt ", r.attempt(),
                          r.latest_attempt() > r.attempt() && !r.oom_before_restart()
@@ -455,6 +461,9 @@ std::string RenderLive(const v1::LiveReport& r) {
           ? absl::StrCat(TimeMs(r.asked_ns()), " (",
                          steps ? absl::StrCat("step ", r.at_step(), "; ") : std::string(),
                          "its last event before it at ", TimeMs(r.at_ns()), ")")
+      : r.has_rank_step()
+          ? absl::StrCat("the end of rank ", r.subprocess_of_rank(), "'s step ", r.rank_step(),
+                         " (its last event by then at ", TimeMs(r.at_ns()), ")")
       : steps ? absl::StrCat("step ", r.at_step(), " (", TimeMs(r.at_ns()), ")")
               : TimeMs(r.at_ns()));
   if (r.has_oom()) {
@@ -479,6 +488,10 @@ std::string RenderLive(const v1::LiveReport& r) {
                       " of them had ended before this moment: read at their last event, what "
                       "they held then)");
     }
+  }
+  if (r.has_subprocess_of_rank()) {
+    absl::StrAppend(&out, " (compared with no rank: `memtrace live --rank ", r.subprocess_of_rank(),
+                    "` shows it beside its rank)");
   }
   if (r.others_without_the_step() > 0) {
     absl::StrAppend(&out, r.other_ranks() > 0 ? "; " : "; no other rank compared: ",

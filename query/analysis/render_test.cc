@@ -432,6 +432,38 @@ TEST(RenderTest, LiveShowsTheRanksSubprocessesApart) {
       << RenderLive(live);
 }
 
+// A subprocess's own live set (live --rank of its stream): named by its process and its rank,
+// read at its rank's end of a step when one was asked, and said to be compared with nothing.
+TEST(RenderTest, LiveOfASubprocessNamesItsProcessAndItsRank) {
+  v1::LiveReport live;
+  live.set_job_id("j");
+  live.set_rank(1000000);
+  live.set_subprocess_of_rank(3);
+  live.set_subprocess_pid(4711);
+  live.set_no_step_markers(true);
+  live.set_at_ns(1'767'232'810'000'000'000);
+  live.set_total_bytes(uint64_t{60} << 30);
+  live.set_total_count(3);
+  v1::LiveGroup* kv = live.add_groups();
+  kv->set_tag("kv_cache");
+  kv->set_bytes(uint64_t{60} << 30);
+  kv->set_count(3);
+  EXPECT_TRUE(Has(RenderLive(live),
+                  "job j: pid 4711, a subprocess of rank 3 (memtrace ranks: 1000000), at "
+                  "2026-01-01 02:00:10.000\n"
+                  "60.0 GiB live in 3 allocations (compared with no rank: `memtrace live --rank "
+                  "3` shows it beside its rank)\n"))
+      << RenderLive(live);
+  EXPECT_FALSE(Has(RenderLive(live), "others")) << RenderLive(live);
+  EXPECT_TRUE(Has(RenderLive(live), "kv_cache")) << RenderLive(live);
+
+  live.set_rank_step(19);
+  EXPECT_TRUE(Has(RenderLive(live),
+                  "(memtrace ranks: 1000000), at the end of rank 3's step 19 (its last event by "
+                  "then at 2026-01-01 02:00:10.000)\n"))
+      << RenderLive(live);
+}
+
 // At the peak: how high, when to the millisecond, in which step; and `peak --by rank` says when
 // each rank reached its own where the rows keep it.
 TEST(RenderTest, TheMomentOfAPeakIsShownWhereItIsKnown) {

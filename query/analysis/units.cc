@@ -72,6 +72,12 @@ std::string FormatKeyValue(int64_t key, int64_t bucket_ns) {
                           absl::UTCTimeZone());
 }
 
+std::string FormatUtcMs(int64_t ns) {
+  return absl::StrCat(
+      absl::FormatTime("%Y-%m-%d %H:%M:%E3S", absl::FromUnixNanos(ns), absl::UTCTimeZone()),
+      " UTC");
+}
+
 std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate) {
   const char* about = approximate ? "~" : "";
   if (bucket_ns <= 0) return absl::StrCat("step ", about, key);

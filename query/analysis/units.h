@@ -26,6 +26,8 @@ std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate = false);
 // The same without the word "step" for a step: "32", or "2026-12-03 21:07:59" for a bucket
 // (table cells under a "step" heading).
 std::string FormatKeyValue(int64_t key, int64_t bucket_ns);
+// A moment in an error message, to the millisecond: "2026-12-03 21:07:59.125 UTC".
+std::string FormatUtcMs(int64_t ns);
 
 }  // namespace memtrace::analysis
 

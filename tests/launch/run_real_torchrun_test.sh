@@ -86,6 +86,15 @@ for r in 0 1; do
   expect_eq "events of rank $r's subprocess" "$(field "$child" events)" "16"
   expect_eq "complete: rank $r's subprocess" "$(field "$child" complete)" "1"
   [ "$(field "$child" rank)" -ge 1000000 ] || fail "rank $r's subprocess numbered as a launcher rank: $child"
+  # What it holds, asked by its own number, and beside its rank.
+  sub=$(field "$child" rank)
+  "$MEMTRACE" live --collector "$COLLECTOR_ADDR" --job "$job3" --rank "$sub" >"$WORK/live$sub" 2>&1 ||
+    fail "memtrace live --rank $sub: $(cat "$WORK/live$sub")"
+  expect_grep "$WORK/live$sub" "a subprocess of rank $r (memtrace ranks: $sub)"
+  expect_grep "$WORK/live$sub" "^8.00 MiB live in 8 allocations (compared with no rank"
+  "$MEMTRACE" live --collector "$COLLECTOR_ADDR" --job "$job3" --rank "$r" >"$WORK/live$r" 2>&1 ||
+    fail "memtrace live --rank $r: $(cat "$WORK/live$r")"
+  expect_grep "$WORK/live$r" "^and its subprocess pid .* (memtrace ranks: $sub): 8.00 MiB live in 8 allocations"
 done
 "$MEMTRACE" jobs --collector "$COLLECTOR_ADDR" --format csv >"$WORK/jobs3" || fail "memtrace jobs"
 expect_grep "$WORK/jobs3" "^$job3,2,112,.*,0,2\$"

@@ -32,7 +32,9 @@ constexpr char kUsage[] =
     "Rank R's subprocesses (processes it started that inherited its RANK, such as an\n"
     "inference engine: memtrace ranks lists them) follow its total, each read at the moment:\n"
     "a step's end, the time, the peak's; at an OOM or with no moment, rank R's last event.\n"
-    "Their memory is on R's device but in none of R's figures.\n"
+    "Their memory is on R's device but in none of R's figures. --rank N of a subprocess's\n"
+    "own number (memtrace ranks) shows what it holds, compared with no rank: at --at TIME,\n"
+    "its own --at-oom or --at-peak, or --at-step S, its rank's end of step S.\n"
     "\n"
     "TIME: ns since the epoch, now, now-15m, -90s, RFC 3339 (2026-12-02T16:54:03Z), or a\n"
     "time as memtrace prints it (2026-12-02 16:54:03.250, UTC), in\n"
@@ -46,7 +48,9 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   v1::LiveParams* p = request.mutable_params();
   flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
   std::optional<uint32_t> rank;
-  flags.AddOptionalUint32("rank", "R", "the rank to show (see memtrace ranks); required", &rank);
+  flags.AddOptionalUint32(
+      "rank", "R", "the rank, or a rank's subprocess, to show (see memtrace ranks); required",
+      &rank);
   std::string at;
   flags.AddString("at", "TIME", "the moment: a time", &at);
   std::optional<uint32_t> at_step;
