@@ -20,7 +20,7 @@ constexpr char kUsage[] =
     "\n"
     "Writes the job's memory as a Chrome trace-event JSON file that ui.perfetto.dev and\n"
     "chrome://tracing open: one process per rank and restart attempt (pid = rank, plus\n"
-    "100000 x attempt for a restart's), and one per process a rank started that inherited its\n"
+    "10000000 x attempt for a restart's), and one per process a rank started that inherited its\n"
     "RANK (\"rank R subprocess pid P\": an inference engine; memtrace ranks lists them), with\n"
     "counter tracks for live\n"
     "bytes, each step's floor and peak, device memory used and the top tags' live bytes at\n"

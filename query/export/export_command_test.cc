@@ -157,7 +157,7 @@ TEST(ExportRestartTest, TheSummaryCountsRanksAndTheirAttemptsApart) {
     if (std::string(e["ph"].GetString()) == "M") ++processes[e["pid"].GetInt64()];
   }
   EXPECT_EQ(processes.size(), 4u);
-  EXPECT_EQ(processes.count(100001), 1u);  // rank 1's attempt 1: 1 + 100000 x 1
+  EXPECT_EQ(processes.count(10000001), 1u);  // rank 1's attempt 1: 1 + 10000000 x 1
 }
 
 TEST_F(ExportCommandTest, RawLiveBytesAgreeWithTheRollups) {

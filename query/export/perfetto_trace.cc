@@ -259,7 +259,10 @@ int64_t TimeOrigin(const v1::GetRollupsResponse& rollups, const FineSeriesMap& f
 }  // namespace
 
 int64_t TracePid(uint32_t rank, uint32_t attempt) {
-  return static_cast<int64_t>(rank) + int64_t{100000} * attempt;
+  // Launcher ranks are below 1000000 and the store numbers subprocesses and rankless workers
+  // from it: one attempt's ranks all stay within its 10000000 (at 100000 per attempt, a
+  // subprocess of attempt 0 shared its pid with rank 0's attempt 10).
+  return static_cast<int64_t>(rank) + int64_t{10'000'000} * attempt;
 }
 
 absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsResponse& rollups,

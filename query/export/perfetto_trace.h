@@ -49,7 +49,9 @@ struct PerfettoOptions {
   bool time_axis = false;
 };
 
-// The process id of a rank's attempt in the trace.
+// The process id of a rank's attempt in the trace: rank + 10000000 x attempt, one of its own
+// for every stream of the job (ranks below 10000000: launcher ranks, subprocesses and
+// rankless workers alike).
 int64_t TracePid(uint32_t rank, uint32_t attempt);
 
 // Writes the trace of `job_id`. Ranks absent from `fine` use their rollups for live bytes.

@@ -218,6 +218,22 @@ TEST(PerfettoTraceTest, RestartedRanksAreSeparateProcesses) {
   EXPECT_EQ(tracks.count({TracePid(0, 1), kLiveBytesTrack}), 1u);
 }
 
+// A subprocess (numbered from 1000000) and a launcher rank's eleventh attempt are two
+// processes: at 100000 per attempt, rank 0's attempt 10 drew into the engine's track.
+TEST(PerfettoTraceTest, EveryStreamOfAJobHasAProcessOfItsOwn) {
+  std::set<int64_t> pids;
+  size_t streams = 0;
+  for (uint32_t attempt : {0u, 1u, 9u, 10u, 11u, 99u, 100u}) {
+    for (uint32_t rank : {0u, 1u, 7u, 99'999u, 100'000u, 999'999u, 1'000'000u, 1'000'001u,
+                          1'100'000u, 9'999'999u}) {
+      pids.insert(TracePid(rank, attempt));
+      ++streams;
+    }
+  }
+  EXPECT_EQ(pids.size(), streams);
+  EXPECT_NE(TracePid(1'000'000, 0), TracePid(0, 10));
+}
+
 TEST(PerfettoTraceTest, AnEmptyJobIsAValidEmptyTrace) {
   rapidjson::Document doc = Parse(Export(v1::GetRollupsResponse()));
   EXPECT_TRUE(doc["traceEvents"].GetArray().Empty());
