@@ -645,6 +645,33 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
 
 // The step a running rank is in holds its highest moment so far: --at-peak reads it there, not
 // at the highest of the steps that ended.
+// A running rank still in its first step (where a model too large for its device fails) has a
+// peak so far: `peak --by rank` lists it, with no step, as it lists its --at-peak.
+TEST_F(AnalysisServiceTest, PeakByRankListsARankInItsFirstStep) {
+  absl::StatusOr<OpenedStream> stream = HandWrittenEvents()
+                                            .Step(kHandT0, 0)
+                                            .Alloc(kHandT0 + 1000, 0xa000, 8 * kMiB)
+                                            .Alloc(kHandT0 + 2000, 0xb000, 16 * kMiB)
+                                            .Free(kHandT0 + 3000, 0xb000, 16 * kMiB)
+                                            .AppendAsRunningRank0(server_->store(), "first-step");
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  grpc::ClientContext context;
+  v1::PeakRequest request;
+  request.set_job_id("first-step");
+  request.mutable_params()->set_by(v1::PEAK_BY_RANK);
+  v1::PeakReport report;
+  grpc::Status status = stub_->Peak(&context, request, &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(report.entries_size(), 1) << report.DebugString();
+  EXPECT_EQ(report.entries(0).peak_bytes(), 24 * kMiB);
+  // One step so far in the whole job: read on time buckets, as a job without markers.
+  ASSERT_GT(report.bucket_ns(), 0);
+  EXPECT_EQ(report.entries(0).peak_step(), kHandT0 / report.bucket_ns());
+  EXPECT_EQ(report.entries(0).steps(), 0u);
+  EXPECT_EQ(report.entries(0).peak_ns(), kHandT0 + 2000);
+  EXPECT_TRUE(server_->store().CloseStream(stream->key, true, stream->connection).ok());
+}
+
 TEST_F(AnalysisServiceTest, LiveAtPeakReadsAPeakInTheStepInProgress) {
   absl::StatusOr<OpenedStream> stream = HandWrittenEvents()
                                             .Step(kHandT0, 0)

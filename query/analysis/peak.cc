@@ -118,13 +118,13 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
       }
     }
     // The step a running rank is in: the peaks it reached so far were reached (live --at-peak
-    // reads the highest), but its partial numbers are no step's typical ones. Of the groups its
-    // steps had.
+    // reads the highest), but its partial numbers are no step's typical ones. A group first
+    // seen there (a rank in its first step, which is where a model too large for its device
+    // fails; a phase begun for the first time) has its peak so far and no step (steps 0).
     if (r->in_progress.has_value() && r->steps.size() >= params.warmup_steps) {
       const StepPoint& p = *r->in_progress;
       const auto raise = [&](NameId name, uint64_t peak, int64_t moment_ns) {
-        auto it = mine.find(name);
-        if (it != mine.end()) RaisePeak(it->second, p, peak, moment_ns);
+        RaisePeak(mine[name], p, peak, moment_ns);
       };
       if (params.by == PeakBy::kRank) {
         raise(0, p.peak_bytes, p.peak_ns);
@@ -139,7 +139,10 @@ PeakReport FindPeaks(const JobTimeline& job, const PeakParams& params) {
       acc.entry.group = job.names.Name(name);
       acc.entry.rank = r->rank;
       acc.entry.steps = acc.rows;
-      acc.entry.median_peak_bytes = static_cast<uint64_t>(Median(acc.peaks));
+      // None: only in the step in progress, which has no typical peak yet.
+      if (!acc.peaks.empty()) {
+        acc.entry.median_peak_bytes = static_cast<uint64_t>(Median(acc.peaks));
+      }
       acc.entry.open_at_end = static_cast<uint32_t>(acc.rows - acc.ends.size());
       if (!acc.ends.empty()) acc.entry.median_end_bytes = static_cast<uint64_t>(Median(acc.ends));
       groups[name].push_back(std::move(acc));

@@ -202,6 +202,40 @@ TEST(PeakTest, TheStepInProgressRaisesAPeakButNotTheTypicalOnes) {
   for (const PeakEntry& e : FindPeaks(job, by_rank).entries) EXPECT_NE(e.rank, 3u);
 }
 
+// A rank still in its first step (a model too large for its device fails there) has its peak
+// so far, and no step of its own: the others' typical peaks are not its.
+TEST(PeakTest, ARankInItsFirstStepHasItsPeakSoFar) {
+  JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
+  RankTimeline& three = job.ranks[3];
+  three.steps.resize(1);
+  three.MoveLastToInProgress();
+  ASSERT_TRUE(three.steps.empty());
+  three.in_progress->peak_ns = three.in_progress->start_ns + 42;
+  PeakParams by_rank;
+  by_rank.by = PeakBy::kRank;
+  const PeakReport ranks = FindPeaks(job, by_rank);
+  ASSERT_EQ(ranks.entries.size(), 8u);
+  const PeakEntry& e = ranks.entries[3];
+  EXPECT_EQ(e.rank, 3u);
+  EXPECT_EQ(e.peak_bytes, three.in_progress->peak_bytes);
+  EXPECT_EQ(e.peak_step, three.in_progress->step);
+  EXPECT_EQ(e.peak_ns, three.in_progress->start_ns + 42);
+  EXPECT_EQ(e.steps, 0u);
+  EXPECT_EQ(e.median_peak_bytes, 0u) << "no typical peak yet";
+  EXPECT_EQ(ranks.summaries[0].ranks, 8u);
+
+  PeakParams by_tag;
+  by_tag.by = PeakBy::kTag;
+  size_t rank3_tags = 0;
+  for (const PeakEntry& t : FindPeaks(job, by_tag).entries) {
+    if (t.rank != 3) continue;
+    ++rank3_tags;
+    EXPECT_EQ(t.steps, 0u) << t.group;
+  }
+  EXPECT_EQ(rank3_tags, three.in_progress->by_tag().size());
+  EXPECT_GT(rank3_tags, 0u);
+}
+
 TEST(PeakTest, ByRankTheStepPeakOfEachRank) {
   JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
   PeakParams by_rank;

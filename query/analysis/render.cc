@@ -598,7 +598,7 @@ std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
     std::vector<std::string> row = {absl::StrCat(p.rank()),
                                     Bytes(p.peak_bytes()),
                                     FormatKeyValue(p.peak_step(), bucket_ns),
-                                    Bytes(p.median_peak_bytes()),
+                                    p.steps() > 0 ? Bytes(p.median_peak_bytes()) : "-",
                                     p.open_at_end() < p.steps() ? Bytes(p.median_end_bytes()) : "-",
                                     absl::StrCat(p.steps())};
     if (moments) row.insert(row.begin() + 3, p.peak_at_moment() ? TimeMs(p.peak_ns()) : "-");
@@ -606,6 +606,11 @@ std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
     e.Add(row);
   }
   out += e.Render();
+  if (std::any_of(r.entries().begin(), r.entries().end(),
+                  [](const v1::PeakEntry& p) { return p.steps() == 0; })) {
+    absl::StrAppend(&out, "(0 ", when, "s: seen only in the ", when,
+                    " in progress, its peak so far; no typical one yet)\n");
+  }
   return out;
 }
 

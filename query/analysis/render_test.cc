@@ -2,6 +2,10 @@
 
 #include <cstdio>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "query/analysis/report_proto.h"
 #include "query/analysis/sim/job_simulator.h"
@@ -493,6 +497,31 @@ TEST(RenderTest, TheMomentOfAPeakIsShownWhereItIsKnown) {
   job.ranks[3].steps[20].peak_ns = 0;
   ToProto(FindPeaks(job, by_rank), &peak);
   EXPECT_FALSE(Has(RenderPeak(peak), "reached at")) << RenderPeak(peak);
+}
+
+// A rank still in its first step: its peak so far, no typical peak, and a line that says what
+// 0 steps means.
+TEST(RenderTest, PeakOfARankInItsFirstStepSaysItIsSoFar) {
+  JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
+  job.ranks[3].steps.resize(1);
+  job.ranks[3].MoveLastToInProgress();
+  PeakParams by_rank;
+  by_rank.by = PeakBy::kRank;
+  v1::PeakReport peak;
+  ToProto(FindPeaks(job, by_rank), &peak);
+  const std::string text = RenderPeak(peak);
+  EXPECT_TRUE(Has(text,
+                  "(0 steps: seen only in the step in progress, its peak so far; no "
+                  "typical one yet)\n"))
+      << text;
+  std::string rank3;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "3 ")) rank3 = std::string(line);
+  }
+  // rank, peak (two words), at step, typical peak, typical at step end, steps.
+  EXPECT_EQ(std::vector<std::string>(absl::StrSplit(rank3, ' ', absl::SkipEmpty())),
+            (std::vector<std::string>{"3", "26.3", "GiB", "0", "-", "-", "0"}))
+      << text;
 }
 
 TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {

@@ -21,7 +21,9 @@ constexpr char kUsage[] =
     "`memtrace live --rank R --at-peak`). Highest peak first. A job that recorded no phases\n"
     "(most jobs that are not RL trainers) is answered by rank unless --by is given (a note on\n"
     "stderr says so); --by phase gives its empty answer. A running rank's step in progress\n"
-    "raises a peak it passed, but is no step of the typical ones.";
+    "raises a peak it passed, but is no step of the typical ones; a rank (or group) seen\n"
+    "only in it, such as a rank still in its first step, is listed with its peak so far and\n"
+    "0 steps.";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
