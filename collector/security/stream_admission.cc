@@ -68,6 +68,36 @@ bool IsAncestorOf(const Producer& ancestor, const v1::RankIdentity& child) {
   return false;
 }
 
+// Whether `holder`, a process streaming a rank, was started (directly or through others) by
+// `parent`: one of the holder's ancestors, told by its start from /proc on the same boot alone.
+// The agents' first looks say nothing here: the parent's came after its child's.
+bool WasStartedBy(const v1::RankIdentity& holder, const Producer& parent) {
+  if (parent.host != holder.host() || parent.start_ticks == 0 || parent.boot_id.empty() ||
+      parent.boot_id != holder.boot_id()) {
+    return false;
+  }
+  if (!parent.run_id.empty() && !holder.run_id().empty() && parent.run_id != holder.run_id()) {
+    return false;
+  }
+  for (int i = 0; i < holder.ancestor_pids_size() && i < holder.ancestor_start_ticks_size(); ++i) {
+    if (holder.ancestor_pids(i) == parent.pid) {
+      return holder.ancestor_start_ticks(i) == parent.start_ticks;
+    }
+  }
+  return false;
+}
+
+// What WasStartedBy reads of a rank's process, kept while the job is.
+v1::RankIdentity LineageOf(const v1::RankIdentity& id) {
+  v1::RankIdentity lineage;
+  lineage.set_host(id.host());
+  lineage.set_run_id(id.run_id());
+  lineage.set_boot_id(id.boot_id());
+  *lineage.mutable_ancestor_pids() = id.ancestor_pids();
+  *lineage.mutable_ancestor_start_ticks() = id.ancestor_start_ticks();
+  return lineage;
+}
+
 std::string Describe(const Producer& p) {
   return absl::StrCat("host \"", p.host, "\" pid ", p.pid,
                       p.start_ns != 0 ? absl::StrCat(" instance ", p.start_ns) : "");
@@ -80,7 +110,8 @@ struct StreamAdmission::Job {
   // Launcher-ranked streams only: a rank -1 worker is named by its producer.
   struct Stream {
     Producer producer;
-    int connections = 0;  // tickets alive
+    v1::RankIdentity lineage;  // LineageOf the producer's identity
+    int connections = 0;       // tickets alive
   };
   absl::flat_hash_map<std::pair<int32_t, uint32_t>, Stream> streams;  // (rank, attempt)
   // Each launcher rank's subprocesses (stored without a launcher rank), which can start
@@ -88,16 +119,29 @@ struct StreamAdmission::Job {
   struct Subprocess {
     Producer producer;
     uint32_t attempt = 0;
+    bool started_the_rank = false;  // RankIdentity.started_the_rank
   };
   absl::flat_hash_map<int32_t, std::vector<Subprocess>> subprocesses;
+
+  // Which rank's subprocess a process is, and as of which of its attempts.
+  struct Relation {
+    int32_t rank = 0;
+    uint32_t attempt = 0;
+    bool started_the_rank = false;
+  };
 
   // The launcher rank and attempt `identity` is a subprocess of, if it is one (see the header):
   // a known subprocess reconnecting, or a process naming a rank whose process (or one of whose
   // subprocesses) is its ancestor, that is not itself a process streaming the rank. Of the
   // ancestor's attempt: a rerun moved to attempt 1 has children whose Hello inherits 0.
-  std::optional<std::pair<int32_t, uint32_t>> SubprocessOf(const v1::RankIdentity& identity) const {
+  // Failing those, the process that started the one holding its (rank, attempt), connected
+  // after it (started_the_rank).
+  std::optional<Relation> SubprocessOf(const v1::RankIdentity& identity) const {
     const int32_t rank = identity.rank();
-    if (rank < 0 || identity.ancestor_pids().empty()) return std::nullopt;
+    // Neither ancestors nor a /proc start (an older agent, an import): related to no process.
+    if (rank < 0 || (identity.ancestor_pids().empty() && identity.start_ticks() == 0)) {
+      return std::nullopt;
+    }
     const Producer self = ProducerOf(identity);
     // Only a process whose (rank, attempt) another process holds is looked at further: a
     // subprocess inherits its attempt with its rank. The walk below is over the job's streams,
@@ -105,20 +149,23 @@ struct StreamAdmission::Job {
     auto own = streams.find({rank, identity.attempt()});
     if (own == streams.end() || own->second.producer == self) return std::nullopt;
     if (const Subprocess* known = FindSubprocess(rank, self)) {
-      return std::make_pair(rank, known->attempt);
+      return Relation{rank, known->attempt, known->started_the_rank};
     }
-    std::optional<std::pair<int32_t, uint32_t>> found;
+    std::optional<Relation> found;
     for (const auto& [key, stream] : streams) {
       if (key.first != rank) continue;
       if (stream.producer == self) return std::nullopt;
-      if (IsAncestorOf(stream.producer, identity) && (!found || key.second > found->second)) {
-        found = key;
+      if (IsAncestorOf(stream.producer, identity) && (!found || key.second > found->attempt)) {
+        found = Relation{rank, key.second, false};
       }
     }
     if (auto it = subprocesses.find(rank); !found && it != subprocesses.end()) {
       for (const Subprocess& s : it->second) {
-        if (IsAncestorOf(s.producer, identity)) return std::make_pair(rank, s.attempt);
+        if (IsAncestorOf(s.producer, identity)) return Relation{rank, s.attempt, false};
       }
+    }
+    if (!found && WasStartedBy(own->second.lineage, self)) {
+      found = Relation{rank, own->first.second, true};
     }
     return found;
   }
@@ -130,9 +177,10 @@ struct StreamAdmission::Job {
     }
     return nullptr;
   }
-  void AddSubprocess(int32_t rank, uint32_t attempt, const Producer& producer) {
+  void AddSubprocess(int32_t rank, uint32_t attempt, const Producer& producer,
+                     bool started_the_rank) {
     if (FindSubprocess(rank, producer) == nullptr)
-      subprocesses[rank].push_back({producer, attempt});
+      subprocesses[rank].push_back({producer, attempt, started_the_rank});
   }
   size_t SubprocessCount(int32_t rank) const {
     auto it = subprocesses.find(rank);
@@ -151,6 +199,7 @@ AdmissionTicket& AdmissionTicket::operator=(AdmissionTicket&& other) noexcept {
     attempt_ = other.attempt_;
     reassigned_ = std::move(other.reassigned_);
     subprocess_of_ = other.subprocess_of_;
+    started_the_rank_ = other.started_the_rank_;
   }
   return *this;
 }
@@ -180,13 +229,13 @@ absl::StatusOr<StreamAdmission::Job*> StreamAdmission::LoadJob(const std::string
     for (const v1::RankSummary& r : *stored) {
       if (r.identity().has_subprocess_of_rank()) {
         job->AddSubprocess(r.identity().subprocess_of_rank(), r.identity().attempt(),
-                           ProducerOf(r.identity()));
+                           ProducerOf(r.identity()), r.identity().started_the_rank());
         continue;  // counted per rank, not against max_ranks_per_job
       }
       job->ranks.insert(RankName(r.identity()));
       if (r.identity().rank() >= 0) {
         job->streams.emplace(std::make_pair(r.identity().rank(), r.identity().attempt()),
-                             Job::Stream{ProducerOf(r.identity()), 0});
+                             Job::Stream{ProducerOf(r.identity()), LineageOf(r.identity()), 0});
       }
     }
   }
@@ -254,7 +303,7 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
   // A subprocess counts against its rank's bound, not the job's ranks: an RL job's every rank
   // may start an engine or two.
   if (const auto subprocess_of = (*job)->SubprocessOf(identity)) {
-    const auto [rank, attempt] = *subprocess_of;
+    const auto [rank, attempt, started_the_rank] = *subprocess_of;
     const Producer producer = ProducerOf(identity);
     if ((*job)->FindSubprocess(rank, producer) == nullptr && max_subprocesses_per_rank_ > 0 &&
         (*job)->SubprocessCount(rank) >= max_subprocesses_per_rank_) {
@@ -264,8 +313,9 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
                        " subprocesses, the collector's --max_subprocesses_per_rank limit; pid ",
                        identity.pid(), " refused"));
     }
-    (*job)->AddSubprocess(rank, attempt, producer);
+    (*job)->AddSubprocess(rank, attempt, producer, started_the_rank);
     ticket.subprocess_of_ = rank;
+    ticket.started_the_rank_ = started_the_rank;
     ticket.attempt_ = attempt;
     return ticket;
   }
@@ -282,7 +332,10 @@ absl::StatusOr<AdmissionTicket> StreamAdmission::Admit(const v1::RankIdentity& i
         ChooseAttempt(identity, new_attempt_if_taken, **job, &ticket.reassigned_);
     if (!attempt.ok()) return attempt.status();
     Job::Stream& stream = (*job)->streams[{identity.rank(), *attempt}];
-    if (stream.connections == 0) stream.producer = ProducerOf(identity);
+    if (stream.connections == 0) {
+      stream.producer = ProducerOf(identity);
+      stream.lineage = LineageOf(identity);
+    }
     ++stream.connections;
     ticket.owner_ = this;
     ticket.job_id_ = identity.job_id();

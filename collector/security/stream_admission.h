@@ -22,6 +22,10 @@
 // the rank's environment (a vLLM or SGLang engine, a compile worker). It is admitted as that
 // rank's subprocess (AdmissionTicket::subprocess_of), which the store names like a worker
 // without a launcher rank, connected parent or not, as of the rank's attempt that started it.
+// The other way round too: a process that started the one streaming its (rank, attempt), and
+// connected after it (an engine it started initialised CUDA first and took the rank), is
+// stored beside the rank as its subprocesses are (AdmissionTicket::started_the_rank), when its
+// /proc start on the same boot shows it is that process's ancestor; refused as before without.
 // A rank's subprocesses are bounded per rank (max_subprocesses_per_rank, RESOURCE_EXHAUSTED
 // beyond), not counted against max_ranks_per_job.
 // What the store already holds is read once per job (the first Hello of that job since the
@@ -67,6 +71,9 @@ class AdmissionTicket {
   // be stored without a launcher rank, as that rank's subprocess, at attempt() (the attempt of
   // the rank that started it).
   std::optional<int32_t> subprocess_of() const { return subprocess_of_; }
+  // With subprocess_of: the process started the one streaming the rank, and connected after it
+  // (RankIdentity.started_the_rank).
+  bool started_the_rank() const { return started_the_rank_; }
 
  private:
   friend class StreamAdmission;
@@ -78,6 +85,7 @@ class AdmissionTicket {
   uint32_t attempt_ = 0;
   std::string reassigned_;
   std::optional<int32_t> subprocess_of_;
+  bool started_the_rank_ = false;
 };
 
 class StreamAdmission {

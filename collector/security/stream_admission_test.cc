@@ -1,5 +1,8 @@
 #include "collector/security/stream_admission.h"
 
+#include <functional>
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace memtrace::security {
@@ -391,6 +394,79 @@ TEST(StreamAdmissionTest, AnotherRunsProcessWithTheAncestorsPidIsNoAncestor) {
   child.set_ancestor_start_ticks(0, 700);
   child.set_run_id("run-1");
   EXPECT_EQ(admit(first, child).first, std::optional<int32_t>(5));
+}
+
+// A process whose child took the rank first (an engine it started initialised CUDA before it
+// did, as vLLM's parent avoids doing): before, refused as a second producer, which lost the
+// trainer's memory. Stored beside the rank, when its /proc start shows it is the holder's
+// ancestor; the agents' first looks, which order it after its child, do not.
+TEST(StreamAdmissionTest, TheProcessThatStartedTheRanksProcessIsStoredBesideIt) {
+  v1::RankIdentity trainer = Id("j", 2, "node-a", 100);
+  trainer.set_process_start_ns(9000);  // its agent looked after its child's
+  trainer.set_start_ticks(500);
+  trainer.set_boot_id("boot-1");
+  trainer.add_ancestor_pids(1);
+  trainer.add_ancestor_start_ticks(1);
+  v1::RankIdentity engine = Child(trainer, 150, 2000);
+  engine.clear_ancestor_start_ticks();
+  engine.add_ancestor_start_ticks(500);
+  engine.add_ancestor_start_ticks(1);
+  engine.set_start_ticks(600);
+
+  StreamAdmission admission(8, NoneStored());
+  absl::StatusOr<AdmissionTicket> first = admission.Admit(engine, true);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->subprocess_of().has_value()) << "the first to connect is the rank";
+  absl::StatusOr<AdmissionTicket> parent = admission.Admit(trainer, true);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  EXPECT_EQ(parent->subprocess_of(), std::optional<int32_t>(2));
+  EXPECT_TRUE(parent->started_the_rank());
+  EXPECT_EQ(parent->attempt(), 0u);
+  // Reconnecting, it is the same; another child of it (a second engine) is a subprocess.
+  absl::StatusOr<AdmissionTicket> again = admission.Admit(trainer, true);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->started_the_rank());
+  v1::RankIdentity sibling = engine;
+  sibling.set_pid(151);
+  sibling.set_start_ticks(610);
+  absl::StatusOr<AdmissionTicket> second_engine = admission.Admit(sibling, true);
+  ASSERT_TRUE(second_engine.ok()) << second_engine.status();
+  EXPECT_EQ(second_engine->subprocess_of(), std::optional<int32_t>(2));
+  EXPECT_FALSE(second_engine->started_the_rank());
+
+  // Not its ancestor after all: another start (a reused pid), another boot, another host, or
+  // no /proc start to tell (an older agent): refused as a second producer, as before.
+  for (const auto& change : std::vector<std::function<void(v1::RankIdentity*)>>{
+           [](v1::RankIdentity* id) { id->set_start_ticks(501); },
+           [](v1::RankIdentity* id) { id->set_boot_id("boot-2"); },
+           [](v1::RankIdentity* id) { id->set_host("node-b"); },
+           [](v1::RankIdentity* id) { id->clear_start_ticks(); }}) {
+    StreamAdmission fresh(8, NoneStored());
+    absl::StatusOr<AdmissionTicket> holder = fresh.Admit(engine, true);
+    ASSERT_TRUE(holder.ok()) << holder.status();
+    v1::RankIdentity other = trainer;
+    change(&other);
+    absl::StatusOr<AdmissionTicket> refused = fresh.Admit(other, true);
+    EXPECT_TRUE(absl::IsAlreadyExists(refused.status()))
+        << (refused.ok() ? "admitted" : refused.status().ToString());
+  }
+
+  // Known after a collector restart, as the store holds it.
+  StreamAdmission restarted(8,
+                            [&](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+                              std::vector<v1::RankSummary> ranks(2);
+                              *ranks[0].mutable_identity() = engine;
+                              v1::RankIdentity stored = trainer;
+                              stored.set_rank(-1);
+                              stored.set_subprocess_of_rank(2);
+                              stored.set_started_the_rank(true);
+                              *ranks[1].mutable_identity() = stored;
+                              return ranks;
+                            });
+  absl::StatusOr<AdmissionTicket> back = restarted.Admit(trainer, true);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->subprocess_of(), std::optional<int32_t>(2));
+  EXPECT_TRUE(back->started_the_rank());
 }
 
 }  // namespace

@@ -103,11 +103,11 @@ absl::Status UnknownRank(const EventStore& store, const Job& job, uint32_t rank,
     for (const v1::RankSummary& s : *streams) {
       if (s.rank() != rank || !s.identity().has_subprocess_of_rank()) continue;
       const int32_t parent = s.identity().subprocess_of_rank();
-      return absl::NotFoundError(
-          absl::StrCat("job \"", job.job_id, "\" stream ", rank, " is no rank: it is pid ",
-                       s.identity().pid(), ", a subprocess of rank ", parent,
-                       ", which the analyses leave out; `memtrace live --rank ", rank,
-                       "` and `memtrace timeline --rank ", rank, "` show its own memory"));
+      return absl::NotFoundError(absl::StrCat(
+          "job \"", job.job_id, "\" stream ", rank, " is no rank: it is pid ", s.identity().pid(),
+          ", ", an::FormatSubprocessOf(parent, s.identity().started_the_rank()),
+          ", which the analyses leave out; `memtrace live --rank ", rank,
+          "` and `memtrace timeline --rank ", rank, "` show its own memory"));
     }
   }
   return absl::NotFoundError(
@@ -257,6 +257,7 @@ absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id,
     out->set_live_bytes(live->live_bytes);
     out->set_allocation_count(live->set.allocations.size());
     out->set_at_ns(live->set.at_ns);
+    out->set_started_the_rank(id.started_the_rank());
   }
   return absl::OkStatus();
 }

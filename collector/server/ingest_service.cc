@@ -20,11 +20,12 @@ namespace {
 bool SendAck(grpc::ServerReaderWriter<v1::IngestAck, grpc::ByteBuffer>* stream,
              uint64_t durable_seq, int64_t received_ns,
              std::optional<uint32_t> attempt = std::nullopt,
-             std::optional<int32_t> subprocess_of = std::nullopt) {
+             std::optional<int32_t> subprocess_of = std::nullopt, bool started_the_rank = false) {
   v1::IngestAck ack;
   ack.set_durable_seq(durable_seq);
   if (attempt.has_value()) ack.set_attempt(*attempt);
   if (subprocess_of.has_value()) ack.set_subprocess_of_rank(*subprocess_of);
+  ack.set_started_the_rank(started_the_rank);
   ack.set_collector_receive_ns(received_ns);
   ack.set_collector_time_ns(RealtimeNanos());
   return stream->Write(ack);
@@ -128,6 +129,7 @@ grpc::Status IngestService::Stream(
   }
   v1::RankIdentity identity = request.hello().identity();
   identity.clear_subprocess_of_rank();  // the collector's to set (admission, below)
+  identity.clear_started_the_rank();
   // Before admission, which counts the rank against --max_ranks_per_job for good: an identity
   // the store refuses anyway must not use up a job's ranks.
   if (absl::Status valid = EventStore::CheckIdentity(identity); !valid.ok()) {
@@ -148,12 +150,13 @@ grpc::Status IngestService::Stream(
   if (std::optional<int32_t> parent_rank = admitted->subprocess_of()) {
     identity.set_rank(-1);
     identity.set_subprocess_of_rank(*parent_rank);
+    identity.set_started_the_rank(admitted->started_the_rank());
   }
   absl::StatusOr<OpenedStream> opened = store_->OpenStream(identity);
   if (!opened.ok()) return ToGrpcStatus(opened.status());
   OpenStreamGuard guard(store_, *opened);
   if (!SendAck(stream, opened->durable_seq, received_ns, identity.attempt(),
-               admitted->subprocess_of())) {
+               admitted->subprocess_of(), admitted->started_the_rank())) {
     return grpc::Status(grpc::StatusCode::CANCELLED, "client went away before the Hello ack");
   }
   const std::string who =

@@ -424,11 +424,61 @@ TEST_F(IngestServiceTest, AProcessWhoseParentStreamsTheRankIsStoredAsItsSubproce
   }
 }
 
+// The other order: the engine connected first and holds the rank; the process that started it
+// (told by its /proc start) is stored beside it, not refused, and says so in its ack.
+TEST_F(IngestServiceTest, TheProcessThatStartedTheRanksProcessIsStoredBesideIt) {
+  StartServer("parent-late");
+  v1::RankIdentity trainer = Identity("rl", 2);
+  trainer.set_start_ticks(500);
+  trainer.set_boot_id("boot-1");
+  trainer.set_started_the_rank(true);  // the collector's to say: ignored
+  v1::RankIdentity engine = trainer;
+  engine.clear_started_the_rank();
+  engine.set_pid(trainer.pid() + 50);
+  engine.set_start_ticks(600);
+  engine.add_ancestor_pids(trainer.pid());
+  engine.add_ancestor_start_ticks(500);
+  Session first(ingest_.get());
+  v1::IngestAck ack;
+  ASSERT_TRUE(first.Send(HelloRequest(engine), &ack));
+  EXPECT_FALSE(ack.has_subprocess_of_rank());
+  EXPECT_FALSE(ack.started_the_rank());
+  ASSERT_TRUE(first.Send(BatchRequest(1, 6), &ack));
+  {
+    Session late(ingest_.get());
+    ASSERT_TRUE(late.Send(HelloRequest(trainer), &ack)) << late.Finish().error_message();
+    EXPECT_EQ(ack.subprocess_of_rank(), 2);
+    EXPECT_TRUE(ack.started_the_rank());
+    ASSERT_TRUE(late.Send(BatchRequest(1, 10), &ack));
+    EXPECT_EQ(ack.durable_seq(), 10u);
+    ASSERT_TRUE(late.CloseAndFinish().ok());
+  }
+  ASSERT_TRUE(first.CloseAndFinish().ok());
+  const v1::RankSummary rank = Rank("rl", 2);
+  EXPECT_EQ(rank.identity().pid(), engine.pid());
+  EXPECT_FALSE(rank.identity().started_the_rank());
+  EXPECT_EQ(rank.events_stored(), 6u);
+
+  grpc::ClientContext ctx;
+  v1::ListRanksRequest req;
+  req.set_job_id("rl");
+  v1::ListRanksResponse ranks;
+  ASSERT_TRUE(query_->ListRanks(&ctx, req, &ranks).ok());
+  ASSERT_EQ(ranks.ranks_size(), 2);
+  const v1::RankSummary& stored = ranks.ranks(1);
+  EXPECT_EQ(stored.identity().pid(), trainer.pid());
+  EXPECT_EQ(stored.identity().subprocess_of_rank(), 2);
+  EXPECT_TRUE(stored.identity().started_the_rank());
+  EXPECT_EQ(stored.identified_by(), "started rank 2's process");
+  EXPECT_EQ(stored.events_stored(), 10u);
+}
+
 // A Hello that claims to be a subprocess, with no parent streaming the rank, is the rank.
 TEST_F(IngestServiceTest, AHelloCannotMakeItselfASubprocess) {
   StartServer("self-claimed");
   v1::RankIdentity id = Identity("j", 1);
   id.set_subprocess_of_rank(1);
+  id.set_started_the_rank(true);
   id.add_ancestor_pids(4);
   Session s(ingest_.get());
   v1::IngestAck ack;
@@ -437,6 +487,7 @@ TEST_F(IngestServiceTest, AHelloCannotMakeItselfASubprocess) {
   ASSERT_TRUE(s.CloseAndFinish().ok());
   EXPECT_EQ(Rank("j", 1).identified_by(), "env");
   EXPECT_FALSE(Rank("j", 1).identity().has_subprocess_of_rank());
+  EXPECT_FALSE(Rank("j", 1).identity().started_the_rank());
 }
 
 }  // namespace

@@ -67,8 +67,8 @@ absl::Status DescribeSubprocessLive(const EventStore& store, const v1::RankSumma
   const v1::RankIdentity& id = stream.identity();
   const std::string& job_id = request.job_id();
   const std::string who =
-      absl::StrCat("job \"", job_id, "\" stream ", stream.rank(), " (pid ", id.pid(),
-                   ", a subprocess of rank ", id.subprocess_of_rank(), ")");
+      absl::StrCat("job \"", job_id, "\" stream ", stream.rank(), " (pid ", id.pid(), ", ",
+                   an::FormatSubprocessOf(id.subprocess_of_rank(), id.started_the_rank()), ")");
   if (request.has_attempt() && request.attempt() != id.attempt()) {
     // Its process ran in one attempt of its rank's: a restart's engine is another stream.
     return absl::NotFoundError(absl::StrCat(who, " ran in its rank's attempt ", id.attempt(),
@@ -131,6 +131,7 @@ absl::Status DescribeSubprocessLive(const EventStore& store, const v1::RankSumma
   report->set_latest_attempt(id.attempt());
   report->set_subprocess_of_rank(static_cast<int32_t>(id.subprocess_of_rank()));
   report->set_subprocess_pid(id.pid());
+  report->set_subprocess_started_the_rank(id.started_the_rank());
   if (request.moment_case() == v1::LiveRequest::kAtNs) report->set_asked_ns(request.at_ns());
   if (request.moment_case() == v1::LiveRequest::kAtStep) report->set_rank_step(request.at_step());
   if (peak.has_value()) {

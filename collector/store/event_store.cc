@@ -458,7 +458,9 @@ absl::StatusOr<OpenedStream> EventStore::OpenStream(const v1::RankIdentity& iden
       summary->set_rank(stream->key.rank);
       summary->set_identified_by(
           identity.has_subprocess_of_rank()
-              ? absl::StrCat("subprocess of rank ", identity.subprocess_of_rank())
+              ? absl::StrCat(identity.started_the_rank() ? "started rank " : "subprocess of rank ",
+                             identity.subprocess_of_rank(),
+                             identity.started_the_rank() ? "'s process" : "")
           : synthetic ? "host+device+pid"
                       : "env");
       summary->set_complete(false);

@@ -438,10 +438,11 @@ std::string RenderLive(const v1::LiveReport& r) {
   const bool steps = !r.no_step_markers();
   // A rank's subprocess is named by its process; a step asked of it was its rank's.
   const std::string subject =
-      r.has_subprocess_of_rank()
-          ? absl::StrCat("pid ", r.subprocess_pid(), ", a subprocess of rank ",
-                         r.subprocess_of_rank(), " (memtrace ranks: ", r.rank(), "),")
-          : absl::StrCat("rank ", r.rank());
+      r.has_subprocess_of_rank() ? absl::StrCat("pid ", r.subprocess_pid(), ", ",
+                                                FormatSubprocessOf(r.subprocess_of_rank(),
+                                                                   r.subprocess_started_the_rank()),
+                                                " (memtrace ranks: ", r.rank(), "),")
+                                 : absl::StrCat("rank ", r.rank());
   std::string out = absl::StrCat(
       "job ", Printable(r.job_id()), ": ", subject,
       r.attempt() > 0 || r.oom_before_restart() || r.latest_attempt() > r.attempt()
@@ -501,15 +502,18 @@ std::string RenderLive(const v1::LiveReport& r) {
   absl::StrAppend(&out, "\n");
   // Its subprocesses' memory, on the same device and in none of the figures above.
   for (const v1::SubprocessLive& sub : r.subprocesses()) {
-    absl::StrAppend(
-        &out, "and its subprocess pid ", sub.pid(), " (memtrace ranks: ", sub.rank(),
-        "): ", Bytes(sub.live_bytes()), " live in ", sub.allocation_count(), " allocations",
-        // Its memory as of its last event: idle since, or exited (and freed, which
-        // no event records).
-        sub.at_ns() < r.at_ns() ? absl::StrCat(", as of its last event at ", TimeMs(sub.at_ns()),
-                                               " (idle since, or exited)")
-                                : "",
-        "\n");
+    absl::StrAppend(&out,
+                    sub.started_the_rank() ? "and the process that started it, pid "
+                                           : "and its subprocess pid ",
+                    sub.pid(), " (memtrace ranks: ", sub.rank(), "): ", Bytes(sub.live_bytes()),
+                    " live in ", sub.allocation_count(), " allocations",
+                    // Its memory as of its last event: idle since, or exited (and freed, which
+                    // no event records).
+                    sub.at_ns() < r.at_ns()
+                        ? absl::StrCat(", as of its last event at ", TimeMs(sub.at_ns()),
+                                       " (idle since, or exited)")
+                        : "",
+                    "\n");
   }
   absl::StrAppend(&out, "\n");
   bool tag = r.params().by() != v1::LIVE_GROUP_BY_SOURCE;

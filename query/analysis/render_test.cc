@@ -434,6 +434,11 @@ TEST(RenderTest, LiveShowsTheRanksSubprocessesApart) {
                   "and its subprocess pid 4712 (memtrace ranks: 1000001): 1.00 MiB live in 1 "
                   "allocations\n\n"))
       << RenderLive(live);
+  // The process that started the rank's, connected after it (RankIdentity.started_the_rank).
+  busy->set_started_the_rank(true);
+  EXPECT_TRUE(Has(RenderLive(live),
+                  "and the process that started it, pid 4712 (memtrace ranks: 1000001): 1.00 MiB"))
+      << RenderLive(live);
 }
 
 // A subprocess's own live set (live --rank of its stream): named by its process and its rank,
@@ -465,6 +470,10 @@ TEST(RenderTest, LiveOfASubprocessNamesItsProcessAndItsRank) {
   EXPECT_TRUE(Has(RenderLive(live),
                   "(memtrace ranks: 1000000), at the end of rank 3's step 19 (its last event by "
                   "then at 2026-01-01 02:00:10.000)\n"))
+      << RenderLive(live);
+  live.set_subprocess_started_the_rank(true);
+  EXPECT_TRUE(Has(RenderLive(live),
+                  "job j: pid 4711, the process that started rank 3's (memtrace ranks: 1000000), "))
       << RenderLive(live);
 }
 

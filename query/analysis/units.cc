@@ -78,6 +78,11 @@ std::string FormatUtcMs(int64_t ns) {
       " UTC");
 }
 
+std::string FormatSubprocessOf(int64_t rank, bool started_the_rank) {
+  return started_the_rank ? absl::StrCat("the process that started rank ", rank, "'s")
+                          : absl::StrCat("a subprocess of rank ", rank);
+}
+
 std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate) {
   const char* about = approximate ? "~" : "";
   if (bucket_ns <= 0) return absl::StrCat("step ", about, key);

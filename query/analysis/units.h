@@ -28,6 +28,9 @@ std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate = false);
 std::string FormatKeyValue(int64_t key, int64_t bucket_ns);
 // A moment in an error message, to the millisecond: "2026-12-03 21:07:59.125 UTC".
 std::string FormatUtcMs(int64_t ns);
+// What a rank's subprocess (RankIdentity.subprocess_of_rank) is to its rank: "a subprocess of
+// rank 3", or "the process that started rank 3's" (RankIdentity.started_the_rank).
+std::string FormatSubprocessOf(int64_t rank, bool started_the_rank);
 
 }  // namespace memtrace::analysis
 

@@ -18,10 +18,12 @@ constexpr int kPhasesTid = 2;
 
 std::string RankName(const v1::RankRollups& rank) {
   // A rank's subprocess by its rank and pid: its own number (memtrace ranks) says nothing.
-  std::string name = rank.identity().has_subprocess_of_rank()
-                         ? absl::StrCat("rank ", rank.identity().subprocess_of_rank(),
-                                        " subprocess pid ", rank.identity().pid())
-                         : absl::StrCat("rank ", rank.rank());
+  std::string name =
+      rank.identity().has_subprocess_of_rank()
+          ? absl::StrCat("rank ", rank.identity().subprocess_of_rank(),
+                         rank.identity().started_the_rank() ? " parent pid " : " subprocess pid ",
+                         rank.identity().pid())
+          : absl::StrCat("rank ", rank.rank());
   if (rank.attempt() > 0) absl::StrAppend(&name, " attempt ", rank.attempt());
   if (!rank.identity().host().empty()) absl::StrAppend(&name, " (", rank.identity().host(), ")");
   return name;

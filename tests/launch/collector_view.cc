@@ -4,7 +4,8 @@
 //   collector_view ADDR jobs         -> "job=J ranks=N events=E"
 //   collector_view ADDR ranks JOB    -> "rank=R local_rank=L world_size=W group_rank=G
 //                                        attempt=A launcher=X identified_by=Y events=E
-//                                        complete=0|1 subprocess_of=R|-"  (sorted by rank)
+//                                        complete=0|1 started_the_rank=0|1
+//                                        subprocess_of=R|-"  (sorted by rank)
 // Exit code 1 with the error on stderr when the collector cannot answer.
 #include <algorithm>
 #include <cstdio>
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
           "rank=", r.rank(), " local_rank=", id.local_rank(), " world_size=", id.world_size(),
           " group_rank=", id.group_rank(), " attempt=", id.attempt(), " launcher=", id.launcher(),
           " identified_by=", r.identified_by(), " events=", r.events_stored(),
-          " complete=", r.complete() ? 1 : 0, " subprocess_of=",
+          " complete=", r.complete() ? 1 : 0, " started_the_rank=", id.started_the_rank() ? 1 : 0,
+          " subprocess_of=",
           id.has_subprocess_of_rank() ? absl::StrCat(id.subprocess_of_rank()) : "-"));
     }
   }
