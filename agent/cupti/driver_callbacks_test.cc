@@ -235,9 +235,12 @@ TEST_F(DriverCallbacksTest, VmmCreateMapUnmapReleaseEmitsMapAndUnmap) {
   EXPECT_EQ(unmaps[1].bytes, uint64_t{20 << 20});
   EXPECT_EQ(unmaps[1].device, 3u);
   EXPECT_EQ(callbacks_.stats().vmm_unmaps, 2u);
-  // cuMemRelease is marked like cuMemCreate, so that a MEMORY2 record of it would be skipped.
-  ASSERT_TRUE(correlation_.Find(14).has_value());
-  EXPECT_TRUE(correlation_.Find(14)->vmm);
+  // cuMemRelease, cuMemMap and cuMemUnmap are marked like cuMemCreate, so that a MEMORY2
+  // record of one would be skipped (a map's counted its memory twice, as an ALLOC too).
+  for (uint32_t correlation : {11u, 12u, 13u, 14u}) {
+    ASSERT_TRUE(correlation_.Find(correlation).has_value()) << correlation;
+    EXPECT_TRUE(correlation_.Find(correlation)->vmm) << correlation;
+  }
   EXPECT_EQ(maps[2].source_id, 0u);
   EXPECT_EQ(callbacks_.stats().vmm_unknown_handles, 1u);
 }
