@@ -890,15 +890,16 @@ void Transport::Impl::OnAck(const v1::IngestAck& ack) {
       if (!stored_subprocess_of_.has_value() && options_.log_failures) {
         // Once: the process inherited the RANK of an ancestor that streams it (an engine or a
         // worker the rank started), or started the process that does, which connected first.
+        const std::string pid = absl::StrCat(" (pid ", options_.identity.pid(), ")");
         AgentStderr().Write(absl::StrCat(
             "memtrace-agent: job ", options_.identity.job_id(), " rank ", options_.identity.rank(),
             ack.started_the_rank()
-                ? " is streamed by a process this one started, which connected first; the "
-                  "collector stores this process (pid "
-                : " is streamed by a process that started this one; the collector stores this "
-                  "process (pid ",
-            options_.identity.pid(), ") beside it, as a subprocess of rank ",
-            ack.subprocess_of_rank()));
+                ? absl::StrCat(" is streamed by a process this one started, which connected "
+                               "first; the collector stores this process",
+                               pid, " beside it, as it stores the rank's subprocesses")
+                : absl::StrCat(" is streamed by a process that started this one; the collector "
+                               "stores this process",
+                               pid, " as a subprocess of rank ", ack.subprocess_of_rank())));
       }
       stored_subprocess_of_ = ack.subprocess_of_rank();
     }

@@ -164,8 +164,14 @@ struct StreamAdmission::Job {
         if (IsAncestorOf(s.producer, identity)) return Relation{rank, s.attempt, false};
       }
     }
-    if (!found && WasStartedBy(own->second.lineage, self)) {
-      found = Relation{rank, own->first.second, true};
+    // Of any attempt, as above: a rerun under the job id has its child moved to attempt 1,
+    // while this process's Hello still names 0, which the first run's process holds.
+    if (found) return found;
+    for (const auto& [key, stream] : streams) {
+      if (key.first == rank && WasStartedBy(stream.lineage, self) &&
+          (!found || key.second > found->attempt)) {
+        found = Relation{rank, key.second, true};
+      }
     }
     return found;
   }

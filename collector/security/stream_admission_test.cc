@@ -467,6 +467,26 @@ TEST(StreamAdmissionTest, TheProcessThatStartedTheRanksProcessIsStoredBesideIt) 
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->subprocess_of(), std::optional<int32_t>(2));
   EXPECT_TRUE(back->started_the_rank());
+
+  // A rerun under the job id: its child is moved to attempt 1 (the first run's process holds
+  // 0), and the parent, whose Hello names 0 too, is stored beside it at 1, not refused.
+  v1::RankIdentity first_run = Id("j", 2, "node-a", 40);
+  first_run.set_start_ticks(20);
+  first_run.set_boot_id("boot-1");
+  StreamAdmission rerun(8, [&](absl::string_view) -> absl::StatusOr<std::vector<v1::RankSummary>> {
+    std::vector<v1::RankSummary> ranks(1);
+    *ranks[0].mutable_identity() = first_run;
+    return ranks;
+  });
+  absl::StatusOr<AdmissionTicket> moved = rerun.Admit(engine, true);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->attempt(), 1u);
+  EXPECT_FALSE(moved->subprocess_of().has_value());
+  absl::StatusOr<AdmissionTicket> beside = rerun.Admit(trainer, true);
+  ASSERT_TRUE(beside.ok()) << beside.status();
+  EXPECT_EQ(beside->subprocess_of(), std::optional<int32_t>(2));
+  EXPECT_TRUE(beside->started_the_rank());
+  EXPECT_EQ(beside->attempt(), 1u);
 }
 
 }  // namespace

@@ -444,51 +444,53 @@ absl::StatusOr<an::StepPoint> PeakRow(TimelineCache& cache, const EventStore& st
   return *peak;
 }
 
-// `subject_through_seq`, nonzero with a time: the subject's set is the state after that event
-// (its peak's), the others' at the time.
-// `live` of a rank's subprocess (subprocess_live.h): read alone; a step asked is its rank's end
-// of it, in the attempt that started it.
+// `live` of a rank's subprocess (subprocess_live.h): read alone; a step asked of one without
+// steps of its own is its rank's end of it, in the attempt that started it. `streams`: the
+// job's (ListRanks).
 absl::Status RunSubprocessLive(TimelineCache& cache, const EventStore& store,
-                               const v1::LiveRequest& request, const v1::RankSummary& stream,
-                               v1::LiveReport* response) {
-  std::optional<LivePoint> step_end;
-  if (request.moment_case() == v1::LiveRequest::kAtStep) {
+                               const v1::LiveRequest& request,
+                               const std::vector<v1::RankSummary>& streams,
+                               const v1::RankSummary& stream, v1::LiveReport* response) {
+  const auto rank_step_end = [&](int64_t step) -> absl::StatusOr<LivePoint> {
     absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> loaded =
         cache.GetStepMetrics(store, request.job_id(), v1::TIMELINE_AXIS_STEP);
     if (!loaded.ok()) return loaded.status();
     const an::JobStepMetrics& job = **loaded;
     if (job.time_axis) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job \"", request.job_id(),
-                       "\" has no step markers: ask for a time, not step ", request.at_step()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job \"", request.job_id(), "\" has no step markers: ask for a time, not step ", step));
     }
     const int64_t rank = stream.identity().subprocess_of_rank();
     const an::RankStepMetrics* parent =
         rank < 0 ? nullptr
                  : FindRank(job, static_cast<uint32_t>(rank), stream.identity().attempt());
-    if (parent != nullptr) step_end = StepEnd(*parent, request.at_step());
-    if (!step_end.has_value()) {
+    std::optional<LivePoint> end;
+    if (parent != nullptr) end = StepEnd(*parent, step);
+    if (!end.has_value()) {
       return absl::NotFoundError(absl::StrCat(
           "job \"", request.job_id(), "\" rank ", rank,
           stream.identity().attempt() > 0 ? absl::StrCat(" attempt ", stream.identity().attempt())
                                           : "",
-          ", whose subprocess stream ", stream.rank(), " is, has no step ", request.at_step()));
+          ", whose subprocess stream ", stream.rank(), " is, has no step ", step));
     }
-  }
-  return DescribeSubprocessLive(store, stream, request, step_end, response);
+    return *end;
+  };
+  return DescribeSubprocessLive(store, streams, stream, request, rank_step_end, response);
 }
 
+// `subject_through_seq`, nonzero with a time: the subject's set is the state after that event
+// (its peak's), the others' at the time.
 absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                      const v1::LiveRequest& request, v1::LiveReport* response,
                      uint64_t subject_through_seq = 0) {
   if (request.rank() >= EventStore::kFirstSyntheticRank) {
     // A rank's subprocess is no rank to compare, but its live set is what the rank's own
     // `live` lists only the size of.
-    absl::StatusOr<std::optional<v1::RankSummary>> subprocess =
-        FindSubprocessStream(store, request.job_id(), request.rank());
-    if (!subprocess.ok()) return subprocess.status();
-    if (subprocess->has_value()) {
-      return RunSubprocessLive(cache, store, request, **subprocess, response);
+    if (absl::Status s = RequireJob(request.job_id()); !s.ok()) return s;
+    absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(request.job_id());
+    if (!streams.ok()) return streams.status();
+    if (const v1::RankSummary* subprocess = FindSubprocessStream(*streams, request.rank())) {
+      return RunSubprocessLive(cache, store, request, *streams, *subprocess, response);
     }
   }
   if (request.moment_case() == v1::LiveRequest::kAtPeak) {

@@ -616,11 +616,63 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(engine_oom.oom().requested_bytes(), 40 * kMiB);
   EXPECT_EQ(engine_oom.subprocess_pid(), 4003u);
-  status = ask(
-      engine->key.rank, [](v1::LiveRequest* r) { r->set_attempt(1); }, &none);
+  // Another attempt: said so, also with a step asked (not "rank 0 has no step 9").
+  for (const auto& moment : std::vector<std::function<void(v1::LiveRequest*)>>{
+           [](v1::LiveRequest* r) { r->set_attempt(1); },
+           [](v1::LiveRequest* r) {
+             r->set_attempt(1);
+             r->set_at_step(9);
+           }}) {
+    status = ask(engine->key.rank, moment, &none);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_TRUE(absl::StrContains(status.error_message(), "ran in its rank's attempt 0, not 1"))
+        << status.error_message();
+  }
+
+  // Rank 0's last step (2) ended with its stream, at 4 s: a subprocess that lives on is read
+  // there, not at its latest.
+  absl::StatusOr<OpenedStream> lives_on = HandWrittenEvents()
+                                              .Alloc(kHandT0 + kS, 0xa000, kMiB)
+                                              .Alloc(kHandT0 + 6 * kS, 0xb000, 2 * kMiB)
+                                              .AppendAsRunning(server_->store(), subprocess(4004));
+  ASSERT_TRUE(lives_on.ok()) << lives_on.status();
+  v1::LiveReport at_last_step;
+  status = live(lives_on->key.rank, 2, &at_last_step);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(at_last_step.total_bytes(), kMiB);
+  EXPECT_EQ(at_last_step.rank_step(), 2);
+  // One connected with nothing recorded yet: no empty set "at 1970".
+  absl::StatusOr<OpenedStream> quiet =
+      HandWrittenEvents().AppendAsRunning(server_->store(), subprocess(4005));
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  status = live(quiet->key.rank, std::nullopt, &none);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_TRUE(absl::StrContains(status.error_message(), "ran in its rank's attempt 0, not 1"))
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "has recorded no event yet"))
       << status.error_message();
+  // One with step markers of its own (a trainer whose engine took the rank first): its own
+  // end of the step, not its rank's.
+  absl::StatusOr<OpenedStream> stepping = HandWrittenEvents()
+                                              .Step(kHandT0, 0)
+                                              .Alloc(kHandT0 + 1000, 0xa000, 4 * kMiB)
+                                              .Alloc(kHandT0 + 5 * kS / 2, 0xb000, 8 * kMiB)
+                                              .Step(kHandT0 + 3 * kS, 1)
+                                              .Alloc(kHandT0 + 4 * kS, 0xc000, 16 * kMiB)
+                                              .Step(kHandT0 + 5 * kS, 2)
+                                              .AppendAsRunning(server_->store(), subprocess(4006));
+  ASSERT_TRUE(stepping.ok()) << stepping.status();
+  v1::LiveReport own_step0;
+  status = live(stepping->key.rank, 0, &own_step0);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(own_step0.total_bytes(), 12 * kMiB) << "its step 0 ends at 3 s, rank 0's at 2 s";
+  EXPECT_FALSE(own_step0.has_rank_step());
+  EXPECT_FALSE(own_step0.no_step_markers());
+  status = live(stepping->key.rank, 7, &none);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "has no step 7 (its steps: 0..2)"))
+      << status.error_message();
+  for (const auto* s : {&*lives_on, &*quiet, &*stepping}) {
+    EXPECT_TRUE(server_->store().CloseStream(s->key, true, s->connection).ok());
+  }
 
   // Asked for as a rank by another analysis: what it is, and where its memory shows.
   {
@@ -643,8 +695,6 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
   EXPECT_TRUE(server_->store().CloseStream(rerun->key, true, rerun->connection).ok());
 }
 
-// The step a running rank is in holds its highest moment so far: --at-peak reads it there, not
-// at the highest of the steps that ended.
 // A running rank still in its first step (where a model too large for its device fails) has a
 // peak so far: `peak --by rank` lists it, with no step, as it lists its --at-peak.
 TEST_F(AnalysisServiceTest, PeakByRankListsARankInItsFirstStep) {
@@ -672,6 +722,8 @@ TEST_F(AnalysisServiceTest, PeakByRankListsARankInItsFirstStep) {
   EXPECT_TRUE(server_->store().CloseStream(stream->key, true, stream->connection).ok());
 }
 
+// The step a running rank is in holds its highest moment so far: --at-peak reads it there, not
+// at the highest of the steps that ended.
 TEST_F(AnalysisServiceTest, LiveAtPeakReadsAPeakInTheStepInProgress) {
   absl::StatusOr<OpenedStream> stream = HandWrittenEvents()
                                             .Step(kHandT0, 0)

@@ -45,25 +45,51 @@ absl::StatusOr<v1::StepRollup> PeakRow(const EventStore& store, const v1::RankSu
   return *std::move(peak);
 }
 
-}  // namespace
-
-absl::StatusOr<std::optional<v1::RankSummary>> FindSubprocessStream(const EventStore& store,
-                                                                    absl::string_view job_id,
-                                                                    uint32_t rank) {
-  absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
-  if (!streams.ok()) return streams.status();
-  for (v1::RankSummary& s : *streams) {
-    if (s.rank() == rank && s.identity().has_subprocess_of_rank()) {
-      return std::optional<v1::RankSummary>(std::move(s));
-    }
+// The end of the subprocess's own step `step` (one that records step markers): the next row's
+// start, or kNow for its last row.
+absl::StatusOr<LivePoint> OwnStepEnd(const EventStore& store, const v1::RankSummary& stream,
+                                     absl::string_view job_id, int64_t step,
+                                     absl::string_view who) {
+  std::optional<LivePoint> end;
+  bool found = false;
+  int64_t first = 0, last = 0;
+  size_t rows = 0;
+  int64_t bucket_ns = 0;
+  absl::Status s = store.VisitRollups(
+      job_id, RollupAxis::kStep, RollupDetail::kScalars, &bucket_ns,
+      [](const v1::RankRollups&) { return absl::OkStatus(); },
+      [&](const v1::StepRollup& row) {
+        if (rows++ == 0) first = row.step();
+        last = row.step();
+        if (found && !end.has_value()) {
+          end = LivePoint{LivePoint::Kind::kAtCollectorTime, row.start_ns() - 1, 0};
+        }
+        found |= row.step() == step;
+      },
+      {stream.rank()});
+  if (!s.ok()) return s;
+  if (!found) {
+    return absl::NotFoundError(
+        absl::StrCat(who, " has no step ", step,
+                     rows > 0 ? absl::StrCat(" (its steps: ", first, "..", last, ")") : ""));
   }
-  return std::nullopt;
+  return end.value_or(LivePoint{});
 }
 
-absl::Status DescribeSubprocessLive(const EventStore& store, const v1::RankSummary& stream,
-                                    const v1::LiveRequest& request,
-                                    const std::optional<LivePoint>& step_end,
-                                    v1::LiveReport* report) {
+}  // namespace
+
+const v1::RankSummary* FindSubprocessStream(const std::vector<v1::RankSummary>& streams,
+                                            uint32_t rank) {
+  for (const v1::RankSummary& s : streams) {
+    if (s.rank() == rank && s.identity().has_subprocess_of_rank()) return &s;
+  }
+  return nullptr;
+}
+
+absl::Status DescribeSubprocessLive(const EventStore& store,
+                                    const std::vector<v1::RankSummary>& streams,
+                                    const v1::RankSummary& stream, const v1::LiveRequest& request,
+                                    const RankStepEnd& rank_step_end, v1::LiveReport* report) {
   const v1::RankIdentity& id = stream.identity();
   const std::string& job_id = request.job_id();
   const std::string who =
@@ -74,19 +100,44 @@ absl::Status DescribeSubprocessLive(const EventStore& store, const v1::RankSumma
     return absl::NotFoundError(absl::StrCat(who, " ran in its rank's attempt ", id.attempt(),
                                             ", not ", request.attempt()));
   }
+  if (stream.events_stored() == 0) {
+    // Connected, nothing recorded yet: an empty set "at 1970-01-01" would read as an answer.
+    return absl::NotFoundError(absl::StrCat(who, " has recorded no event yet"));
+  }
   LivePoint point;
   std::optional<v1::StepRollup> peak;
+  bool at_rank_step = false;
   switch (request.moment_case()) {
     case v1::LiveRequest::kAtNs:
       point.kind = LivePoint::Kind::kAtCollectorTime;
       point.at_ns = request.at_ns();
       break;
-    case v1::LiveRequest::kAtStep:
-      if (!step_end.has_value()) {
-        return absl::InternalError("a subprocess read at a step needs its rank's end of it");
+    case v1::LiveRequest::kAtStep: {
+      if (!stream.no_step_markers()) {
+        absl::StatusOr<LivePoint> own = OwnStepEnd(store, stream, job_id, request.at_step(), who);
+        if (!own.ok()) return own.status();
+        point = *own;
+        break;
       }
-      point = *step_end;
+      absl::StatusOr<LivePoint> end = rank_step_end(request.at_step());
+      if (!end.ok()) return end.status();
+      point = *end;
+      at_rank_step = true;
+      if (point.kind == LivePoint::Kind::kNow) {
+        // The rank's last step, whose end is its last event once its stream has ended (a
+        // trainer that started this engine may live on after it, and an engine after its rank).
+        for (const v1::RankSummary& s : streams) {
+          if (s.identity().has_subprocess_of_rank() || s.connected() ||
+              static_cast<int64_t>(s.rank()) != id.subprocess_of_rank() ||
+              s.identity().attempt() != id.attempt()) {
+            continue;
+          }
+          point.kind = LivePoint::Kind::kAtCollectorTime;
+          point.at_ns = SaturatingAdd(s.last_ts_ns(), s.has_clock() ? s.clock().offset_ns() : 0);
+        }
+      }
       break;
+    }
     case v1::LiveRequest::kAtOom:
       if (request.at_oom()) point.kind = LivePoint::Kind::kFirstOom;
       break;
@@ -133,7 +184,7 @@ absl::Status DescribeSubprocessLive(const EventStore& store, const v1::RankSumma
   report->set_subprocess_pid(id.pid());
   report->set_subprocess_started_the_rank(id.started_the_rank());
   if (request.moment_case() == v1::LiveRequest::kAtNs) report->set_asked_ns(request.at_ns());
-  if (request.moment_case() == v1::LiveRequest::kAtStep) report->set_rank_step(request.at_step());
+  if (at_rank_step) report->set_rank_step(request.at_step());
   if (peak.has_value()) {
     report->set_at_peak(true);
     report->set_peak_bytes(peak->peak_bytes());

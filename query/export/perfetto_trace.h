@@ -1,6 +1,6 @@
 // Writes a job's memory as Chrome trace-event JSON, the format ui.perfetto.dev and
-// chrome://tracing load. Per rank (and attempt) one process, pid = rank (rank + 100000 x attempt
-// for restarts), named "rank N (host)", holding:
+// chrome://tracing load. Per rank (and attempt) one process, pid = rank (rank + 10000000 x
+// attempt for restarts), named "rank N (host)", holding:
 //   - "live bytes": counter of device live bytes; exact from raw events when the caller has
 //     them (FineSeries), else from the rollups (the value at each step's start and end);
 //   - "step floor/peak": the floor and peak of each step, held over the step (two series);

@@ -15,6 +15,7 @@
 // durable; --identity_out writes "key=value"
 // lines of the identity it derived. Exit codes: C (default 0); 2 when the environment gives no
 // valid identity; 3 when the child failed.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,10 +111,12 @@ bool ChildSucceeded(pid_t pid) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-// Waits up to 60 s for `path` to exist.
-bool AwaitFile(const std::string& path) {
+// Waits up to 60 s for `path` to exist, while child `pid` runs.
+bool AwaitFile(const std::string& path, pid_t pid) {
   for (int i = 0; i < 600; ++i) {
     if (access(path.c_str(), F_OK) == 0) return true;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) != 0) return false;  // it ended (or is no child)
     absl::SleepFor(absl::Milliseconds(100));
   }
   return false;
@@ -160,11 +163,13 @@ int main(int argc, char** argv) {
     const char* tmp = std::getenv("TMPDIR");
     const std::string ready = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
                               "/launch_worker." + std::to_string(getpid()) + ".ready";
+    std::remove(ready.c_str());  // one a killed run with this pid left
     first_child = StartChild(args.spawn_child_first, ready);
-    const bool ready_in_time = first_child > 0 && AwaitFile(ready);
+    const bool ready_in_time = first_child > 0 && AwaitFile(ready, first_child);
     std::remove(ready.c_str());
     if (!ready_in_time) {
       fprintf(stderr, "launch_worker: the child process never had its first events durable\n");
+      if (first_child > 0) kill(first_child, SIGKILL);
       return 3;
     }
   }

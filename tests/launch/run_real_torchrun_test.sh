@@ -110,27 +110,31 @@ expect_grep "$WORK/jobs4" "^$job3,2,224,.*,2,4\$"
 # initialised CUDA before its parent did); the worker, connecting after it, is stored beside
 # it, not refused (which lost the trainer's events) nor taken for a restart.
 job5=engines-first-$$
-timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job "$job5" -- \
-  "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs5" --no_python --standalone \
-  --nproc_per_node 2 "$WORKER_ABS" --spawn_child_first 16 \
-  >"$WORK/run5.out" 2>"$WORK/run5.err"
-expect_eq "exit code with children first" "$?" "0"
-expect_grep "$WORK/run5.err" "job $job5: 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
-grep -q "refus" "$WORK/run5.err" && fail "a worker refused: $(cat "$WORK/run5.err")"
-# Each worker's agent said once where it is stored (torchrun --redirects 2: in its stderr log).
-expect_eq "workers told they started their rank's process" \
-  "$(grep -rl "is streamed by a process this one started, which connected first" "$WORK/torchrun-logs5" | wc -l | tr -d ' ')" "2"
-"$VIEW" "$COLLECTOR_ADDR" ranks "$job5" >"$WORK/ranks5" 2>"$WORK/view.err" || fail "ranks of $job5"
-expect_eq "streams with children first" "$(wc -l <"$WORK/ranks5" | tr -d ' ')" "4"
-for r in 0 1; do
-  line=$(grep "^rank=$r " "$WORK/ranks5") || fail "no rank $r: $(cat "$WORK/ranks5")"
-  expect_eq "events of rank $r (its child's)" "$(field "$line" events)" "16"
-  expect_eq "attempt of rank $r" "$(field "$line" attempt)" "0"
-  parent=$(grep " started_the_rank=1 subprocess_of=$r\$" "$WORK/ranks5") ||
-    fail "no process that started rank $r's: $(cat "$WORK/ranks5")"
-  expect_eq "events of the worker beside rank $r" "$(field "$parent" events)" "40"
-  expect_eq "attempt of the worker beside rank $r" "$(field "$parent" attempt)" "0"
-done
+run_children_first() {  # run_children_first N ATTEMPT: the run's output in run$N.{out,err}
+  timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job "$job5" -- \
+    "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs$1" --no_python --standalone \
+    --nproc_per_node 2 "$WORKER_ABS" --spawn_child_first 16 \
+    >"$WORK/run$1.out" 2>"$WORK/run$1.err"
+  expect_eq "exit code with children first (run $1)" "$?" "0"
+  expect_grep "$WORK/run$1.err" "job $job5: 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
+  grep -q "refus" "$WORK/run$1.err" && fail "a worker refused: $(cat "$WORK/run$1.err")"
+  # Each worker's agent said once where it is stored (torchrun --redirects 2: in its stderr log).
+  expect_eq "workers told they started their rank's process (run $1)" \
+    "$(grep -rl "is streamed by a process this one started, which connected first" "$WORK/torchrun-logs$1" | wc -l | tr -d ' ')" "2"
+  "$VIEW" "$COLLECTOR_ADDR" ranks "$job5" | grep " attempt=$2 " >"$WORK/ranks$1" || fail "ranks of $job5"
+  expect_eq "streams with children first (run $1)" "$(wc -l <"$WORK/ranks$1" | tr -d ' ')" "4"
+  for r in 0 1; do
+    line=$(grep "^rank=$r " "$WORK/ranks$1") || fail "no rank $r: $(cat "$WORK/ranks$1")"
+    expect_eq "events of rank $r (its child's; run $1)" "$(field "$line" events)" "16"
+    parent=$(grep " started_the_rank=1 subprocess_of=$r\$" "$WORK/ranks$1") ||
+      fail "no process that started rank $r's (run $1): $(cat "$WORK/ranks$1")"
+    expect_eq "events of the worker beside rank $r (run $1)" "$(field "$parent" events)" "40"
+  done
+}
+run_children_first 5 0
+# Rerun under the job id: the children are the ranks' attempt 1, and each worker, whose Hello
+# names attempt 0 as its child's did, is stored beside its child at 1.
+run_children_first 6 1
 stop_collector
 echo "ok: real torchrun, 4 ranks, job $job ($EXPECT id); 2 ranks with a subprocess each, job $job3; children first, job $job5"
 echo PASS
