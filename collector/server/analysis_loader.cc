@@ -1,5 +1,7 @@
 #include "collector/server/analysis_loader.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,9 +24,11 @@ RollupAxis AxisOf(v1::TimelineAxis axis) {
 template <typename Builder>
 using Built = decltype(std::declval<Builder&&>().Finish());  // StatusOr<what it builds>
 
+// `only_streams`: these stream numbers alone (subprocesses included when named); empty: the
+// job's ranks.
 template <typename Builder>
 Built<Builder> Read(const EventStore& store, absl::string_view job_id, v1::TimelineAxis axis,
-                    RollupDetail detail) {
+                    RollupDetail detail, const std::vector<uint32_t>& only_streams) {
   std::optional<Builder> builder;
   int64_t bucket_ns = 0;
   absl::Status s = store.VisitRollups(
@@ -33,24 +37,66 @@ Built<Builder> Read(const EventStore& store, absl::string_view job_id, v1::Timel
         if (!builder.has_value()) builder.emplace(job_id, axis, bucket_ns);
         return builder->StartRank(rank);
       },
-      [&](const v1::StepRollup& row) { builder->AddRow(row); });
+      [&](const v1::StepRollup& row) { builder->AddRow(row); }, only_streams);
   if (!s.ok()) return s;
   if (!builder.has_value()) builder.emplace(job_id, axis, bucket_ns);
   return std::move(*builder).Finish();
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
+                                                        absl::string_view job_id,
+                                                        std::optional<uint32_t> attempt) {
+  absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
+  if (!streams.ok()) return streams.status();
+  // Without an attempt asked, each rank's latest that has subprocesses: a rerun's engines are
+  // not compared with the first run's.
+  std::map<int64_t, uint32_t> latest;  // launcher rank -> attempt
+  for (const v1::RankSummary& s : *streams) {
+    const v1::RankIdentity& id = s.identity();
+    if (!id.has_subprocess_of_rank() || s.events_stored() == 0) continue;
+    uint32_t& a = latest[id.subprocess_of_rank()];
+    a = std::max(a, id.attempt());
+  }
+  std::vector<uint32_t> numbers;
+  for (const v1::RankSummary& s : *streams) {
+    const v1::RankIdentity& id = s.identity();
+    if (!id.has_subprocess_of_rank() || s.events_stored() == 0) continue;
+    if (id.attempt() != attempt.value_or(latest[id.subprocess_of_rank()])) continue;
+    numbers.push_back(s.rank());
+  }
+  if (numbers.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "job \"", job_id, "\" has no subprocess with events",
+        attempt.has_value() ? absl::StrCat(" in attempt ", *attempt) : "",
+        " (processes a rank started that inherited its RANK: memtrace ranks lists them)"));
+  }
+  return numbers;
+}
+
+namespace {
+
 // Read, falling back to the time axis for a job without step markers (see LoadJobTimeline).
 template <typename Builder>
 Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_id,
                                 v1::TimelineAxis axis, RollupDetail detail,
-                                StepWindows windows = StepWindows::kChosen) {
-  Built<Builder> job = Read<Builder>(store, job_id, axis, detail);
+                                StepWindows windows = StepWindows::kChosen,
+                                const StreamSet& streams = {}) {
+  std::vector<uint32_t> only_streams;
+  if (streams.subprocesses) {
+    absl::StatusOr<std::vector<uint32_t>> numbers =
+        SubprocessStreams(store, job_id, streams.attempt);
+    if (!numbers.ok()) return numbers.status();
+    only_streams = *std::move(numbers);
+  }
+  Built<Builder> job = Read<Builder>(store, job_id, axis, detail, only_streams);
   if (!job.ok()) return job;
   if (job->ranks.empty()) {
     return absl::NotFoundError(absl::StrCat("job \"", job_id, "\" has no ranks stored"));
   }
   if (axis == v1::TIMELINE_AXIS_STEP && !analysis::HasStepMarkers(*job)) {
-    job = Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail);
+    job = Read<Builder>(store, job_id, v1::TIMELINE_AXIS_TIME, detail, only_streams);
     if (!job.ok()) return job;
     axis = v1::TIMELINE_AXIS_TIME;
   }
@@ -144,15 +190,17 @@ void PhasesFromSnapshot(const LiveSnapshot& live, analysis::RankLiveSet* set) {
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
                                                       v1::TimelineAxis axis, RollupDetail detail,
-                                                      StepWindows windows) {
-  return ReadWithFallback<analysis::TimelineBuilder>(store, job_id, axis, detail, windows);
+                                                      StepWindows windows,
+                                                      const StreamSet& streams) {
+  return ReadWithFallback<analysis::TimelineBuilder>(store, job_id, axis, detail, windows, streams);
 }
 
 absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& store,
-                                                             absl::string_view job_id,
-                                                             v1::TimelineAxis axis) {
-  return ReadWithFallback<analysis::StepMetricsBuilder>(store, job_id, axis,
-                                                        RollupDetail::kScalars);
+                                                            absl::string_view job_id,
+                                                            v1::TimelineAxis axis,
+                                                            const StreamSet& streams) {
+  return ReadWithFallback<analysis::StepMetricsBuilder>(store, job_id, axis, RollupDetail::kScalars,
+                                                        StepWindows::kChosen, streams);
 }
 
 absl::Status ReplayPhases(const EventStore& store, absl::string_view job_id,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -32,17 +33,32 @@ namespace memtrace::collector {
 // has no ranks. Thread-safe (reads a store snapshot).
 // kNone: the buckets as stored, for a caller that picks one window for two jobs.
 enum class StepWindows { kChosen, kNone };
+// Which of a job's streams a load reads: its ranks (the default), or its ranks' subprocesses
+// (RankIdentity.subprocess_of_rank: an engine beside each trainer), each stream a "rank" of its
+// own numbered as in `memtrace ranks`, those with events of `attempt` (their rank's), else of
+// each rank's latest attempt that has any: compared with each other, not with the ranks.
+struct StreamSet {
+  bool subprocesses = false;
+  std::optional<uint32_t> attempt;
+};
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
                                                       v1::TimelineAxis axis,
                                                       RollupDetail detail = RollupDetail::kFull,
-                                                      StepWindows windows = StepWindows::kChosen);
+                                                      StepWindows windows = StepWindows::kChosen,
+                                                      const StreamSet& streams = {});
 
 // As LoadJobTimeline with kScalars, kept as the columns `diverged` compares (step_metrics.h):
 // 40 bytes a rank-step instead of a StepPoint. Same fall-back and errors.
 absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& store,
-                                                             absl::string_view job_id,
-                                                             v1::TimelineAxis axis);
+                                                            absl::string_view job_id,
+                                                            v1::TimelineAxis axis,
+                                                            const StreamSet& streams = {});
+
+// The stream numbers StreamSet{subprocesses, attempt} reads; NOT_FOUND when there are none.
+absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
+                                                        absl::string_view job_id,
+                                                        std::optional<uint32_t> attempt);
 
 struct LoadedLiveSet {
   analysis::RankLiveSet set;

@@ -83,6 +83,30 @@ absl::StatusOr<Timeline> Load(TimelineCache& cache, const EventStore& store,
   return cache.Get(store, job_id, axis, detail);
 }
 
+// The job's ranks' subprocesses as the ranks of a timeline (analysis_loader.h, StreamSet), or
+// its ranks from the cache. Not cached: a request for them is the rare one, and the cache's
+// versions follow the ranks alone.
+absl::StatusOr<Timeline> LoadStreams(TimelineCache& cache, const EventStore& store,
+                                     const std::string& job_id, v1::TimelineAxis axis,
+                                     RollupDetail detail, bool subprocesses,
+                                     std::optional<uint32_t> attempt) {
+  if (!subprocesses) return Load(cache, store, job_id, "job_id", axis, detail);
+  if (absl::Status s = RequireJob(job_id); !s.ok()) return s;
+  absl::StatusOr<an::JobTimeline> job =
+      LoadJobTimeline(store, job_id, axis, detail, StepWindows::kChosen, {true, attempt});
+  if (!job.ok()) return job.status();
+  return std::make_shared<const an::JobTimeline>(*std::move(job));
+}
+
+absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> LoadStepMetrics(
+    TimelineCache& cache, const EventStore& store, const std::string& job_id, v1::TimelineAxis axis,
+    bool subprocesses, std::optional<uint32_t> attempt) {
+  if (!subprocesses) return cache.GetStepMetrics(store, job_id, axis);
+  absl::StatusOr<an::JobStepMetrics> job = LoadJobStepMetrics(store, job_id, axis, {true, attempt});
+  if (!job.ok()) return job.status();
+  return std::make_shared<const an::JobStepMetrics>(*std::move(job));
+}
+
 // The rows of `rank` that SelectRanks compares (latest attempt unless `attempt`), in a
 // JobTimeline or a JobStepMetrics.
 template <typename Job>
@@ -323,10 +347,12 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
 // `threads`: how many read the ranks' live sets.
 absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
-  absl::StatusOr<Timeline> loaded = Load(cache, store, request.job_id(), "job_id", request.axis());
+  an::LeakParams params = an::FromProto(request.params());
+  absl::StatusOr<Timeline> loaded =
+      LoadStreams(cache, store, request.job_id(), request.axis(), RollupDetail::kFull,
+                  request.subprocesses(), params.attempt);
   if (!loaded.ok()) return loaded.status();
   const an::JobTimeline* job = loaded->get();
-  an::LeakParams params = an::FromProto(request.params());
   if (absl::Status s = RequireAttempt(*job, params.attempt); !s.ok()) return s;
   if (request.has_rank()) {
     params.rank = request.rank();
@@ -397,13 +423,17 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   std::shared_ptr<const an::JobStepMetrics> steps;
   if (job->time_axis) {
     absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> loaded_steps =
-        cache.GetStepMetrics(store, request.job_id(), v1::TIMELINE_AXIS_STEP);
+        LoadStepMetrics(cache, store, request.job_id(), v1::TIMELINE_AXIS_STEP,
+                        request.subprocesses(), params.attempt);
     if (!loaded_steps.ok()) return loaded_steps.status();
     steps = *std::move(loaded_steps);
   }
   an::ToProto(an::FindLeaks(*job, *live, params, steps.get()), response);
   response->set_job_id(request.job_id());
   response->set_no_step_markers(steps != nullptr && steps->time_axis);
+  // Each subprocess is of one attempt (its rank's, which the load picked): no note of others.
+  response->set_subprocesses(request.subprocesses());
+  if (request.subprocesses()) return absl::OkStatus();
   return NoteAttempts(**loaded, store, request.job_id(), params.attempt,
                       response->mutable_attempts(), request.has_at_ns() ? &at_moment : nullptr,
                       params.rank);
@@ -799,16 +829,18 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
 grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedRequest* request,
                                        v1::DivergenceReport* response) {
   if (absl::Status s = RequireJob(request->job_id()); !s.ok()) return ToGrpcStatus(s);
+  const an::DivergenceParams params = an::FromProto(request->params());
   // Only the columns it compares: a fraction of a timeline's memory, which a cold call first
   // touches (docs/PERFORMANCE.md).
-  absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> job =
-      cache_.GetStepMetrics(*store_, request->job_id(), request->axis());
+  absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> job = LoadStepMetrics(
+      cache_, *store_, request->job_id(), request->axis(), request->subprocesses(), params.attempt);
   if (!job.ok()) return ToGrpcStatus(job.status());
-  const an::DivergenceParams params = an::FromProto(request->params());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::DivergenceReport report = an::FindDivergence(**job, params);
   NoteAxis(**job, request->axis(), &report.message);
   an::ToProto(report, response);
+  response->set_subprocesses(request->subprocesses());
+  if (request->subprocesses()) return grpc::Status::OK;
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }
@@ -817,11 +849,14 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
                                      v1::GrowthReport* response) {
   const an::GrowthParams params = an::FromProto(request->params());
   absl::StatusOr<Timeline> job =
-      Load(cache_, *store_, request->job_id(), "job_id", request->axis(),
-           params.by == an::GrowthBy::kRank ? RollupDetail::kScalars : RollupDetail::kFull);
+      LoadStreams(cache_, *store_, request->job_id(), request->axis(),
+                  params.by == an::GrowthBy::kRank ? RollupDetail::kScalars : RollupDetail::kFull,
+                  request->subprocesses(), params.attempt);
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindGrowth(**job, params), response);
+  response->set_subprocesses(request->subprocesses());
+  if (request->subprocesses()) return grpc::Status::OK;
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -693,6 +694,108 @@ TEST_F(AnalysisServiceTest, LiveOfARankListsItsSubprocessesAtTheSameMoment) {
   EXPECT_TRUE(server_->store().CloseStream(engine->key, true, engine->connection).ok());
   EXPECT_TRUE(server_->store().CloseStream(late->key, true, late->connection).ok());
   EXPECT_TRUE(server_->store().CloseStream(rerun->key, true, rerun->connection).ok());
+}
+
+// An RL job whose every rank runs an engine beside it (a subprocess), one engine leaking: the
+// analyses of the ranks never see it; --subprocesses compares the engines with each other.
+TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
+  const std::string job = "engines";
+  std::vector<OpenedStream> open;
+  std::map<uint32_t, uint32_t> engine_of;  // rank -> its engine's stream number
+  for (int32_t rank = 0; rank < 4; ++rank) {
+    // The trainer: steps of 2 s, flat.
+    HandWrittenEvents trainer;
+    trainer.Alloc(kHandT0 + 1000, 0x1000, 1024 * kMiB);
+    for (int step = 0; step < 45; ++step) trainer.Step(kHandT0 + step * 2 * kS, step);
+    absl::StatusOr<OpenedStream> t =
+        trainer.AppendAsRunning(server_->store(), SimulatedRankIdentity(job, Base(), rank, 0));
+    ASSERT_TRUE(t.ok()) << t.status();
+    open.push_back(*t);
+    // Its engine, no step markers: weights, a 1 GiB transient a second; rank 2's keeps 256 MiB
+    // a second from 30 s on.
+    HandWrittenEvents engine;
+    engine.Alloc(kHandT0 + 2000, 0x2000, 4096 * kMiB);
+    for (int s = 0; s < 90; ++s) {
+      const int64_t t0 = kHandT0 + s * kS;
+      engine.Alloc(t0 + kS / 10, 0x100000 + s, 1024 * kMiB)
+          .Free(t0 + kS / 2, 0x100000 + s, 1024 * kMiB);
+      if (rank == 2 && s >= 30) engine.Alloc(t0 + kS / 5, 0x200000 + s, 256 * kMiB);
+    }
+    v1::RankIdentity id = SimulatedRankIdentity(job, Base(), rank, 0);
+    id.set_rank(-1);
+    id.set_pid(5000 + rank);
+    id.set_subprocess_of_rank(rank);
+    absl::StatusOr<OpenedStream> e = engine.AppendAsRunning(server_->store(), id);
+    ASSERT_TRUE(e.ok()) << e.status();
+    open.push_back(*e);
+    engine_of[rank] = e->key.rank;
+  }
+  for (const OpenedStream& s : open) {
+    ASSERT_TRUE(server_->store().CloseStream(s.key, true, s.connection).ok());
+  }
+
+  // The ranks: nothing.
+  {
+    grpc::ClientContext context;
+    v1::LeaksRequest request;
+    request.set_job_id(job);
+    v1::LeakReport ranks;
+    ASSERT_TRUE(stub_->Leaks(&context, request, &ranks).ok());
+    EXPECT_EQ(ranks.leaking_ranks(), 0u);
+    EXPECT_FALSE(ranks.subprocesses());
+  }
+  // The engines: rank 2's, by its stream number, from about 30 s.
+  grpc::ClientContext leaks_context;
+  v1::LeaksRequest leaks_request;
+  leaks_request.set_job_id(job);
+  leaks_request.set_subprocesses(true);
+  v1::LeakReport leaks;
+  grpc::Status status = stub_->Leaks(&leaks_context, leaks_request, &leaks);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(leaks.subprocesses());
+  EXPECT_EQ(leaks.ranks(), 4u);
+  EXPECT_EQ(leaks.leaking_ranks(), 1u);
+  EXPECT_EQ(leaks.curves_size(), 4);
+  for (const v1::RankCurve& c : leaks.curves()) {
+    EXPECT_EQ(c.curve() == v1::CURVE_CLASS_LEAK, c.rank() == engine_of[2]) << c.DebugString();
+  }
+  EXPECT_GT(leaks.bucket_ns(), 0) << "engines have no steps: time buckets";
+
+  grpc::ClientContext diverged_context;
+  v1::DivergedRequest diverged_request;
+  diverged_request.set_job_id(job);
+  diverged_request.set_subprocesses(true);
+  v1::DivergenceReport diverged;
+  status = stub_->Diverged(&diverged_context, diverged_request, &diverged);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(diverged.subprocesses());
+  ASSERT_GE(diverged.diverged_size(), 1) << diverged.DebugString();
+  EXPECT_EQ(diverged.diverged(0).rank(), engine_of[2]);
+
+  grpc::ClientContext growth_context;
+  v1::GrowthRequest growth_request;
+  growth_request.set_job_id(job);
+  growth_request.set_subprocesses(true);
+  growth_request.mutable_params()->set_by(v1::GROWTH_BY_RANK);
+  v1::GrowthReport growth;
+  status = stub_->Growth(&growth_context, growth_request, &growth);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(growth.subprocesses());
+  ASSERT_EQ(growth.groups_size(), 1) << growth.DebugString();
+  ASSERT_EQ(growth.groups(0).ranks_size(), 1);
+  EXPECT_EQ(growth.groups(0).ranks(0).rank(), engine_of[2]);
+
+  // A job without subprocesses, or an attempt without any: said so.
+  grpc::ClientContext none_context;
+  v1::LeaksRequest none_request;
+  none_request.set_job_id(job);
+  none_request.set_subprocesses(true);
+  none_request.mutable_params()->set_attempt(1);
+  status = stub_->Leaks(&none_context, none_request, &leaks);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(
+      absl::StrContains(status.error_message(), "has no subprocess with events in attempt 1"))
+      << status.error_message();
 }
 
 // A running rank still in its first step (where a model too large for its device fails) has a

@@ -772,27 +772,44 @@ std::string AttemptsLine(const v1::AttemptsNote& n) {
   return out + "\n";
 }
 
-// `text` with AttemptsLine under its first line.
-std::string WithAttempts(std::string text, const v1::AttemptsNote& n) {
-  const std::string line = AttemptsLine(n);
+// `text` with `line` under its first line.
+std::string UnderFirstLine(std::string text, const std::string& line) {
   if (line.empty()) return text;
   const size_t first = text.find('\n');
   text.insert(first == std::string::npos ? text.size() : first + 1, line);
   return text;
 }
 
+// `text` with AttemptsLine under its first line.
+std::string WithAttempts(std::string text, const v1::AttemptsNote& n) {
+  return UnderFirstLine(std::move(text), AttemptsLine(n));
+}
+
+// A report of the ranks' subprocesses (its request's `subprocesses`) says so: its "ranks" are
+// the subprocesses' numbers, which read as launcher ranks otherwise.
+std::string WithSubprocessesNote(std::string text, bool subprocesses) {
+  return UnderFirstLine(
+      std::move(text),
+      subprocesses ? "(compared: the ranks' subprocesses with each other; each \"rank\" here is "
+                     "a subprocess's number in memtrace ranks, which names its rank and pid)\n"
+                   : "");
+}
+
 }  // namespace
 
 std::string RenderDivergence(const v1::DivergenceReport& r) {
-  return WithAttempts(RenderDivergenceWithoutAttempts(r), r.attempts());
+  return WithSubprocessesNote(WithAttempts(RenderDivergenceWithoutAttempts(r), r.attempts()),
+                              r.subprocesses());
 }
 
 std::string RenderGrowth(const v1::GrowthReport& r) {
-  return WithAttempts(RenderGrowthWithoutAttempts(r), r.attempts());
+  return WithSubprocessesNote(WithAttempts(RenderGrowthWithoutAttempts(r), r.attempts()),
+                              r.subprocesses());
 }
 
 std::string RenderLeaks(const v1::LeakReport& r) {
-  return WithAttempts(RenderLeaksWithoutAttempts(r), r.attempts());
+  return WithSubprocessesNote(WithAttempts(RenderLeaksWithoutAttempts(r), r.attempts()),
+                              r.subprocesses());
 }
 
 std::string RenderPeak(const v1::PeakReport& r) {

@@ -441,6 +441,30 @@ TEST(RenderTest, LiveShowsTheRanksSubprocessesApart) {
       << RenderLive(live);
 }
 
+// A report of the ranks' subprocesses says so under its first line: its "ranks" are stream
+// numbers from 1000000, which read as launcher ranks otherwise.
+TEST(RenderTest, ReportsOfSubprocessesSaySo) {
+  const std::string note =
+      "(compared: the ranks' subprocesses with each other; each \"rank\" here is a subprocess's "
+      "number in memtrace ranks, which names its rank and pid)\n";
+  v1::DivergenceReport d;
+  d.set_job_id("j");
+  v1::GrowthReport g;
+  g.set_job_id("j");
+  v1::LeakReport l;
+  l.set_job_id("j");
+  for (bool subprocesses : {false, true}) {
+    d.set_subprocesses(subprocesses);
+    g.set_subprocesses(subprocesses);
+    l.set_subprocesses(subprocesses);
+    for (const std::string& text : {RenderDivergence(d), RenderGrowth(g), RenderLeaks(l)}) {
+      EXPECT_EQ(Has(text, note), subprocesses) << text;
+      // Under the first line.
+      if (subprocesses) EXPECT_EQ(text.find(note), text.find('\n') + 1) << text;
+    }
+  }
+}
+
 // A subprocess's own live set (live --rank of its stream): named by its process and its rank,
 // read at its rank's end of a step when one was asked, and said to be compared with nothing.
 TEST(RenderTest, LiveOfASubprocessNamesItsProcessAndItsRank) {

@@ -29,6 +29,12 @@ void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis) {
       [axis](v1::TimelineAxis a) { *axis = a; });
 }
 
+void AddSubprocessesFlag(FlagSet& flags, bool* subprocesses) {
+  flags.AddBool("subprocesses",
+                "compare the ranks' subprocesses with each other instead of the ranks (see above)",
+                subprocesses);
+}
+
 void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,
                    std::function<void(uint32_t)> set, uint32_t min) {
   flags.Add(

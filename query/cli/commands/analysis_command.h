@@ -37,6 +37,16 @@ void AddAnalysisFlags(const CommandIo& io, FlagSet& flags, AnalysisOptions* opti
 
 // Registers --axis step|time (default step: steps, or time buckets when the job has none).
 void AddAxisFlag(FlagSet& flags, v1::TimelineAxis* axis);
+// Registers --subprocesses: compare the ranks' subprocesses with each other instead of the ranks.
+void AddSubprocessesFlag(FlagSet& flags, bool* subprocesses);
+// The help paragraph of --subprocesses, the same for every analysis that takes it: a literal,
+// for each command's constexpr usage text to end with.
+#define MEMTRACE_SUBPROCESSES_HELP                                                             \
+  "\n--subprocesses compares the ranks' subprocesses instead (processes a rank started that\n" \
+  "inherited its RANK, such as an inference engine beside each trainer: memtrace ranks\n"      \
+  "lists them) with each other, each \"rank\" of the report a subprocess's number there; of\n" \
+  "--attempt N's, else of each rank's latest attempt that has any. Engines record no step\n"   \
+  "markers as a rule, so they are compared by time bucket."
 
 // Registers --NAME VALUE_NAME calling `set` with an integer from `min` up to 2^32 - 1.
 void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,

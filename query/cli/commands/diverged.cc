@@ -13,7 +13,8 @@ constexpr char kName[] = "diverged";
 constexpr char kUsage[] =
     "Usage: memtrace diverged --job JOB [--metric floor|end|peak] [--persistence N]\n"
     "                         [--min-z Z] [--min-excess BYTES] [--warmup N] [--absolute]\n"
-    "                         [--attempt N] [--axis step|time] [common flags]\n"
+    "                         [--attempt N] [--axis step|time] [--subprocesses]\n"
+    "                         [common flags]\n"
     "\n"
     "Which rank's memory left the cohort first, and at which step. Per step, every rank's\n"
     "memory (the step floor by default: what it keeps once transients are freed) is compared\n"
@@ -31,7 +32,7 @@ constexpr char kUsage[] =
     "more, on the same side) that leads to the onset. On the floor, memory kept from step S\n"
     "on usually shows from step S+1 (a step's floor is its lowest point, often before S's\n"
     "allocation), so a leak that `memtrace leaks` says is \"rising since S\" (its last step\n"
-    "at the old floor) drifts from S+1 here.";
+    "at the old floor) drifts from S+1 here.\n" MEMTRACE_SUBPROCESSES_HELP;
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -69,9 +70,12 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 [p](uint32_t v) { p->set_attempt(v); });
   v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
   AddAxisFlag(flags, &axis);
+  bool subprocesses = false;
+  AddSubprocessesFlag(flags, &subprocesses);
   AddAnalysisFlags(io, flags, &options);
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
   request.set_axis(axis);
+  request.set_subprocesses(subprocesses);
   if (request.job_id().empty()) {
     return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
   }

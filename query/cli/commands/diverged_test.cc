@@ -31,7 +31,7 @@ TEST(DivergedCommandTest, SendsTheFlagsAsParameters) {
   FakeAnalysisServer server;
   Outcome r = Diverged(server, {"--job", "j", "--metric", "peak", "--persistence", "3", "--min-z",
                                 "4", "--min-excess", "1GiB", "--warmup", "2", "--absolute",
-                                "--attempt", "1", "--axis", "time"});
+                                "--attempt", "1", "--axis", "time", "--subprocesses"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const v1::DivergedRequest& q = server.diverged_request;
   EXPECT_EQ(q.job_id(), "j");
@@ -43,6 +43,7 @@ TEST(DivergedCommandTest, SendsTheFlagsAsParameters) {
   EXPECT_TRUE(q.params().absolute());
   EXPECT_EQ(q.params().attempt(), 1u);
   EXPECT_EQ(q.axis(), v1::TIMELINE_AXIS_TIME);
+  EXPECT_TRUE(q.subprocesses());
 }
 
 TEST(DivergedCommandTest, LeavesUnsetParametersUnset) {
@@ -50,6 +51,7 @@ TEST(DivergedCommandTest, LeavesUnsetParametersUnset) {
   ASSERT_EQ(Diverged(server, {"--job", "j"}).code, kExitOk);
   EXPECT_FALSE(server.diverged_request.params().has_persistence_steps());
   EXPECT_FALSE(server.diverged_request.params().has_metric());
+  EXPECT_FALSE(server.diverged_request.subprocesses());
 }
 
 TEST(DivergedCommandTest, NoDivergenceIsExitZeroAndSaysSo) {

@@ -14,7 +14,7 @@ constexpr char kUsage[] =
     "Usage: memtrace growth --job JOB [--by tag|rank|tag,rank|source|source,rank]\n"
     "                       [--warmup N] [--window N] [--min-growth BYTES] [--min-z Z]\n"
     "                       [--metric floor|end|peak] [--attempt N] [--axis step|time]\n"
-    "                       [common flags]\n"
+    "                       [--subprocesses] [common flags]\n"
     "\n"
     "Which module tag (FSDP shard), source library or rank grows. For every group on every\n"
     "rank, its live bytes at each step end after --warmup are fitted with a robust\n"
@@ -31,7 +31,7 @@ constexpr char kUsage[] =
     "apart (\"all 7 of 8 ranks (1 too short to fit)\"). --by tag (default) and source sum over "
     "ranks; tag,rank and\n"
     "source,rank list each rank apart; rank fits each rank's --metric (default the floor).\n"
-    "An empty list means nothing grows.";
+    "An empty list means nothing grows.\n" MEMTRACE_SUBPROCESSES_HELP;
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -67,9 +67,12 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 [p](uint32_t v) { p->set_attempt(v); });
   v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
   AddAxisFlag(flags, &axis);
+  bool subprocesses = false;
+  AddSubprocessesFlag(flags, &subprocesses);
   AddAnalysisFlags(io, flags, &options);
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
   request.set_axis(axis);
+  request.set_subprocesses(subprocesses);
   if (request.job_id().empty()) {
     return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
   }

@@ -45,7 +45,7 @@ TEST(GrowthCommandTest, SendsWindowAndThresholds) {
   std::string out;
   ASSERT_EQ(Growth(server,
                    {"--job", "j", "--warmup", "1", "--window", "30", "--min-growth", "128MiB",
-                    "--min-z", "2", "--by", "rank", "--metric", "end"},
+                    "--min-z", "2", "--by", "rank", "--metric", "end", "--subprocesses"},
                    &out),
             kExitOk);
   const v1::GrowthParams& p = server.growth_request.params();
@@ -54,6 +54,7 @@ TEST(GrowthCommandTest, SendsWindowAndThresholds) {
   EXPECT_EQ(p.min_growth_bytes(), 128u << 20);
   EXPECT_DOUBLE_EQ(p.min_trend_z(), 2);
   EXPECT_EQ(p.rank_metric(), v1::ANALYSIS_METRIC_END);
+  EXPECT_TRUE(server.growth_request.subprocesses());
   // --metric shapes --by rank's series only: elsewhere it is refused, not ignored.
   const int calls = server.calls;
   std::string err;

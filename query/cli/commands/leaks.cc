@@ -12,7 +12,7 @@ constexpr char kName[] = "leaks";
 constexpr char kUsage[] =
     "Usage: memtrace leaks --job JOB [--rank R] [--at TIME] [--warmup N]\n"
     "                      [--min-growth BYTES] [--min-boundaries N] [--top N] [--attempt N]\n"
-    "                      [--axis step|time] [common flags]\n"
+    "                      [--axis step|time] [--subprocesses] [common flags]\n"
     "\n"
     "Leak or spike? Each rank's curve is classified from its per-step rollups: leak (the step\n"
     "floor keeps rising: robust slope since it began to rise, significant, still rising\n"
@@ -32,7 +32,8 @@ constexpr char kUsage[] =
     "TIME: ns since the epoch, now, now-15m, -90s, RFC 3339 (2026-12-02T16:54:03Z), or a\n"
     "time as memtrace prints it (2026-12-02 16:54:03.250, UTC), in\n"
     "the collector's clock: each rank is read at it in its own clock, shifted by the offset\n"
-    "its agent measured (memtrace ranks), so hosts whose clocks disagree still line up.";
+    "its agent measured (memtrace ranks), so hosts whose clocks disagree still line "
+    "up.\n" MEMTRACE_SUBPROCESSES_HELP;
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -63,9 +64,12 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 [p](uint32_t v) { p->set_attempt(v); });
   v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
   AddAxisFlag(flags, &axis);
+  bool subprocesses = false;
+  AddSubprocessesFlag(flags, &subprocesses);
   AddAnalysisFlags(io, flags, &options);
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
   request.set_axis(axis);
+  request.set_subprocesses(subprocesses);
   if (request.job_id().empty()) {
     return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
   }

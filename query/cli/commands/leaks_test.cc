@@ -45,6 +45,9 @@ TEST(LeaksCommandTest, EveryRankAndEverythingStoredByDefault) {
   ASSERT_EQ(Leaks(server, {"--job", "j"}, &err), kExitOk) << err;
   EXPECT_FALSE(server.leaks_request.has_rank());
   EXPECT_FALSE(server.leaks_request.has_at_ns());
+  EXPECT_FALSE(server.leaks_request.subprocesses());
+  ASSERT_EQ(Leaks(server, {"--job", "j", "--subprocesses"}, &err), kExitOk) << err;
+  EXPECT_TRUE(server.leaks_request.subprocesses());
 }
 
 // --top 0 left the candidates out without a word; live's --top starts at 1 too.
