@@ -36,10 +36,14 @@ enum class StepWindows { kChosen, kNone };
 // Which of a job's streams a load reads: its ranks (the default), or its ranks' subprocesses
 // (RankIdentity.subprocess_of_rank: an engine beside each trainer), each stream a "rank" of its
 // own numbered as in `memtrace ranks`, those with events of `attempt` (their rank's), else of
-// each rank's latest attempt that has any: compared with each other, not with the ranks.
+// each rank's latest attempt that has any (with `at_ns`, that had begun by then: collector's
+// clock): compared with each other, not with the ranks. A process that started its rank's
+// (RankIdentity.started_the_rank: a trainer whose engine connected first) is left out: it is
+// no engine, and its step markers would put every engine on the step axis, in one row each.
 struct StreamSet {
   bool subprocesses = false;
   std::optional<uint32_t> attempt;
+  std::optional<int64_t> at_ns;
 };
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,
@@ -55,10 +59,10 @@ absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& st
                                                             v1::TimelineAxis axis,
                                                             const StreamSet& streams = {});
 
-// The stream numbers StreamSet{subprocesses, attempt} reads; NOT_FOUND when there are none.
+// The stream numbers a StreamSet of subprocesses reads; NOT_FOUND when there are none.
 absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
                                                         absl::string_view job_id,
-                                                        std::optional<uint32_t> attempt);
+                                                        const StreamSet& streams);
 
 struct LoadedLiveSet {
   analysis::RankLiveSet set;

@@ -88,21 +88,20 @@ absl::StatusOr<Timeline> Load(TimelineCache& cache, const EventStore& store,
 // versions follow the ranks alone.
 absl::StatusOr<Timeline> LoadStreams(TimelineCache& cache, const EventStore& store,
                                      const std::string& job_id, v1::TimelineAxis axis,
-                                     RollupDetail detail, bool subprocesses,
-                                     std::optional<uint32_t> attempt) {
-  if (!subprocesses) return Load(cache, store, job_id, "job_id", axis, detail);
+                                     RollupDetail detail, const StreamSet& streams) {
+  if (!streams.subprocesses) return Load(cache, store, job_id, "job_id", axis, detail);
   if (absl::Status s = RequireJob(job_id); !s.ok()) return s;
   absl::StatusOr<an::JobTimeline> job =
-      LoadJobTimeline(store, job_id, axis, detail, StepWindows::kChosen, {true, attempt});
+      LoadJobTimeline(store, job_id, axis, detail, StepWindows::kChosen, streams);
   if (!job.ok()) return job.status();
   return std::make_shared<const an::JobTimeline>(*std::move(job));
 }
 
 absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> LoadStepMetrics(
     TimelineCache& cache, const EventStore& store, const std::string& job_id, v1::TimelineAxis axis,
-    bool subprocesses, std::optional<uint32_t> attempt) {
-  if (!subprocesses) return cache.GetStepMetrics(store, job_id, axis);
-  absl::StatusOr<an::JobStepMetrics> job = LoadJobStepMetrics(store, job_id, axis, {true, attempt});
+    const StreamSet& streams) {
+  if (!streams.subprocesses) return cache.GetStepMetrics(store, job_id, axis);
+  absl::StatusOr<an::JobStepMetrics> job = LoadJobStepMetrics(store, job_id, axis, streams);
   if (!job.ok()) return job.status();
   return std::make_shared<const an::JobStepMetrics>(*std::move(job));
 }
@@ -348,16 +347,27 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
 absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
   an::LeakParams params = an::FromProto(request.params());
+  StreamSet streams{request.subprocesses(), params.attempt};
+  if (request.has_at_ns()) streams.at_ns = request.at_ns();
   absl::StatusOr<Timeline> loaded =
-      LoadStreams(cache, store, request.job_id(), request.axis(), RollupDetail::kFull,
-                  request.subprocesses(), params.attempt);
+      LoadStreams(cache, store, request.job_id(), request.axis(), RollupDetail::kFull, streams);
   if (!loaded.ok()) return loaded.status();
   const an::JobTimeline* job = loaded->get();
   if (absl::Status s = RequireAttempt(*job, params.attempt); !s.ok()) return s;
   if (request.has_rank()) {
     params.rank = request.rank();
     if (FindRank(*job, request.rank(), params.attempt) == nullptr) {
-      return UnknownRank(store, *job, request.rank(), params.attempt);
+      if (!request.subprocesses()) return UnknownRank(store, *job, request.rank(), params.attempt);
+      // Among the subprocesses, --rank names one by its number: those read here.
+      std::vector<std::string> read;
+      for (const an::RankTimeline* r : an::SelectRanks(*job, params.attempt)) {
+        read.push_back(absl::StrCat(r->rank));
+      }
+      return absl::NotFoundError(absl::StrCat(
+          "job \"", request.job_id(), "\" has no subprocess ", request.rank(),
+          " among those read (with --subprocesses, --rank takes a subprocess's number in "
+          "memtrace ranks; read: ",
+          absl::StrJoin(read, ", "), ")"));
     }
   }
   LivePoint point;
@@ -423,8 +433,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   std::shared_ptr<const an::JobStepMetrics> steps;
   if (job->time_axis) {
     absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> loaded_steps =
-        LoadStepMetrics(cache, store, request.job_id(), v1::TIMELINE_AXIS_STEP,
-                        request.subprocesses(), params.attempt);
+        LoadStepMetrics(cache, store, request.job_id(), v1::TIMELINE_AXIS_STEP, streams);
     if (!loaded_steps.ok()) return loaded_steps.status();
     steps = *std::move(loaded_steps);
   }
@@ -832,8 +841,9 @@ grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedR
   const an::DivergenceParams params = an::FromProto(request->params());
   // Only the columns it compares: a fraction of a timeline's memory, which a cold call first
   // touches (docs/PERFORMANCE.md).
-  absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> job = LoadStepMetrics(
-      cache_, *store_, request->job_id(), request->axis(), request->subprocesses(), params.attempt);
+  absl::StatusOr<std::shared_ptr<const an::JobStepMetrics>> job =
+      LoadStepMetrics(cache_, *store_, request->job_id(), request->axis(),
+                      StreamSet{request->subprocesses(), params.attempt});
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::DivergenceReport report = an::FindDivergence(**job, params);
@@ -851,7 +861,7 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
   absl::StatusOr<Timeline> job =
       LoadStreams(cache_, *store_, request->job_id(), request->axis(),
                   params.by == an::GrowthBy::kRank ? RollupDetail::kScalars : RollupDetail::kFull,
-                  request->subprocesses(), params.attempt);
+                  StreamSet{request->subprocesses(), params.attempt});
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindGrowth(**job, params), response);

@@ -730,6 +730,18 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
     open.push_back(*e);
     engine_of[rank] = e->key.rank;
   }
+  // And a process beside rank 3 that started its process (connected after it), with step
+  // markers of its own: no engine, left out (its markers put every engine in one step row).
+  HandWrittenEvents parent;
+  for (int step = 0; step < 45; ++step) parent.Step(kHandT0 + step * 2 * kS, step);
+  v1::RankIdentity parent_id = SimulatedRankIdentity(job, Base(), 3, 0);
+  parent_id.set_rank(-1);
+  parent_id.set_pid(6003);
+  parent_id.set_subprocess_of_rank(3);
+  parent_id.set_started_the_rank(true);
+  absl::StatusOr<OpenedStream> p = parent.AppendAsRunning(server_->store(), parent_id);
+  ASSERT_TRUE(p.ok()) << p.status();
+  open.push_back(*p);
   for (const OpenedStream& s : open) {
     ASSERT_TRUE(server_->store().CloseStream(s.key, true, s.connection).ok());
   }
@@ -769,7 +781,7 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
   status = stub_->Diverged(&diverged_context, diverged_request, &diverged);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_TRUE(diverged.subprocesses());
-  ASSERT_GE(diverged.diverged_size(), 1) << diverged.DebugString();
+  ASSERT_EQ(diverged.diverged_size(), 1) << diverged.DebugString();
   EXPECT_EQ(diverged.diverged(0).rank(), engine_of[2]);
 
   grpc::ClientContext growth_context;
@@ -785,16 +797,34 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
   ASSERT_EQ(growth.groups(0).ranks_size(), 1);
   EXPECT_EQ(growth.groups(0).ranks(0).rank(), engine_of[2]);
 
-  // A job without subprocesses, or an attempt without any: said so.
-  grpc::ClientContext none_context;
-  v1::LeaksRequest none_request;
-  none_request.set_job_id(job);
-  none_request.set_subprocesses(true);
-  none_request.mutable_params()->set_attempt(1);
-  status = stub_->Leaks(&none_context, none_request, &leaks);
+  // One of them by its number; a launcher rank's number is none of them.
+  const auto leaks_of = [&](const std::function<void(v1::LeaksRequest*)>& ask,
+                            v1::LeakReport* report) {
+    grpc::ClientContext context;
+    v1::LeaksRequest request;
+    request.set_job_id(job);
+    request.set_subprocesses(true);
+    ask(&request);
+    return stub_->Leaks(&context, request, report);
+  };
+  v1::LeakReport one;
+  status = leaks_of([&](v1::LeaksRequest* r) { r->set_rank(engine_of[2]); }, &one);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(one.curves_size(), 1);
+  EXPECT_EQ(one.curves(0).curve(), v1::CURVE_CLASS_LEAK);
+  status = leaks_of([](v1::LeaksRequest* r) { r->set_rank(2); }, &one);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "has no subprocess 2 among those read"))
+      << status.error_message();
+  // An attempt without any, or a moment before any had begun: said so.
+  status = leaks_of([](v1::LeaksRequest* r) { r->mutable_params()->set_attempt(1); }, &one);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_TRUE(
       absl::StrContains(status.error_message(), "has no subprocess with events in attempt 1"))
+      << status.error_message();
+  status = leaks_of([](v1::LeaksRequest* r) { r->set_at_ns(kHandT0 - kS); }, &one);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "has no subprocess with events by "))
       << status.error_message();
 }
 

@@ -45,8 +45,10 @@ void AddSubprocessesFlag(FlagSet& flags, bool* subprocesses);
   "\n--subprocesses compares the ranks' subprocesses instead (processes a rank started that\n" \
   "inherited its RANK, such as an inference engine beside each trainer: memtrace ranks\n"      \
   "lists them) with each other, each \"rank\" of the report a subprocess's number there; of\n" \
-  "--attempt N's, else of each rank's latest attempt that has any. Engines record no step\n"   \
-  "markers as a rule, so they are compared by time bucket."
+  "--attempt N's, else of each rank's latest attempt that has any. Every kind of subprocess\n" \
+  "is one cohort (an engine's workers with the engines); a process that started its rank's\n"  \
+  "(connected after it) is left out. Engines record no step markers as a rule, so they are\n"  \
+  "compared by time bucket, and `leaks` then classifies their curves but lists no candidates."
 
 // Registers --NAME VALUE_NAME calling `set` with an integer from `min` up to 2^32 - 1.
 void AddUint32Flag(FlagSet& flags, std::string name, std::string value_name, std::string help,

@@ -41,7 +41,8 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
   v1::LeaksRequest request;
   v1::LeakParams* p = request.mutable_params();
   flags.AddString("job", "JOB", "job id (see memtrace jobs); required", request.mutable_job_id());
-  AddUint32Flag(flags, "rank", "R", "only this rank (default every rank)",
+  AddUint32Flag(flags, "rank", "R",
+                "only this rank (default every rank; with --subprocesses, a subprocess's number)",
                 [&request](uint32_t v) { request.set_rank(v); });
   std::string at;
   flags.AddString("at", "TIME",
