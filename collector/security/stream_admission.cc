@@ -164,9 +164,10 @@ struct StreamAdmission::Job {
         if (IsAncestorOf(s.producer, identity)) return Relation{rank, s.attempt, false};
       }
     }
-    // Of any attempt, as above: a rerun under the job id has its child moved to attempt 1,
-    // while this process's Hello still names 0, which the first run's process holds.
     if (found) return found;
+    // The process that started a holder of the rank, of any attempt, as above: a rerun under the
+    // job id has its child moved to attempt 1 while this process's Hello still names 0, which
+    // the first run's process holds.
     for (const auto& [key, stream] : streams) {
       if (key.first == rank && WasStartedBy(stream.lineage, self) &&
           (!found || key.second > found->attempt)) {

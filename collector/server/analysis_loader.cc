@@ -44,49 +44,6 @@ Built<Builder> Read(const EventStore& store, absl::string_view job_id, v1::Timel
   return std::move(*builder).Finish();
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
-                                                        absl::string_view job_id,
-                                                        const StreamSet& set) {
-  absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
-  if (!streams.ok()) return streams.status();
-  const auto counts = [&](const v1::RankSummary& s) {
-    const v1::RankIdentity& id = s.identity();
-    if (!id.has_subprocess_of_rank() || id.started_the_rank() || s.events_stored() == 0) {
-      return false;
-    }
-    // Begun by the moment asked (its first event, in the collector's clock).
-    return !set.at_ns.has_value() ||
-           SaturatingAdd(s.first_ts_ns(), s.has_clock() ? s.clock().offset_ns() : 0) <= *set.at_ns;
-  };
-  // Without an attempt asked, each rank's latest that has subprocesses: a rerun's engines are
-  // not compared with the same rank's first run's.
-  std::map<int64_t, uint32_t> latest;  // launcher rank -> attempt
-  for (const v1::RankSummary& s : *streams) {
-    if (!counts(s)) continue;
-    uint32_t& a = latest[s.identity().subprocess_of_rank()];
-    a = std::max(a, s.identity().attempt());
-  }
-  std::vector<uint32_t> numbers;
-  for (const v1::RankSummary& s : *streams) {
-    if (!counts(s)) continue;
-    const v1::RankIdentity& id = s.identity();
-    if (id.attempt() != set.attempt.value_or(latest[id.subprocess_of_rank()])) continue;
-    numbers.push_back(s.rank());
-  }
-  if (numbers.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "job \"", job_id, "\" has no subprocess with events",
-        set.attempt.has_value() ? absl::StrCat(" in attempt ", *set.attempt) : "",
-        set.at_ns.has_value() ? absl::StrCat(" by ", analysis::FormatUtcMs(*set.at_ns)) : "",
-        " (processes a rank started that inherited its RANK: memtrace ranks lists them)"));
-  }
-  return numbers;
-}
-
-namespace {
-
 // Read, falling back to the time axis for a job without step markers (see LoadJobTimeline).
 template <typename Builder>
 Built<Builder> ReadWithFallback(const EventStore& store, absl::string_view job_id,
@@ -195,6 +152,45 @@ void PhasesFromSnapshot(const LiveSnapshot& live, analysis::RankLiveSet* set) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
+                                                        absl::string_view job_id,
+                                                        const StreamSet& set) {
+  absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
+  if (!streams.ok()) return streams.status();
+  const auto counts = [&](const v1::RankSummary& s) {
+    const v1::RankIdentity& id = s.identity();
+    if (!id.has_subprocess_of_rank() || id.started_the_rank() || s.events_stored() == 0) {
+      return false;
+    }
+    // Begun by the moment asked (its first event, in the collector's clock).
+    return !set.at_ns.has_value() ||
+           SaturatingAdd(s.first_ts_ns(), s.has_clock() ? s.clock().offset_ns() : 0) <= *set.at_ns;
+  };
+  // Without an attempt asked, each rank's latest that has subprocesses: a rerun's engines are
+  // not compared with the same rank's first run's.
+  std::map<int64_t, uint32_t> latest;  // launcher rank -> attempt
+  for (const v1::RankSummary& s : *streams) {
+    if (!counts(s)) continue;
+    uint32_t& a = latest[s.identity().subprocess_of_rank()];
+    a = std::max(a, s.identity().attempt());
+  }
+  std::vector<uint32_t> numbers;
+  for (const v1::RankSummary& s : *streams) {
+    if (!counts(s)) continue;
+    const v1::RankIdentity& id = s.identity();
+    if (id.attempt() != set.attempt.value_or(latest[id.subprocess_of_rank()])) continue;
+    numbers.push_back(s.rank());
+  }
+  if (numbers.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "job \"", job_id, "\" has no subprocess with events",
+        set.attempt.has_value() ? absl::StrCat(" in attempt ", *set.attempt) : "",
+        set.at_ns.has_value() ? absl::StrCat(" by ", analysis::FormatUtcMs(*set.at_ns)) : "",
+        " (processes a rank started that inherited its RANK: memtrace ranks lists them)"));
+  }
+  return numbers;
+}
 
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,
                                                       absl::string_view job_id,

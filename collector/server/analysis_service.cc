@@ -883,12 +883,15 @@ grpc::Status AnalysisService::Live(grpc::ServerContext*, const v1::LiveRequest* 
 
 grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* request,
                                    v1::PeakReport* response) {
-  absl::StatusOr<Timeline> job =
-      Load(cache_, *store_, request->job_id(), "job_id", request->axis());
-  if (!job.ok()) return ToGrpcStatus(job.status());
   const an::PeakParams params = an::FromProto(request->params());
+  absl::StatusOr<Timeline> job =
+      LoadStreams(cache_, *store_, request->job_id(), request->axis(), RollupDetail::kFull,
+                  StreamSet{request->subprocesses(), params.attempt});
+  if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindPeaks(**job, params), response);
+  response->set_subprocesses(request->subprocesses());
+  if (request->subprocesses()) return grpc::Status::OK;
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }

@@ -797,6 +797,20 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
   ASSERT_EQ(growth.groups(0).ranks_size(), 1);
   EXPECT_EQ(growth.groups(0).ranks(0).rank(), engine_of[2]);
 
+  // Their peaks, by engine (no phases): the leaking one's is the highest.
+  grpc::ClientContext peak_context;
+  v1::PeakRequest peak_request;
+  peak_request.set_job_id(job);
+  peak_request.set_subprocesses(true);
+  peak_request.mutable_params()->set_by(v1::PEAK_BY_RANK);
+  v1::PeakReport peak;
+  status = stub_->Peak(&peak_context, peak_request, &peak);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(peak.subprocesses());
+  EXPECT_EQ(peak.entries_size(), 4);
+  ASSERT_EQ(peak.summaries_size(), 1);
+  EXPECT_EQ(peak.summaries(0).max_rank(), engine_of[2]);
+
   // One of them by its number; a launcher rank's number is none of them.
   const auto leaks_of = [&](const std::function<void(v1::LeaksRequest*)>& ask,
                             v1::LeakReport* report) {

@@ -1,5 +1,6 @@
 #include "collector/server/subprocess_live.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -163,11 +164,8 @@ absl::Status DescribeSubprocessLive(const EventStore& store,
   if (live->seq == 0 && point.kind == LivePoint::Kind::kAtCollectorTime) {
     const int64_t offset = stream.has_clock() ? stream.clock().offset_ns() : 0;
     return absl::OutOfRangeError(absl::StrCat(
-        who, " has no event at or before ", an::FormatUtcMs(point.at_ns),
-        stream.events_stored() > 0
-            ? absl::StrCat("; its first is at ",
-                           an::FormatUtcMs(SaturatingAdd(stream.first_ts_ns(), offset)))
-            : ""));
+        who, " has no event at or before ", an::FormatUtcMs(point.at_ns), "; its first is at ",
+        an::FormatUtcMs(SaturatingAdd(stream.first_ts_ns(), offset))));
   }
   std::optional<an::OomMoment> oom;
   if (point.kind == LivePoint::Kind::kFirstOom) {

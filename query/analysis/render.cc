@@ -813,7 +813,8 @@ std::string RenderLeaks(const v1::LeakReport& r) {
 }
 
 std::string RenderPeak(const v1::PeakReport& r) {
-  return WithAttempts(RenderPeakWithoutAttempts(r), r.attempts());
+  return WithSubprocessesNote(WithAttempts(RenderPeakWithoutAttempts(r), r.attempts()),
+                              r.subprocesses());
 }
 
 std::string RenderHeadroom(const v1::HeadroomReport& r) {

@@ -453,11 +453,15 @@ TEST(RenderTest, ReportsOfSubprocessesSaySo) {
   g.set_job_id("j");
   v1::LeakReport l;
   l.set_job_id("j");
+  v1::PeakReport p;
+  p.set_job_id("j");
   for (bool subprocesses : {false, true}) {
     d.set_subprocesses(subprocesses);
     g.set_subprocesses(subprocesses);
     l.set_subprocesses(subprocesses);
-    for (const std::string& text : {RenderDivergence(d), RenderGrowth(g), RenderLeaks(l)}) {
+    p.set_subprocesses(subprocesses);
+    for (const std::string& text :
+         {RenderDivergence(d), RenderGrowth(g), RenderLeaks(l), RenderPeak(p)}) {
       EXPECT_EQ(Has(text, note), subprocesses) << text;
       // Under the first line.
       if (subprocesses) EXPECT_EQ(text.find(note), text.find('\n') + 1) << text;

@@ -10,7 +10,7 @@ namespace {
 constexpr char kName[] = "peak";
 constexpr char kUsage[] =
     "Usage: memtrace peak --job JOB [--by phase|tag|source|rank] [--warmup N] [--attempt N]\n"
-    "                     [--axis step|time] [common flags]\n"
+    "                     [--axis step|time] [--subprocesses] [common flags]\n"
     "\n"
     "The most memory each group reached on each rank, at which step, its typical (median)\n"
     "peak per step (per run of a phase for --by phase) and its typical bytes at a step's end\n"
@@ -23,7 +23,7 @@ constexpr char kUsage[] =
     "stderr says so); --by phase gives its empty answer. A running rank's step in progress\n"
     "raises a peak it passed, but is no step of the typical ones; a rank (or group) seen\n"
     "only in it, such as a rank still in its first step, is listed with its peak so far and\n"
-    "0 steps.";
+    "0 steps.\n" MEMTRACE_SUBPROCESSES_HELP;
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -48,9 +48,12 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 [p](uint32_t v) { p->set_attempt(v); });
   v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
   AddAxisFlag(flags, &axis);
+  bool subprocesses = false;
+  AddSubprocessesFlag(flags, &subprocesses);
   AddAnalysisFlags(io, flags, &options);
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
   request.set_axis(axis);
+  request.set_subprocesses(subprocesses);
   if (request.job_id().empty()) {
     return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
   }

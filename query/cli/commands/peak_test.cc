@@ -27,11 +27,24 @@ TEST(PeakCommandTest, SendsTheGroupingAndShowsThePhases) {
         << err.str();
     EXPECT_EQ(server.peak_request.params().by(), by);
     EXPECT_EQ(server.peak_request.params().warmup_steps(), 2u);
+    EXPECT_FALSE(server.peak_request.subprocesses());
     if (by == v1::PEAK_BY_PHASE) {
       EXPECT_NE(out.str().find("rollout"), std::string::npos) << out.str();
       EXPECT_NE(out.str().find("actor_update"), std::string::npos) << out.str();
     }
   }
+}
+
+TEST(PeakCommandTest, SubprocessesAreAskedFor) {
+  FakeAnalysisServer server;
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  ASSERT_EQ(
+      PeakCommand().run(
+          {"--job", "j", "--by", "rank", "--subprocesses", "--collector", server.address()}, io),
+      kExitOk)
+      << err.str();
+  EXPECT_TRUE(server.peak_request.subprocesses());
 }
 
 // A job that recorded no phases has no by-phase answer: the default asks by rank then, and says
