@@ -182,14 +182,37 @@ absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
     if (id.attempt() != set.attempt.value_or(latest[id.subprocess_of_rank()])) continue;
     numbers.push_back(s.rank());
   }
-  if (numbers.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "job \"", job_id, "\" has no subprocess with events",
-        set.attempt.has_value() ? absl::StrCat(" in attempt ", *set.attempt) : "",
-        set.at_ns.has_value() ? absl::StrCat(" by ", analysis::FormatUtcMs(*set.at_ns)) : "",
-        " (processes a rank started that inherited its RANK: memtrace ranks lists them)"));
+  if (!numbers.empty()) return numbers;
+  // Why none: what was left out, which `memtrace ranks` lists all the same.
+  uint32_t parents = 0;
+  int64_t first_begun = INT64_MAX;  // of those left out for beginning after the moment
+  for (const v1::RankSummary& s : *streams) {
+    const v1::RankIdentity& id = s.identity();
+    if (!id.has_subprocess_of_rank() || s.events_stored() == 0) continue;
+    if (id.started_the_rank()) {
+      ++parents;
+    } else if (!set.attempt.has_value() || id.attempt() == *set.attempt) {
+      first_begun = std::min(
+          first_begun, SaturatingAdd(s.first_ts_ns(), s.has_clock() ? s.clock().offset_ns() : 0));
+    }
   }
-  return numbers;
+  const std::string left_out =
+      parents > 0 ? absl::StrCat("; ", parents,
+                                 " process(es) that started their rank's, which are no engines, "
+                                 "are left out")
+                  : "";
+  if (set.at_ns.has_value() && first_begun != INT64_MAX) {
+    // As a rank read before its first event: the moment is out of the subprocesses' range.
+    return absl::OutOfRangeError(
+        absl::StrCat("job \"", job_id, "\" has no subprocess event at or before ",
+                     analysis::FormatUtcMs(*set.at_ns),
+                     set.attempt.has_value() ? absl::StrCat(" in attempt ", *set.attempt) : "",
+                     "; the first began at ", analysis::FormatUtcMs(first_begun), left_out));
+  }
+  return absl::NotFoundError(absl::StrCat(
+      "job \"", job_id, "\" has no subprocess with events",
+      set.attempt.has_value() ? absl::StrCat(" in attempt ", *set.attempt) : "",
+      " (processes a rank started that inherited its RANK: memtrace ranks lists them)", left_out));
 }
 
 absl::StatusOr<analysis::JobTimeline> LoadJobTimeline(const EventStore& store,

@@ -343,6 +343,34 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
   return absl::OkStatus();
 }
 
+// NOT_FOUND for `leaks --subprocesses --rank N` where N is none of the subprocesses read (`job`):
+// why, for a subprocess left out (of another attempt, begun after --at, or the process that
+// started its rank's), else that --rank takes a subprocess's number; and those read.
+absl::Status UnreadSubprocess(const EventStore& store, const an::JobTimeline& job,
+                              const v1::LeaksRequest& request, std::optional<uint32_t> attempt) {
+  std::vector<std::string> read;
+  for (const an::RankTimeline* r : an::SelectRanks(job, attempt)) {
+    read.push_back(absl::StrCat(r->rank));
+  }
+  std::string why = "with --subprocesses, --rank takes a subprocess's number in memtrace ranks";
+  if (absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(request.job_id());
+      streams.ok()) {
+    if (const v1::RankSummary* s = FindSubprocessStream(*streams, request.rank())) {
+      const v1::RankIdentity& id = s->identity();
+      why = absl::StrCat("it is pid ", id.pid(), ", ",
+                         an::FormatSubprocessOf(id.subprocess_of_rank(), id.started_the_rank()),
+                         id.started_the_rank()
+                             ? ", which is no engine and is left out"
+                             : absl::StrCat(", of attempt ", id.attempt(),
+                                            request.has_at_ns() ? ", or begun after --at" : "",
+                                            ", which was not read"));
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("job \"", request.job_id(), "\" has no subprocess ",
+                                          request.rank(), " among those read (", why,
+                                          "; read: ", absl::StrJoin(read, ", "), ")"));
+}
+
 // `threads`: how many read the ranks' live sets.
 absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads,
                       const v1::LeaksRequest& request, v1::LeakReport* response) {
@@ -358,16 +386,7 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
     params.rank = request.rank();
     if (FindRank(*job, request.rank(), params.attempt) == nullptr) {
       if (!request.subprocesses()) return UnknownRank(store, *job, request.rank(), params.attempt);
-      // Among the subprocesses, --rank names one by its number: those read here.
-      std::vector<std::string> read;
-      for (const an::RankTimeline* r : an::SelectRanks(*job, params.attempt)) {
-        read.push_back(absl::StrCat(r->rank));
-      }
-      return absl::NotFoundError(absl::StrCat(
-          "job \"", request.job_id(), "\" has no subprocess ", request.rank(),
-          " among those read (with --subprocesses, --rank takes a subprocess's number in "
-          "memtrace ranks; read: ",
-          absl::StrJoin(read, ", "), ")"));
+      return UnreadSubprocess(store, *job, request, params.attempt);
     }
   }
   LivePoint point;

@@ -837,8 +837,51 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
       absl::StrContains(status.error_message(), "has no subprocess with events in attempt 1"))
       << status.error_message();
   status = leaks_of([](v1::LeaksRequest* r) { r->set_at_ns(kHandT0 - kS); }, &one);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "has no subprocess event at or before "))
+      << status.error_message();
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "1 process(es) that started their rank's"))
+      << status.error_message();
+  // The process beside rank 3 that started its process, asked for: why it was not read.
+  status = leaks_of([&](v1::LeaksRequest* r) { r->set_rank(p->key.rank); }, &one);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
-  EXPECT_TRUE(absl::StrContains(status.error_message(), "has no subprocess with events by "))
+  EXPECT_TRUE(absl::StrContains(status.error_message(), "which is no engine and is left out"))
+      << status.error_message();
+
+  // A rerun of rank 0 whose engine began at 200 s: without a moment, rank 0's engine is the
+  // rerun's; at 60 s, the first run's (the rerun's had not begun).
+  HandWrittenEvents rerun;
+  for (int s = 200; s < 290; ++s) {
+    const int64_t t0 = kHandT0 + s * kS;
+    rerun.Alloc(t0 + kS / 10, 0x100000 + s, 1024 * kMiB)
+        .Free(t0 + kS / 2, 0x100000 + s, 1024 * kMiB);
+  }
+  v1::RankIdentity rerun_id = SimulatedRankIdentity(job, Base(), 0, 1);
+  rerun_id.set_rank(-1);
+  rerun_id.set_pid(7000);
+  rerun_id.set_subprocess_of_rank(0);
+  absl::StatusOr<OpenedStream> second = rerun.AppendAsRunning(server_->store(), rerun_id);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(server_->store().CloseStream(second->key, true, second->connection).ok());
+  const auto streams_read = [](const v1::LeakReport& report) {
+    std::set<uint32_t> read;
+    for (const v1::RankCurve& c : report.curves()) read.insert(c.rank());
+    return read;
+  };
+  v1::LeakReport latest;
+  status = leaks_of([](v1::LeaksRequest*) {}, &latest);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(streams_read(latest),
+            (std::set<uint32_t>{second->key.rank, engine_of[1], engine_of[2], engine_of[3]}));
+  v1::LeakReport then;
+  status = leaks_of([](v1::LeaksRequest* r) { r->set_at_ns(kHandT0 + 60 * kS); }, &then);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(streams_read(then),
+            (std::set<uint32_t>{engine_of[0], engine_of[1], engine_of[2], engine_of[3]}));
+  // Asked for by number, the first run's engine then is of an attempt not read.
+  status = leaks_of([&](v1::LeaksRequest* r) { r->set_rank(engine_of[0]); }, &one);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(absl::StrContains(status.error_message(), ", of attempt 0, which was not read"))
       << status.error_message();
 }
 

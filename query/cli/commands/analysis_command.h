@@ -45,7 +45,8 @@ void AddSubprocessesFlag(FlagSet& flags, bool* subprocesses);
   "\n--subprocesses compares the ranks' subprocesses instead (processes a rank started that\n" \
   "inherited its RANK, such as an inference engine beside each trainer: memtrace ranks\n"      \
   "lists them) with each other, each \"rank\" of the report a subprocess's number there; of\n" \
-  "--attempt N's, else of each rank's latest attempt that has any. Every kind of subprocess\n" \
+  "--attempt N's, else of each rank's latest attempt that has any (for leaks --at, that had\n" \
+  "begun by then; those begun later are left out). Every kind of subprocess\n"                 \
   "is one cohort (an engine's workers with the engines); a process that started its rank's\n"  \
   "(connected after it) is left out. Engines record no step markers as a rule, so they are\n"  \
   "compared by time bucket, and `leaks` then classifies their curves but lists no candidates."
