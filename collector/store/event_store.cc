@@ -33,7 +33,6 @@ namespace memtrace::collector {
 
 namespace {
 
-constexpr uint32_t kSyntheticRankBase = EventStore::kFirstSyntheticRank;
 constexpr uint32_t kDefaultReadLimit = 65536;
 constexpr uint32_t kMaxReadLimit = 1 << 20;
 
@@ -384,7 +383,7 @@ absl::StatusOr<uint32_t> EventStore::ResolveRank(const JobRecord& job,
   if (s.ok()) return DecodeU32(value);
   if (!s.IsNotFound()) return FromRocks(s, "reading synthetic rank");
   JobRecord* mutable_job = jobs_.at(job.job_id()).get();
-  const uint32_t rank = kSyntheticRankBase + mutable_job->synthetic_ranks();
+  const uint32_t rank = EventStore::kFirstSyntheticRank + mutable_job->synthetic_ranks();
   mutable_job->set_synthetic_ranks(mutable_job->synthetic_ranks() + 1);
   rocksdb::WriteBatch wb;
   std::string rank_bytes;
@@ -402,12 +401,13 @@ absl::Status EventStore::CheckIdentity(const v1::RankIdentity& identity) {
   if (identity.job_id().empty()) {
     return absl::InvalidArgumentError("identity has an empty job_id");
   }
-  if (identity.rank() >= static_cast<int64_t>(kSyntheticRankBase)) {
+  if (identity.rank() >= static_cast<int64_t>(EventStore::kFirstSyntheticRank)) {
     // Those are numbers the store gives workers without a launcher rank (ResolveRank): a
     // launcher rank there would share a stream with one of them.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "identity has rank ", identity.rank(), "; launcher ranks are below ", kSyntheticRankBase,
-        " (the numbers from there on are for workers without one)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("identity has rank ", identity.rank(), "; launcher ranks are below ",
+                     EventStore::kFirstSyntheticRank,
+                     " (the numbers from there on are for workers without one)"));
   }
   return absl::OkStatus();
 }

@@ -436,7 +436,8 @@ std::string RenderLeaksWithoutAttempts(const v1::LeakReport& r) {
 std::string RenderLive(const v1::LiveReport& r) {
   // Without step markers every step is 0: the moment is its time alone.
   const bool steps = !r.no_step_markers();
-  // A rank's subprocess is named by its process; a step asked of it was its rank's.
+  // A rank's subprocess is named by its process; a step asked of one without steps of its own
+  // is its rank's (rank_step).
   const std::string subject =
       r.has_subprocess_of_rank() ? absl::StrCat("pid ", r.subprocess_pid(), ", ",
                                                 FormatSubprocessOf(r.subprocess_of_rank(),
