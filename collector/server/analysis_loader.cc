@@ -153,6 +153,14 @@ void PhasesFromSnapshot(const LiveSnapshot& live, analysis::RankLiveSet* set) {
 
 }  // namespace
 
+int64_t FirstEventNs(const v1::RankSummary& stream) {
+  return SaturatingAdd(stream.first_ts_ns(), stream.has_clock() ? stream.clock().offset_ns() : 0);
+}
+
+int64_t LastEventNs(const v1::RankSummary& stream) {
+  return SaturatingAdd(stream.last_ts_ns(), stream.has_clock() ? stream.clock().offset_ns() : 0);
+}
+
 absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
                                                         absl::string_view job_id,
                                                         const StreamSet& set) {
@@ -164,8 +172,7 @@ absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
       return false;
     }
     // Begun by the moment asked (its first event, in the collector's clock).
-    return !set.at_ns.has_value() ||
-           SaturatingAdd(s.first_ts_ns(), s.has_clock() ? s.clock().offset_ns() : 0) <= *set.at_ns;
+    return !set.at_ns.has_value() || FirstEventNs(s) <= *set.at_ns;
   };
   // Without an attempt asked, each rank's latest that has subprocesses: a rerun's engines are
   // not compared with the same rank's first run's.
@@ -192,8 +199,7 @@ absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
     if (id.started_the_rank()) {
       ++parents;
     } else if (!set.attempt.has_value() || id.attempt() == *set.attempt) {
-      first_begun = std::min(
-          first_begun, SaturatingAdd(s.first_ts_ns(), s.has_clock() ? s.clock().offset_ns() : 0));
+      first_begun = std::min(first_begun, FirstEventNs(s));
     }
   }
   const std::string left_out =

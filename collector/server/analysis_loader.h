@@ -59,6 +59,11 @@ absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& st
                                                             v1::TimelineAxis axis,
                                                             const StreamSet& streams = {});
 
+// A stream's first and last event in the collector's clock: as stamped, shifted by the offset
+// its agent measured (RankSummary.clock; 0 without one).
+int64_t FirstEventNs(const v1::RankSummary& stream);
+int64_t LastEventNs(const v1::RankSummary& stream);
+
 // The stream numbers a StreamSet of subprocesses reads; NOT_FOUND when there are none.
 absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
                                                         absl::string_view job_id,

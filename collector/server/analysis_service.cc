@@ -123,14 +123,14 @@ absl::Status UnknownRank(const EventStore& store, const Job& job, uint32_t rank,
   // A rank's subprocess has a number of its own in `memtrace ranks`, but is no rank to analyse.
   if (absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job.job_id);
       streams.ok()) {
-    for (const v1::RankSummary& s : *streams) {
-      if (s.rank() != rank || !s.identity().has_subprocess_of_rank()) continue;
-      const int32_t parent = s.identity().subprocess_of_rank();
-      return absl::NotFoundError(absl::StrCat(
-          "job \"", job.job_id, "\" stream ", rank, " is no rank: it is pid ", s.identity().pid(),
-          ", ", an::FormatSubprocessOf(parent, s.identity().started_the_rank()),
-          ", which the analyses leave out; `memtrace live --rank ", rank,
-          "` and `memtrace timeline --rank ", rank, "` show its own memory"));
+    if (const v1::RankSummary* s = FindSubprocessStream(*streams, rank)) {
+      return absl::NotFoundError(
+          absl::StrCat("job \"", job.job_id, "\" stream ", rank, " is no rank: it is pid ",
+                       s->identity().pid(), ", ",
+                       an::FormatSubprocessOf(s->identity().subprocess_of_rank(),
+                                              s->identity().started_the_rank()),
+                       ", which the analyses leave out; `memtrace live --rank ", rank,
+                       "` and `memtrace timeline --rank ", rank, "` show its own memory"));
     }
   }
   return absl::NotFoundError(
@@ -265,8 +265,7 @@ absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id,
         id.attempt() != attempt || s.events_stored() == 0) {
       continue;
     }
-    const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
-    if (SaturatingAdd(s.first_ts_ns(), offset) > at_ns) continue;  // started after the moment
+    if (FirstEventNs(s) > at_ns) continue;  // started after the moment
     LivePoint point;
     point.kind = LivePoint::Kind::kAtCollectorTime;
     point.at_ns = at_ns;
@@ -824,9 +823,8 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     for (const an::RankStepMetrics* rank : asked) {
       for (const v1::RankSummary& s : *summaries) {
         if (s.rank() != rank->rank || s.identity().attempt() != rank->attempt) continue;
-        const int64_t offset = s.has_clock() ? s.clock().offset_ns() : 0;
         const bool before = read_at_a_time
-                                ? SaturatingAdd(s.last_ts_ns(), offset) < moment
+                                ? LastEventNs(s) < moment
                                 : rank->has_rows() && rank->last_step() < subject->last_step();
         if (!s.connected() && s.events_stored() > 0 && before) ++ended;
       }

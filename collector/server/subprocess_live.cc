@@ -134,7 +134,7 @@ absl::Status DescribeSubprocessLive(const EventStore& store,
             continue;
           }
           point.kind = LivePoint::Kind::kAtCollectorTime;
-          point.at_ns = SaturatingAdd(s.last_ts_ns(), s.has_clock() ? s.clock().offset_ns() : 0);
+          point.at_ns = LastEventNs(s);
         }
       }
       break;
@@ -162,10 +162,9 @@ absl::Status DescribeSubprocessLive(const EventStore& store,
   }
   if (!live.ok()) return live.status();
   if (live->seq == 0 && point.kind == LivePoint::Kind::kAtCollectorTime) {
-    const int64_t offset = stream.has_clock() ? stream.clock().offset_ns() : 0;
-    return absl::OutOfRangeError(absl::StrCat(
-        who, " has no event at or before ", an::FormatUtcMs(point.at_ns), "; its first is at ",
-        an::FormatUtcMs(SaturatingAdd(stream.first_ts_ns(), offset))));
+    return absl::OutOfRangeError(absl::StrCat(who, " has no event at or before ",
+                                              an::FormatUtcMs(point.at_ns), "; its first is at ",
+                                              an::FormatUtcMs(FirstEventNs(stream))));
   }
   std::optional<an::OomMoment> oom;
   if (point.kind == LivePoint::Kind::kFirstOom) {

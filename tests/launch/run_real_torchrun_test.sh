@@ -67,13 +67,18 @@ expect_grep "$WORK/run2.err" ": 80 events recorded by this run's 2 rank(s)"
 # beside the rank as its subprocess, not refused as a second producer of the rank (which lost
 # the child's events) nor taken for a rank.
 job3=engines-$$
-run_with_subprocesses() {  # run_with_subprocesses N: the run's output in run$N.{out,err}
-  timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job "$job3" -- \
-    "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs$1" --no_python --standalone \
-    --nproc_per_node 2 "$WORKER_ABS" --spawn_child 16 \
-    >"$WORK/run$1.out" 2>"$WORK/run$1.err"
-  expect_eq "exit code with subprocesses (run $1)" "$?" "0"
-  expect_grep "$WORK/run$1.err" "job $job3: 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
+# run_with_children JOB N WORKER_FLAG: 2 workers of JOB started with WORKER_FLAG 16, each with a
+# child of 16 events; the run's output in run$N.{out,err}.
+run_with_children() {
+  timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job "$1" -- \
+    "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs$2" --no_python --standalone \
+    --nproc_per_node 2 "$WORKER_ABS" "$3" 16 \
+    >"$WORK/run$2.out" 2>"$WORK/run$2.err"
+  expect_eq "exit code with $3 (run $2)" "$?" "0"
+  expect_grep "$WORK/run$2.err" "job $1: 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
+}
+run_with_subprocesses() {  # run_with_subprocesses N
+  run_with_children "$job3" "$1" --spawn_child
 }
 run_with_subprocesses 3
 "$VIEW" "$COLLECTOR_ADDR" ranks "$job3" >"$WORK/ranks3" 2>"$WORK/view.err" || fail "ranks of $job3"
@@ -110,13 +115,8 @@ expect_grep "$WORK/jobs4" "^$job3,2,224,.*,2,4\$"
 # initialised CUDA before its parent did); the worker, connecting after it, is stored beside
 # it, not refused (which lost the trainer's events) nor taken for a restart.
 job5=engines-first-$$
-run_children_first() {  # run_children_first N ATTEMPT: the run's output in run$N.{out,err}
-  timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job "$job5" -- \
-    "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs$1" --no_python --standalone \
-    --nproc_per_node 2 "$WORKER_ABS" --spawn_child_first 16 \
-    >"$WORK/run$1.out" 2>"$WORK/run$1.err"
-  expect_eq "exit code with children first (run $1)" "$?" "0"
-  expect_grep "$WORK/run$1.err" "job $job5: 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
+run_children_first() {  # run_children_first N ATTEMPT
+  run_with_children "$job5" "$1" --spawn_child_first
   grep -q "refus" "$WORK/run$1.err" && fail "a worker refused: $(cat "$WORK/run$1.err")"
   # Each worker's agent said once where it is stored (torchrun --redirects 2: in its stderr log).
   expect_eq "workers told they started their rank's process (run $1)" \
