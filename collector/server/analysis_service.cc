@@ -915,13 +915,16 @@ grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* 
 
 grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomRequest* request,
                                        v1::HeadroomReport* response) {
-  absl::StatusOr<Timeline> job = Load(cache_, *store_, request->job_id(), "job_id",
-                                      request->axis(), RollupDetail::kScalars);
-  if (!job.ok()) return ToGrpcStatus(job.status());
   const an::HeadroomParams params = an::FromProto(request->params());
+  absl::StatusOr<Timeline> job =
+      LoadStreams(cache_, *store_, request->job_id(), request->axis(), RollupDetail::kScalars,
+                  StreamSet{request->subprocesses(), params.attempt});
+  if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = an::CheckHeadroomParams(params); !s.ok()) return ToGrpcStatus(s);
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::ForecastHeadroom(**job, params), response);
+  response->set_subprocesses(request->subprocesses());
+  if (request->subprocesses()) return grpc::Status::OK;
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }

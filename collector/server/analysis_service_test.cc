@@ -811,6 +811,31 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
   ASSERT_EQ(peak.summaries_size(), 1);
   EXPECT_EQ(peak.summaries(0).max_rank(), engine_of[2]);
 
+  // Their headroom on an 80 GiB device: the leaking one's alone is forecast to run out.
+  grpc::ClientContext headroom_context;
+  v1::HeadroomRequest headroom_request;
+  headroom_request.set_job_id(job);
+  headroom_request.set_subprocesses(true);
+  headroom_request.mutable_params()->set_capacity_bytes(80 * 1024 * kMiB);
+  v1::HeadroomReport headroom;
+  status = stub_->Headroom(&headroom_context, headroom_request, &headroom);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(headroom.subprocesses());
+  EXPECT_EQ(headroom.ranks(), 4u);
+  EXPECT_EQ(headroom.forecasts(), 1u) << headroom.DebugString();
+  ASSERT_EQ(headroom.entries_size(), 4);
+  EXPECT_EQ(headroom.entries(0).rank(), engine_of[2]) << "soonest first";
+  EXPECT_EQ(headroom.entries(0).status(), v1::HEADROOM_STATUS_FORECAST);
+  // Of the ranks, none: the trainers are flat and their engines are not theirs to forecast.
+  grpc::ClientContext ranks_headroom_context;
+  headroom_request.set_subprocesses(false);
+  v1::HeadroomReport ranks_headroom;
+  status = stub_->Headroom(&ranks_headroom_context, headroom_request, &ranks_headroom);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(ranks_headroom.subprocesses());
+  EXPECT_EQ(ranks_headroom.ranks(), 4u);
+  EXPECT_EQ(ranks_headroom.forecasts(), 0u) << ranks_headroom.DebugString();
+
   // One of them by its number; a launcher rank's number is none of them.
   const auto leaks_of = [&](const std::function<void(v1::LeaksRequest*)>& ask,
                             v1::LeakReport* report) {

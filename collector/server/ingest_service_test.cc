@@ -396,6 +396,7 @@ TEST_F(IngestServiceTest, AProcessWhoseParentStreamsTheRankIsStoredAsItsSubproce
   ASSERT_EQ(jobs.jobs_size(), 1);
   EXPECT_EQ(jobs.jobs(0).ranks(), 1u);
   EXPECT_EQ(jobs.jobs(0).subprocesses(), 1u);
+  EXPECT_EQ(jobs.jobs(0).parents(), 0u);
   EXPECT_EQ(jobs.jobs(0).restarts(), 0u);
   EXPECT_EQ(jobs.jobs(0).events(), 16u);
 
@@ -471,6 +472,17 @@ TEST_F(IngestServiceTest, TheProcessThatStartedTheRanksProcessIsStoredBesideIt) 
   EXPECT_TRUE(stored.identity().started_the_rank());
   EXPECT_EQ(stored.identified_by(), "started rank 2's process");
   EXPECT_EQ(stored.events_stored(), 10u);
+
+  // `memtrace jobs` counts it apart: it is neither a restart nor a process the rank started.
+  grpc::ClientContext jobs_ctx;
+  v1::ListJobsResponse jobs;
+  ASSERT_TRUE(query_->ListJobs(&jobs_ctx, v1::ListJobsRequest(), &jobs).ok());
+  ASSERT_EQ(jobs.jobs_size(), 1);
+  EXPECT_EQ(jobs.jobs(0).ranks(), 1u);
+  EXPECT_EQ(jobs.jobs(0).parents(), 1u);
+  EXPECT_EQ(jobs.jobs(0).subprocesses(), 0u);
+  EXPECT_EQ(jobs.jobs(0).restarts(), 0u);
+  EXPECT_EQ(jobs.jobs(0).events(), 16u);
 }
 
 // A Hello that claims to be a subprocess, with no parent streaming the rank, is the rank.

@@ -971,7 +971,9 @@ absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
     bool any_events = false;
     for (const StreamRecord& r : *records) {
       const v1::RankSummary& s = r.summary();
-      if (s.identity().has_subprocess_of_rank()) {
+      if (s.identity().started_the_rank()) {
+        summary.set_parents(summary.parents() + 1);
+      } else if (s.identity().has_subprocess_of_rank()) {
         summary.set_subprocesses(summary.subprocesses() + 1);
       } else {
         ranks.push_back(s.rank());
@@ -990,7 +992,7 @@ absl::StatusOr<std::vector<v1::JobSummary>> EventStore::ListJobs() const {
     summary.set_ranks(
         static_cast<uint32_t>(std::unique(ranks.begin(), ranks.end()) - ranks.begin()));
     summary.set_restarts(static_cast<uint32_t>(records->size()) - summary.subprocesses() -
-                         summary.ranks());
+                         summary.parents() - summary.ranks());
     out.push_back(std::move(summary));
   }
   return out;

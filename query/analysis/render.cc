@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "query/analysis/units.h"
 #include "query/cli/text_escape.h"
@@ -787,13 +788,16 @@ std::string WithAttempts(std::string text, const v1::AttemptsNote& n) {
 }
 
 // A report of the ranks' subprocesses (its request's `subprocesses`) says so: its "ranks" are
-// the subprocesses' numbers, which read as launcher ranks otherwise.
-std::string WithSubprocessesNote(std::string text, bool subprocesses) {
-  return UnderFirstLine(
-      std::move(text),
-      subprocesses ? "(compared: the ranks' subprocesses with each other; each \"rank\" here is "
-                     "a subprocess's number in memtrace ranks, which names its rank and pid)\n"
-                   : "");
+// the subprocesses' numbers, which read as launcher ranks otherwise. `what`: what it did with
+// them.
+std::string WithSubprocessesNote(
+    std::string text, bool subprocesses,
+    absl::string_view what = "compared: the ranks' subprocesses with each other") {
+  if (!subprocesses) return text;
+  return UnderFirstLine(std::move(text),
+                        absl::StrCat("(", what,
+                                     "; each \"rank\" here is a subprocess's number in memtrace "
+                                     "ranks, which names its rank and pid)\n"));
 }
 
 }  // namespace
@@ -819,7 +823,10 @@ std::string RenderPeak(const v1::PeakReport& r) {
 }
 
 std::string RenderHeadroom(const v1::HeadroomReport& r) {
-  return WithAttempts(RenderHeadroomWithoutAttempts(r), r.attempts());
+  return WithSubprocessesNote(WithAttempts(RenderHeadroomWithoutAttempts(r), r.attempts()),
+                              r.subprocesses(),
+                              "forecast: the ranks' subprocesses, each against the device it "
+                              "shares with its rank");
 }
 
 }  // namespace memtrace::analysis

@@ -1,6 +1,9 @@
 #include "query/analysis/render.h"
 
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -455,16 +458,29 @@ TEST(RenderTest, ReportsOfSubprocessesSaySo) {
   l.set_job_id("j");
   v1::PeakReport p;
   p.set_job_id("j");
+  // headroom forecasts each on its own: it compares none with another.
+  const std::string forecast =
+      "(forecast: the ranks' subprocesses, each against the device it shares with its rank; "
+      "each \"rank\" here is a subprocess's number in memtrace ranks, which names its rank and "
+      "pid)\n";
+  v1::HeadroomReport h;
+  h.set_job_id("j");
   for (bool subprocesses : {false, true}) {
     d.set_subprocesses(subprocesses);
     g.set_subprocesses(subprocesses);
     l.set_subprocesses(subprocesses);
     p.set_subprocesses(subprocesses);
-    for (const std::string& text :
-         {RenderDivergence(d), RenderGrowth(g), RenderLeaks(l), RenderPeak(p)}) {
-      EXPECT_EQ(Has(text, note), subprocesses) << text;
+    h.set_subprocesses(subprocesses);
+    for (const auto& [text, expected] :
+         std::vector<std::pair<std::string, std::string>>{{RenderDivergence(d), note},
+                                                          {RenderGrowth(g), note},
+                                                          {RenderLeaks(l), note},
+                                                          {RenderPeak(p), note},
+                                                          {RenderHeadroom(h), forecast}}) {
+      EXPECT_EQ(Has(text, expected), subprocesses) << text;
+      EXPECT_FALSE(Has(text, "each \"rank\" here") && !subprocesses) << text;
       // Under the first line.
-      if (subprocesses) EXPECT_EQ(text.find(note), text.find('\n') + 1) << text;
+      if (subprocesses) EXPECT_EQ(text.find(expected), text.find('\n') + 1) << text;
     }
   }
 }

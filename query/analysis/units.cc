@@ -1,9 +1,12 @@
 #include "query/analysis/units.h"
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 
 namespace memtrace::analysis {
@@ -81,6 +84,14 @@ std::string FormatUtcMs(int64_t ns) {
 std::string FormatSubprocessOf(int64_t rank, bool started_the_rank) {
   return started_the_rank ? absl::StrCat("the process that started rank ", rank, "'s")
                           : absl::StrCat("a subprocess of rank ", rank);
+}
+
+std::string FormatBesideTheRanks(uint64_t subprocesses, uint64_t parents) {
+  std::vector<std::string> parts;
+  if (subprocesses > 0) parts.push_back(absl::StrCat(subprocesses, " subprocess(es) of them"));
+  if (parents > 0) parts.push_back(absl::StrCat("the ", parents, " process(es) that started them"));
+  if (parts.empty()) return "";
+  return absl::StrCat(parts.size() == 2 ? ", " : " and ", absl::StrJoin(parts, " and "));
 }
 
 std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate) {

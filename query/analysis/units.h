@@ -31,6 +31,11 @@ std::string FormatUtcMs(int64_t ns);
 // What a rank's subprocess (RankIdentity.subprocess_of_rank) is to its rank: "a subprocess of
 // rank 3", or "the process that started rank 3's" (RankIdentity.started_the_rank).
 std::string FormatSubprocessOf(int64_t rank, bool started_the_rank);
+// The processes stored beside a count of ranks, as a summary line goes on after "2 ranks":
+// " and 2 subprocess(es) of them", " and the 2 process(es) that started them" (connected after
+// them: RankIdentity.started_the_rank), ", 1 subprocess(es) of them and the 1 process(es) that
+// started them", or "" when there are neither.
+std::string FormatBesideTheRanks(uint64_t subprocesses, uint64_t parents);
 
 }  // namespace memtrace::analysis
 

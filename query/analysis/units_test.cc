@@ -39,6 +39,14 @@ TEST(UnitsTest, DurationsPickTheLargestSensibleUnit) {
   EXPECT_EQ(FormatDuration(3.1 * 86400e9), "3.10 d");
 }
 
+TEST(UnitsTest, WhatIsStoredBesideTheRanksFollowsTheirCount) {
+  EXPECT_EQ(FormatBesideTheRanks(0, 0), "");
+  EXPECT_EQ(FormatBesideTheRanks(2, 0), " and 2 subprocess(es) of them");
+  EXPECT_EQ(FormatBesideTheRanks(0, 2), " and the 2 process(es) that started them");
+  EXPECT_EQ(FormatBesideTheRanks(1, 1),
+            ", 1 subprocess(es) of them and the 1 process(es) that started them");
+}
+
 TEST(UnitsTest, KeysAreStepsOrTheStartOfTheirTimeBucket) {
   EXPECT_EQ(FormatKey(32, 0), "step 32");
   EXPECT_EQ(FormatKey(412, 0, /*approximate=*/true), "step ~412");

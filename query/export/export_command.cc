@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/rollup/saturating.h"
 #include "query/analysis/timeline.h"
+#include "query/analysis/units.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
 #include "query/export/event_reader.h"
@@ -20,10 +21,12 @@ constexpr char kUsage[] =
     "\n"
     "Writes the job's memory as a Chrome trace-event JSON file that ui.perfetto.dev and\n"
     "chrome://tracing open: one process per rank and restart attempt (pid = rank, plus\n"
-    "10000000 x attempt for a restart's), and one per process a rank started that inherited its\n"
-    "RANK (\"rank R subprocess pid P\": an inference engine; memtrace ranks lists them), with\n"
-    "counter tracks for live\n"
-    "bytes, each step's floor and peak, device memory used and the top tags' live bytes at\n"
+    "10000000 x attempt for a restart's; past attempt 429, which would not fit Perfetto's 32-bit\n"
+    "pids, every process is numbered 1, 2, ... by attempt and rank instead), one per process a\n"
+    "rank started that inherited its RANK (\"rank R subprocess pid P\": an inference engine;\n"
+    "memtrace ranks lists them) and one per process that started a rank's and connected after\n"
+    "it (\"rank R parent pid P\"), with counter tracks for live bytes, each step's floor and\n"
+    "peak, device memory used and the top tags' live bytes at\n"
     "each step end (tags ranked by the most any rank held at a step end: one freed within its\n"
     "step, such as activations, has none), and one slice per step. Live bytes and device used\n"
     "come from every raw event (ReadEvents), reduced to at most --max-points per rank (keeping\n"
@@ -210,10 +213,10 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
     // Ranks, and their restarts' attempts apart: "16 ranks" of an 8-rank job restarted once.
     // A rank's subprocesses apart too.
     std::set<uint32_t> ranks;
-    size_t attempts = 0, subprocesses = 0;
+    size_t attempts = 0, subprocesses = 0, parents = 0;
     for (const v1::RankRollups& r : rollups->ranks()) {
       if (r.identity().has_subprocess_of_rank()) {
-        ++subprocesses;
+        ++(r.identity().started_the_rank() ? parents : subprocesses);
         continue;
       }
       ranks.insert(r.rank());
@@ -221,9 +224,7 @@ int RunExport(const cli::Command& self, const std::vector<std::string>& args,
     }
     io.err << "wrote " << f.output << ": " << ranks.size() << " ranks"
            << (attempts > ranks.size() ? absl::StrCat(" (", attempts, " rank-attempts)") : "")
-           << (subprocesses > 0 ? absl::StrCat(" and ", subprocesses, " subprocess(es) of them")
-                                : "")
-           << ", "
+           << analysis::FormatBesideTheRanks(subprocesses, parents) << ", "
            << (f.raw ? absl::StrCat(points, " live-bytes points, ", phase_runs, " phase runs and ",
                                     ooms, " OOMs from raw events")
                      : std::string("from rollups (no phase runs or OOMs: those need --raw)"))

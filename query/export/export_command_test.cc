@@ -262,7 +262,8 @@ TEST_F(ExportCommandTest, UnknownJobAndBadFlagsAreReported) {
 }
 
 // A rank's subprocess (an inference engine it started, stored beside it) is a process of the
-// trace, named by its rank, and counted apart in the summary.
+// trace, named by its rank, and counted apart in the summary; so is a process that started its
+// rank's.
 TEST(ExportSubprocessTest, ARanksSubprocessIsAProcessOfTheTrace) {
   sim::SimulationOptions job = testing::SmallJob("sim-engine", 2, 6);
   auto server = testing::SimulateJob("export_engine", job);
@@ -285,12 +286,24 @@ TEST(ExportSubprocessTest, ARanksSubprocessIsAProcessOfTheTrace) {
   e.memory_kind = kMemoryDevice;
   ASSERT_TRUE(server->store().Append(stream->key, batch).ok());
   ASSERT_TRUE(server->store().CloseStream(stream->key, true, stream->connection).ok());
+  // And beside rank 1, the process that started its process (connected after it: a trainer whose
+  // engine initialised CUDA first): no subprocess of it.
+  v1::RankIdentity trainer = engine;
+  trainer.set_subprocess_of_rank(1);
+  trainer.set_started_the_rank(true);
+  trainer.set_pid(4712);
+  absl::StatusOr<collector::OpenedStream> parent = server->store().OpenStream(trainer);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  ASSERT_TRUE(server->store().Append(parent->key, batch).ok());
+  ASSERT_TRUE(server->store().CloseStream(parent->key, true, parent->connection).ok());
 
   const std::string path = test_util::TmpPath("engine.json");
   CommandRun run = Export({"--job", "sim-engine", "--format", "perfetto", "-o", path, "--collector",
                            server->address()});
   ASSERT_EQ(run.code, 0) << run.err;
-  EXPECT_NE(run.err.find("wrote " + path + ": 2 ranks and 1 subprocess(es) of them, "),
+  EXPECT_NE(run.err.find("wrote " + path +
+                         ": 2 ranks, 1 subprocess(es) of them and the 1 process(es) that started "
+                         "them, "),
             std::string::npos)
       << run.err;
   std::set<std::string> names;
@@ -302,7 +315,8 @@ TEST(ExportSubprocessTest, ARanksSubprocessIsAProcessOfTheTrace) {
     }
   }
   EXPECT_EQ(names.count("rank 0 subprocess pid 4711 (node-0)"), 1u) << run.err;
-  EXPECT_EQ(names.size(), 3u);
+  EXPECT_EQ(names.count("rank 1 parent pid 4712 (node-0)"), 1u) << run.err;
+  EXPECT_EQ(names.size(), 4u);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <numeric>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -267,6 +270,26 @@ int64_t TracePid(uint32_t rank, uint32_t attempt) {
   return static_cast<int64_t>(rank) + int64_t{10'000'000} * attempt;
 }
 
+std::vector<int64_t> TracePids(const v1::GetRollupsResponse& rollups) {
+  std::vector<int64_t> pids;
+  pids.reserve(rollups.ranks_size());
+  bool fit = true;
+  for (const v1::RankRollups& rank : rollups.ranks()) {
+    pids.push_back(TracePid(rank.rank(), rank.attempt()));
+    fit = fit && pids.back() <= int64_t{UINT32_MAX};
+  }
+  if (fit) return pids;
+  std::vector<int> order(rollups.ranks_size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const v1::RankRollups& x = rollups.ranks(a);
+    const v1::RankRollups& y = rollups.ranks(b);
+    return std::make_pair(x.attempt(), x.rank()) < std::make_pair(y.attempt(), y.rank());
+  });
+  for (size_t i = 0; i < order.size(); ++i) pids[order[i]] = static_cast<int64_t>(i) + 1;
+  return pids;
+}
+
 absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsResponse& rollups,
                                 const FineSeriesMap& fine, const PerfettoOptions& options,
                                 std::ostream& out) {
@@ -292,8 +315,10 @@ absl::Status WritePerfettoTrace(const std::string& job_id, const v1::GetRollupsR
   w.EndObject();
   w.Key("traceEvents");
   w.StartArray();
-  for (const v1::RankRollups& rank : rollups.ranks()) {
-    const int64_t pid = TracePid(rank.rank(), rank.attempt());
+  const std::vector<int64_t> pids = TracePids(rollups);
+  for (int i = 0; i < rollups.ranks_size(); ++i) {
+    const v1::RankRollups& rank = rollups.ranks(i);
+    const int64_t pid = pids[i];
     trace.Metadata(pid, "process_name", 0, "name", RankName(rank), 0, true);
     trace.Metadata(pid, "process_sort_index", 0, "sort_index", "", pid, false);
     trace.Metadata(pid, "thread_name", kStepsTid, "name", time_axis ? "time buckets" : "steps",

@@ -1,6 +1,6 @@
 // Writes a job's memory as Chrome trace-event JSON, the format ui.perfetto.dev and
 // chrome://tracing load. Per rank (and attempt) one process, pid = rank (rank + 10000000 x
-// attempt for restarts), named "rank N (host)", holding:
+// attempt for restarts; see TracePids past attempt 429), named "rank N (host)", holding:
 //   - "live bytes": counter of device live bytes; exact from raw events when the caller has
 //     them (FineSeries), else from the rollups (the value at each step's start and end);
 //   - "step floor/peak": the floor and peak of each step, held over the step (two series);
@@ -53,6 +53,12 @@ struct PerfettoOptions {
 // for every stream of the job (ranks below 10000000: launcher ranks, subprocesses and
 // rankless workers alike).
 int64_t TracePid(uint32_t rank, uint32_t attempt);
+
+// The process ids of `rollups`' streams, in its order: each one's TracePid while all of them fit
+// the 32 bits Perfetto's JSON importer reads a pid into (through attempt 429; a larger one is
+// read as pid 0, and every such stream drawn into one process); past that, 1, 2, ... in order
+// of attempt and rank, the process names ("rank N attempt A") saying which is which.
+std::vector<int64_t> TracePids(const v1::GetRollupsResponse& rollups);
 
 // Writes the trace of `job_id`. Ranks absent from `fine` use their rollups for live bytes.
 // Fails only when `out` goes bad (INTERNAL naming the failure).

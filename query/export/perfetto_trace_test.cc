@@ -234,6 +234,40 @@ TEST(PerfettoTraceTest, EveryStreamOfAJobHasAProcessOfItsOwn) {
   EXPECT_NE(TracePid(1'000'000, 0), TracePid(0, 10));
 }
 
+// Perfetto reads a pid as 32 bits: rank 0's attempt 430 (4300000000) would be read as pid 0 and
+// drawn into one process with every other such stream. A job past attempt 429 numbers its
+// processes 1, 2, ... by attempt and rank; one below keeps rank + 10000000 x attempt.
+TEST(PerfettoTraceTest, PidsStayWithin32BitsPastAttempt429) {
+  v1::GetRollupsResponse rollups = Rollups(2, 2);
+  EXPECT_EQ(TracePids(rollups), (std::vector<int64_t>{0, 1}));
+  *rollups.add_ranks() = rollups.ranks(1);
+  rollups.mutable_ranks(2)->set_attempt(429);
+  EXPECT_EQ(TracePids(rollups), (std::vector<int64_t>{0, 1, 4'290'000'001}));
+  // Rank 0's attempt 430, listed first: numbered by attempt and rank, not by where it is.
+  *rollups.add_ranks() = rollups.ranks(0);
+  rollups.mutable_ranks(3)->set_attempt(430);
+  for (int i = 3; i > 0; --i) rollups.mutable_ranks()->SwapElements(i, i - 1);
+  EXPECT_GT(TracePid(0, 430), int64_t{UINT32_MAX});
+  EXPECT_EQ(TracePids(rollups), (std::vector<int64_t>{4, 1, 2, 3}));
+
+  rapidjson::Document doc = Parse(Export(rollups));
+  std::map<int64_t, std::string> names;
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) == "M" &&
+        std::string(e["name"].GetString()) == "process_name") {
+      names[e["pid"].GetInt64()] = e["args"]["name"].GetString();
+    }
+  }
+  EXPECT_EQ(names, (std::map<int64_t, std::string>{{1, "rank 0 (node-0)"},
+                                                   {2, "rank 1 (node-0)"},
+                                                   {3, "rank 1 attempt 429 (node-0)"},
+                                                   {4, "rank 0 attempt 430 (node-0)"}}));
+  for (const auto& [track, samples] : CounterTracks(doc)) {
+    EXPECT_GE(track.first, 1);
+    EXPECT_LE(track.first, 4);
+  }
+}
+
 TEST(PerfettoTraceTest, AnEmptyJobIsAValidEmptyTrace) {
   rapidjson::Document doc = Parse(Export(v1::GetRollupsResponse()));
   EXPECT_TRUE(doc["traceEvents"].GetArray().Empty());

@@ -67,18 +67,19 @@ expect_grep "$WORK/run2.err" ": 80 events recorded by this run's 2 rank(s)"
 # beside the rank as its subprocess, not refused as a second producer of the rank (which lost
 # the child's events) nor taken for a rank.
 job3=engines-$$
-# run_with_children JOB N WORKER_FLAG: 2 workers of JOB started with WORKER_FLAG 16, each with a
-# child of 16 events; the run's output in run$N.{out,err}.
+# run_with_children JOB N WORKER_FLAG WHO: 2 workers of JOB started with WORKER_FLAG 16, each
+# with a child of 16 events; the run's output in run$N.{out,err}, whose closing line counts the
+# children (or parents) as WHO.
 run_with_children() {
   timeout 120 "$MEMTRACE" run --collector "$COLLECTOR_ADDR" --job "$1" -- \
     "$TORCHRUN" --redirects 2 --tee 1 --log_dir "$WORK/torchrun-logs$2" --no_python --standalone \
     --nproc_per_node 2 "$WORKER_ABS" "$3" 16 \
     >"$WORK/run$2.out" 2>"$WORK/run$2.err"
   expect_eq "exit code with $3 (run $2)" "$?" "0"
-  expect_grep "$WORK/run$2.err" "job $1: 112 events recorded by this run's 2 rank(s) and 2 subprocess(es) of them"
+  expect_grep "$WORK/run$2.err" "job $1: 112 events recorded by this run's 2 rank(s) and $4 (2 rank(s) in the job)"
 }
 run_with_subprocesses() {  # run_with_subprocesses N
-  run_with_children "$job3" "$1" --spawn_child
+  run_with_children "$job3" "$1" --spawn_child "2 subprocess(es) of them"
 }
 run_with_subprocesses 3
 "$VIEW" "$COLLECTOR_ADDR" ranks "$job3" >"$WORK/ranks3" 2>"$WORK/view.err" || fail "ranks of $job3"
@@ -102,21 +103,21 @@ for r in 0 1; do
   expect_grep "$WORK/live$r" "^and its subprocess pid .* (memtrace ranks: $sub): 8.00 MiB live in 8 allocations"
 done
 "$MEMTRACE" jobs --collector "$COLLECTOR_ADDR" --format csv >"$WORK/jobs3" || fail "memtrace jobs"
-expect_grep "$WORK/jobs3" "^$job3,2,112,.*,0,2\$"
+expect_grep "$WORK/jobs3" "^$job3,2,112,.*,0,2,0\$"
 # Run again under the job id: each rank's next attempt, as without subprocesses, and this run's
 # subprocesses its own (the rerun note counted the first run's as processes without a RANK).
 run_with_subprocesses 4
 expect_grep "$WORK/run4.err" "job $job3 already holds rank(s) 0,1 of attempt 0 from a run that ended: this run's workers for them are stored as attempt 1"
 grep -q "without a RANK" "$WORK/run4.err" && fail "the first run's subprocesses taken for processes without a RANK: $(cat "$WORK/run4.err")"
 "$MEMTRACE" jobs --collector "$COLLECTOR_ADDR" --format csv >"$WORK/jobs4" || fail "memtrace jobs"
-expect_grep "$WORK/jobs4" "^$job3,2,224,.*,2,4\$"
+expect_grep "$WORK/jobs4" "^$job3,2,224,.*,2,4,0\$"
 
 # The other order: each worker's child connects first and holds the rank (an engine that
 # initialised CUDA before its parent did); the worker, connecting after it, is stored beside
 # it, not refused (which lost the trainer's events) nor taken for a restart.
 job5=engines-first-$$
 run_children_first() {  # run_children_first N ATTEMPT
-  run_with_children "$job5" "$1" --spawn_child_first
+  run_with_children "$job5" "$1" --spawn_child_first "the 2 process(es) that started them"
   grep -q "refus" "$WORK/run$1.err" && fail "a worker refused: $(cat "$WORK/run$1.err")"
   # Each worker's agent said once where it is stored (torchrun --redirects 2: in its stderr log).
   expect_eq "workers told they started their rank's process (run $1)" \
@@ -130,6 +131,10 @@ run_children_first() {  # run_children_first N ATTEMPT
       fail "no process that started rank $r's (run $1): $(cat "$WORK/ranks$1")"
     expect_eq "events of the worker beside rank $r (run $1)" "$(field "$parent" events)" "40"
   done
+  # memtrace jobs counts the workers as parents, not as subprocesses or restarts (as the run's
+  # closing line does).
+  "$MEMTRACE" jobs --collector "$COLLECTOR_ADDR" --format csv >"$WORK/jobs$1" || fail "memtrace jobs"
+  expect_grep "$WORK/jobs$1" "^$job5,2,$((112 * ($2 + 1))),.*,$((2 * $2)),0,$((2 * ($2 + 1)))\$"
 }
 run_children_first 5 0
 # Rerun under the job id: the children are the ranks' attempt 1, and each worker, whose Hello

@@ -22,6 +22,7 @@
 #include "agent/identity/env.h"
 #include "agent/identity/identity.h"
 #include "proto/connect/collector_address.h"
+#include "query/analysis/units.h"
 #include "query/cli/flags.h"
 #include "query/cli/query_client.h"
 #include "query/cli/text_escape.h"
@@ -241,6 +242,8 @@ class Runner {
     uint32_t ranks = 0;    // distinct rank numbers
     uint32_t streams = 0;  // rank-attempts: more than ranks after a launcher's restart
     uint32_t subprocesses = 0;  // processes stored as a rank's subprocess (not in the two above)
+    uint32_t parents = 0;       // processes that started a rank's and connected after it (in none
+                                // of the three above)
   };
   std::optional<RunShare> ShareOfThisRun(const cli::QueryClient& client, const std::string& job);
 
@@ -424,10 +427,8 @@ void Runner::ReportRecorded(const JobCounts& before, const std::string& own_job)
                        share->streams > share->ranks
                            ? absl::StrCat(", ", share->streams, " rank-attempts after restarts")
                            : "",
-                       share->subprocesses > 0
-                           ? absl::StrCat(" and ", share->subprocesses, " subprocess(es) of them")
-                           : "",
-                       " (", counts.first, " rank(s) in the job)"));
+                       analysis::FormatBesideTheRanks(share->subprocesses, share->parents), " (",
+                       counts.first, " rank(s) in the job)"));
       continue;
     }
     uint64_t previous = 0;
@@ -453,6 +454,10 @@ std::optional<Runner::RunShare> Runner::ShareOfThisRun(const cli::QueryClient& c
     any_named |= !r.identity().run_id().empty();
     if (r.identity().run_id() != run_id_) continue;
     share.events += r.events_stored();
+    if (r.identity().started_the_rank()) {
+      ++share.parents;
+      continue;
+    }
     if (r.identity().has_subprocess_of_rank()) {
       ++share.subprocesses;
       continue;

@@ -16,7 +16,7 @@ constexpr char kName[] = "headroom";
 constexpr char kUsage[] =
     "Usage: memtrace headroom --job JOB [--capacity BYTES] [--recent N] [--warmup N]\n"
     "                         [--min-growth BYTES] [--attempt N] [--axis step|time]\n"
-    "                         [common flags]\n"
+    "                         [--subprocesses] [common flags]\n"
     "\n"
     "A forecast per rank: the robust slope of its step floor over the last --recent steps\n"
     "(at least 8; from where it began to rise, if it was flat before), extrapolated (plus the\n"
@@ -30,7 +30,9 @@ constexpr char kUsage[] =
     "live bytes at the agent's samples) is subtracted. A floor without a significant rise (at\n"
     "least --min-growth; or, over the last 3 or more steps, each step's rise standing out of\n"
     "the step-to-step noise) gets no forecast; a rank that already hit an OOM, or whose peak\n"
-    "already reaches the capacity, says so.";
+    "already reaches the capacity, says so.\n" MEMTRACE_SUBPROCESSES_HELP
+    "\nheadroom compares none of them with another: each is forecast on its own, against the\n"
+    "device it shares with its rank (whose memory is among what the device used outside it).";
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -60,9 +62,12 @@ int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io
                 [p](uint32_t v) { p->set_attempt(v); });
   v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP;
   AddAxisFlag(flags, &axis);
+  bool subprocesses = false;
+  AddSubprocessesFlag(flags, &subprocesses);
   AddAnalysisFlags(io, flags, &options);
   if (std::optional<int> exit = ParseCommandLine(self, flags, args, io)) return *exit;
   request.set_axis(axis);
+  request.set_subprocesses(subprocesses);
   if (request.job_id().empty()) {
     return ReportError(io, absl::InvalidArgumentError("--job is required"), kName);
   }

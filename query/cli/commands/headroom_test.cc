@@ -31,6 +31,23 @@ TEST(HeadroomCommandTest, WithoutCapacityTheSampledTotalIsUsed) {
   CommandIo io{out, err};
   ASSERT_EQ(HeadroomCommand().run({"--job", "j", "--collector", server.address()}, io), kExitOk);
   EXPECT_FALSE(server.headroom_request.params().has_capacity_bytes());
+  EXPECT_FALSE(server.headroom_request.subprocesses());
+}
+
+TEST(HeadroomCommandTest, SubprocessesAreAskedForAndSaidToBeCompared) {
+  FakeAnalysisServer server;
+  server.headroom_report.set_job_id("j");
+  server.headroom_report.set_subprocesses(true);
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  ASSERT_EQ(
+      HeadroomCommand().run({"--job", "j", "--subprocesses", "--collector", server.address()}, io),
+      kExitOk)
+      << err.str();
+  EXPECT_TRUE(server.headroom_request.subprocesses());
+  EXPECT_NE(out.str().find("(forecast: the ranks' subprocesses, each against the device"),
+            std::string::npos)
+      << out.str();
 }
 
 // --recent 5 left every rank fewer than the 8 points a trend is fitted over: all "too short",

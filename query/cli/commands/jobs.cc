@@ -12,9 +12,11 @@ constexpr char kUsage[] =
     "the time of the first and last event (in the collector's clock: each rank's shifted by\n"
     "its clock offset, see memtrace ranks), the span between them, and restarts: ranks stored\n"
     "again as a later attempt (a restart, or a rerun under the same id; the analyses read each\n"
-    "rank's latest attempt, `memtrace ranks` lists them all), and subprocesses: processes a\n"
-    "rank started that inherited its RANK (an inference engine, a compile worker), stored\n"
-    "apart from it and counted in neither ranks nor restarts.";
+    "rank's latest attempt, `memtrace ranks` lists them all), subprocesses: processes a rank\n"
+    "started that inherited its RANK (an inference engine, a compile worker), and parents:\n"
+    "processes that started a rank's process and connected after it (a trainer whose engine\n"
+    "initialised CUDA first, and so holds the rank). Both are stored beside their rank and\n"
+    "counted in neither ranks nor restarts.";
 
 int RunJobs(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
@@ -40,7 +42,8 @@ Table JobsTable(const v1::ListJobsResponse& response) {
                {"last_event", ColumnType::kTimeNs},
                {"span", ColumnType::kDurationNs},
                {"restarts", ColumnType::kInt},
-               {"subprocesses", ColumnType::kInt}});
+               {"subprocesses", ColumnType::kInt},
+               {"parents", ColumnType::kInt}});
   for (const v1::JobSummary& job : response.jobs()) {
     Cell span;
     if (job.first_ts_ns() != 0 && job.last_ts_ns() >= job.first_ts_ns()) {
@@ -48,7 +51,7 @@ Table JobsTable(const v1::ListJobsResponse& response) {
     }
     table.AddRow({job.job_id(), uint64_t{job.ranks()}, uint64_t{job.events()},
                   int64_t{job.first_ts_ns()}, int64_t{job.last_ts_ns()}, span,
-                  uint64_t{job.restarts()}, uint64_t{job.subprocesses()}});
+                  uint64_t{job.restarts()}, uint64_t{job.subprocesses()}, uint64_t{job.parents()}});
   }
   return table;
 }

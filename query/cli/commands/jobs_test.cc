@@ -17,6 +17,7 @@ TEST(JobsTableTest, ShowsEachJobWithItsSpan) {
   job->set_last_ts_ns(1'700'000'100'500'000'000);
   job->set_restarts(2);
   job->set_subprocesses(3);
+  job->set_parents(1);
   v1::JobSummary* empty = response.add_jobs();
   empty->set_job_id("no-events");
 
@@ -24,16 +25,16 @@ TEST(JobsTableTest, ShowsEachJobWithItsSpan) {
   WriteText(JobsTable(response), text);
   EXPECT_EQ(text.str(),
             "job        ranks  events  first_event              last_event                  span  "
-            "restarts  subprocesses\n"
+            "restarts  subprocesses  parents\n"
             "sim-1          8  800000  2023-11-14 22:13:20.000  2023-11-14 22:15:00.500  1m40.5s   "
-            "      2             3\n"
+            "      2             3        1\n"
             "no-events      0       0  -                        -                              -   "
-            "      0             0\n");
+            "      0             0        0\n");
   WriteCsv(JobsTable(response), csv);
   EXPECT_EQ(csv.str(),
-            "job,ranks,events,first_event,last_event,span,restarts,subprocesses\n"
-            "sim-1,8,800000,1700000000000000000,1700000100500000000,100500000000,2,3\n"
-            "no-events,0,0,0,0,,0,0\n");
+            "job,ranks,events,first_event,last_event,span,restarts,subprocesses,parents\n"
+            "sim-1,8,800000,1700000000000000000,1700000100500000000,100500000000,2,3,1\n"
+            "no-events,0,0,0,0,,0,0,0\n");
 }
 
 TEST(JobsCommandTest, AnAddressWithAnOutOfRangePortIsABadCommandLine) {
