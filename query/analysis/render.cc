@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -247,13 +250,40 @@ std::string RenderGrowthWithoutAttempts(const v1::GrowthReport& r) {
   return out;
 }
 
+// A table's rows by rank: those that differ only in their rank (the first cell) are added as one
+// row whose first cell lists their ranks ("0-2,4-7"), where the first of them stood. 1024 ranks
+// that each keep the optimizer state their first update made are one row, not 1024, and a rank
+// unlike the others stands out. Cells compare as shown (bytes to three digits).
+class RowsByRank {
+ public:
+  void Add(uint32_t rank, std::vector<std::string> rest) {
+    auto [it, added] = index_.try_emplace(rest, groups_.size());
+    if (added) groups_.push_back({{}, std::move(rest)});
+    groups_[it->second].ranks.push_back(rank);
+  }
+  void AddTo(TextTable& table) const {
+    for (const Group& g : groups_) {
+      std::vector<std::string> row = {FormatRankList(g.ranks)};
+      row.insert(row.end(), g.rest.begin(), g.rest.end());
+      table.Add(std::move(row));
+    }
+  }
+
+ private:
+  struct Group {
+    std::vector<uint32_t> ranks;
+    std::vector<std::string> rest;
+  };
+  std::vector<Group> groups_;
+  std::map<std::vector<std::string>, size_t> index_;
+};
+
 }  // namespace
 
-// One row per rank: its curve and the evidence for it.
+// One row per rank (ranks alike share one, see RowsByRank): its curve and the evidence for it.
 std::string RenderCurves(const v1::LeakReport& r) {
   static const char* const kCurve[] = {"plateau", "spikes", "leak", "too short"};
-  TextTable t({">rank", "curve", "allocator", ">floor start", ">floor end", ">floor slope",
-               ">recent slope", ">rising since", ">typical peak", "spikes"});
+  RowsByRank rows;
   std::vector<uint32_t> early;  // leaking since the first step examined
   for (const v1::RankCurve& c : r.curves()) {
     const v1::CurveEvidence& e = c.evidence();
@@ -279,12 +309,17 @@ std::string RenderCurves(const v1::LeakReport& r) {
         r.params().warmup_steps() > 0) {
       early.push_back(c.rank());
     }
-    t.Add({absl::StrCat(c.rank()), kCurve[curve], OrDash(c.allocator()),
-           bytes(e.floor_start_bytes()), bytes(e.floor_end_bytes()), rate(e.floor_bytes_per_step()),
-           rate(e.recent_bytes_per_step()),
-           e.rising_since_step() >= 0 ? FormatKeyValue(e.rising_since_step(), r.bucket_ns()) : "-",
-           bytes(e.median_peak_bytes()), spikes});
+    rows.Add(
+        c.rank(),
+        {kCurve[curve], OrDash(c.allocator()), bytes(e.floor_start_bytes()),
+         bytes(e.floor_end_bytes()), rate(e.floor_bytes_per_step()),
+         rate(e.recent_bytes_per_step()),
+         e.rising_since_step() >= 0 ? FormatKeyValue(e.rising_since_step(), r.bucket_ns()) : "-",
+         bytes(e.median_peak_bytes()), spikes});
   }
+  TextTable t({">rank", "curve", "allocator", ">floor start", ">floor end", ">floor slope",
+               ">recent slope", ">rising since", ">typical peak", "spikes"});
+  rows.AddTo(t);
   std::string out = t.Render();
   // A leak begun in warm-up (step 0 or 1) rises from the first step examined: read as its start,
   // it dated the leak steps late.
@@ -308,10 +343,9 @@ std::string RenderLeakCandidates(const v1::LeakReport& r) {
   std::vector<std::string> header = {">rank",  "tag",     "source",  ">allocations", ">bytes",
                                      ">steps", ">oldest", ">newest", ">at step"};
   if (attempts) header.insert(header.begin() + 1, ">attempt");
-  TextTable c(header);
+  RowsByRank rows;
   for (const v1::LeakCandidate& l : r.candidates()) {
-    std::vector<std::string> row = {absl::StrCat(l.rank()),
-                                    OrDash(l.tag()),
+    std::vector<std::string> row = {OrDash(l.tag()),
                                     OrDash(l.source()),
                                     absl::StrCat(l.count()),
                                     Bytes(l.bytes()),
@@ -319,9 +353,11 @@ std::string RenderLeakCandidates(const v1::LeakReport& r) {
                                     absl::StrCat(l.oldest_step()),
                                     absl::StrCat(l.newest_step()),
                                     absl::StrCat(l.at_step())};
-    if (attempts) row.insert(row.begin() + 1, absl::StrCat(l.attempt()));
-    c.Add(row);
+    if (attempts) row.insert(row.begin(), absl::StrCat(l.attempt()));
+    rows.Add(l.rank(), std::move(row));
   }
+  TextTable c(header);
+  rows.AddTo(c);
   out += c.Render();
   return out;
 }
@@ -343,12 +379,11 @@ std::string RenderPhaseSurvivors(const v1::LeakReport& r) {
     header.push_back(">runs");
   }
   header.push_back("open now");
-  TextTable s(header);
+  RowsByRank rows;
   for (const v1::PhaseSurvivor& p : r.phase_survivors()) {
-    std::vector<std::string> row = {absl::StrCat(p.rank()),  OrDash(p.phase()),
-                                    OrDash(p.tag()),         OrDash(p.source()),
+    std::vector<std::string> row = {OrDash(p.phase()), OrDash(p.tag()), OrDash(p.source()),
                                     absl::StrCat(p.count()), Bytes(p.bytes())};
-    if (attempts) row.insert(row.begin() + 1, absl::StrCat(p.attempt()));
+    if (attempts) row.insert(row.begin(), absl::StrCat(p.attempt()));
     if (steps) {
       row.insert(row.end(), {absl::StrCat(p.distinct_steps()), absl::StrCat(p.oldest_step()),
                              absl::StrCat(p.at_step())});
@@ -356,8 +391,10 @@ std::string RenderPhaseSurvivors(const v1::LeakReport& r) {
       row.push_back(absl::StrCat(p.distinct_steps()));
     }
     row.push_back(p.open_phases_size() > 0 ? Printable(absl::StrJoin(p.open_phases(), ",")) : "-");
-    s.Add(row);
+    rows.Add(p.rank(), std::move(row));
   }
+  TextTable s(header);
+  rows.AddTo(s);
   out += s.Render();
   return out;
 }
@@ -368,13 +405,14 @@ std::string RenderPhaseResidues(const v1::LeakReport& r) {
   const bool buckets = r.bucket_ns() > 0;
   std::string out = absl::StrCat("\nphase-tagged memory live at ", buckets ? "time bucket" : "step",
                                  " ends (from rollups):\n");
-  TextTable s({">rank", "phase", buckets ? ">buckets" : ">steps", ">median", ">last", ">max"});
+  RowsByRank rows;
   for (const v1::PhaseResidue& p : r.phase_residues()) {
-    s.Add({absl::StrCat(p.rank()), OrDash(p.phase()),
-           absl::StrCat(p.residue_steps(), " of ", p.phase_steps()),
-           Bytes(p.median_residue_bytes()), Bytes(p.last_residue_bytes()),
-           Bytes(p.max_residue_bytes())});
+    rows.Add(p.rank(), {OrDash(p.phase()), absl::StrCat(p.residue_steps(), " of ", p.phase_steps()),
+                        Bytes(p.median_residue_bytes()), Bytes(p.last_residue_bytes()),
+                        Bytes(p.max_residue_bytes())});
   }
+  TextTable s({">rank", "phase", buckets ? ">buckets" : ">steps", ">median", ">last", ">max"});
+  rows.AddTo(s);
   out += s.Render();
   return out;
 }
@@ -687,9 +725,7 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
   out += "\n";
   static const char* const kStatus[] = {"flat",        "forecast",  "out of memory",
                                         "no capacity", "too short", "at capacity"};
-  TextTable t({">rank", "status", ">capacity", ">outside", ">last peak", ">headroom",
-               ">floor slope", r.bucket_ns() > 0 ? ">full at" : ">full at step",
-               r.bucket_ns() > 0 ? ">after last bucket" : ">after last step"});
+  RowsByRank rows;  // 1024 flat ranks alike are one row
   for (const v1::RankHeadroom& h : r.entries()) {
     int s = h.status() >= 0 && h.status() < 6 ? h.status() : 0;
     bool forecast = h.status() == v1::HEADROOM_STATUS_FORECAST;
@@ -697,13 +733,17 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
     // nor has one out of memory or at capacity within its first few steps.
     const bool fitted =
         h.has_trend_fitted() ? h.trend_fitted() : h.status() != v1::HEADROOM_STATUS_TOO_SHORT;
-    t.Add({absl::StrCat(h.rank()), kStatus[s],
-           h.capacity_bytes() > 0 ? Bytes(h.capacity_bytes()) : "-", Bytes(h.overhead_bytes()),
-           Bytes(h.last_peak_bytes()), Bytes(h.headroom_bytes()),
-           fitted ? FormatRate(h.floor_bytes_per_step(), r.bucket_ns()) : "-",
-           h.forecast_step() >= 0 ? FormatKeyValue(h.forecast_step(), r.bucket_ns()) : "-",
-           forecast ? FormatDuration(static_cast<double>(h.eta_ns())) : "-"});
+    rows.Add(h.rank(),
+             {kStatus[s], h.capacity_bytes() > 0 ? Bytes(h.capacity_bytes()) : "-",
+              Bytes(h.overhead_bytes()), Bytes(h.last_peak_bytes()), Bytes(h.headroom_bytes()),
+              fitted ? FormatRate(h.floor_bytes_per_step(), r.bucket_ns()) : "-",
+              h.forecast_step() >= 0 ? FormatKeyValue(h.forecast_step(), r.bucket_ns()) : "-",
+              forecast ? FormatDuration(static_cast<double>(h.eta_ns())) : "-"});
   }
+  TextTable t({">rank", "status", ">capacity", ">outside", ">last peak", ">headroom",
+               ">floor slope", r.bucket_ns() > 0 ? ">full at" : ">full at step",
+               r.bucket_ns() > 0 ? ">after last bucket" : ">after last step"});
+  rows.AddTo(t);
   out += t.Render();
   return out;
 }

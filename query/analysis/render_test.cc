@@ -444,6 +444,96 @@ TEST(RenderTest, LiveShowsTheRanksSubprocessesApart) {
       << RenderLive(live);
 }
 
+// Rows of the leak sections that differ only in their rank are one row listing the ranks: 1024
+// ranks that each keep the optimizer state of their first update read as one line, and the
+// rank unlike them stands out.
+TEST(RenderTest, LeakRowsAlikeOnSeveralRanksAreOneRow) {
+  v1::LeakReport r;
+  r.set_job_id("j");
+  r.set_ranks(8);
+  for (uint32_t rank = 0; rank < 8; ++rank) {
+    v1::RankCurve* curve = r.add_curves();
+    curve->set_rank(rank);
+    curve->set_curve(rank == 3 ? v1::CURVE_CLASS_LEAK : v1::CURVE_CLASS_PLATEAU);
+    curve->mutable_evidence()->set_points(50);
+    curve->mutable_evidence()->set_floor_start_bytes(14 * kGiB);
+    curve->mutable_evidence()->set_floor_end_bytes(rank == 3 ? 56 * kGiB : 14 * kGiB);
+    v1::PhaseSurvivor* p = r.add_phase_survivors();
+    p->set_rank(rank);
+    p->set_phase("actor_update");
+    p->set_tag("optim:adam");
+    p->set_source("libc10_cuda.so");
+    p->set_count(16);
+    p->set_bytes(rank == 3 ? 9 * kGiB : 7 * kGiB);
+    p->set_distinct_steps(1);
+    p->set_at_step(60);
+    p->add_open_phases("rollout");
+    v1::PhaseResidue* q = r.add_phase_residues();
+    q->set_rank(rank);
+    q->set_phase("rollout");
+    q->set_phase_steps(60);
+    q->set_residue_steps(60);
+    q->set_median_residue_bytes(kGiB);
+    q->set_last_residue_bytes(kGiB);
+    q->set_max_residue_bytes(kGiB);
+  }
+  for (uint32_t rank : {3u, 5u}) {
+    v1::LeakCandidate* c = r.add_candidates();
+    c->set_rank(rank);
+    c->set_tag("leak:cache");
+    c->set_count(28);
+    c->set_bytes(2 * kGiB);
+    c->set_distinct_steps(28);
+    c->set_oldest_step(30);
+    c->set_newest_step(57);
+    c->set_at_step(60);
+  }
+  const std::string text = RenderLeaks(r);
+  std::vector<std::string> rows;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (absl::StartsWith(line, "0-") || absl::StartsWith(line, "3 ") ||
+        absl::StartsWith(line, "3,5 ")) {
+      rows.emplace_back(line);
+    }
+  }
+  ASSERT_EQ(rows.size(), 6u) << text;
+  EXPECT_TRUE(absl::StartsWith(rows[0], "0-2,4-7  plateau")) << text;
+  EXPECT_TRUE(absl::StartsWith(rows[1], "3  leak")) << text;
+  EXPECT_TRUE(Has(rows[1], "56.0 GiB")) << text;
+  EXPECT_TRUE(absl::StartsWith(rows[2], "3,5  leak:cache")) << text;
+  EXPECT_TRUE(absl::StartsWith(rows[3], "0-2,4-7  actor_update  optim:adam")) << text;
+  EXPECT_TRUE(Has(rows[3], "7.00 GiB")) << text;
+  EXPECT_TRUE(absl::StartsWith(rows[4], "3  actor_update  optim:adam")) << text;
+  EXPECT_TRUE(Has(rows[4], "9.00 GiB")) << text;
+  EXPECT_TRUE(absl::StartsWith(rows[5], "0-7  rollout  60 of 60")) << text;
+
+  // headroom's too: the flat ranks are one row, after the one forecast.
+  v1::HeadroomReport h;
+  h.set_job_id("j");
+  h.set_ranks(4);
+  h.set_forecasts(1);
+  for (uint32_t rank : {2u, 0u, 1u, 3u}) {
+    v1::RankHeadroom* e = h.add_entries();
+    e->set_rank(rank);
+    e->set_status(rank == 2 ? v1::HEADROOM_STATUS_FORECAST : v1::HEADROOM_STATUS_FLAT);
+    e->set_capacity_bytes(80 * kGiB);
+    e->set_last_peak_bytes(rank == 2 ? 60 * kGiB : 34 * kGiB);
+    e->set_forecast_step(rank == 2 ? 412 : -1);
+  }
+  std::vector<std::string> headroom_rows;
+  for (absl::string_view line : absl::StrSplit(RenderHeadroom(h), '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    if (absl::StartsWith(line, "2 ") || absl::StartsWith(line, "0,1,3 ") ||
+        absl::StartsWith(line, "0-1")) {
+      headroom_rows.emplace_back(line);
+    }
+  }
+  ASSERT_EQ(headroom_rows.size(), 2u) << RenderHeadroom(h);
+  EXPECT_TRUE(absl::StartsWith(headroom_rows[0], "2  forecast")) << RenderHeadroom(h);
+  EXPECT_TRUE(absl::StartsWith(headroom_rows[1], "0-1,3  flat")) << RenderHeadroom(h);
+}
+
 // A report of the ranks' subprocesses says so under its first line: its "ranks" are stream
 // numbers from 1000000, which read as launcher ranks otherwise.
 TEST(RenderTest, ReportsOfSubprocessesSaySo) {

@@ -28,6 +28,7 @@ constexpr char kUsage[] =
     "optimizer state made by the first update, are often meant to stay); so are phase-named\n"
     "tags still holding memory at the ends of steps in which their phase ran and closed.\n"
     "Candidates count steps (also with --axis time), so a job without step markers has none.\n"
+    "In every table, rows alike but for their rank are one row listing the ranks (\"0-2,4-7\").\n"
     "\n"
     "TIME: ns since the epoch, now, now-15m, -90s, RFC 3339 (2026-12-02T16:54:03Z), or a\n"
     "time as memtrace prints it (2026-12-02 16:54:03.250, UTC), in\n"
