@@ -2,12 +2,13 @@
 # The memtrace demo: builds the collector, the workload SIMULATOR and the CLI, starts a collector
 # on loopback (OS-chosen port, RocksDB under a temporary or given dir), plays 8 simulated ranks of
 # an FSDP-style job with a leak planted on rank 5 through the real agent transport, restarts the
-# collector over the same RocksDB dir, and prints `memtrace ranks` and `memtrace timeline` as read
-# back from it. No GPU is used: every event comes from the simulator.
+# collector over the same RocksDB dir, and prints `memtrace ranks`, `timeline`, `diverged` and
+# `growth` as read back from it. No GPU is used: every event comes from the simulator.
 #
 # Usage: tools/demo.sh [--data DIR] [--keep] [memtrace-sim flags...]
 #   --data DIR   keep the RocksDB dir and logs in DIR (default: a temporary dir, removed at exit)
 #   --keep       do not remove the temporary dir
+#   --ranks N    simulated ranks (default 8); --job ID: the job id (default sim-demo-<UTC time>)
 #   other flags go to memtrace-sim instead of the default scenario "--leak_rank 5"
 #   (e.g. tools/demo.sh --oom_rank 3 --oom_step 60, or --grad_accum, --spikes, --phases).
 set -euo pipefail
@@ -17,13 +18,20 @@ ROOT=$(pwd)
 data=""
 keep=0
 focus=""
+ranks=8
+job=""
 sim_args=()
 while (($#)); do
   case "$1" in
     --data) data="${2:?--data needs a directory}"; shift 2 ;;
     --data=*) data="${1#--data=}"; shift ;;
     --keep) keep=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ranks) ranks="${2:?--ranks needs a number}"; shift 2 ;;
+    --ranks=*) ranks="${1#--ranks=}"; shift ;;
+    --job) job="${2:?--job needs an id}"; shift 2 ;;
+    --job=*) job="${1#--job=}"; shift ;;
+    --collector|--collector=*) echo "tools/demo.sh: the demo starts its own collector; --collector is not for it" >&2; exit 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --leak_rank|--oom_rank) focus="${2:-0}"; sim_args+=("$1" "${2:-}"); shift 2 || shift ;;
     --leak_rank=*|--oom_rank=*) focus="${1#*=}"; sim_args+=("$1"); shift ;;
     *) sim_args+=("$1"); shift ;;
@@ -124,11 +132,11 @@ start_collector
 addr="127.0.0.1:$port"
 say "      collector listening on $addr"
 
-job="sim-demo-$(date -u +%Y%m%d-%H%M%S)"
-say "[4/6] SIMULATOR: playing 8 simulated ranks (${sim_args[*]}) into $addr"
+job="${job:-sim-demo-$(date -u +%Y%m%d-%H%M%S)}"
+say "[4/6] SIMULATOR: playing $ranks simulated ranks (${sim_args[*]}) into $addr"
 current_log="$work/sim.log"
 # In the background and waited for, so that a signal reaches the traps at once.
-"$SIM" --collector "$addr" --job "$job" --ranks 8 "${sim_args[@]}" >"$current_log" 2>&1 &
+"$SIM" --collector "$addr" --job "$job" --ranks "$ranks" "${sim_args[@]}" >"$current_log" 2>&1 &
 sim_pid=$!
 wait "$sim_pid"
 sim_pid=""

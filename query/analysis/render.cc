@@ -250,30 +250,65 @@ std::string RenderGrowthWithoutAttempts(const v1::GrowthReport& r) {
   return out;
 }
 
-// A table's rows by rank: those that differ only in their rank (the first cell) are added as one
-// row whose first cell lists their ranks ("0-2,4-7"), where the first of them stood. 1024 ranks
-// that each keep the optimizer state their first update made are one row, not 1024, and a rank
-// unlike the others stands out. Cells compare as shown (bytes to three digits).
+// A table's rows by rank: those that differ only in their rank are added as one row whose rank
+// cell lists their ranks ("0-2,4-7"), where the first of them stood. 1024 ranks that each keep
+// the optimizer state their first update made are one row, not 1024, and a rank unlike the
+// others stands out. Cells compare as shown (bytes to three digits).
 class RowsByRank {
  public:
-  void Add(uint32_t rank, std::vector<std::string> rest) {
+  // The ranks go to cell `rank_column` of each row. Cell `step_column` of the rest (-1: none)
+  // is a step that may differ within a row of several ranks: it shows the steps' range ("1-6"),
+  // as the step at which each reached the same peak.
+  explicit RowsByRank(size_t rank_column = 0, int step_column = -1)
+      : rank_column_(rank_column), step_column_(step_column) {}
+
+  // `step`: the value of the step cell, which `rest` need not hold.
+  void Add(uint32_t rank, std::vector<std::string> rest, int64_t step = 0) {
+    if (step_column_ >= 0) rest[step_column_].clear();
     auto [it, added] = index_.try_emplace(rest, groups_.size());
-    if (added) groups_.push_back({{}, std::move(rest)});
-    groups_[it->second].ranks.push_back(rank);
+    if (added) groups_.push_back({{}, std::move(rest), step, step});
+    Group& g = groups_[it->second];
+    g.ranks.push_back(rank);
+    g.first_step = std::min(g.first_step, step);
+    g.last_step = std::max(g.last_step, step);
   }
   void AddTo(TextTable& table) const {
     for (const Group& g : groups_) {
-      std::vector<std::string> row = {FormatRankList(g.ranks)};
-      row.insert(row.end(), g.rest.begin(), g.rest.end());
+      std::vector<std::string> row = g.rest;
+      if (step_column_ >= 0) {
+        row[step_column_] = g.first_step == g.last_step
+                                ? absl::StrCat(g.first_step)
+                                : absl::StrCat(g.first_step, "-", g.last_step);
+      }
+      row.insert(row.begin() + rank_column_, RankCell(g.ranks));
       table.Add(std::move(row));
     }
+  }
+
+  // The ranks of a row, a list too long for a column cut short with their count: "27 ranks:
+  // 0-2,8,12,14,16-17,...". Values that differ by a digit split 1024 ranks into rows of
+  // hundreds of scattered ranks each; `--format json` lists every one.
+  static std::string RankCell(const std::vector<uint32_t>& ranks) {
+    constexpr size_t kMaxWidth = 40;
+    std::string list = FormatRankList(ranks);
+    if (list.size() <= kMaxWidth) return list;
+    const std::string head = absl::StrCat(ranks.size(), " ranks: ");
+    const size_t room = kMaxWidth > head.size() + 4 ? kMaxWidth - head.size() - 4 : 0;
+    // The longest run of whole items ("0-2", "8") that fits, then ",...".
+    size_t cut = list.rfind(',', room);
+    if (cut == std::string::npos) cut = 0;
+    return absl::StrCat(head, list.substr(0, cut), cut > 0 ? ",..." : "...");
   }
 
  private:
   struct Group {
     std::vector<uint32_t> ranks;
     std::vector<std::string> rest;
+    int64_t first_step;
+    int64_t last_step;
   };
+  size_t rank_column_;
+  int step_column_;
   std::vector<Group> groups_;
   std::map<std::vector<std::string>, size_t> index_;
 };
@@ -637,18 +672,21 @@ std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
                                    [](const v1::PeakEntry& p) { return p.peak_at_moment(); });
   if (moments) entry_header.insert(entry_header.begin() + 3, ">reached at");
   if (!by_rank) entry_header.insert(entry_header.begin(), by);
-  TextTable e(entry_header);
+  // Ranks whose rows are alike share one, where each reached the same peak at its own step (the
+  // step's range); not time buckets, whose range would read as one time.
+  const size_t rank_column = by_rank ? 0 : 1;
+  RowsByRank rows(rank_column, bucket_ns > 0 ? -1 : static_cast<int>(rank_column) + 1);
   for (const v1::PeakEntry& p : r.entries()) {
-    std::vector<std::string> row = {absl::StrCat(p.rank()),
-                                    Bytes(p.peak_bytes()),
-                                    FormatKeyValue(p.peak_step(), bucket_ns),
+    std::vector<std::string> row = {Bytes(p.peak_bytes()), FormatKeyValue(p.peak_step(), bucket_ns),
                                     p.steps() > 0 ? Bytes(p.median_peak_bytes()) : "-",
                                     p.open_at_end() < p.steps() ? Bytes(p.median_end_bytes()) : "-",
                                     absl::StrCat(p.steps())};
-    if (moments) row.insert(row.begin() + 3, p.peak_at_moment() ? TimeMs(p.peak_ns()) : "-");
+    if (moments) row.insert(row.begin() + 2, p.peak_at_moment() ? TimeMs(p.peak_ns()) : "-");
     if (!by_rank) row.insert(row.begin(), OrDash(p.group()));
-    e.Add(row);
+    rows.Add(p.rank(), std::move(row), p.peak_step());
   }
+  TextTable e(entry_header);
+  rows.AddTo(e);
   out += e.Render();
   if (std::any_of(r.entries().begin(), r.entries().end(),
                   [](const v1::PeakEntry& p) { return p.steps() == 0; })) {

@@ -532,6 +532,54 @@ TEST(RenderTest, LeakRowsAlikeOnSeveralRanksAreOneRow) {
   ASSERT_EQ(headroom_rows.size(), 2u) << RenderHeadroom(h);
   EXPECT_TRUE(absl::StartsWith(headroom_rows[0], "2  forecast")) << RenderHeadroom(h);
   EXPECT_TRUE(absl::StartsWith(headroom_rows[1], "0-1,3  flat")) << RenderHeadroom(h);
+
+  // peak's per-rank rows too, where each rank reached the same peak at its own step: the
+  // steps' range.
+  v1::PeakReport peak;
+  peak.set_job_id("j");
+  peak.set_ranks(4);
+  peak.add_summaries()->set_group("rollout");
+  for (uint32_t rank = 0; rank < 4; ++rank) {
+    v1::PeakEntry* e = peak.add_entries();
+    e->set_group("rollout");
+    e->set_rank(rank);
+    e->set_peak_bytes(rank == 3 ? 40 * kGiB : 22 * kGiB);
+    e->set_peak_step(rank == 3 ? 99 : std::vector<int64_t>{4, 1, 2}[rank]);
+    e->set_median_peak_bytes(22 * kGiB);
+    e->set_steps(100);
+  }
+  const std::string peaks = RenderPeak(peak);
+  EXPECT_TRUE(Has(peaks, "rollout   0-2  22.0 GiB      1-4")) << peaks;
+  EXPECT_TRUE(Has(peaks, "rollout     3  40.0 GiB       99")) << peaks;
+}
+
+// A long list of ranks sharing a row is cut short, with their count: 1024 ranks whose values
+// differ in a digit fall into rows of hundreds of scattered ranks.
+TEST(RenderTest, ALongListOfRanksIsCutShortWithItsCount) {
+  v1::LeakReport r;
+  r.set_job_id("j");
+  r.set_ranks(200);
+  for (uint32_t rank = 0; rank < 200; ++rank) {
+    v1::PhaseResidue* q = r.add_phase_residues();
+    q->set_rank(rank);
+    q->set_phase("rollout");
+    q->set_phase_steps(60);
+    q->set_residue_steps(60);
+    q->set_max_residue_bytes(rank % 2 == 0 ? kGiB : 2 * kGiB);
+  }
+  const std::string text = RenderLeaks(r);
+  std::vector<std::string> rows;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (absl::StrContains(line, "rollout")) rows.emplace_back(line);
+  }
+  ASSERT_EQ(rows.size(), 2u) << text;
+  const std::string evens = std::string(absl::StripLeadingAsciiWhitespace(rows[0]));
+  EXPECT_TRUE(absl::StartsWith(evens, "100 ranks: 0,2,4,6,")) << text;
+  EXPECT_TRUE(absl::StrContains(evens, ",...  rollout")) << text;
+  EXPECT_LE(evens.find("  rollout"), 40u) << text;
+  EXPECT_TRUE(absl::StartsWith(std::string(absl::StripLeadingAsciiWhitespace(rows[1])),
+                               "100 ranks: 1,3,5,"))
+      << text;
 }
 
 // A report of the ranks' subprocesses says so under its first line: its "ranks" are stream

@@ -23,7 +23,9 @@ constexpr char kUsage[] =
     "stderr says so); --by phase gives its empty answer. A running rank's step in progress\n"
     "raises a peak it passed, but is no step of the typical ones; a rank (or group) seen\n"
     "only in it, such as a rank still in its first step, is listed with its peak so far and\n"
-    "0 steps.\n" MEMTRACE_SUBPROCESSES_HELP;
+    "0 steps. Ranks whose rows are alike share one, listing them (\"0-2,4-7\"; a long list\n"
+    "cut short with its count: --format json lists every rank), with the range of the steps\n"
+    "at which each reached that peak.\n" MEMTRACE_SUBPROCESSES_HELP;
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
