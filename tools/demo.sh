@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The memtrace demo: builds the collector, the workload SIMULATOR and the CLI, starts a collector
-# on loopback (OS-chosen port, RocksDB under a temporary or given dir), plays 8 simulated ranks of
-# an FSDP-style job with a leak planted on rank 5 through the real agent transport, restarts the
-# collector over the same RocksDB dir, and prints `memtrace ranks`, `timeline`, `diverged` and
-# `growth` as read back from it. No GPU is used: every event comes from the simulator.
+# on loopback (OS-chosen port, RocksDB under a temporary or given dir), plays 8 (--ranks) simulated
+# ranks of an FSDP-style job with a leak planted on rank 5 (the last rank of fewer than 6) through
+# the real agent transport, restarts the collector over the same RocksDB dir, and prints
+# `memtrace ranks`, `timeline`, `diverged` and `growth` as read back from it. No GPU is used:
+# every event comes from the simulator.
 #
 # Usage: tools/demo.sh [--data DIR] [--keep] [memtrace-sim flags...]
 #   --data DIR   keep the RocksDB dir and logs in DIR (default: a temporary dir, removed at exit)
@@ -21,25 +22,33 @@ focus=""
 ranks=8
 job=""
 sim_args=()
+usage_error() { echo "tools/demo.sh: $*" >&2; exit 2; }
+# The value of flag $1: $2, which must be there and not be another flag.
+value_of() {
+  [ -n "${2:-}" ] && [ "${2#--}" = "$2" ] || usage_error "$1 needs a value"
+  printf '%s' "$2"
+}
 while (($#)); do
   case "$1" in
-    --data) data="${2:?--data needs a directory}"; shift 2 ;;
-    --data=*) data="${1#--data=}"; shift ;;
+    --data) data=$(value_of "$1" "${2:-}") || exit 2; shift 2 ;;
+    --data=*) data=$(value_of --data "${1#--data=}") || exit 2; shift ;;
     --keep) keep=1; shift ;;
-    --ranks) ranks="${2:?--ranks needs a number}"; shift 2 ;;
-    --ranks=*) ranks="${1#--ranks=}"; shift ;;
-    --job) job="${2:?--job needs an id}"; shift 2 ;;
-    --job=*) job="${1#--job=}"; shift ;;
-    --collector|--collector=*) echo "tools/demo.sh: the demo starts its own collector; --collector is not for it" >&2; exit 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ranks) ranks=$(value_of "$1" "${2:-}") || exit 2; shift 2 ;;
+    --ranks=*) ranks=$(value_of --ranks "${1#--ranks=}") || exit 2; shift ;;
+    --job) job=$(value_of "$1" "${2:-}") || exit 2; shift 2 ;;
+    --job=*) job=$(value_of --job "${1#--job=}") || exit 2; shift ;;
+    --collector|--collector=*) usage_error "the demo starts its own collector; --collector is not for it" ;;
+    # The comment block under the shebang, whatever its length.
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     --leak_rank|--oom_rank) focus="${2:-0}"; sim_args+=("$1" "${2:-}"); shift 2 || shift ;;
     --leak_rank=*|--oom_rank=*) focus="${1#*=}"; sim_args+=("$1"); shift ;;
     *) sim_args+=("$1"); shift ;;
   esac
 done
+[[ $ranks =~ ^[1-9][0-9]*$ ]] || usage_error "--ranks needs a positive number, not '$ranks'"
 if ((${#sim_args[@]} == 0)); then
-  sim_args=(--leak_rank 5)
-  focus=5
+  focus=$((ranks > 5 ? 5 : ranks - 1))
+  sim_args=(--leak_rank "$focus")
 fi
 focus="${focus:-0}"
 

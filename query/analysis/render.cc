@@ -280,7 +280,7 @@ class RowsByRank {
                                 ? absl::StrCat(g.first_step)
                                 : absl::StrCat(g.first_step, "-", g.last_step);
       }
-      row.insert(row.begin() + rank_column_, RankCell(g.ranks));
+      row.insert(row.begin() + rank_column_, FormatRankCell(g.ranks));
       table.Add(std::move(row));
     }
   }
@@ -288,13 +288,15 @@ class RowsByRank {
   // The ranks of a row, a list too long for a column cut short with their count: "27 ranks:
   // 0-2,8,12,14,16-17,...". Values that differ by a digit split 1024 ranks into rows of
   // hundreds of scattered ranks each; `--format json` lists every one.
-  static std::string RankCell(const std::vector<uint32_t>& ranks) {
+  static std::string FormatRankCell(std::vector<uint32_t> ranks) {
     constexpr size_t kMaxWidth = 40;
+    std::sort(ranks.begin(), ranks.end());
+    ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
     std::string list = FormatRankList(ranks);
     if (list.size() <= kMaxWidth) return list;
     const std::string head = absl::StrCat(ranks.size(), " ranks: ");
     const size_t room = kMaxWidth > head.size() + 4 ? kMaxWidth - head.size() - 4 : 0;
-    // The longest run of whole items ("0-2", "8") that fits, then ",...".
+    // Whole items ("0-2", "8"), not a rank cut in two: "1" of "17" would name another rank.
     size_t cut = list.rfind(',', room);
     if (cut == std::string::npos) cut = 0;
     return absl::StrCat(head, list.substr(0, cut), cut > 0 ? ",..." : "...");
@@ -673,9 +675,15 @@ std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
   if (moments) entry_header.insert(entry_header.begin() + 3, ">reached at");
   if (!by_rank) entry_header.insert(entry_header.begin(), by);
   // Ranks whose rows are alike share one, where each reached the same peak at its own step (the
-  // step's range); not time buckets, whose range would read as one time.
+  // step's range); not time buckets, whose range would read as one time. By rank, each row's
+  // moment ("reached at") is its own: those rows stay apart.
   const size_t rank_column = by_rank ? 0 : 1;
-  RowsByRank rows(rank_column, bucket_ns > 0 ? -1 : static_cast<int>(rank_column) + 1);
+  // The step's cell, in a row without its rank cell (inserted by RowsByRank).
+  const int step_column =
+      static_cast<int>(std::find(entry_header.begin(), entry_header.end(), ">at " + when) -
+                       entry_header.begin()) -
+      1;
+  RowsByRank rows(rank_column, bucket_ns > 0 ? -1 : step_column);
   for (const v1::PeakEntry& p : r.entries()) {
     std::vector<std::string> row = {Bytes(p.peak_bytes()), FormatKeyValue(p.peak_step(), bucket_ns),
                                     p.steps() > 0 ? Bytes(p.median_peak_bytes()) : "-",

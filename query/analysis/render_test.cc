@@ -507,8 +507,10 @@ TEST(RenderTest, LeakRowsAlikeOnSeveralRanksAreOneRow) {
   EXPECT_TRUE(absl::StartsWith(rows[4], "3  actor_update  optim:adam")) << text;
   EXPECT_TRUE(Has(rows[4], "9.00 GiB")) << text;
   EXPECT_TRUE(absl::StartsWith(rows[5], "0-7  rollout  60 of 60")) << text;
+}
 
-  // headroom's too: the flat ranks are one row, after the one forecast.
+// headroom's ranks alike are one row too: the flat ones, after the one forecast.
+TEST(RenderTest, HeadroomRowsAlikeOnSeveralRanksAreOneRow) {
   v1::HeadroomReport h;
   h.set_job_id("j");
   h.set_ranks(4);
@@ -532,9 +534,12 @@ TEST(RenderTest, LeakRowsAlikeOnSeveralRanksAreOneRow) {
   ASSERT_EQ(headroom_rows.size(), 2u) << RenderHeadroom(h);
   EXPECT_TRUE(absl::StartsWith(headroom_rows[0], "2  forecast")) << RenderHeadroom(h);
   EXPECT_TRUE(absl::StartsWith(headroom_rows[1], "0-1,3  flat")) << RenderHeadroom(h);
+}
 
-  // peak's per-rank rows too, where each rank reached the same peak at its own step: the
-  // steps' range.
+// peak's per-rank rows too, where each rank reached the same peak at its own step: the steps'
+// range. By rank, each row's moment is its own: they stay apart. On time buckets, whose range
+// would read as one time, ranks that reached it in other buckets stay apart.
+TEST(RenderTest, PeakRowsAlikeShareOneWithTheRangeOfTheirSteps) {
   v1::PeakReport peak;
   peak.set_job_id("j");
   peak.set_ranks(4);
@@ -551,6 +556,29 @@ TEST(RenderTest, LeakRowsAlikeOnSeveralRanksAreOneRow) {
   const std::string peaks = RenderPeak(peak);
   EXPECT_TRUE(Has(peaks, "rollout   0-2  22.0 GiB      1-4")) << peaks;
   EXPECT_TRUE(Has(peaks, "rollout     3  40.0 GiB       99")) << peaks;
+
+  v1::PeakReport by_rank = peak;
+  by_rank.set_by(v1::PEAK_BY_RANK);
+  for (v1::PeakEntry& e : *by_rank.mutable_entries()) {
+    e.clear_group();
+    e.set_peak_at_moment(true);
+    e.set_peak_ns(int64_t{1'800'000'000} * 1'000'000'000 + e.rank() * 1'000'000);
+  }
+  const std::string apart = RenderPeak(by_rank);
+  for (const char* row :
+       {"\n   0  22.0 GiB        4", "\n   1  22.0 GiB        1", "\n   2  22.0 GiB        2"}) {
+    EXPECT_TRUE(Has(apart, row)) << row << "\n" << apart;
+  }
+
+  v1::PeakReport buckets = peak;
+  buckets.set_bucket_ns(1'000'000'000);
+  for (v1::PeakEntry& e : *buckets.mutable_entries()) {
+    e.set_peak_step(e.rank() == 1 ? 1'800'000'001 : 1'800'000'000);
+  }
+  const std::string by_bucket = RenderPeak(buckets);
+  EXPECT_TRUE(Has(by_bucket, "rollout   0,2  22.0 GiB")) << by_bucket;
+  EXPECT_TRUE(Has(by_bucket, "rollout     1  22.0 GiB")) << by_bucket;
+  EXPECT_FALSE(Has(by_bucket, "0-2")) << by_bucket;
 }
 
 // A long list of ranks sharing a row is cut short, with their count: 1024 ranks whose values

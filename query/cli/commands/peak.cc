@@ -25,7 +25,8 @@ constexpr char kUsage[] =
     "only in it, such as a rank still in its first step, is listed with its peak so far and\n"
     "0 steps. Ranks whose rows are alike share one, listing them (\"0-2,4-7\"; a long list\n"
     "cut short with its count: --format json lists every rank), with the range of the steps\n"
-    "at which each reached that peak.\n" MEMTRACE_SUBPROCESSES_HELP;
+    "at which each reached that peak (by step; by rank, each row's own moment keeps it "
+    "apart).\n" MEMTRACE_SUBPROCESSES_HELP;
 
 int Run(const Command& self, const std::vector<std::string>& args, CommandIo& io) {
   FlagSet flags;
