@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "collector/server/status_util.h"
 #include "proto/codec/batch_codec.h"
 
@@ -48,8 +50,8 @@ grpc::Status QueryService::ListRanks(grpc::ServerContext*, const v1::ListRanksRe
 grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequest* request,
                                     v1::TimelineResponse* response) {
   if (grpc::Status s = RequireJob(request->job_id()); !s.ok()) return s;
-  std::vector<uint32_t> only_ranks;
-  if (request->has_rank()) only_ranks = {request->rank()};
+  std::vector<uint32_t> only_ranks(request->ranks().begin(), request->ranks().end());
+  if (request->has_rank()) only_ranks.push_back(request->rank());
   int64_t bucket_ns = 0;
   v1::RankTimelineProto* out = nullptr;
   // A rank's last step is open: its end is its latest event, inside the row, where a closed
@@ -108,10 +110,14 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
   finish_rank();
   if (!visited.ok()) return ToGrpcStatus(visited);
   response->set_bucket_ns(bucket_ns);
-  if (request->has_rank() && response->ranks_size() == 0) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("job \"", request->job_id(),
-                                                                  "\" has no rank ",
-                                                                  request->rank()));
+  // Each rank asked for that the job does not have, named.
+  std::set<uint32_t> missing(only_ranks.begin(), only_ranks.end());
+  for (const v1::RankTimelineProto& rank : response->ranks()) missing.erase(rank.rank());
+  if (!missing.empty()) {
+    return grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        absl::StrCat("job \"", request->job_id(), "\" has no rank",
+                     missing.size() == 1 ? " " : "s ", absl::StrJoin(missing, ",")));
   }
   return grpc::Status::OK;
 }

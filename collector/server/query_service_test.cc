@@ -181,6 +181,25 @@ TEST_F(QueryServiceTest, TimelineByStepFiltersByTimeWindow) {
   v1::TimelineResponse none;
   grpc::Status s = query_->Timeline(&ctx3, req, &none);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_EQ(s.error_message(), "job \"job\" has no rank 7");
+
+  // A list of ranks: those, each named that the job does not have.
+  v1::TimelineRequest list;
+  list.set_job_id("job");
+  list.add_ranks(1);
+  list.add_ranks(0);
+  grpc::ClientContext ctx5;
+  v1::TimelineResponse both;
+  ASSERT_TRUE(query_->Timeline(&ctx5, list, &both).ok());
+  ASSERT_EQ(both.ranks_size(), 2);
+  EXPECT_EQ(both.ranks(0).rank(), 0u);
+  EXPECT_EQ(both.ranks(1).rank(), 1u);
+  list.add_ranks(9);
+  list.set_rank(7);
+  grpc::ClientContext ctx6;
+  s = query_->Timeline(&ctx6, list, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_EQ(s.error_message(), "job \"job\" has no ranks 7,9");
 }
 
 // A rank's last step is still open: its end is its latest event, which is inside the row. A

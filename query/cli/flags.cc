@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace memtrace::cli {
 namespace {
@@ -227,6 +229,34 @@ std::string FlagSet::Describe() const {
                     "\n");
   }
   return out;
+}
+
+absl::StatusOr<std::set<uint32_t>> ParseRankList(absl::string_view text) {
+  constexpr uint32_t kMaxRank = 1 << 24;
+  constexpr size_t kMaxRanks = size_t{1} << 20;
+  std::set<uint32_t> ranks;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(part, '-');
+    uint32_t first = 0, last = 0;
+    bool ok = absl::SimpleAtoi(range.first, &first);
+    if (range.second.empty() && part.find('-') == absl::string_view::npos) {
+      last = first;
+    } else {
+      ok = ok && absl::SimpleAtoi(range.second, &last) && last >= first;
+    }
+    if (!ok || last >= kMaxRank) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", part, "' is not a rank or a range of ranks"));
+    }
+    // "0-16777215" made a set of 16 M ranks before a request was sent.
+    if (last - first >= kMaxRanks - ranks.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", text, "' names more than ", kMaxRanks, " ranks"));
+    }
+    for (uint32_t r = first; r <= last; ++r) ranks.insert(r);
+  }
+  return ranks;
 }
 
 }  // namespace memtrace::cli

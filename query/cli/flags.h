@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,11 @@ absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
 // Parses plain decimal digits into a uint32 ("'x' is not a non-negative integer below 2^32",
 // INVALID_ARGUMENT, otherwise): SimpleAtoi alone accepts a leading '+' and surrounding spaces.
 absl::StatusOr<uint32_t> ParsePlainUint32(absl::string_view text);
+
+// Parses a list of ranks: "0,1,5", ranges "0-3,8", or one rank "3". INVALID_ARGUMENT naming the
+// bad part; ranks are below 2^24 (the store numbers a rank's subprocesses from 1000000), and a
+// list names at most 2^20 of them.
+absl::StatusOr<std::set<uint32_t>> ParseRankList(absl::string_view text);
 
 }  // namespace memtrace::cli
 

@@ -1,5 +1,7 @@
 #include "query/cli/flags.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
@@ -172,6 +174,23 @@ TEST(ParseBytesTest, RejectsNegativeUnknownUnitsAndOverflow) {
                            "' is not a byte count (e.g. 1048576, 256MiB, 1.5GiB; units B, K/KiB, "
                            "M/MiB, G/GiB, T/TiB)"));
   }
+}
+
+TEST(ParseRankListTest, ReadsListsAndRanges) {
+  EXPECT_EQ(*ParseRankList("0,1,5"), (std::set<uint32_t>{0, 1, 5}));
+  EXPECT_EQ(*ParseRankList("2-4, 7"), (std::set<uint32_t>{2, 3, 4, 7}));
+  EXPECT_EQ(*ParseRankList("1000000"), (std::set<uint32_t>{1000000}));
+  EXPECT_FALSE(ParseRankList("a").ok());
+  EXPECT_FALSE(ParseRankList("5-2").ok());
+  EXPECT_FALSE(ParseRankList("1,").ok());
+  EXPECT_FALSE(ParseRankList("-3").ok());
+  EXPECT_FALSE(ParseRankList("16777216").ok());
+  // A range that would fill memory before any request is refused, naming the list.
+  absl::StatusOr<std::set<uint32_t>> huge = ParseRankList("0-16777215");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message(), "'0-16777215' names more than 1048576 ranks");
+  EXPECT_EQ(ParseRankList("0-1048575")->size(), 1048576u);
+  EXPECT_FALSE(ParseRankList("0-1048575,2000000").ok());
 }
 
 }  // namespace

@@ -38,8 +38,6 @@ constexpr char kUsage[] =
     "(data-onset-bucket: ns since the epoch / data-bucket-ns), not steps. A running rank's\n"
     "last step or bucket, still in progress, is not drawn (nor compared), as in the analyses.";
 
-constexpr uint32_t kMaxRank = 1 << 24;
-
 absl::StatusOr<analysis::JobTimeline> FetchTimeline(const cli::QueryClient& client,
                                                     const std::string& job, v1::TimelineAxis axis) {
   // The rows' scalars: a plot draws one number a row, and its marks (diverged, leaking curves,
@@ -114,7 +112,7 @@ absl::StatusOr<PlotOptions> ResolvePlotOptions(const PlotFlags& f) {
   }
   options.metric = *metric;
   if (!f.ranks.empty()) {
-    absl::StatusOr<std::set<uint32_t>> ranks = ParseRankList(f.ranks);
+    absl::StatusOr<std::set<uint32_t>> ranks = cli::ParseRankList(f.ranks);
     if (!ranks.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("--ranks: ", ranks.status().message()));
     }
@@ -238,27 +236,6 @@ int RunPlot(const cli::Command& self, const std::vector<std::string>& args, cli:
 }
 
 }  // namespace
-
-absl::StatusOr<std::set<uint32_t>> ParseRankList(absl::string_view text) {
-  std::set<uint32_t> ranks;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    part = absl::StripAsciiWhitespace(part);
-    std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(part, '-');
-    uint32_t first = 0, last = 0;
-    bool ok = absl::SimpleAtoi(range.first, &first);
-    if (range.second.empty() && part.find('-') == absl::string_view::npos) {
-      last = first;
-    } else {
-      ok = ok && absl::SimpleAtoi(range.second, &last) && last >= first;
-    }
-    if (!ok || last >= kMaxRank) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'", part, "' is not a rank or a range of ranks"));
-    }
-    for (uint32_t r = first; r <= last; ++r) ranks.insert(r);
-  }
-  return ranks;
-}
 
 cli::Command PlotCommand() {
   cli::Command command{"plot", "draw each rank's memory per step as an SVG, divergence marked",

@@ -316,13 +316,5 @@ TEST_F(PlotCommandTest, ErrorsNameWhatIsWrong) {
   EXPECT_EQ(to_stdout.out.rfind("<svg", 0), 0u);
 }
 
-TEST(ParseRankListTest, ReadsListsAndRanges) {
-  EXPECT_EQ(*ParseRankList("0,1,5"), (std::set<uint32_t>{0, 1, 5}));
-  EXPECT_EQ(*ParseRankList("2-4, 7"), (std::set<uint32_t>{2, 3, 4, 7}));
-  EXPECT_FALSE(ParseRankList("a").ok());
-  EXPECT_FALSE(ParseRankList("5-2").ok());
-  EXPECT_FALSE(ParseRankList("1,").ok());
-}
-
 }  // namespace
 }  // namespace memtrace::exporter

@@ -1,5 +1,6 @@
 #include "query/cli/commands/timeline.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -18,7 +19,7 @@ namespace memtrace::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "Usage: memtrace timeline --job JOB [--rank R] [--from T --to T] [--by step|time]\n"
+    "Usage: memtrace timeline --job JOB [--rank R|LIST] [--from T --to T] [--by step|time]\n"
     "                         [--steps A:B] [--every N] [--wide [--value floor|peak|end]]\n"
     "\n"
     "Per-rank live bytes from the collector's rollups: for each step (--by step, the default)\n"
@@ -150,7 +151,7 @@ Table WideTable(const v1::TimelineResponse& response, const TimelineView& view) 
 
 struct TimelineArgs {
   std::string job;
-  std::optional<uint32_t> rank;
+  std::set<uint32_t> ranks;  // --rank: empty for every rank
   std::string from;
   std::string to;
   TimelineView view;
@@ -178,7 +179,8 @@ absl::StatusOr<v1::TimelineResponse> FetchTimeline(const QueryClient& client,
       response->ranks().empty() || HasStepMarkers(*response)) {
     return response;
   }
-  if (request.has_rank() || request.from_ns() != 0 || request.to_ns() != 0) {
+  if (request.has_rank() || request.ranks_size() > 0 || request.from_ns() != 0 ||
+      request.to_ns() != 0) {
     v1::TimelineRequest whole_job;
     whole_job.set_job_id(request.job_id());
     absl::StatusOr<v1::TimelineResponse> job = client.Timeline(whole_job);
@@ -197,7 +199,13 @@ absl::StatusOr<v1::TimelineResponse> FetchTimeline(const QueryClient& client,
 
 void RegisterTimelineFlags(FlagSet* flags, TimelineArgs& a) {
   flags->AddString("job", "JOB", "job id (see memtrace jobs); required", &a.job);
-  flags->AddOptionalUint32("rank", "R", "only this rank", &a.rank);
+  flags->Add("rank", "R", "only this rank, or these: 0-3,17 (a rank beside the cohort)",
+             [&a](absl::string_view v) -> absl::Status {
+               absl::StatusOr<std::set<uint32_t>> ranks = ParseRankList(v);
+               if (!ranks.ok()) return ranks.status();
+               a.ranks = *std::move(ranks);
+               return absl::OkStatus();
+             });
   flags->AddString("from", "T", "only steps/buckets from time T (see Times above)", &a.from);
   flags->AddString("to", "T", "only steps/buckets up to time T", &a.to);
   flags->Add("by", "step|time",
@@ -248,7 +256,12 @@ absl::StatusOr<v1::TimelineRequest> TimelineRequestFor(const TimelineArgs& a, ab
   v1::TimelineRequest request;
   request.set_job_id(a.job);
   request.set_axis(a.view.axis);
-  if (a.rank) request.set_rank(*a.rank);
+  // One rank as `rank`, which every collector knows; a list as `ranks`.
+  if (a.ranks.size() == 1) {
+    request.set_rank(*a.ranks.begin());
+  } else {
+    for (uint32_t rank : a.ranks) request.add_ranks(rank);
+  }
   for (auto [text, name, setter] :
        {std::make_tuple(&a.from, "--from", &v1::TimelineRequest::set_from_ns),
         std::make_tuple(&a.to, "--to", &v1::TimelineRequest::set_to_ns)}) {
@@ -287,12 +300,23 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
   if (!client.ok()) return ReportError(io, client.status(), "timeline");
   absl::StatusOr<v1::TimelineResponse> response = FetchTimeline(*client, *request, a, io);
   if (!response.ok()) return ReportError(io, response.status(), "timeline");
+  if (!a.ranks.empty()) {
+    // A collector from before TimelineRequest.ranks answers a list with every rank.
+    auto* ranks = response->mutable_ranks();
+    ranks->erase(std::remove_if(
+                     ranks->begin(), ranks->end(),
+                     [&a](const v1::RankTimelineProto& r) { return a.ranks.count(r.rank()) == 0; }),
+                 ranks->end());
+  }
   if (response->ranks().empty()) {
     return ReportError(
         io, absl::NotFoundError(
-                a.rank ? absl::StrCat("rank ", *a.rank, " of job '", a.job, "' has no timeline at ",
-                                      common.collector)
-                       : absl::StrCat("job '", a.job, "' has no timeline at ", common.collector)));
+                !a.ranks.empty()
+                    ? absl::StrCat(a.ranks.size() == 1 ? "rank " : "ranks ",
+                                   absl::StrJoin(a.ranks, ","), " of job '", a.job,
+                                   a.ranks.size() == 1 ? "' has" : "' have", " no timeline at ",
+                                   common.collector)
+                    : absl::StrCat("job '", a.job, "' has no timeline at ", common.collector)));
   }
   const Table table = TimelineTable(*response, a.view);
   if (table.rows().empty()) {

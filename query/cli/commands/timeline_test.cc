@@ -184,7 +184,7 @@ TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
            {{"--job", "j", "--value", "peak"},
             "memtrace timeline: --value applies to --wide only\n"},
            {{"--job", "j", "--rank", "abc"},
-            "memtrace timeline: --rank: 'abc' is not a non-negative integer below 2^32\n"},
+            "memtrace timeline: --rank: 'abc' is not a rank or a range of ranks\n"},
            {{"--job", "j", "--by", "hour"},
             "memtrace timeline: --by: 'hour' is not step or time\n"},
            {{"--job", "j", "--from", "yesterday"},
@@ -312,6 +312,29 @@ TEST(TimelineNoStepMarkersTest, AJobWithStepMarkersStaysOnSteps) {
   EXPECT_EQ(run.keys, (std::vector<std::string>{"0", "1", "2", "3", "4"}));
   EXPECT_EQ(run.err, "");
   EXPECT_EQ(server.axes(), std::vector<v1::TimelineAxis>{v1::TIMELINE_AXIS_STEP});
+}
+
+// --rank takes a list: a rank beside a few of the cohort. A collector from before
+// TimelineRequest.ranks (this fake, which knows `rank` alone) answers with every rank: only those
+// asked for are shown all the same.
+TEST(TimelineNoStepMarkersTest, ARankListShowsThoseRanksOnly) {
+  FakeTimelineServer server(/*step_markers=*/true);
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  ASSERT_EQ(TimelineCommand().run({"--job", "j", "--rank", "0,2", "--wide", "--format", "csv",
+                                   "--collector", server.address()},
+                                  io),
+            kExitOk)
+      << err.str();
+  EXPECT_TRUE(absl::StartsWith(out.str(), "step,r0,r2\n")) << out.str();
+  // Of which the job has none: said, naming them.
+  std::ostringstream none_out, none_err;
+  CommandIo none_io{none_out, none_err};
+  EXPECT_EQ(TimelineCommand().run({"--job", "j", "--rank", "5-6", "--collector", server.address()},
+                                  none_io),
+            kExitError);
+  EXPECT_NE(none_err.str().find("ranks 5,6 of job 'j' have no timeline"), std::string::npos)
+      << none_err.str();
 }
 
 // A selection with no row printed a bare header and exit 0, which read as "nothing happened".
