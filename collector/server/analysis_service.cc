@@ -342,6 +342,47 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
   return absl::OkStatus();
 }
 
+// As NoteAttempts, for a report of the ranks' subprocesses (StreamSet.subprocesses; `job`, those
+// loaded): where they are of more than one attempt, which were read, and the OOMs of those that
+// were not (an engine's KV cache that ran out of memory before a restart).
+template <typename Job>
+absl::Status NoteSubprocessAttempts(const Job& job, const EventStore& store,
+                                    const std::string& job_id, std::optional<uint32_t> asked,
+                                    bool at_moment, std::optional<uint32_t> only_rank,
+                                    v1::AttemptsNote* note) {
+  absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
+  if (!streams.ok()) return streams.status();
+  std::set<std::pair<uint32_t, uint32_t>> read;  // (stream number, attempt)
+  for (const auto& r : job.ranks) read.insert({r.rank, r.attempt});
+  // Those the load could have read (analysis_loader.h, StreamSet).
+  std::vector<const v1::RankSummary*> subprocesses;
+  std::set<uint32_t> attempts;
+  for (const v1::RankSummary& s : *streams) {
+    const v1::RankIdentity& id = s.identity();
+    if (!id.has_subprocess_of_rank() || id.started_the_rank() || s.events_stored() == 0) continue;
+    subprocesses.push_back(&s);
+    attempts.insert(id.attempt());
+  }
+  if (attempts.size() < 2) return absl::OkStatus();
+  note->set_attempts(static_cast<uint32_t>(attempts.size()));
+  if (asked.has_value()) {
+    note->set_asked(*asked);
+  } else if (at_moment) {
+    note->set_at_moment(true);
+  }
+  for (const v1::RankSummary* s : subprocesses) {
+    if (only_rank.has_value() && s->rank() != *only_rank) continue;
+    if (read.count({s->rank(), s->identity().attempt()}) > 0) continue;
+    note->set_unread(note->unread() + 1);
+    if (s->ooms() == 0) continue;
+    v1::UnreadOom* oom = note->add_unread_ooms();
+    oom->set_rank(s->rank());
+    oom->set_attempt(s->identity().attempt());
+    oom->set_first_oom_ns(SaturatingAdd(s->first_oom_ts_ns(), s->clock().offset_ns()));
+  }
+  return absl::OkStatus();
+}
+
 // NOT_FOUND for `leaks --subprocesses --rank N` where N is none of the subprocesses read (`job`):
 // why, for a subprocess left out (of another attempt, begun after --at, or the process that
 // started its rank's), else that --rank takes a subprocess's number; and those read.
@@ -458,9 +499,11 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   an::ToProto(an::FindLeaks(*job, *live, params, steps.get()), response);
   response->set_job_id(request.job_id());
   response->set_no_step_markers(steps != nullptr && steps->time_axis);
-  // Each subprocess is of one attempt (its rank's, which the load picked): no note of others.
   response->set_subprocesses(request.subprocesses());
-  if (request.subprocesses()) return absl::OkStatus();
+  if (request.subprocesses()) {
+    return NoteSubprocessAttempts(**loaded, store, request.job_id(), params.attempt,
+                                  request.has_at_ns(), params.rank, response->mutable_attempts());
+  }
   return NoteAttempts(**loaded, store, request.job_id(), params.attempt,
                       response->mutable_attempts(), request.has_at_ns() ? &at_moment : nullptr,
                       params.rank);
@@ -867,7 +910,11 @@ grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedR
   NoteAxis(**job, request->axis(), &report.message);
   an::ToProto(report, response);
   response->set_subprocesses(request->subprocesses());
-  if (request->subprocesses()) return grpc::Status::OK;
+  if (request->subprocesses()) {
+    return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
+                                               /*at_moment=*/false, std::nullopt,
+                                               response->mutable_attempts()));
+  }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }
@@ -883,7 +930,11 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindGrowth(**job, params), response);
   response->set_subprocesses(request->subprocesses());
-  if (request->subprocesses()) return grpc::Status::OK;
+  if (request->subprocesses()) {
+    return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
+                                               /*at_moment=*/false, std::nullopt,
+                                               response->mutable_attempts()));
+  }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }
@@ -908,7 +959,11 @@ grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* 
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::FindPeaks(**job, params), response);
   response->set_subprocesses(request->subprocesses());
-  if (request->subprocesses()) return grpc::Status::OK;
+  if (request->subprocesses()) {
+    return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
+                                               /*at_moment=*/false, std::nullopt,
+                                               response->mutable_attempts()));
+  }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }
@@ -924,7 +979,11 @@ grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomR
   if (absl::Status s = RequireAttempt(**job, params.attempt); !s.ok()) return ToGrpcStatus(s);
   an::ToProto(an::ForecastHeadroom(**job, params), response);
   response->set_subprocesses(request->subprocesses());
-  if (request->subprocesses()) return grpc::Status::OK;
+  if (request->subprocesses()) {
+    return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
+                                               /*at_moment=*/false, std::nullopt,
+                                               response->mutable_attempts()));
+  }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
                                    response->mutable_attempts()));
 }

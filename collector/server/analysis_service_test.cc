@@ -910,6 +910,108 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
       << status.error_message();
 }
 
+// Engines of a restarted job: each report of them reads each rank's latest attempt that has any,
+// and says so, naming the OOM of an engine it did not read (a KV cache that ran out of memory
+// before the restart), as the ranks' reports do.
+TEST_F(AnalysisServiceTest, ReportsOfSubprocessesNameTheAttemptsTheyDidNotRead) {
+  const std::string job = "engines-restarted";
+  std::vector<OpenedStream> open;
+  for (uint32_t attempt : {0u, 1u}) {
+    for (int32_t rank = 0; rank < 2; ++rank) {
+      const int64_t t0 = kHandT0 + attempt * 100 * kS;
+      HandWrittenEvents trainer;
+      trainer.Alloc(t0 + 1000, 0x1000, 1024 * kMiB);
+      for (int step = 0; step < 10; ++step) trainer.Step(t0 + step * 2 * kS, step);
+      absl::StatusOr<OpenedStream> t = trainer.AppendAsRunning(
+          server_->store(), SimulatedRankIdentity(job, Base(), rank, attempt));
+      ASSERT_TRUE(t.ok()) << t.status();
+      open.push_back(*t);
+      HandWrittenEvents engine;
+      engine.Alloc(t0 + 2000, 0x2000, 4096 * kMiB);
+      for (int s = 0; s < 20; ++s) {
+        engine.Alloc(t0 + s * kS + kS / 10, 0x100000 + s, kMiB)
+            .Free(t0 + s * kS + kS / 2, 0x100000 + s, kMiB);
+      }
+      if (attempt == 0 && rank == 1) engine.Oom(t0 + 19 * kS, 8192 * kMiB);
+      v1::RankIdentity id = SimulatedRankIdentity(job, Base(), rank, attempt);
+      id.set_rank(-1);
+      id.set_pid(7000 + 10 * attempt + rank);
+      id.set_subprocess_of_rank(rank);
+      absl::StatusOr<OpenedStream> e = engine.AppendAsRunning(server_->store(), id);
+      ASSERT_TRUE(e.ok()) << e.status();
+      open.push_back(*e);
+    }
+  }
+  for (const OpenedStream& s : open) {
+    ASSERT_TRUE(server_->store().CloseStream(s.key, true, s.connection).ok());
+  }
+  const auto expect_note = [](const v1::AttemptsNote& note, const std::string& which) {
+    EXPECT_EQ(note.attempts(), 2u) << which;
+    EXPECT_EQ(note.unread(), 2u) << which;
+    ASSERT_EQ(note.unread_ooms_size(), 1) << which;
+    EXPECT_EQ(note.unread_ooms(0).attempt(), 0u) << which;
+    EXPECT_GE(note.unread_ooms(0).rank(), 1000000u) << which << ": the engine's own number";
+  };
+  {
+    grpc::ClientContext context;
+    v1::LeaksRequest request;
+    request.set_job_id(job);
+    request.set_subprocesses(true);
+    v1::LeakReport report;
+    ASSERT_TRUE(stub_->Leaks(&context, request, &report).ok());
+    EXPECT_EQ(report.ranks(), 2u);
+    expect_note(report.attempts(), "leaks");
+  }
+  {
+    grpc::ClientContext context;
+    v1::DivergedRequest request;
+    request.set_job_id(job);
+    request.set_subprocesses(true);
+    v1::DivergenceReport report;
+    ASSERT_TRUE(stub_->Diverged(&context, request, &report).ok());
+    expect_note(report.attempts(), "diverged");
+  }
+  {
+    grpc::ClientContext context;
+    v1::PeakRequest request;
+    request.set_job_id(job);
+    request.set_subprocesses(true);
+    v1::PeakReport report;
+    ASSERT_TRUE(stub_->Peak(&context, request, &report).ok());
+    expect_note(report.attempts(), "peak");
+  }
+  {
+    grpc::ClientContext context;
+    v1::GrowthRequest request;
+    request.set_job_id(job);
+    request.set_subprocesses(true);
+    v1::GrowthReport report;
+    ASSERT_TRUE(stub_->Growth(&context, request, &report).ok());
+    expect_note(report.attempts(), "growth");
+  }
+  {
+    grpc::ClientContext context;
+    v1::HeadroomRequest request;
+    request.set_job_id(job);
+    request.set_subprocesses(true);
+    v1::HeadroomReport report;
+    ASSERT_TRUE(stub_->Headroom(&context, request, &report).ok());
+    expect_note(report.attempts(), "headroom");
+  }
+  // --attempt 0 reads the engine that ran out of memory: nothing unread of note.
+  grpc::ClientContext context;
+  v1::LeaksRequest request;
+  request.set_job_id(job);
+  request.set_subprocesses(true);
+  request.mutable_params()->set_attempt(0);
+  v1::LeakReport first;
+  ASSERT_TRUE(stub_->Leaks(&context, request, &first).ok());
+  EXPECT_EQ(first.attempts().asked(), 0u);
+  EXPECT_TRUE(first.attempts().has_asked());
+  EXPECT_EQ(first.attempts().unread(), 2u);
+  EXPECT_EQ(first.attempts().unread_ooms_size(), 0);
+}
+
 // A running rank still in its first step (where a model too large for its device fails) has a
 // peak so far: `peak --by rank` lists it, with no step, as it lists its --at-peak.
 TEST_F(AnalysisServiceTest, PeakByRankListsARankInItsFirstStep) {
