@@ -952,52 +952,26 @@ TEST_F(AnalysisServiceTest, ReportsOfSubprocessesNameTheAttemptsTheyDidNotRead) 
     EXPECT_EQ(note.unread_ooms(0).attempt(), 0u) << which;
     EXPECT_GE(note.unread_ooms(0).rank(), 1000000u) << which << ": the engine's own number";
   };
-  {
+  // Each report of the subprocesses, asked through `rpc` (a stub method).
+  const auto attempts_of = [&](auto request, auto report, auto rpc) {
     grpc::ClientContext context;
-    v1::LeaksRequest request;
     request.set_job_id(job);
     request.set_subprocesses(true);
-    v1::LeakReport report;
-    ASSERT_TRUE(stub_->Leaks(&context, request, &report).ok());
-    EXPECT_EQ(report.ranks(), 2u);
-    expect_note(report.attempts(), "leaks");
-  }
-  {
-    grpc::ClientContext context;
-    v1::DivergedRequest request;
-    request.set_job_id(job);
-    request.set_subprocesses(true);
-    v1::DivergenceReport report;
-    ASSERT_TRUE(stub_->Diverged(&context, request, &report).ok());
-    expect_note(report.attempts(), "diverged");
-  }
-  {
-    grpc::ClientContext context;
-    v1::PeakRequest request;
-    request.set_job_id(job);
-    request.set_subprocesses(true);
-    v1::PeakReport report;
-    ASSERT_TRUE(stub_->Peak(&context, request, &report).ok());
-    expect_note(report.attempts(), "peak");
-  }
-  {
-    grpc::ClientContext context;
-    v1::GrowthRequest request;
-    request.set_job_id(job);
-    request.set_subprocesses(true);
-    v1::GrowthReport report;
-    ASSERT_TRUE(stub_->Growth(&context, request, &report).ok());
-    expect_note(report.attempts(), "growth");
-  }
-  {
-    grpc::ClientContext context;
-    v1::HeadroomRequest request;
-    request.set_job_id(job);
-    request.set_subprocesses(true);
-    v1::HeadroomReport report;
-    ASSERT_TRUE(stub_->Headroom(&context, request, &report).ok());
-    expect_note(report.attempts(), "headroom");
-  }
+    const grpc::Status status = (stub_.get()->*rpc)(&context, request, &report);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return report.attempts();
+  };
+  expect_note(attempts_of(v1::LeaksRequest(), v1::LeakReport(), &v1::Analysis::Stub::Leaks),
+              "leaks");
+  expect_note(
+      attempts_of(v1::DivergedRequest(), v1::DivergenceReport(), &v1::Analysis::Stub::Diverged),
+      "diverged");
+  expect_note(attempts_of(v1::PeakRequest(), v1::PeakReport(), &v1::Analysis::Stub::Peak), "peak");
+  expect_note(attempts_of(v1::GrowthRequest(), v1::GrowthReport(), &v1::Analysis::Stub::Growth),
+              "growth");
+  expect_note(
+      attempts_of(v1::HeadroomRequest(), v1::HeadroomReport(), &v1::Analysis::Stub::Headroom),
+      "headroom");
   // --attempt 0 reads the engine that ran out of memory: nothing unread of note.
   grpc::ClientContext context;
   v1::LeaksRequest request;

@@ -77,6 +77,18 @@ std::map<std::pair<int64_t, std::string>, int> CounterTracks(const rapidjson::Do
   return tracks;
 }
 
+// pid -> process name, from the trace's process_name metadata.
+std::map<int64_t, std::string> ProcessNames(const rapidjson::Document& doc) {
+  std::map<int64_t, std::string> names;
+  for (const auto& e : doc["traceEvents"].GetArray()) {
+    if (std::string(e["ph"].GetString()) == "M" &&
+        std::string(e["name"].GetString()) == "process_name") {
+      names[e["pid"].GetInt64()] = e["args"]["name"].GetString();
+    }
+  }
+  return names;
+}
+
 TEST(PerfettoTraceTest, OneProcessPerRankNamedWithItsHost) {
   v1::GetRollupsResponse rollups = Rollups(4, 4);
   // The last stream is rank 1's subprocess (an inference engine it started), named by its rank
@@ -86,13 +98,7 @@ TEST(PerfettoTraceTest, OneProcessPerRankNamedWithItsHost) {
   engine->mutable_identity()->set_subprocess_of_rank(1);
   engine->mutable_identity()->set_pid(4711);
   rapidjson::Document doc = Parse(Export(rollups));
-  std::map<int64_t, std::string> names;
-  for (const auto& e : doc["traceEvents"].GetArray()) {
-    if (std::string(e["ph"].GetString()) == "M" &&
-        std::string(e["name"].GetString()) == "process_name") {
-      names[e["pid"].GetInt64()] = e["args"]["name"].GetString();
-    }
-  }
+  const std::map<int64_t, std::string> names = ProcessNames(doc);
   EXPECT_EQ(names, (std::map<int64_t, std::string>{
                        {0, "rank 0 (node-0)"},
                        {1, "rank 1 (node-0)"},
@@ -251,13 +257,7 @@ TEST(PerfettoTraceTest, PidsStayWithin32BitsPastAttempt429) {
   EXPECT_EQ(TracePids(rollups), (std::vector<int64_t>{4, 1, 2, 3}));
 
   rapidjson::Document doc = Parse(Export(rollups));
-  std::map<int64_t, std::string> names;
-  for (const auto& e : doc["traceEvents"].GetArray()) {
-    if (std::string(e["ph"].GetString()) == "M" &&
-        std::string(e["name"].GetString()) == "process_name") {
-      names[e["pid"].GetInt64()] = e["args"]["name"].GetString();
-    }
-  }
+  const std::map<int64_t, std::string> names = ProcessNames(doc);
   EXPECT_EQ(names, (std::map<int64_t, std::string>{{1, "rank 0 (node-0)"},
                                                    {2, "rank 1 (node-0)"},
                                                    {3, "rank 1 attempt 429 (node-0)"},
