@@ -344,22 +344,32 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
 
 // As NoteAttempts, for a report of the ranks' subprocesses (StreamSet.subprocesses; `job`, those
 // loaded): where they are of more than one attempt, which were read, and the OOMs of those that
-// were not (an engine's KV cache that ran out of memory before a restart).
+// were not (an engine's KV cache that ran out of memory before a restart). `at_ns`: the moment
+// the load read at, before which a subprocess begun later could not be read by any attempt.
+// `only_rank`: the subprocess the report examined alone; its rank's others are its to speak of.
 template <typename Job>
 absl::Status NoteSubprocessAttempts(const Job& job, const EventStore& store,
                                     const std::string& job_id, std::optional<uint32_t> asked,
-                                    bool at_moment, std::optional<uint32_t> only_rank,
+                                    std::optional<int64_t> at_ns, std::optional<uint32_t> only_rank,
                                     v1::AttemptsNote* note) {
   absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
   if (!streams.ok()) return streams.status();
   std::set<std::pair<uint32_t, uint32_t>> read;  // (stream number, attempt)
   for (const auto& r : job.ranks) read.insert({r.rank, r.attempt});
+  // Each subprocess number is one process, of one attempt: the one examined stands for its rank.
+  std::optional<int64_t> only_of_rank;
+  if (only_rank.has_value()) {
+    if (const v1::RankSummary* s = FindSubprocessStream(*streams, *only_rank)) {
+      only_of_rank = s->identity().subprocess_of_rank();
+    }
+  }
   // Those the load could have read (analysis_loader.h, StreamSet).
   std::vector<const v1::RankSummary*> subprocesses;
   std::set<uint32_t> attempts;
   for (const v1::RankSummary& s : *streams) {
     const v1::RankIdentity& id = s.identity();
     if (!id.has_subprocess_of_rank() || id.started_the_rank() || s.events_stored() == 0) continue;
+    if (at_ns.has_value() && FirstEventNs(s) > *at_ns) continue;
     subprocesses.push_back(&s);
     attempts.insert(id.attempt());
   }
@@ -367,18 +377,20 @@ absl::Status NoteSubprocessAttempts(const Job& job, const EventStore& store,
   note->set_attempts(static_cast<uint32_t>(attempts.size()));
   if (asked.has_value()) {
     note->set_asked(*asked);
-  } else if (at_moment) {
+  } else if (at_ns.has_value()) {
     note->set_at_moment(true);
   }
   for (const v1::RankSummary* s : subprocesses) {
-    if (only_rank.has_value() && s->rank() != *only_rank) continue;
-    if (read.count({s->rank(), s->identity().attempt()}) > 0) continue;
+    const v1::RankIdentity& id = s->identity();
+    if (only_of_rank.has_value() && id.subprocess_of_rank() != *only_of_rank) continue;
+    if (read.count({s->rank(), id.attempt()}) > 0) continue;
     note->set_unread(note->unread() + 1);
     if (s->ooms() == 0) continue;
     v1::UnreadOom* oom = note->add_unread_ooms();
     oom->set_rank(s->rank());
-    oom->set_attempt(s->identity().attempt());
+    oom->set_attempt(id.attempt());
     oom->set_first_oom_ns(SaturatingAdd(s->first_oom_ts_ns(), s->clock().offset_ns()));
+    oom->set_subprocess_of_rank(static_cast<uint32_t>(id.subprocess_of_rank()));
   }
   return absl::OkStatus();
 }
@@ -501,8 +513,10 @@ absl::Status RunLeaks(TimelineCache& cache, const EventStore& store, int threads
   response->set_no_step_markers(steps != nullptr && steps->time_axis);
   response->set_subprocesses(request.subprocesses());
   if (request.subprocesses()) {
-    return NoteSubprocessAttempts(**loaded, store, request.job_id(), params.attempt,
-                                  request.has_at_ns(), params.rank, response->mutable_attempts());
+    return NoteSubprocessAttempts(
+        **loaded, store, request.job_id(), params.attempt,
+        request.has_at_ns() ? std::optional<int64_t>(request.at_ns()) : std::nullopt, params.rank,
+        response->mutable_attempts());
   }
   return NoteAttempts(**loaded, store, request.job_id(), params.attempt,
                       response->mutable_attempts(), request.has_at_ns() ? &at_moment : nullptr,
@@ -912,7 +926,7 @@ grpc::Status AnalysisService::Diverged(grpc::ServerContext*, const v1::DivergedR
   response->set_subprocesses(request->subprocesses());
   if (request->subprocesses()) {
     return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
-                                               /*at_moment=*/false, std::nullopt,
+                                               /*at_ns=*/std::nullopt, std::nullopt,
                                                response->mutable_attempts()));
   }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
@@ -932,7 +946,7 @@ grpc::Status AnalysisService::Growth(grpc::ServerContext*, const v1::GrowthReque
   response->set_subprocesses(request->subprocesses());
   if (request->subprocesses()) {
     return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
-                                               /*at_moment=*/false, std::nullopt,
+                                               /*at_ns=*/std::nullopt, std::nullopt,
                                                response->mutable_attempts()));
   }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
@@ -961,7 +975,7 @@ grpc::Status AnalysisService::Peak(grpc::ServerContext*, const v1::PeakRequest* 
   response->set_subprocesses(request->subprocesses());
   if (request->subprocesses()) {
     return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
-                                               /*at_moment=*/false, std::nullopt,
+                                               /*at_ns=*/std::nullopt, std::nullopt,
                                                response->mutable_attempts()));
   }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,
@@ -981,7 +995,7 @@ grpc::Status AnalysisService::Headroom(grpc::ServerContext*, const v1::HeadroomR
   response->set_subprocesses(request->subprocesses());
   if (request->subprocesses()) {
     return ToGrpcStatus(NoteSubprocessAttempts(**job, *store_, request->job_id(), params.attempt,
-                                               /*at_moment=*/false, std::nullopt,
+                                               /*at_ns=*/std::nullopt, std::nullopt,
                                                response->mutable_attempts()));
   }
   return ToGrpcStatus(NoteAttempts(**job, *store_, request->job_id(), params.attempt,

@@ -916,6 +916,7 @@ TEST_F(AnalysisServiceTest, SubprocessesAreComparedWithEachOtherWhenAskedFor) {
 TEST_F(AnalysisServiceTest, ReportsOfSubprocessesNameTheAttemptsTheyDidNotRead) {
   const std::string job = "engines-restarted";
   std::vector<OpenedStream> open;
+  std::map<std::pair<int32_t, uint32_t>, uint32_t> engine_of;  // (rank, attempt) -> its number
   for (uint32_t attempt : {0u, 1u}) {
     for (int32_t rank = 0; rank < 2; ++rank) {
       const int64_t t0 = kHandT0 + attempt * 100 * kS;
@@ -940,38 +941,65 @@ TEST_F(AnalysisServiceTest, ReportsOfSubprocessesNameTheAttemptsTheyDidNotRead) 
       absl::StatusOr<OpenedStream> e = engine.AppendAsRunning(server_->store(), id);
       ASSERT_TRUE(e.ok()) << e.status();
       open.push_back(*e);
+      engine_of[{rank, attempt}] = e->key.rank;
     }
   }
   for (const OpenedStream& s : open) {
     ASSERT_TRUE(server_->store().CloseStream(s.key, true, s.connection).ok());
   }
-  const auto expect_note = [](const v1::AttemptsNote& note, const std::string& which) {
+  const auto expect_note = [&](const v1::AttemptsNote& note, const std::string& which) {
     EXPECT_EQ(note.attempts(), 2u) << which;
     EXPECT_EQ(note.unread(), 2u) << which;
     ASSERT_EQ(note.unread_ooms_size(), 1) << which;
     EXPECT_EQ(note.unread_ooms(0).attempt(), 0u) << which;
-    EXPECT_GE(note.unread_ooms(0).rank(), 1000000u) << which << ": the engine's own number";
+    EXPECT_EQ(note.unread_ooms(0).rank(), (engine_of[{1, 0}])) << which;
+    EXPECT_EQ(note.unread_ooms(0).subprocess_of_rank(), 1u) << which;
   };
-  // Each report of the subprocesses, asked through `rpc` (a stub method).
-  const auto attempts_of = [&](auto request, auto report, auto rpc) {
+  // Each report of the subprocesses, asked through `rpc` (a stub method), with `ask` set.
+  const auto attempts_of = [&](auto request, auto report, auto rpc,
+                               const std::function<void(decltype(request)*)>& ask = nullptr) {
     grpc::ClientContext context;
     request.set_job_id(job);
     request.set_subprocesses(true);
+    if (ask) ask(&request);
     const grpc::Status status = (stub_.get()->*rpc)(&context, request, &report);
     EXPECT_TRUE(status.ok()) << status.error_message();
-    return report.attempts();
+    return std::make_pair(report.attempts(), report.ranks());
   };
-  expect_note(attempts_of(v1::LeaksRequest(), v1::LeakReport(), &v1::Analysis::Stub::Leaks),
-              "leaks");
+  const auto [leaks_note, engines_read] =
+      attempts_of(v1::LeaksRequest(), v1::LeakReport(), &v1::Analysis::Stub::Leaks);
+  expect_note(leaks_note, "leaks");
+  EXPECT_EQ(engines_read, 2u) << "attempt 1's two engines";
   expect_note(
-      attempts_of(v1::DivergedRequest(), v1::DivergenceReport(), &v1::Analysis::Stub::Diverged),
+      attempts_of(v1::DivergedRequest(), v1::DivergenceReport(), &v1::Analysis::Stub::Diverged)
+          .first,
       "diverged");
-  expect_note(attempts_of(v1::PeakRequest(), v1::PeakReport(), &v1::Analysis::Stub::Peak), "peak");
-  expect_note(attempts_of(v1::GrowthRequest(), v1::GrowthReport(), &v1::Analysis::Stub::Growth),
-              "growth");
+  expect_note(attempts_of(v1::PeakRequest(), v1::PeakReport(), &v1::Analysis::Stub::Peak).first,
+              "peak");
   expect_note(
-      attempts_of(v1::HeadroomRequest(), v1::HeadroomReport(), &v1::Analysis::Stub::Headroom),
+      attempts_of(v1::GrowthRequest(), v1::GrowthReport(), &v1::Analysis::Stub::Growth).first,
+      "growth");
+  expect_note(
+      attempts_of(v1::HeadroomRequest(), v1::HeadroomReport(), &v1::Analysis::Stub::Headroom).first,
       "headroom");
+  // One engine examined alone (leaks --rank): its rank's engine before the restart is its to
+  // speak of, the other rank's not.
+  const v1::AttemptsNote one =
+      attempts_of(v1::LeaksRequest(), v1::LeakReport(), &v1::Analysis::Stub::Leaks,
+                  [&](v1::LeaksRequest* r) {
+                    r->set_rank(engine_of[{1, 1}]);
+                  })
+          .first;
+  EXPECT_EQ(one.unread(), 1u);
+  ASSERT_EQ(one.unread_ooms_size(), 1);
+  EXPECT_EQ(one.unread_ooms(0).rank(), (engine_of[{1, 0}]));
+  // At a moment before the restart, the engines begun later could be read by no attempt: one
+  // attempt's, nothing to note.
+  const v1::AttemptsNote before =
+      attempts_of(v1::LeaksRequest(), v1::LeakReport(), &v1::Analysis::Stub::Leaks,
+                  [&](v1::LeaksRequest* r) { r->set_at_ns(kHandT0 + 50 * kS); })
+          .first;
+  EXPECT_EQ(before.attempts(), 0u) << before.DebugString();
   // --attempt 0 reads the engine that ran out of memory: nothing unread of note.
   grpc::ClientContext context;
   v1::LeaksRequest request;

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "collector/server/status_util.h"
 #include "proto/codec/batch_codec.h"
+#include "query/analysis/units.h"
 
 namespace memtrace::collector {
 
@@ -110,14 +110,16 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
   finish_rank();
   if (!visited.ok()) return ToGrpcStatus(visited);
   response->set_bucket_ns(bucket_ns);
-  // Each rank asked for that the job does not have, named.
+  // The ranks asked for that the job does not have, named (runs collapsed, at most 16 items: a
+  // status message travels in gRPC's trailing metadata, 8 KiB by default).
   std::set<uint32_t> missing(only_ranks.begin(), only_ranks.end());
   for (const v1::RankTimelineProto& rank : response->ranks()) missing.erase(rank.rank());
   if (!missing.empty()) {
     return grpc::Status(
         grpc::StatusCode::NOT_FOUND,
         absl::StrCat("job \"", request->job_id(), "\" has no rank",
-                     missing.size() == 1 ? " " : "s ", absl::StrJoin(missing, ",")));
+                     missing.size() == 1 ? " " : "s ",
+                     analysis::FormatRankList({missing.begin(), missing.end()}, 16)));
   }
   return grpc::Status::OK;
 }

@@ -102,19 +102,6 @@ std::string NameRanks(const std::vector<uint32_t>& ranks) {
 
 }  // namespace
 
-std::string FormatRankList(std::vector<uint32_t> ranks) {
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    parts.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "-", ranks[j]));
-    i = j + 1;
-  }
-  return absl::StrJoin(parts, ",");
-}
-
 namespace {
 
 std::string RenderDivergenceWithoutAttempts(const v1::DivergenceReport& r) {
@@ -797,7 +784,7 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
 }  // namespace
 
 namespace {
-std::string AttemptsLine(const v1::AttemptsNote& n);  // below
+std::string AttemptsLine(const v1::AttemptsNote& n, bool subprocesses = false);  // below
 }  // namespace
 
 std::string RenderCompare(const v1::CompareReport& r) {
@@ -834,22 +821,34 @@ namespace {
 // A line under a report's first for a job whose ranks restarted: which attempts it read, and the
 // OOMs of those it did not ("no rank diverged" of a rerun said nothing of the run that ran out
 // of memory).
-std::string AttemptsLine(const v1::AttemptsNote& n) {
+// `subprocesses`: of a report of the ranks' subprocesses, each read at its rank's attempt (the
+// attempts counted are theirs, not the job's).
+std::string AttemptsLine(const v1::AttemptsNote& n, bool subprocesses) {
   if (n.attempts() < 2) return "";
-  std::string out =
-      n.has_asked() ? absl::StrCat("note: read attempt ", n.asked(), " of the job's ", n.attempts(),
-                                   " (--attempt)")
-      : n.at_moment()
-          ? absl::StrCat(
-                "note: read each rank's attempt running at that moment (the "
-                "job has ",
-                n.attempts(), ")")
-          : absl::StrCat("note: read each rank's latest attempt (the job has ", n.attempts(), ")");
+  std::string out;
+  if (subprocesses) {
+    out = absl::StrCat("note: read the subprocesses of ",
+                       n.has_asked()   ? absl::StrCat("attempt ", n.asked(), " (--attempt)")
+                       : n.at_moment() ? std::string("each rank's attempt running at that moment")
+                                       : std::string("each rank's latest attempt that started any"),
+                       " (theirs are of ", n.attempts(), " attempts)");
+  } else {
+    out = n.has_asked() ? absl::StrCat("note: read attempt ", n.asked(), " of the job's ",
+                                       n.attempts(), " (--attempt)")
+          : n.at_moment()
+              ? absl::StrCat("note: read each rank's attempt running at that moment (the job has ",
+                             n.attempts(), ")")
+              : absl::StrCat("note: read each rank's latest attempt (the job has ", n.attempts(),
+                             ")");
+  }
   if (n.unread_ooms_size() > 0) {
     std::vector<std::string> ooms;
     for (const v1::UnreadOom& o : n.unread_ooms()) {
-      ooms.push_back(absl::StrCat("rank ", o.rank(), " attempt ", o.attempt(), " at ",
-                                  TimeMs(o.first_oom_ns())));
+      ooms.push_back(absl::StrCat(
+          o.has_subprocess_of_rank()
+              ? absl::StrCat("subprocess ", o.rank(), " (of rank ", o.subprocess_of_rank(), ")")
+              : absl::StrCat("rank ", o.rank()),
+          " attempt ", o.attempt(), " at ", TimeMs(o.first_oom_ns())));
     }
     std::set<uint32_t> attempts;
     for (const v1::UnreadOom& o : n.unread_ooms()) attempts.insert(o.attempt());
@@ -869,8 +868,8 @@ std::string UnderFirstLine(std::string text, const std::string& line) {
 }
 
 // `text` with AttemptsLine under its first line.
-std::string WithAttempts(std::string text, const v1::AttemptsNote& n) {
-  return UnderFirstLine(std::move(text), AttemptsLine(n));
+std::string WithAttempts(std::string text, const v1::AttemptsNote& n, bool subprocesses) {
+  return UnderFirstLine(std::move(text), AttemptsLine(n, subprocesses));
 }
 
 // A report of the ranks' subprocesses (its request's `subprocesses`) says so: its "ranks" are
@@ -889,30 +888,34 @@ std::string WithSubprocessesNote(
 }  // namespace
 
 std::string RenderDivergence(const v1::DivergenceReport& r) {
-  return WithSubprocessesNote(WithAttempts(RenderDivergenceWithoutAttempts(r), r.attempts()),
-                              r.subprocesses());
+  return WithSubprocessesNote(
+      WithAttempts(RenderDivergenceWithoutAttempts(r), r.attempts(), r.subprocesses()),
+      r.subprocesses());
 }
 
 std::string RenderGrowth(const v1::GrowthReport& r) {
-  return WithSubprocessesNote(WithAttempts(RenderGrowthWithoutAttempts(r), r.attempts()),
-                              r.subprocesses());
+  return WithSubprocessesNote(
+      WithAttempts(RenderGrowthWithoutAttempts(r), r.attempts(), r.subprocesses()),
+      r.subprocesses());
 }
 
 std::string RenderLeaks(const v1::LeakReport& r) {
-  return WithSubprocessesNote(WithAttempts(RenderLeaksWithoutAttempts(r), r.attempts()),
-                              r.subprocesses());
+  return WithSubprocessesNote(
+      WithAttempts(RenderLeaksWithoutAttempts(r), r.attempts(), r.subprocesses()),
+      r.subprocesses());
 }
 
 std::string RenderPeak(const v1::PeakReport& r) {
-  return WithSubprocessesNote(WithAttempts(RenderPeakWithoutAttempts(r), r.attempts()),
-                              r.subprocesses());
+  return WithSubprocessesNote(
+      WithAttempts(RenderPeakWithoutAttempts(r), r.attempts(), r.subprocesses()), r.subprocesses());
 }
 
 std::string RenderHeadroom(const v1::HeadroomReport& r) {
-  return WithSubprocessesNote(WithAttempts(RenderHeadroomWithoutAttempts(r), r.attempts()),
-                              r.subprocesses(),
-                              "forecast: the ranks' subprocesses, each against the device it "
-                              "shares with its rank");
+  return WithSubprocessesNote(
+      WithAttempts(RenderHeadroomWithoutAttempts(r), r.attempts(), r.subprocesses()),
+      r.subprocesses(),
+      "forecast: the ranks' subprocesses, each against the device it "
+      "shares with its rank");
 }
 
 }  // namespace memtrace::analysis

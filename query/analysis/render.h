@@ -21,9 +21,6 @@ std::string RenderPeak(const v1::PeakReport& report);
 std::string RenderHeadroom(const v1::HeadroomReport& report);
 std::string RenderCompare(const v1::CompareReport& report);
 
-// "0-3,5,7-9": sorted rank numbers with runs collapsed.
-std::string FormatRankList(std::vector<uint32_t> ranks);
-
 }  // namespace memtrace::analysis
 
 #endif  // MEMTRACE_QUERY_ANALYSIS_RENDER_H_

@@ -24,12 +24,6 @@ bool Has(const std::string& text, const std::string& what) {
 // Prints each rendering once so a test log shows what a user would see.
 void Show(const std::string& text) { std::printf("%s\n", text.c_str()); }
 
-TEST(RenderTest, RankListsCollapseRuns) {
-  EXPECT_EQ(FormatRankList({5}), "5");
-  EXPECT_EQ(FormatRankList({3, 0, 1, 2, 5, 7, 8, 9}), "0-3,5,7-9");
-  EXPECT_EQ(FormatRankList({}), "");
-}
-
 TEST(RenderTest, DivergenceTableNamesTheRankAndUnits) {
   v1::DivergenceReport w;
   ToProto(FindDivergence(sim::Simulate(sim::LeakJob(5, 30)).timeline), &w);
@@ -649,6 +643,39 @@ TEST(RenderTest, ReportsOfSubprocessesSaySo) {
       if (subprocesses) EXPECT_EQ(text.find(expected), text.find('\n') + 1) << text;
     }
   }
+}
+
+// The attempts note of a report of the subprocesses counts their attempts (not the job's), and
+// names an unread OOM by the subprocess's number and its rank.
+TEST(RenderTest, TheAttemptsNoteOfSubprocessesNamesThemAndTheirRanks) {
+  v1::LeakReport l;
+  l.set_job_id("j");
+  l.set_subprocesses(true);
+  v1::AttemptsNote* n = l.mutable_attempts();
+  n->set_attempts(2);
+  n->set_unread(2);
+  v1::UnreadOom* oom = n->add_unread_ooms();
+  oom->set_rank(1000003);
+  oom->set_attempt(0);
+  oom->set_subprocess_of_rank(1);
+  oom->set_first_oom_ns(int64_t{1'800'000'000} * 1'000'000'000);
+  const std::string text = RenderLeaks(l);
+  EXPECT_TRUE(Has(text,
+                  "note: read the subprocesses of each rank's latest attempt that started any "
+                  "(theirs are of 2 attempts); not read, an OOM of subprocess 1000003 (of rank 1) "
+                  "attempt 0 at "))
+      << text;
+  n->set_asked(0);
+  EXPECT_TRUE(Has(RenderLeaks(l), "note: read the subprocesses of attempt 0 (--attempt)"))
+      << RenderLeaks(l);
+  // Of the ranks, as before.
+  l.set_subprocesses(false);
+  n->clear_asked();
+  n->mutable_unread_ooms(0)->clear_subprocess_of_rank();
+  EXPECT_TRUE(Has(RenderLeaks(l),
+                  "note: read each rank's latest attempt (the job has 2); not "
+                  "read, an OOM of rank 1000003 attempt 0 at "))
+      << RenderLeaks(l);
 }
 
 // A subprocess's own live set (live --rank of its stream): named by its process and its rank,

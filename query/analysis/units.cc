@@ -1,5 +1,6 @@
 #include "query/analysis/units.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -92,6 +93,23 @@ std::string FormatBesideTheRanks(uint64_t subprocesses, uint64_t parents) {
   if (parents > 0) parts.push_back(absl::StrCat("the ", parents, " process(es) that started them"));
   if (parts.empty()) return "";
   return absl::StrCat(parts.size() == 2 ? ", " : " and ", absl::StrJoin(parts, " and "));
+}
+
+std::string FormatRankList(std::vector<uint32_t> ranks, size_t max_items) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < ranks.size();) {
+    if (parts.size() == max_items) {
+      parts.push_back(absl::StrCat("... (", ranks.size(), " ranks)"));
+      break;
+    }
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    parts.push_back(j == i ? absl::StrCat(ranks[i]) : absl::StrCat(ranks[i], "-", ranks[j]));
+    i = j + 1;
+  }
+  return absl::StrJoin(parts, ",");
 }
 
 std::string FormatKey(int64_t key, int64_t bucket_ns, bool approximate) {

@@ -3,8 +3,10 @@
 #ifndef MEMTRACE_QUERY_ANALYSIS_UNITS_H_
 #define MEMTRACE_QUERY_ANALYSIS_UNITS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace memtrace::analysis {
 
@@ -36,6 +38,10 @@ std::string FormatSubprocessOf(int64_t rank, bool started_the_rank);
 // them: RankIdentity.started_the_rank), ", 1 subprocess(es) of them and the 1 process(es) that
 // started them", or "" when there are neither.
 std::string FormatBesideTheRanks(uint64_t subprocesses, uint64_t parents);
+// "0-3,5,7-9": sorted rank numbers with runs collapsed, duplicates once. With `max_items`, at
+// most that many items (a rank or a run), then ",... (N ranks)": an error naming every rank of
+// "0-2047" that a job of 256 lacks ran to 9 KB, past gRPC's 8 KiB of trailing metadata.
+std::string FormatRankList(std::vector<uint32_t> ranks, size_t max_items = SIZE_MAX);
 
 }  // namespace memtrace::analysis
 

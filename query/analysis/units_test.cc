@@ -47,6 +47,15 @@ TEST(UnitsTest, WhatIsStoredBesideTheRanksFollowsTheirCount) {
             ", 1 subprocess(es) of them and the 1 process(es) that started them");
 }
 
+TEST(UnitsTest, RankListsCollapseRuns) {
+  EXPECT_EQ(FormatRankList({5}), "5");
+  EXPECT_EQ(FormatRankList({3, 0, 1, 2, 5, 7, 8, 9, 9}), "0-3,5,7-9");
+  EXPECT_EQ(FormatRankList({}), "");
+  // At most so many items, then the count of ranks.
+  EXPECT_EQ(FormatRankList({3, 0, 1, 2, 5, 7, 8, 9}, 2), "0-3,5,... (8 ranks)");
+  EXPECT_EQ(FormatRankList({0, 1, 2}, 1), "0-2");
+}
+
 TEST(UnitsTest, KeysAreStepsOrTheStartOfTheirTimeBucket) {
   EXPECT_EQ(FormatKey(32, 0), "step 32");
   EXPECT_EQ(FormatKey(412, 0, /*approximate=*/true), "step ~412");

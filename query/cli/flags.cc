@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -237,24 +238,27 @@ absl::StatusOr<std::set<uint32_t>> ParseRankList(absl::string_view text) {
   std::set<uint32_t> ranks;
   for (absl::string_view part : absl::StrSplit(text, ',')) {
     part = absl::StripAsciiWhitespace(part);
-    std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(part, '-');
-    uint32_t first = 0, last = 0;
-    bool ok = absl::SimpleAtoi(range.first, &first);
-    if (range.second.empty() && part.find('-') == absl::string_view::npos) {
-      last = first;
-    } else {
-      ok = ok && absl::SimpleAtoi(range.second, &last) && last >= first;
-    }
-    if (!ok || last >= kMaxRank) {
+    const auto bad = [part] {
       return absl::InvalidArgumentError(
           absl::StrCat("'", part, "' is not a rank or a range of ranks"));
-    }
+    };
+    // Plain digits, as every other rank flag takes ("+3" is none); "0-3-17", a typo for
+    // "0-3,17", is no range (a split into a pair kept 0-3 and dropped 17).
+    const std::vector<absl::string_view> ends = absl::StrSplit(part, '-');
+    if (ends.size() > 2) return bad();
+    absl::StatusOr<uint32_t> first = ParsePlainUint32(ends[0]);
+    absl::StatusOr<uint32_t> last = ends.size() == 2 ? ParsePlainUint32(ends[1]) : first;
+    if (!first.ok() || !last.ok() || *last < *first || *last >= kMaxRank) return bad();
     // "0-16777215" made a set of 16 M ranks before a request was sent.
-    if (last - first >= kMaxRanks - ranks.size()) {
+    if (*last - *first >= kMaxRanks) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", part, "' names more than ", kMaxRanks, " ranks"));
+    }
+    for (uint32_t r = *first; r <= *last; ++r) ranks.insert(r);
+    if (ranks.size() > kMaxRanks) {
       return absl::InvalidArgumentError(
           absl::StrCat("'", text, "' names more than ", kMaxRanks, " ranks"));
     }
-    for (uint32_t r = first; r <= last; ++r) ranks.insert(r);
   }
   return ranks;
 }

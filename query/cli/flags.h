@@ -87,9 +87,9 @@ absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
 // INVALID_ARGUMENT, otherwise): SimpleAtoi alone accepts a leading '+' and surrounding spaces.
 absl::StatusOr<uint32_t> ParsePlainUint32(absl::string_view text);
 
-// Parses a list of ranks: "0,1,5", ranges "0-3,8", or one rank "3". INVALID_ARGUMENT naming the
-// bad part; ranks are below 2^24 (the store numbers a rank's subprocesses from 1000000), and a
-// list names at most 2^20 of them.
+// Parses a list of ranks: "0,1,5", ranges "0-3,8", or one rank "3", of plain digits.
+// INVALID_ARGUMENT naming the bad part (or the list, when it names too many); ranks are below
+// 2^24 (the store numbers a rank's subprocesses from 1000000), at most 2^20 of them.
 absl::StatusOr<std::set<uint32_t>> ParseRankList(absl::string_view text);
 
 }  // namespace memtrace::cli

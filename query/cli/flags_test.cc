@@ -185,12 +185,23 @@ TEST(ParseRankListTest, ReadsListsAndRanges) {
   EXPECT_FALSE(ParseRankList("1,").ok());
   EXPECT_FALSE(ParseRankList("-3").ok());
   EXPECT_FALSE(ParseRankList("16777216").ok());
-  // A range that would fill memory before any request is refused, naming the list.
+  // A typo for "0-3,17" is no range; nor is a sign.
+  EXPECT_EQ(ParseRankList("0-3-17").status().message(),
+            "'0-3-17' is not a rank or a range of ranks");
+  EXPECT_FALSE(ParseRankList("+3").ok());
+  EXPECT_FALSE(ParseRankList("1 - 3").ok());
+  EXPECT_FALSE(ParseRankList("3-").ok());
+  EXPECT_FALSE(ParseRankList("").ok());
+  // A range that would fill memory before any request is refused; ranges that overlap count
+  // their ranks once.
   absl::StatusOr<std::set<uint32_t>> huge = ParseRankList("0-16777215");
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.status().message(), "'0-16777215' names more than 1048576 ranks");
   EXPECT_EQ(ParseRankList("0-1048575")->size(), 1048576u);
-  EXPECT_FALSE(ParseRankList("0-1048575,2000000").ok());
+  EXPECT_EQ(ParseRankList("0-1048575,5")->size(), 1048576u);
+  EXPECT_EQ(ParseRankList("0-600000,300000-900000")->size(), 900001u);
+  EXPECT_EQ(ParseRankList("0-1048575,2000000").status().message(),
+            "'0-1048575,2000000' names more than 1048576 ranks");
 }
 
 }  // namespace

@@ -9,8 +9,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "query/analysis/rollup_convert.h"
 #include "query/analysis/units.h"

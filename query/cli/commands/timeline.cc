@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "query/analysis/timeline.h"
+#include "query/analysis/units.h"
 #include "query/cli/query_client.h"
 #include "query/cli/time_arg.h"
 
@@ -199,7 +200,8 @@ absl::StatusOr<v1::TimelineResponse> FetchTimeline(const QueryClient& client,
 
 void RegisterTimelineFlags(FlagSet* flags, TimelineArgs& a) {
   flags->AddString("job", "JOB", "job id (see memtrace jobs); required", &a.job);
-  flags->Add("rank", "R", "only this rank, or these: 0-3,17 (a rank beside the cohort)",
+  flags->Add("rank", "R|LIST",
+             "only this rank, or these: 0-3,17 (a rank beside the cohort); each must be the job's",
              [&a](absl::string_view v) -> absl::Status {
                absl::StatusOr<std::set<uint32_t>> ranks = ParseRankList(v);
                if (!ranks.ok()) return ranks.status();
@@ -301,22 +303,28 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
   absl::StatusOr<v1::TimelineResponse> response = FetchTimeline(*client, *request, a, io);
   if (!response.ok()) return ReportError(io, response.status(), "timeline");
   if (!a.ranks.empty()) {
-    // A collector from before TimelineRequest.ranks answers a list with every rank.
+    // A collector from before TimelineRequest.ranks answers a list with every rank but the
+    // subprocesses: only those asked for are shown, and one it lacks is named as a newer
+    // collector names it (NOT_FOUND), not left out in silence.
     auto* ranks = response->mutable_ranks();
     ranks->erase(std::remove_if(
                      ranks->begin(), ranks->end(),
                      [&a](const v1::RankTimelineProto& r) { return a.ranks.count(r.rank()) == 0; }),
                  ranks->end());
+    std::set<uint32_t> missing = a.ranks;
+    for (const v1::RankTimelineProto& r : *ranks) missing.erase(r.rank());
+    if (!missing.empty()) {
+      return ReportError(
+          io, absl::NotFoundError(absl::StrCat(
+                  "job '", a.job, "' has no rank", missing.size() == 1 ? " " : "s ",
+                  analysis::FormatRankList({missing.begin(), missing.end()}, 16), " at ",
+                  common.collector,
+                  " (a collector older than this CLI lists a subprocess only asked for alone)")));
+    }
   }
   if (response->ranks().empty()) {
-    return ReportError(
-        io, absl::NotFoundError(
-                !a.ranks.empty()
-                    ? absl::StrCat(a.ranks.size() == 1 ? "rank " : "ranks ",
-                                   absl::StrJoin(a.ranks, ","), " of job '", a.job,
-                                   a.ranks.size() == 1 ? "' has" : "' have", " no timeline at ",
-                                   common.collector)
-                    : absl::StrCat("job '", a.job, "' has no timeline at ", common.collector)));
+    return ReportError(io, absl::NotFoundError(absl::StrCat("job '", a.job, "' has no timeline at ",
+                                                            common.collector)));
   }
   const Table table = TimelineTable(*response, a.view);
   if (table.rows().empty()) {

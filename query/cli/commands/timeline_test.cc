@@ -231,6 +231,7 @@ class FakeTimelineServer final : public v1::Query::Service {
                         v1::TimelineResponse* response) override {
     absl::MutexLock lock(&mu_);
     axes_.push_back(request->axis());
+    last_request_ = *request;
     const bool by_time = request->axis() == v1::TIMELINE_AXIS_TIME;
     const int rows = empty_ ? 0 : by_time ? 4 : (step_markers_ ? 5 : 1);
     if (by_time) response->set_bucket_ns(1'000'000'000);
@@ -248,12 +249,17 @@ class FakeTimelineServer final : public v1::Query::Service {
     absl::MutexLock lock(&mu_);
     return axes_;
   }
+  v1::TimelineRequest last_request() {
+    absl::MutexLock lock(&mu_);
+    return last_request_;
+  }
 
  private:
   const bool step_markers_;
   const bool empty_;
   absl::Mutex mu_;
   std::vector<v1::TimelineAxis> axes_;
+  v1::TimelineRequest last_request_;
   std::string address_;
   std::unique_ptr<grpc::Server> server_;
 };
@@ -314,10 +320,11 @@ TEST(TimelineNoStepMarkersTest, AJobWithStepMarkersStaysOnSteps) {
   EXPECT_EQ(server.axes(), std::vector<v1::TimelineAxis>{v1::TIMELINE_AXIS_STEP});
 }
 
-// --rank takes a list: a rank beside a few of the cohort. A collector from before
-// TimelineRequest.ranks (this fake, which knows `rank` alone) answers with every rank: only those
-// asked for are shown all the same.
-TEST(TimelineNoStepMarkersTest, ARankListShowsThoseRanksOnly) {
+// --rank takes a list: a rank beside a few of the cohort, sent as TimelineRequest.ranks (one
+// rank as `rank`, which every collector knows). A collector from before `ranks` (this fake, which
+// knows `rank` alone) answers with every rank: only those asked for are shown all the same, and
+// one the job lacks is named, not left out in silence.
+TEST(TimelineRankListTest, ShowsThoseRanksOnlyAndNamesThoseTheJobLacks) {
   FakeTimelineServer server(/*step_markers=*/true);
   std::ostringstream out, err;
   CommandIo io{out, err};
@@ -327,14 +334,33 @@ TEST(TimelineNoStepMarkersTest, ARankListShowsThoseRanksOnly) {
             kExitOk)
       << err.str();
   EXPECT_TRUE(absl::StartsWith(out.str(), "step,r0,r2\n")) << out.str();
-  // Of which the job has none: said, naming them.
-  std::ostringstream none_out, none_err;
-  CommandIo none_io{none_out, none_err};
-  EXPECT_EQ(TimelineCommand().run({"--job", "j", "--rank", "5-6", "--collector", server.address()},
-                                  none_io),
-            kExitError);
-  EXPECT_NE(none_err.str().find("ranks 5,6 of job 'j' have no timeline"), std::string::npos)
-      << none_err.str();
+  v1::TimelineRequest sent = server.last_request();
+  EXPECT_FALSE(sent.has_rank());
+  EXPECT_EQ(std::vector<uint32_t>(sent.ranks().begin(), sent.ranks().end()),
+            (std::vector<uint32_t>{0, 2}));
+
+  std::ostringstream one_out, one_err;
+  CommandIo one_io{one_out, one_err};
+  ASSERT_EQ(
+      TimelineCommand().run({"--job", "j", "--rank", "1", "--collector", server.address()}, one_io),
+      kExitOk)
+      << one_err.str();
+  sent = server.last_request();
+  EXPECT_TRUE(sent.has_rank());
+  EXPECT_EQ(sent.rank(), 1u);
+  EXPECT_EQ(sent.ranks_size(), 0);
+
+  for (const std::string& list : {"0,5-6", "5-6"}) {
+    std::ostringstream none_out, none_err;
+    CommandIo none_io{none_out, none_err};
+    EXPECT_EQ(TimelineCommand().run({"--job", "j", "--rank", list, "--collector", server.address()},
+                                    none_io),
+              kExitError)
+        << list;
+    EXPECT_NE(none_err.str().find("job 'j' has no ranks 5-6 at "), std::string::npos)
+        << none_err.str();
+    EXPECT_EQ(none_out.str(), "") << list;
+  }
 }
 
 // A selection with no row printed a bare header and exit 0, which read as "nothing happened".
