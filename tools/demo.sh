@@ -163,8 +163,13 @@ echo
 echo "\$ memtrace ranks --job $job"
 "$MEMTRACE" ranks --job "$job"
 echo
-echo "\$ memtrace timeline --job $job --wide --every 10   # end-of-step live bytes per rank"
-"$MEMTRACE" timeline --job "$job" --wide --every 10
+# A column per rank: of many ranks, the first few and the one in focus.
+wide_ranks=()
+if ((ranks > 16)); then
+  wide_ranks=(--rank "0-3,$focus")
+fi
+echo "\$ memtrace timeline --job $job ${wide_ranks[*]:+${wide_ranks[*]} }--wide --every 10   # end-of-step live bytes per rank"
+"$MEMTRACE" timeline --job "$job" "${wide_ranks[@]}" --wide --every 10
 echo
 echo "\$ memtrace timeline --job $job --rank $focus --every 10"
 "$MEMTRACE" timeline --job "$job" --rank "$focus" --every 10
