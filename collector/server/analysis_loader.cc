@@ -161,19 +161,21 @@ int64_t LastEventNs(const v1::RankSummary& stream) {
   return SaturatingAdd(stream.last_ts_ns(), stream.has_clock() ? stream.clock().offset_ns() : 0);
 }
 
+bool ReadableSubprocess(const v1::RankSummary& stream, std::optional<int64_t> at_ns) {
+  const v1::RankIdentity& id = stream.identity();
+  if (!id.has_subprocess_of_rank() || id.started_the_rank() || stream.events_stored() == 0) {
+    return false;
+  }
+  // Begun by the moment asked (its first event, in the collector's clock).
+  return !at_ns.has_value() || FirstEventNs(stream) <= *at_ns;
+}
+
 absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
                                                         absl::string_view job_id,
                                                         const StreamSet& set) {
   absl::StatusOr<std::vector<v1::RankSummary>> streams = store.ListRanks(job_id);
   if (!streams.ok()) return streams.status();
-  const auto counts = [&](const v1::RankSummary& s) {
-    const v1::RankIdentity& id = s.identity();
-    if (!id.has_subprocess_of_rank() || id.started_the_rank() || s.events_stored() == 0) {
-      return false;
-    }
-    // Begun by the moment asked (its first event, in the collector's clock).
-    return !set.at_ns.has_value() || FirstEventNs(s) <= *set.at_ns;
-  };
+  const auto counts = [&](const v1::RankSummary& s) { return ReadableSubprocess(s, set.at_ns); };
   // Without an attempt asked, each rank's latest that has subprocesses: a rerun's engines are
   // not compared with the same rank's first run's.
   std::map<int64_t, uint32_t> latest;  // launcher rank -> attempt

@@ -64,6 +64,10 @@ absl::StatusOr<analysis::JobStepMetrics> LoadJobStepMetrics(const EventStore& st
 int64_t FirstEventNs(const v1::RankSummary& stream);
 int64_t LastEventNs(const v1::RankSummary& stream);
 
+// Whether a StreamSet of subprocesses may read `stream` at all, of whichever attempt: a rank's
+// subprocess with events, not the process that started its rank's, begun by `at_ns` when given.
+bool ReadableSubprocess(const v1::RankSummary& stream, std::optional<int64_t> at_ns);
+
 // The stream numbers a StreamSet of subprocesses reads; NOT_FOUND when there are none.
 absl::StatusOr<std::vector<uint32_t>> SubprocessStreams(const EventStore& store,
                                                         absl::string_view job_id,

@@ -284,6 +284,19 @@ absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id,
   return absl::OkStatus();
 }
 
+// An AttemptsNote's entry for a stream not read that ran out of memory: its first OOM in the
+// collector's clock, as the reports' times; a rank's subprocess with its rank.
+v1::UnreadOom UnreadOomOf(const v1::RankSummary& stream) {
+  v1::UnreadOom oom;
+  oom.set_rank(stream.rank());
+  oom.set_attempt(stream.identity().attempt());
+  oom.set_first_oom_ns(SaturatingAdd(stream.first_oom_ts_ns(), stream.clock().offset_ns()));
+  if (stream.identity().has_subprocess_of_rank()) {
+    oom.set_subprocess_of_rank(static_cast<uint32_t>(stream.identity().subprocess_of_rank()));
+  }
+  return oom;
+}
+
 // Which attempts a report of `job_id` read, when the job has more than one: `asked`, else
 // `at_moment`'s (rank -> the attempt running at the moment asked) when given, else each rank's
 // latest; the ranks' other attempts, and which of those ran out of memory.
@@ -329,11 +342,7 @@ absl::Status NoteAttempts(const Job& job, const EventStore& store, const std::st
     if (read) continue;
     note->set_unread(note->unread() + 1);
     if (r.ooms() == 0) continue;
-    v1::UnreadOom& oom = ooms.emplace_back();
-    oom.set_rank(r.rank());
-    oom.set_attempt(attempt);
-    // In the collector's clock, as the reports' times.
-    oom.set_first_oom_ns(SaturatingAdd(r.first_oom_ts_ns(), r.clock().offset_ns()));
+    ooms.push_back(UnreadOomOf(r));
   }
   std::sort(ooms.begin(), ooms.end(), [](const v1::UnreadOom& a, const v1::UnreadOom& b) {
     return std::make_pair(a.rank(), a.attempt()) < std::make_pair(b.rank(), b.attempt());
@@ -367,11 +376,9 @@ absl::Status NoteSubprocessAttempts(const Job& job, const EventStore& store,
   std::vector<const v1::RankSummary*> subprocesses;
   std::set<uint32_t> attempts;
   for (const v1::RankSummary& s : *streams) {
-    const v1::RankIdentity& id = s.identity();
-    if (!id.has_subprocess_of_rank() || id.started_the_rank() || s.events_stored() == 0) continue;
-    if (at_ns.has_value() && FirstEventNs(s) > *at_ns) continue;
+    if (!ReadableSubprocess(s, at_ns)) continue;
     subprocesses.push_back(&s);
-    attempts.insert(id.attempt());
+    attempts.insert(s.identity().attempt());
   }
   if (attempts.size() < 2) return absl::OkStatus();
   note->set_attempts(static_cast<uint32_t>(attempts.size()));
@@ -386,11 +393,7 @@ absl::Status NoteSubprocessAttempts(const Job& job, const EventStore& store,
     if (read.count({s->rank(), id.attempt()}) > 0) continue;
     note->set_unread(note->unread() + 1);
     if (s->ooms() == 0) continue;
-    v1::UnreadOom* oom = note->add_unread_ooms();
-    oom->set_rank(s->rank());
-    oom->set_attempt(id.attempt());
-    oom->set_first_oom_ns(SaturatingAdd(s->first_oom_ts_ns(), s->clock().offset_ns()));
-    oom->set_subprocess_of_rank(static_cast<uint32_t>(id.subprocess_of_rank()));
+    *note->add_unread_ooms() = UnreadOomOf(*s);
   }
   return absl::OkStatus();
 }

@@ -438,6 +438,22 @@ TEST(RenderTest, LiveShowsTheRanksSubprocessesApart) {
       << RenderLive(live);
 }
 
+// The lines of `text` that start, after their indent, with one of `prefixes`, indent removed.
+std::vector<std::string> RowsStartingWith(const std::string& text,
+                                          const std::vector<std::string>& prefixes) {
+  std::vector<std::string> rows;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    line = absl::StripLeadingAsciiWhitespace(line);
+    for (const std::string& prefix : prefixes) {
+      if (absl::StartsWith(line, prefix)) {
+        rows.emplace_back(line);
+        break;
+      }
+    }
+  }
+  return rows;
+}
+
 // Rows of the leak sections that differ only in their rank are one row listing the ranks: 1024
 // ranks that each keep the optimizer state of their first update read as one line, and the
 // rank unlike them stands out.
@@ -483,14 +499,7 @@ TEST(RenderTest, LeakRowsAlikeOnSeveralRanksAreOneRow) {
     c->set_at_step(60);
   }
   const std::string text = RenderLeaks(r);
-  std::vector<std::string> rows;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    line = absl::StripLeadingAsciiWhitespace(line);
-    if (absl::StartsWith(line, "0-") || absl::StartsWith(line, "3 ") ||
-        absl::StartsWith(line, "3,5 ")) {
-      rows.emplace_back(line);
-    }
-  }
+  const std::vector<std::string> rows = RowsStartingWith(text, {"0-", "3 ", "3,5 "});
   ASSERT_EQ(rows.size(), 6u) << text;
   EXPECT_TRUE(absl::StartsWith(rows[0], "0-2,4-7  plateau")) << text;
   EXPECT_TRUE(absl::StartsWith(rows[1], "3  leak")) << text;
@@ -517,14 +526,8 @@ TEST(RenderTest, HeadroomRowsAlikeOnSeveralRanksAreOneRow) {
     e->set_last_peak_bytes(rank == 2 ? 60 * kGiB : 34 * kGiB);
     e->set_forecast_step(rank == 2 ? 412 : -1);
   }
-  std::vector<std::string> headroom_rows;
-  for (absl::string_view line : absl::StrSplit(RenderHeadroom(h), '\n')) {
-    line = absl::StripLeadingAsciiWhitespace(line);
-    if (absl::StartsWith(line, "2 ") || absl::StartsWith(line, "0,1,3 ") ||
-        absl::StartsWith(line, "0-1")) {
-      headroom_rows.emplace_back(line);
-    }
-  }
+  const std::vector<std::string> headroom_rows =
+      RowsStartingWith(RenderHeadroom(h), {"2 ", "0,1,3 ", "0-1"});
   ASSERT_EQ(headroom_rows.size(), 2u) << RenderHeadroom(h);
   EXPECT_TRUE(absl::StartsWith(headroom_rows[0], "2  forecast")) << RenderHeadroom(h);
   EXPECT_TRUE(absl::StartsWith(headroom_rows[1], "0-1,3  flat")) << RenderHeadroom(h);
