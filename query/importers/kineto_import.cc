@@ -89,7 +89,7 @@ std::string FormatSummary(const KinetoFileSummary& s) {
   if (e.cpu_memory_skipped > 0) absl::StrAppend(&line, ", ", e.cpu_memory_skipped, " CPU skipped");
   if (s.parse.memory_skipped > 0) {
     absl::StrAppend(&line, ", ", s.parse.memory_skipped,
-                    " without Addr/Bytes/ts or out of range skipped");
+                    " without Addr/Bytes/ts or with a malformed value skipped");
   }
   absl::StrAppend(&line, ", ", e.steps, " steps (", s.parse.step_ranges, " ProfilerStep ranges), ",
                   e.tags, " tags (", e.tagged_allocs, " allocations tagged), rank ", s.rank.rank,
@@ -105,8 +105,11 @@ std::string FormatSummary(const KinetoFileSummary& s) {
                     " frees of blocks already freed dropped (events missing from the trace)");
   }
   if (e.total_allocated_mismatches > 0) {
+    // Places, not events: after each the live bytes stored differ from Total Allocated until
+    // another jump evens them out, and every event since would disagree.
     absl::StrAppend(&line, ", ", e.total_allocated_mismatches,
-                    " events disagree with Total Allocated (events missing from the trace)");
+                    " jumps of Total Allocated that no event explains (events missing from the "
+                    "trace)");
   }
   absl::StrAppend(&line, absl::StrFormat(", %.2fs", s.seconds));
   const RankImportSink::Delivery& d = s.delivery;

@@ -330,5 +330,22 @@ TEST(KinetoImportTest, TheSummarySaysWhatTheCollectorAlreadyHad) {
       << FormatSummary(s);
 }
 
+// A missing event makes every event after it disagree with Total Allocated; the count is of the
+// jumps, and said so (it read "1 events disagree" where 2108 did).
+TEST(KinetoImportTest, TheSummaryCountsJumpsOfTotalAllocatedAndMalformedEvents) {
+  KinetoFileSummary s;
+  s.rank.path = "rank0.json";
+  s.events.total_allocated_mismatches = 2;
+  s.parse.memory_skipped = 3;
+  const std::string line = FormatSummary(s);
+  EXPECT_NE(line.find(", 3 without Addr/Bytes/ts or with a malformed value skipped,"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find(", 2 jumps of Total Allocated that no event explains (events missing from "
+                      "the trace)"),
+            std::string::npos)
+      << line;
+}
+
 }  // namespace
 }  // namespace memtrace::importers

@@ -36,10 +36,14 @@ bool ParseInt64(absl::string_view text, int64_t* out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, *out);
   if (ec == std::errc() && ptr == end) return true;
-  // "1e3" or "12.0": a double, accepted when it is integral-valued in range.
+  // "1e3" or "12.0": a double, accepted when it is integral-valued in range (5242880.5 bytes is
+  // no byte count; rounded, it was stored as 5242881).
   double d = 0;
-  if (!absl::SimpleAtod(text, &d) || !std::isfinite(d) || d < -9.2e18 || d > 9.2e18) return false;
-  *out = std::llround(d);
+  if (!absl::SimpleAtod(text, &d) || !std::isfinite(d) || d < -9.2e18 || d > 9.2e18 ||
+      d != std::trunc(d)) {
+    return false;
+  }
+  *out = static_cast<int64_t>(d);
   return true;
 }
 
@@ -75,6 +79,17 @@ bool ParseAddress(absl::string_view text, uint64_t* out) {
   int64_t signed_value = 0;
   if (!ParseInt64(text, &signed_value)) return false;
   *out = static_cast<uint64_t>(signed_value);
+  return true;
+}
+
+// Device Type / Device Id: small integers (an int32 field of KinetoMemoryRecord).
+bool ParseDeviceField(absl::string_view text, int32_t* out) {
+  int64_t value = 0;
+  if (!ParseInt64(text, &value) || value < std::numeric_limits<int32_t>::min() ||
+      value > std::numeric_limits<int32_t>::max()) {
+    return false;
+  }
+  *out = static_cast<int32_t>(value);
   return true;
 }
 
@@ -134,6 +149,10 @@ enum class Context : uint8_t {
 struct PendingEvent {
   std::string name, ph, cat;
   bool has_ts = false, has_dur = false, has_addr = false, has_bytes = false;
+  // An argument of a memory event present with no number of its range (a string, null, 12.5):
+  // the record is not kept. Kept, "Total Reserved": "x" became a device sample of 0 B, and
+  // "Device Type": "1" moved a CUDA block to host memory, each without a word.
+  bool malformed_arg = false;
   int64_t ts_ns = 0, dur_ns = 0;
   uint64_t pid = 0, tid = 0;
   KinetoMemoryRecord memory;
@@ -142,7 +161,7 @@ struct PendingEvent {
     name.clear();
     ph.clear();
     cat.clear();
-    has_ts = has_dur = has_addr = has_bytes = false;
+    has_ts = has_dur = has_addr = has_bytes = malformed_arg = false;
     ts_ns = dur_ns = 0;
     pid = tid = 0;
     memory = KinetoMemoryRecord{};
@@ -196,6 +215,7 @@ class KinetoHandler {
       return Push(Context::kDistributed);
     }
     if (here == Context::kEvent && field == Field::kArgs) return Push(Context::kArgs);
+    if (here == Context::kArgs) event_.malformed_arg |= IsMemoryArgument(field);
     if (here == Context::kDeviceList) {
       device_id_ = -1;
       device_total_ = 0;
@@ -227,6 +247,7 @@ class KinetoHandler {
     if (here == Context::kRootObject && field == Field::kDeviceProperties) {
       return Push(Context::kDeviceList);
     }
+    if (here == Context::kArgs) event_.malformed_arg |= IsMemoryArgument(field);
     return ++skip_depth_, true;
   }
 
@@ -241,6 +262,22 @@ class KinetoHandler {
   bool Push(Context context) {
     stack_.push_back(context);
     return true;
+  }
+
+  // An argument a memory record is read from (an object or array there is malformed).
+  static bool IsMemoryArgument(Field field) {
+    switch (field) {
+      case Field::kAddr:
+      case Field::kBytes:
+      case Field::kTotalAllocated:
+      case Field::kTotalReserved:
+      case Field::kDeviceType:
+      case Field::kDeviceId:
+      case Field::kEvIdx:
+        return true;
+      default:
+        return false;
+    }
   }
 
   static Field Resolve(Context context, absl::string_view key) {
@@ -322,19 +359,20 @@ class KinetoHandler {
         event_.has_bytes = is_number && ParseByteCount(text, &event_.memory.bytes);
         break;
       case Field::kTotalAllocated:
-        if (is_number) ParseByteCount(text, &event_.memory.total_allocated);
+        event_.malformed_arg |=
+            !(is_number && ParseByteCount(text, &event_.memory.total_allocated));
         break;
       case Field::kTotalReserved:
-        if (is_number) ParseByteCount(text, &event_.memory.total_reserved);
+        event_.malformed_arg |= !(is_number && ParseByteCount(text, &event_.memory.total_reserved));
         break;
       case Field::kDeviceType:
-        if (is_number && ParseInt64(text, &value)) event_.memory.device_type = value;
+        event_.malformed_arg |= !(is_number && ParseDeviceField(text, &event_.memory.device_type));
         break;
       case Field::kDeviceId:
-        if (is_number && ParseInt64(text, &value)) event_.memory.device_id = value;
+        event_.malformed_arg |= !(is_number && ParseDeviceField(text, &event_.memory.device_id));
         break;
       case Field::kEvIdx:
-        if (is_number) ParseInt64(text, &event_.memory.ev_idx);
+        event_.malformed_arg |= !(is_number && ParseInt64(text, &event_.memory.ev_idx));
         break;
       case Field::kRank:
         if (is_number && ParseInt64(text, &value)) trace_->distributed.rank = value;
@@ -362,7 +400,7 @@ class KinetoHandler {
     ++counts.trace_events;
     const PendingEvent& e = event_;
     if (e.name == kMemoryEventName && (e.ph == "i" || e.ph == "I")) {
-      if (!e.has_addr || !e.has_bytes || !e.has_ts) {
+      if (!e.has_addr || !e.has_bytes || !e.has_ts || e.malformed_arg) {
         ++counts.memory_skipped;
         return;
       }
@@ -435,9 +473,14 @@ absl::StatusOr<KinetoTrace> Parse(Stream& stream, absl::string_view name, bool c
   const bool stopped_at_events = header_only && handler.saw_trace_events() &&
                                  result.Code() == rapidjson::kParseErrorTermination;
   if (result.IsError() && !stopped_at_events) {
-    return absl::DataLossError(absl::StrCat(name, ": malformed JSON at byte ", result.Offset(),
-                                            compressed ? " of the decompressed data" : "", ": ",
-                                            rapidjson::GetParseError_En(result.Code())));
+    // The parser stops where it failed: at the end of the data, the file was cut short (a job
+    // killed while the profiler wrote it), which "Missing a comma" alone did not say.
+    const bool at_end = stream.Peek() == '\0';
+    return absl::DataLossError(
+        absl::StrCat(name, ": malformed JSON at byte ", result.Offset(),
+                     compressed ? " of the decompressed data" : "", ": ",
+                     rapidjson::GetParseError_En(result.Code()),
+                     at_end ? " (the data ends there: a truncated file?)" : ""));
   }
   // A bad file, as malformed JSON is (exit code 1), not a bad command line (INVALID_ARGUMENT: 2).
   if (!handler.saw_trace_events()) {

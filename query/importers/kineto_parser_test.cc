@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -136,17 +137,48 @@ TEST(KinetoParserTest, ValuesOutOfRangeAreNotKept) {
       memory("4611686018427387.904", "64", "64") + "]}";            // ts of 2^62 ns exactly
   auto trace = ParseKinetoJson(json, "range.json");
   ASSERT_TRUE(trace.ok()) << trace.status();
-  ASSERT_EQ(trace->memory.size(), 2u);
+  ASSERT_EQ(trace->memory.size(), 1u);
   EXPECT_EQ(trace->memory[0].bytes, int64_t{1} << 53);
-  EXPECT_EQ(trace->memory[1].bytes, 64);
-  EXPECT_EQ(trace->memory[1].total_allocated, 0);  // out of range: as if absent
-  EXPECT_EQ(trace->counts.memory_skipped, 4u);
+  EXPECT_EQ(trace->counts.memory_skipped, 5u);  // Total Allocated out of range too
   EXPECT_EQ(trace->base_time_ns, 0);  // past 2^62 ns: as if absent
   // 2^62 itself is out too: two of them overflow a sum (base + ts, ts + dur).
   auto at_bound = ParseKinetoJson(
       R"({"baseTimeNanoseconds": 4611686018427387904, "traceEvents": []})", "bound.json");
   ASSERT_TRUE(at_bound.ok()) << at_bound.status();
   EXPECT_EQ(at_bound->base_time_ns, 0);
+}
+
+// Found by checking imports of real traces with one value changed: an argument that is no
+// number of its kind was read as absent (0, or the field's default), and the record kept.
+TEST(KinetoParserTest, AMemoryEventWithAMalformedArgumentIsNotKept) {
+  const auto with = [](const std::string& field, const std::string& value) {
+    std::string event = MemoryEvent("10", 64, 4096, 64);
+    const std::string key = "\"" + field + "\": ";
+    const size_t at = event.find(key);
+    EXPECT_NE(at, std::string::npos) << field;
+    const size_t end = event.find_first_of(",}", at);
+    return event.replace(at + key.size(), end - at - key.size(), value);
+  };
+  const std::vector<std::string> malformed = {
+      with("Total Reserved", "\"2097152\""),  // a string: read as a device sample of 0 B
+      with("Device Type", "\"1\""),           // CUDA read as host memory
+      with("Device Id", "null"),
+      with("Bytes", "64.5"),  // rounded to 65 bytes
+      with("Total Allocated", "\"64\""),
+      with("Ev Idx", "[3]"),
+      with("Device Id", "4294967296"),  // past an int32
+  };
+  std::string json = "[" + MemoryEvent("1", 64, 4096, 64);
+  for (const std::string& event : malformed) json += ",\n" + event;
+  // Integral values written as doubles are whole numbers all the same.
+  json += ",\n" + with("Bytes", "-64.0") + "]";
+  auto trace = ParseKinetoJson(json, "malformed.json");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->counts.memory_skipped, malformed.size());
+  ASSERT_EQ(trace->memory.size(), 2u);
+  EXPECT_EQ(trace->memory[1].bytes, -64);
+  EXPECT_EQ(trace->memory[1].device_type, 1);
+  EXPECT_EQ(trace->memory[1].total_reserved, 2097152);
 }
 
 TEST(KinetoParserTest, MalformedJsonNamesFileAndOffset) {
@@ -168,6 +200,9 @@ TEST(KinetoParserTest, TruncatedJsonIsAnErrorAtTheEnd) {
   auto trace = ParseKinetoJson(json, "cut.json");
   ASSERT_FALSE(trace.ok());
   EXPECT_NE(trace.status().message().find("cut.json: malformed JSON at byte 900"),
+            std::string::npos)
+      << trace.status();
+  EXPECT_NE(trace.status().message().find("(the data ends there: a truncated file?)"),
             std::string::npos)
       << trace.status();
 }

@@ -57,8 +57,10 @@ struct KinetoDistributedInfo {
 struct KinetoParseCounts {
   uint64_t trace_events = 0;       // objects in traceEvents
   uint64_t memory_events = 0;      // `[memory]` events kept (== memory.size())
-  // `[memory]` events without Addr, Bytes or ts, or with one out of range (a byte count past
-  // +-2^53, a time at or past +-2^62 ns): not kept.
+  // `[memory]` events without Addr, Bytes or ts, or with one of those or another argument
+  // (Total Allocated, Total Reserved, Device Type, Device Id, Ev Idx) malformed: not a number,
+  // not a whole one, or out of range (a byte count past +-2^53, a time at or past +-2^62 ns).
+  // Not kept.
   uint64_t memory_skipped = 0;
   uint64_t step_ranges = 0;        // ProfilerStep#N ranges, CPU and GPU timeline both
   uint64_t annotation_ranges = 0;  // user_annotation ranges other than ProfilerStep#N
