@@ -271,15 +271,20 @@ absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id,
     point.at_ns = at_ns;
     absl::StatusOr<LoadedLiveSet> live =
         LoadLiveSet(store, job_id, s.rank(), id.attempt(), point, /*with_phases=*/false);
-    if (!live.ok()) return live.status();
-    if (live->seq == 0) continue;
+    if (live.ok() && live->seq == 0) continue;
     v1::SubprocessLive* out = report->add_subprocesses();
     out->set_rank(s.rank());
     out->set_pid(id.pid());
+    out->set_started_the_rank(id.started_the_rank());
+    if (!live.ok()) {
+      // Said in its place: one damaged subprocess stream failed the whole report, and with it
+      // the rank's own live set, what an OOM's question is about.
+      out->set_unread(live.status().ToString());
+      continue;
+    }
     out->set_live_bytes(live->live_bytes);
     out->set_allocation_count(live->set.allocations.size());
     out->set_at_ns(live->set.at_ns);
-    out->set_started_the_rank(id.started_the_rank());
   }
   return absl::OkStatus();
 }
@@ -807,9 +812,19 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
   // each rank's latest otherwise; of a rank restarted after the moment (a time, or a step its
   // latest attempt never reached), the attempt that held it. The latest, begun later, read
   // as holding nothing there.
+  // The job's streams, listed once for the reads below that need them.
+  absl::StatusOr<std::vector<v1::RankSummary>> summaries = store.ListRanks(request.job_id());
+  if (!summaries.ok()) return summaries.status();
+  const auto stream_of = [&](const an::RankStepMetrics& rank) -> const v1::RankSummary* {
+    for (const v1::RankSummary& s : *summaries) {
+      if (s.rank() == rank.rank && s.identity().attempt() == rank.attempt) return &s;
+    }
+    return nullptr;
+  };
   std::vector<LiveSetAsk> asks;
   std::vector<const an::RankStepMetrics*> asked;  // the ranks of `asks`
   uint32_t without_the_step = 0;                  // ranks with rows, but not of that step
+  uint32_t not_begun = 0;                         // read at a time before their first event
   for (const an::RankStepMetrics* rank : cohort) {
     if (rank->rank == subject->rank) continue;
     LivePoint at = point;
@@ -847,6 +862,15 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
       }
       at = *end;
     }
+    if (at.kind == LivePoint::Kind::kAtCollectorTime) {
+      // A rank that had not begun by then held nothing of its own: compared, its 0 B halved the
+      // median of two ranks (traces of one job recorded hours apart, a rank started late).
+      const v1::RankSummary* stream = stream_of(*rank);
+      if (stream != nullptr && (stream->events_stored() == 0 || FirstEventNs(*stream) > at.at_ns)) {
+        ++not_begun;
+        continue;
+      }
+    }
     asks.push_back({rank->rank, rank->attempt, at, /*with_phases=*/false});
     asked.push_back(rank);
   }
@@ -872,25 +896,22 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
                               request.moment_case() == v1::LiveRequest::kAtNs;
   const bool read_at_their_latest = request.moment_case() == v1::LiveRequest::MOMENT_NOT_SET &&
                                     !stopped_early && !job->time_axis && subject->has_rows();
-  // The job's streams, listed once for the two reads below that need them.
-  absl::StatusOr<std::vector<v1::RankSummary>> summaries = store.ListRanks(request.job_id());
-  if (!summaries.ok()) return summaries.status();
   if ((read_at_a_time || read_at_their_latest) && !asked.empty()) {
     const int64_t moment = request.moment_case() == v1::LiveRequest::kAtNs && !stopped_early
                                ? request.at_ns()
                                : mine->set.at_ns;
     uint32_t ended = 0;
     for (const an::RankStepMetrics* rank : asked) {
-      for (const v1::RankSummary& s : *summaries) {
-        if (s.rank() != rank->rank || s.identity().attempt() != rank->attempt) continue;
-        const bool before = read_at_a_time
-                                ? LastEventNs(s) < moment
-                                : rank->has_rows() && rank->last_step() < subject->last_step();
-        if (!s.connected() && s.events_stored() > 0 && before) ++ended;
-      }
+      const v1::RankSummary* s = stream_of(*rank);
+      if (s == nullptr) continue;
+      const bool before = read_at_a_time
+                              ? LastEventNs(*s) < moment
+                              : rank->has_rows() && rank->last_step() < subject->last_step();
+      if (!s->connected() && s->events_stored() > 0 && before) ++ended;
     }
     response->set_others_ended_before(ended);
   }
+  response->set_others_not_begun(not_begun);
   // Read at a step, the ranks that never reached it are not read: said, rather than a
   // comparison that vanished.
   if (request.moment_case() == v1::LiveRequest::kAtStep) {

@@ -13,10 +13,14 @@
 #include "absl/strings/match.h"
 #include "collector/server/collector_server.h"
 #include "collector/server/simulated_job_store.h"
+#include "collector/store/key_codec.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/memtrace/v1/analysis.grpc.pb.h"
+#include "rocksdb/convenience.h"
+#include "rocksdb/db.h"
+#include "rocksdb/utilities/options_util.h"
 #include "tests/util/test_dirs.h"
 
 namespace memtrace::collector {
@@ -1164,6 +1168,129 @@ TEST_F(AnalysisServiceTest, LiveBeforeTheFirstEventSaysSo) {
   EXPECT_NE(status.error_message().find("its first step starts at 2023-11-14 22:13:19.500"),
             std::string::npos)
       << status.error_message();
+}
+
+// Found importing traces of one job recorded hours apart: a rank that had not begun by the
+// moment asked was read as holding 0 B, and the median of the others halved.
+TEST_F(AnalysisServiceTest, LiveAtATimeLeavesOutTheRanksThatHadNotBegun) {
+  const auto rank = [](uint32_t r, int64_t t0, uint64_t bytes) {
+    return HandWrittenEvents()
+        .Step(t0, 0)
+        .Alloc(t0 + 1000, 0xa000, bytes)
+        .Step(t0 + 2 * kS, 1)
+        .Step(t0 + 4 * kS, 2)
+        .AppendAsRunning(AnalysisServiceTest::server_->store(),
+                         SimulatedRankIdentity("late-rank", Base(), r, 0));
+  };
+  ASSERT_TRUE(rank(0, kHandT0, 4 * kMiB).ok());
+  ASSERT_TRUE(rank(1, kHandT0, 6 * kMiB).ok());
+  ASSERT_TRUE(rank(2, kHandT0 + 10 * kS, 6 * kMiB).ok());  // begins 10 s later
+  const auto live_at = [&](int64_t at_ns, v1::LiveReport* report) {
+    grpc::ClientContext context;
+    v1::LiveRequest request;
+    request.set_job_id("late-rank");
+    request.set_rank(0);
+    request.set_at_ns(at_ns);
+    return stub_->Live(&context, request, report);
+  };
+  v1::LiveReport early;
+  grpc::Status status = live_at(kHandT0 + 3 * kS, &early);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(early.other_ranks(), 1u);
+  EXPECT_EQ(early.others_not_begun(), 1u);
+  EXPECT_EQ(early.others_median_total_bytes(), 6 * kMiB) << "rank 2's 0 B is no comparison";
+  v1::LiveReport later;
+  status = live_at(kHandT0 + 11 * kS, &later);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(later.other_ranks(), 2u);
+  EXPECT_EQ(later.others_not_begun(), 0u);
+  EXPECT_EQ(later.others_median_total_bytes(), 6 * kMiB);
+}
+
+// Overwrites every stored block and checkpoint of `stream` in the closed store at `dir` with
+// bytes that decode as nothing: a damaged stream, as a failing disk leaves one.
+void DamageStream(const std::string& dir, const StreamKey& stream) {
+  rocksdb::DBOptions db_options;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  rocksdb::ConfigOptions config;
+  ASSERT_TRUE(rocksdb::LoadLatestOptions(config, dir, &db_options, &families).ok());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(db_options, dir, families, &handles, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  const std::string prefix = StreamPrefix(stream);
+  int damaged = 0;
+  for (size_t i = 0; i < families.size(); ++i) {
+    if (families[i].name != "blocks" && families[i].name != "checkpoints") continue;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), handles[i]));
+    std::vector<std::string> keys;
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      keys.push_back(it->key().ToString());
+    }
+    for (const std::string& key : keys) {
+      ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), handles[i], key, "\xff\xfe damaged").ok());
+      ++damaged;
+    }
+  }
+  EXPECT_GT(damaged, 0);
+  for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+}
+
+// A rank's live set stands when one of its subprocesses' cannot be read: one damaged engine
+// stream failed the rank's whole report.
+TEST(AnalysisServiceDamageTest, ARanksLiveSetStandsWhenASubprocessCannotBeRead) {
+  CollectorServerOptions options;
+  options.listen = "127.0.0.1:0";
+  options.store.dir = test_util::TmpDir() + "/damaged_subprocess_db";
+  options.store.durability = Durability::kAsync;
+  StreamKey engine_key;
+  {
+    absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    EventStore& store = (*server)->store();
+    ASSERT_TRUE(HandWrittenEvents()
+                    .Step(kHandT0, 0)
+                    .Alloc(kHandT0 + 1000, 0xa000, kMiB)
+                    .Step(kHandT0 + 2 * kS, 1)
+                    .AppendAsRank0(store, "damaged-engine")
+                    .ok());
+    for (uint32_t pid : {4001u, 4002u}) {
+      v1::RankIdentity id = SimulatedRankIdentity("damaged-engine", Base(), 0, 0);
+      id.set_rank(-1);
+      id.set_pid(pid);
+      id.set_subprocess_of_rank(0);
+      absl::StatusOr<OpenedStream> engine =
+          HandWrittenEvents().Alloc(kHandT0 + kS / 2, 0xa000, 8 * kMiB).AppendAsRunning(store, id);
+      ASSERT_TRUE(engine.ok()) << engine.status();
+      ASSERT_TRUE(store.CloseStream(engine->key, true, engine->connection).ok());
+      if (pid == 4002u) engine_key = engine->key;
+    }
+  }
+  DamageStream(options.store.dir, engine_key);
+
+  absl::StatusOr<std::unique_ptr<CollectorServer>> server = CollectorServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = v1::Analysis::NewStub(
+      grpc::CreateChannel((*server)->address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::LiveRequest request;
+  request.set_job_id("damaged-engine");
+  request.set_rank(0);
+  v1::LiveReport report;
+  grpc::Status status = stub->Live(&context, request, &report);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(report.total_bytes(), kMiB);
+  ASSERT_EQ(report.subprocesses_size(), 2) << report.DebugString();
+  for (const v1::SubprocessLive& sub : report.subprocesses()) {
+    if (sub.pid() == 4002u) {
+      EXPECT_EQ(sub.rank(), engine_key.rank);
+      EXPECT_TRUE(absl::StrContains(sub.unread(), "DATA_LOSS")) << sub.DebugString();
+      EXPECT_EQ(sub.live_bytes(), 0u);
+    } else {
+      EXPECT_EQ(sub.unread(), "");
+      EXPECT_EQ(sub.live_bytes(), 8 * kMiB);
+    }
+  }
 }
 
 TEST_F(AnalysisServiceTest, LeaksBeforeTheJobStartedSaysSo) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
@@ -298,6 +299,13 @@ TEST(RenderTest, SpikesOfAJobWithoutStepMarkersRecurInBuckets) {
   std::string text = RenderLeaks(r);
   Show(text);
   EXPECT_TRUE(Has(text, "every ~10 buckets)")) << text;
+  // Which buckets its figures are of: after warm-up, where memtrace peak reads all of them.
+  EXPECT_FALSE(Has(text, "after each rank's first")) << text;
+  r.mutable_params()->set_warmup_steps(5);
+  EXPECT_TRUE(Has(RenderLeaks(r),
+                  "(floors and typical peaks of the buckets after each rank's first 5, --warmup; "
+                  "memtrace peak reads every bucket unless given --warmup 5)\n"))
+      << RenderLeaks(r);
   EXPECT_TRUE(Has(text, "live at time bucket ends")) << text;
   EXPECT_FALSE(Has(text, "steps")) << text;
 }
@@ -435,6 +443,12 @@ TEST(RenderTest, LiveShowsTheRanksSubprocessesApart) {
   busy->set_started_the_rank(true);
   EXPECT_TRUE(Has(RenderLive(live),
                   "and the process that started it, pid 4712 (memtrace ranks: 1000001): 1.00 MiB"))
+      << RenderLive(live);
+  // One whose live set the collector could not read is said in its place.
+  engine->set_unread("DATA_LOSS: block damaged");
+  EXPECT_TRUE(Has(RenderLive(live),
+                  "and its subprocess pid 4711 (memtrace ranks: 1000000): not read: DATA_LOSS: "
+                  "block damaged\n"))
       << RenderLive(live);
 }
 
@@ -841,6 +855,17 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   w.set_other_ranks(other_ranks);
   w.set_others_without_the_step(0);
 
+  // Read at a time before some ranks began: they are said, not compared as holding nothing.
+  w.set_others_not_begun(1);
+  EXPECT_TRUE(Has(RenderLive(w), "; 1 other rank had not begun by then (no event before it)"))
+      << RenderLive(w);
+  w.set_other_ranks(0);
+  w.set_others_not_begun(3);
+  EXPECT_TRUE(Has(RenderLive(w), "; no other rank compared: 3 other ranks had not begun by then"))
+      << RenderLive(w);
+  w.set_other_ranks(other_ranks);
+  w.set_others_not_begun(0);
+
   // A time asked for is the moment shown (every rank was read at it), with the rank's last
   // event before it: the header showed only that event's time.
   w.clear_oom();
@@ -893,6 +918,16 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
           "after --warmup 200)\n"))
       << RenderHeadroom(unread);
   EXPECT_FALSE(Has(RenderHeadroom(unread), "on course")) << RenderHeadroom(unread);
+  // Of no capacity (an imported trace without deviceProperties), no headroom: "-", not 0 B.
+  v1::HeadroomReport unknown;
+  v1::RankHeadroom* entry_of_unknown = unknown.add_entries();
+  entry_of_unknown->set_status(v1::HEADROOM_STATUS_NO_CAPACITY);
+  entry_of_unknown->set_last_peak_bytes(uint64_t{1} << 30);
+  const std::vector<std::string> unknown_rows = RowsStartingWith(RenderHeadroom(unknown), {"0 "});
+  ASSERT_EQ(unknown_rows.size(), 1u) << RenderHeadroom(unknown);
+  const std::string cells =
+      absl::StrJoin(absl::StrSplit(unknown_rows[0], ' ', absl::SkipEmpty()), " ");
+  EXPECT_TRUE(absl::StartsWith(cells, "0 no capacity - 0 B 1.00 GiB - ")) << cells;
   // Nor does a rank too short to fit show a measured-looking slope ("0 B/step").
   EXPECT_FALSE(Has(RenderHeadroom(unread), "B/step")) << RenderHeadroom(unread);
   // Nor one out of memory within its first few steps, too short to fit as well.

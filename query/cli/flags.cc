@@ -157,6 +157,12 @@ const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
   return nullptr;
 }
 
+bool FlagSet::NamesAFlag(absl::string_view arg) const {
+  if (!absl::StartsWith(arg, "-") || arg == "-" || arg == "--") return false;
+  arg.remove_prefix(absl::StartsWith(arg, "--") ? 2 : 1);
+  return Find(arg.substr(0, arg.find('='))) != nullptr;
+}
+
 absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& args) const {
   Parsed parsed;
   std::map<std::string, std::string> seen;  // flag (an alias's original) -> the name given
@@ -201,9 +207,18 @@ absl::StatusOr<FlagSet::Parsed> FlagSet::Parse(const std::vector<std::string>& a
       value = *inline_value;
     } else if (flag->value_name.empty()) {
       value = "true";
-    } else if (i + 1 < args.size()) {
-      // The next argument is the value even when it starts with '-' ("--from -5m").
+    } else if (i + 1 < args.size() && (args[i + 1] == "--help" || args[i + 1] == "-h")) {
+      parsed.help = true;  // "--job --help": the help, not a job named --help
+      return parsed;
+    } else if (i + 1 < args.size() && !NamesAFlag(args[i + 1])) {
+      // The next argument is the value even when it starts with '-' ("--from -5m"), unless it
+      // is one of the flags: "--job --wide" asked for job "--wide" (exit 1, not a usage error),
+      // and "--job --format json" blamed 'json'. --job=--wide still says it.
       value = args[++i];
+    } else if (i + 1 < args.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(Dashed(flag->name), " needs a value (",
+                                                     flag->value_name, "), not the flag ",
+                                                     args[i + 1]));
     } else {
       return absl::InvalidArgumentError(
           absl::StrCat(Dashed(flag->name), " needs a value (", flag->value_name, ")"));

@@ -76,6 +76,8 @@ class FlagSet {
     std::string same_as;  // an alias's flag; empty for a flag of its own
   };
   const Flag* Find(absl::string_view name) const;
+  // Whether `arg` is one of these flags as Parse reads them (-name, --name, --name=v).
+  bool NamesAFlag(absl::string_view arg) const;
 
   std::vector<Flag> flags_;
 };

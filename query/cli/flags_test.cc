@@ -44,6 +44,34 @@ TEST(FlagSetTest, TakesTheNextArgumentAsValueEvenWhenItStartsWithADash) {
   Values v;
   ASSERT_TRUE(MakeFlags(&v).Parse({"--job", "-5m"}).ok());
   EXPECT_EQ(v.job, "-5m");
+  ASSERT_TRUE(MakeFlags(&v).Parse({"--count", "-3"}).ok());
+  EXPECT_EQ(v.count, -3);
+  Values w;
+  ASSERT_TRUE(MakeFlags(&w).Parse({"--job", "--not-a-flag"}).ok());
+  EXPECT_EQ(w.job, "--not-a-flag");
+}
+
+// A flag whose value was left out took the next flag as its value: "--job --wide" asked for
+// job "--wide" (exit 1 from the collector, not a usage error), "--job --count 3" blamed '3'.
+TEST(FlagSetTest, AFlagIsNoOtherFlagsValue) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--job", "--wide"},
+                                             {"--job", "-wide"},
+                                             {"--job", "--count", "3"},
+                                             {"--job", "--count=3"}}) {
+    Values v;
+    absl::StatusOr<FlagSet::Parsed> parsed = MakeFlags(&v).Parse(args);
+    ASSERT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << args[1];
+    EXPECT_EQ(parsed.status().message(), "--job needs a value (JOB), not the flag " + args[1]);
+  }
+  // Said with '=', it is the value.
+  Values v;
+  ASSERT_TRUE(MakeFlags(&v).Parse({"--job=--wide"}).ok());
+  EXPECT_EQ(v.job, "--wide");
+  // Help asked for in a value's place is help.
+  absl::StatusOr<FlagSet::Parsed> help = MakeFlags(&v).Parse({"--rank", "--help"});
+  ASSERT_TRUE(help.ok()) << help.status();
+  EXPECT_TRUE(help->help);
 }
 
 TEST(FlagSetTest, DoubleDashEndsFlags) {

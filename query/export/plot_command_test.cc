@@ -140,6 +140,11 @@ TEST_F(PlotCommandTest, TheSummaryCountsRanksNotAttempts) {
                          "of rank 2 attempt 0\n"),
             std::string::npos)
       << run.err;
+  // Nor is it marked over the lines of attempt 1, which ran on without one: drawn, it read as
+  // the current run's OOM.
+  for (Attributes& o : testing::Elements(Svg("sim-oom-restarted"), "line", "onset")) {
+    EXPECT_NE(o["data-kind"], "oom") << "rank " << o["data-rank"];
+  }
 }
 
 TEST_F(PlotCommandTest, HighlightsThePlantedRankOfASimulatedLeak) {

@@ -669,11 +669,13 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_wind
       marks.followers.push_back(divergence.diverged[i].rank);
     }
   }
-  // Where a rank ran out of memory: the end of the story the lines tell.
-  for (const analysis::RankTimeline& rank : plotted.ranks) {
-    for (const analysis::StepPoint& p : rank.steps) {
+  // Where a rank ran out of memory: the end of the story the lines tell. Of a restarted job,
+  // the lines are each rank's latest attempt; an earlier attempt's OOM drawn over them read as
+  // the current run's (the summary names it as not drawn: plot_command.cc).
+  for (const analysis::RankTimeline* rank : analysis::SelectRanks(plotted)) {
+    for (const analysis::StepPoint& p : rank->steps) {
       if (p.ooms == 0) continue;
-      marks.ooms.push_back({rank.rank, p.step, p.oom_requested_bytes});
+      marks.ooms.push_back({rank->rank, p.step, p.oom_requested_bytes});
       break;
     }
   }
