@@ -60,7 +60,7 @@ std::string LeakingRanks(const LeakReport& r) {
     if (c.curve == CurveClass::kLeak) ranks.push_back(c.rank);
   }
   if (ranks.empty()) return "none";
-  return absl::StrCat("rank", ranks.size() > 1 ? "s " : " ", absl::StrJoin(ranks, ","));
+  return absl::StrCat("rank", ranks.size() > 1 ? "s " : " ", FormatRankList(ranks));
 }
 
 const RankHeadroom* Soonest(const HeadroomReport& r) {

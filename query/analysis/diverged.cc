@@ -557,10 +557,14 @@ void Summarize(const ShortRun& longest, size_t steps_in_job, DivergenceReport& r
       who = absl::StrCat("ranks ", absl::StrJoin(together.begin(), together.end() - 1, ", "),
                          " and ", together.back(), " diverged first, together");
     }
+    const size_t followed = report.diverged.size() - together.size();
     report.message = absl::StrFormat(
-        "%s, at %s (%s the cohort for %u %s); %u rank(s) followed", who,
-        FormatKey(d.onset_step, report.bucket_ns), d.direction > 0 ? "above" : "below", d.run_steps,
-        report.bucket_ns > 0 ? "buckets" : "steps", report.diverged.size() - together.size());
+        "%s, at %s (%s the cohort for %u %s); %s", who, FormatKey(d.onset_step, report.bucket_ns),
+        d.direction > 0 ? "above" : "below", d.run_steps,
+        report.bucket_ns > 0 ? "buckets" : "steps",
+        followed == 0
+            ? std::string("no other rank followed")
+            : absl::StrCat(followed, " other rank", followed == 1 ? "" : "s", " followed"));
     if (d.departed_before_compared && report.params.warmup_steps > 0) {
       // A leak from step 1 reads "diverged at step 7": the steps before are warm-up, not
       // compared, and "first step examined" must not read as "began here".

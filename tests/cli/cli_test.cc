@@ -424,7 +424,7 @@ TEST_F(CliTest, SimulatedFollowersDivergeInTheOrderTheirLeaksBegan) {
   ProcessResult diverged = Memtrace({"diverged", "--job", "followers"});
   ASSERT_EQ(diverged.exit_code, 0) << diverged.err;
   EXPECT_TRUE(absl::StrContains(diverged.out, "rank 5 diverged first")) << diverged.out;
-  EXPECT_TRUE(absl::StrContains(diverged.out, "1 rank(s) followed")) << diverged.out;
+  EXPECT_TRUE(absl::StrContains(diverged.out, "1 other rank followed")) << diverged.out;
   // The table's rows: "#  rank  host  onset ...".
   std::vector<std::vector<std::string>> rows;
   for (absl::string_view line : absl::StrSplit(diverged.out, '\n')) {

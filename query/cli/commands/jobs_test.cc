@@ -2,7 +2,10 @@
 
 #include <sstream>
 
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/memtrace/v1/query.grpc.pb.h"
+#include "query/cli/commands/fake_analysis_server.h"
 
 namespace memtrace::cli {
 namespace {
@@ -43,6 +46,25 @@ TEST(JobsCommandTest, AnAddressWithAnOutOfRangePortIsABadCommandLine) {
   EXPECT_EQ(JobsCommand().run({"--collector", "127.0.0.1:99999"}, io), kExitUsage);
   EXPECT_EQ(err.str(), "memtrace jobs: --collector='127.0.0.1:99999': port must be 1..65535\n");
   EXPECT_EQ(out.str(), "");
+}
+
+// A collector with no job answered with a header alone, which read as a listing that failed.
+TEST(JobsCommandTest, ACollectorWithNoJobSaysSo) {
+  class NoJobs final : public v1::Query::Service {
+    grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*,
+                          v1::ListJobsResponse*) override {
+      return grpc::Status::OK;
+    }
+  } service;
+  std::string address;
+  std::unique_ptr<grpc::Server> server = StartLoopbackServer(&service, &address);
+  std::ostringstream out, err;
+  CommandIo io{out, err};
+  EXPECT_EQ(JobsCommand().run({"--format", "csv", "--collector", address}, io), kExitOk);
+  EXPECT_EQ(out.str(),
+            "job,ranks,events,first_event,last_event,span,restarts,subprocesses,parents\n");
+  EXPECT_EQ(err.str(), "memtrace jobs: the collector at " + address + " has no job stored\n");
+  server->Shutdown();
 }
 
 TEST(JobsCommandTest, PrintsHelpWithItsFlags) {
