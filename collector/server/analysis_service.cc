@@ -693,7 +693,8 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
               absl::StrCat("its steps: ", subject->step.front(), "..", subject->step.back()));
         }
         if (subject->in_progress) {
-          has.push_back(absl::StrCat("step ", subject->in_progress->step, " in progress"));
+          has.push_back(absl::StrCat("step ", subject->in_progress->step,
+                                     subject->cut_short ? " cut short" : " in progress"));
         }
         if (!has.empty() && subject->attempt > 0) {
           has.push_back(absl::StrCat("attempt ", subject->attempt));
@@ -918,6 +919,10 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
     response->set_others_without_the_step(without_the_step);
   }
   response->set_attempt(subject->attempt);
+  // The moment is in the step its stream stopped inside: no step's end (RankTimeline::cut_short).
+  response->set_at_step_cut_short(subject->cut_short && subject->in_progress.has_value() &&
+                                  response->at_step() == subject->in_progress->step &&
+                                  !job->time_axis);
   response->set_oom_before_restart(oom_before_restart);
   uint32_t latest = subject->attempt;
   for (const an::RankStepMetrics& r : job->ranks) {

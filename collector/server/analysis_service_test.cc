@@ -247,6 +247,9 @@ TEST_F(AnalysisServiceTest, LiveAtOomListsTheLeakFirstAndComparesTheOtherRanks) 
   ASSERT_TRUE(report.has_oom());
   EXPECT_GT(report.oom().requested_bytes(), 0u);
   EXPECT_EQ(report.oom().step(), 50);
+  // Its OOM ended its stream inside step 50: the moment is no step's end, and says so.
+  EXPECT_EQ(report.at_step(), 50);
+  EXPECT_TRUE(report.at_step_cut_short());
   // What the failed allocation was for: "a 570 MiB allocation failed" said only its size.
   EXPECT_EQ(report.oom().tag(), "fsdp:layers.1") << report.oom().DebugString();
   EXPECT_EQ(report.oom().source(), "libc10_cuda.so");

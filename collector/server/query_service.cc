@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "collector/server/status_util.h"
 #include "proto/codec/batch_codec.h"
+#include "query/analysis/timeline.h"
 #include "query/analysis/units.h"
 
 namespace memtrace::collector {
@@ -61,10 +62,18 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
   // Whether the rank's agent is connected, and whether its last row visited so far was kept.
   bool rank_in_progress = false;
   bool last_row_kept = false;
+  // Every row's start, shown or not, and the last one's end: whether an ended stream stopped
+  // inside its last step.
+  std::vector<int64_t> starts;
+  int64_t last_end_ns = 0;
   auto finish_rank = [&] {
     if (ends_at_from.has_value() && out != nullptr) *out->add_points() = std::move(*ends_at_from);
     ends_at_from.reset();
-    if (out != nullptr) out->set_last_point_in_progress(rank_in_progress && last_row_kept);
+    if (out == nullptr) return;
+    out->set_last_point_in_progress(rank_in_progress && last_row_kept);
+    out->set_last_point_cut_short(!rank_in_progress && last_row_kept &&
+                                  request->axis() != v1::TIMELINE_AXIS_TIME &&
+                                  analysis::EndedWithinItsLastStep(starts, last_end_ns));
   };
   // The scalars only (a timeline shows no tags): from the series family where a stream has
   // one, a fraction of the full rows' bytes.
@@ -77,11 +86,14 @@ grpc::Status QueryService::Timeline(grpc::ServerContext*, const v1::TimelineRequ
         out->set_attempt(rank.attempt());
         rank_in_progress = rank.last_row_in_progress();
         last_row_kept = false;
+        starts.clear();
         return absl::OkStatus();
       },
       [&](const v1::StepRollup& r) {
         ends_at_from.reset();  // a row follows it: it was closed
         last_row_kept = false;
+        starts.push_back(r.start_ns());
+        last_end_ns = r.end_ns();
         // Rows are [start, end): one that ends where the window starts is not in it (a bucket
         // on a whole second came back with the one before it). A row of one instant is, and so
         // is a rank's open last step (above).

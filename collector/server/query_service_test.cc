@@ -272,6 +272,26 @@ TEST_F(QueryServiceTest, ARunningRanksLastRowIsMarkedInProgress) {
   ASSERT_TRUE(stream->Finish().ok());
   EXPECT_FALSE(timeline(0).ranks(0).last_point_in_progress());
   EXPECT_FALSE(rollups_say_in_progress());
+  EXPECT_FALSE(timeline(0).ranks(0).last_point_cut_short()) << "5 ms of a 10 ms step";
+}
+
+// A job that an OOM ended stops every rank mid-step: an ended stream's last row that it stopped
+// well inside is marked cut short, its end being where the process stopped, not a step's end.
+TEST_F(QueryServiceTest, AnEndedRanksLastRowItStoppedWellInsideIsMarkedCutShort) {
+  // Steps 10 ms long (a marker every 10 events, 1 ms apart); rank 0 stops 2 ms into step 4,
+  // rank 1 8 ms into it.
+  Ingest("stopped", 0, 42);
+  Ingest("stopped", 1, 48);
+  grpc::ClientContext ctx;
+  v1::TimelineRequest req;
+  req.set_job_id("stopped");
+  v1::TimelineResponse steps;
+  ASSERT_TRUE(query_->Timeline(&ctx, req, &steps).ok());
+  ASSERT_EQ(steps.ranks_size(), 2);
+  EXPECT_EQ(steps.ranks(0).points_size(), 5);
+  EXPECT_TRUE(steps.ranks(0).last_point_cut_short());
+  EXPECT_FALSE(steps.ranks(0).last_point_in_progress());
+  EXPECT_FALSE(steps.ranks(1).last_point_cut_short()) << "most of a step is taken as whole";
 }
 
 TEST_F(QueryServiceTest, TimelineByTimeUsesBuckets) {

@@ -137,8 +137,9 @@ TEST_F(TimelineCacheTest, StepMetricsAreCachedAndReloadedLikeTimelines) {
   auto third = cache.GetStepMetrics(*store_, "a", v1::TIMELINE_AXIS_STEP);
   ASSERT_TRUE(third.ok());
   EXPECT_NE(first->get(), third->get());
-  EXPECT_EQ((*third)->ranks[0].size(), steps + 1);
-  EXPECT_EQ((*third)->ranks[0].step.back(), 1000);
+  // Its stream ended on step 1000's marker: a row cut short, counted among its rows.
+  EXPECT_EQ((*third)->ranks[0].row_count(), steps + 1);
+  EXPECT_EQ((*third)->ranks[0].last_step(), 1000);
   EXPECT_EQ(cache.loads(), 3u);
 
   auto unknown = cache.GetStepMetrics(*store_, "nope", v1::TIMELINE_AXIS_STEP);
@@ -154,7 +155,7 @@ TEST_F(TimelineCacheTest, ReloadsAJobThatStoredMoreEvents) {
   auto after = cache.Get(*store_, "a", v1::TIMELINE_AXIS_STEP);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(cache.loads(), 2u);
-  EXPECT_EQ((*after)->ranks[0].steps.size(), steps + 1);
+  EXPECT_EQ((*after)->ranks[0].row_count(), steps + 1);
   // The old timeline stays valid for whoever still holds it.
   EXPECT_EQ((*before)->ranks[0].steps.size(), steps);
 }

@@ -539,7 +539,11 @@ std::string RenderLive(const v1::LiveReport& r) {
       : r.has_rank_step()
           ? absl::StrCat("the end of rank ", r.subprocess_of_rank(), "'s step ", r.rank_step(),
                          " (its last event by then at ", TimeMs(r.at_ns()), ")")
-      : steps ? absl::StrCat("step ", r.at_step(), " (", TimeMs(r.at_ns()), ")")
+      : steps ? absl::StrCat("step ", r.at_step(), " (", TimeMs(r.at_ns()),
+                             r.at_step_cut_short()
+                                 ? "; cut short: the rank's stream ended within the step"
+                                 : "",
+                             ")")
               : TimeMs(r.at_ns()));
   if (r.has_oom()) {
     absl::StrAppend(&out, ", its OOM: a ", Bytes(r.oom().requested_bytes()), " allocation failed");

@@ -855,6 +855,12 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   w.set_other_ranks(other_ranks);
   w.set_others_without_the_step(0);
 
+  // The rank's last step, which its stream stopped inside: the moment is no step's end.
+  w.set_at_step_cut_short(true);
+  EXPECT_TRUE(Has(RenderLive(w), "; cut short: the rank's stream ended within the step)"))
+      << RenderLive(w);
+  w.set_at_step_cut_short(false);
+
   // Read at a time before some ranks began: they are said, not compared as holding nothing.
   w.set_others_not_begun(1);
   EXPECT_TRUE(Has(RenderLive(w), "; 1 other rank had not begun by then (no event before it)"))

@@ -112,12 +112,23 @@ absl::Status TimelineBuilder::FinishRank() {
       return StepTwice(job_.job_id, rank_.rank, rank_.attempt, rank_.steps[i].step);
     }
   }
-  if (last_in_progress_ && !rank_.steps.empty()) rank_.MoveLastToInProgress();
+  if (last_in_progress_ && !rank_.steps.empty()) {
+    rank_.MoveLastToInProgress();
+  } else if (!job_.time_axis && !rank_.steps.empty()) {
+    std::vector<int64_t> starts;
+    starts.reserve(rank_.steps.size());
+    for (const StepPoint& p : rank_.steps) starts.push_back(p.start_ns);
+    if (EndedWithinItsLastStep(starts, rank_.steps.back().end_ns)) {
+      rank_.MoveLastToInProgress();
+      rank_.cut_short = true;
+    }
+  }
   job_.ranks.push_back(std::move(rank_));
   return absl::OkStatus();
 }
 
 void StepMetricsBuilder::BeginRank(const v1::RankRollups& header) {
+  last_end_ns_ = INT64_MIN;
   const size_t expect = job_.ranks.empty() ? 0 : job_.ranks.back().size();
   RankStepMetrics& r = job_.ranks.emplace_back();
   r.rank = header.rank();
@@ -136,6 +147,7 @@ void StepMetricsBuilder::AddRow(const v1::StepRollup& s) {
   r.floor_bytes.push_back(s.floor_bytes());
   r.end_bytes.push_back(s.end_bytes());
   r.peak_bytes.push_back(s.peak_bytes());
+  last_end_ns_ = std::max(last_end_ns_, s.end_ns());
 }
 
 absl::Status StepMetricsBuilder::FinishRank() {
@@ -161,7 +173,12 @@ absl::Status StepMetricsBuilder::FinishRank() {
   for (size_t i = 1; i < r.size(); ++i) {
     if (r.step[i] == r.step[i - 1]) return StepTwice(job_.job_id, r.rank, r.attempt, r.step[i]);
   }
-  if (last_in_progress_ && r.size() > 0) r.MoveLastToInProgress();
+  if (last_in_progress_ && r.size() > 0) {
+    r.MoveLastToInProgress();
+  } else if (!job_.time_axis && r.size() > 0 && EndedWithinItsLastStep(r.start_ns, last_end_ns_)) {
+    r.MoveLastToInProgress();  // as TimelineBuilder::FinishRank
+    r.cut_short = true;
+  }
   return absl::OkStatus();
 }
 

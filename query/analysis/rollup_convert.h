@@ -116,6 +116,8 @@ class StepMetricsBuilder : public RankByRankBuilder<StepMetricsBuilder, JobStepM
   friend class RankByRankBuilder<StepMetricsBuilder, JobStepMetrics>;
   void BeginRank(const v1::RankRollups& header);
   absl::Status FinishRank();
+
+  int64_t last_end_ns_ = INT64_MIN;  // the current rank's last row's end (EndedWithinItsLastStep)
 };
 
 // The timeline of `job_id` from a whole GetRollupsResponse (TimelineBuilder over its ranks).

@@ -103,8 +103,9 @@ TEST(RollupConvertTest, RejectsDuplicateRanksAndSteps) {
   EXPECT_NE(b.status().message().find("rank 1 attempt 0 has step 2 twice"), std::string::npos);
 }
 
-absl::StatusOr<JobStepMetrics> MetricsFromRollups(const v1::GetRollupsResponse& rollups) {
-  StepMetricsBuilder builder("j", v1::TIMELINE_AXIS_STEP, rollups.bucket_ns());
+absl::StatusOr<JobStepMetrics> MetricsFromRollups(const v1::GetRollupsResponse& rollups,
+                                                  v1::TimelineAxis axis = v1::TIMELINE_AXIS_STEP) {
+  StepMetricsBuilder builder("j", axis, rollups.bucket_ns());
   for (const v1::RankRollups& rank : rollups.ranks()) {
     if (absl::Status s = builder.StartRank(rank); !s.ok()) return s;
     for (const v1::StepRollup& row : rank.steps()) builder.AddRow(row);
@@ -148,6 +149,53 @@ TEST(RollupConvertTest, StepMetricsRejectWhatTheTimelineRejects) {
   absl::StatusOr<JobStepMetrics> b = MetricsFromRollups(steps);
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(b.status(), TimelineFromRollups("j", steps).status());
+}
+
+// An ended stream's last row that it stopped well inside (a job an OOM ended) is read as a row in
+// progress, cut short: its end is where the process stopped, which the analyses compared as a
+// step's end. Both builders agree; a running rank's row is in progress, not cut short; time
+// buckets are never read so.
+TEST(RollupConvertTest, ALastRowItsStreamStoppedInsideIsCutShort) {
+  const auto job = [](int64_t last_row_ns, bool running) {
+    v1::GetRollupsResponse resp;
+    v1::RankRollups* r = resp.add_ranks();
+    r->set_last_row_in_progress(running);
+    for (int64_t s = 0; s < 5; ++s) {
+      v1::StepRollup* p = r->add_steps();
+      p->set_step(s);
+      p->set_start_ns(s * 1000);
+      p->set_end_ns(s < 4 ? (s + 1) * 1000 : 4000 + last_row_ns);
+      p->set_end_bytes(s < 4 ? 100 : 900);
+      p->set_ooms(s == 4);
+    }
+    return resp;
+  };
+  struct Case {
+    int64_t last_row_ns;
+    bool running;
+    v1::TimelineAxis axis;
+    bool in_progress, cut_short;
+  };
+  for (const Case& c : std::vector<Case>{{27, false, v1::TIMELINE_AXIS_STEP, true, true},
+                                         {900, false, v1::TIMELINE_AXIS_STEP, false, false},
+                                         {27, true, v1::TIMELINE_AXIS_STEP, true, false},
+                                         {27, false, v1::TIMELINE_AXIS_TIME, false, false}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << c.last_row_ns << " ns, running " << c.running << ", axis " << c.axis);
+    absl::StatusOr<JobTimeline> timeline =
+        TimelineFromRollups("j", job(c.last_row_ns, c.running), c.axis);
+    ASSERT_TRUE(timeline.ok()) << timeline.status();
+    const RankTimeline& rank = timeline->ranks[0];
+    EXPECT_EQ(rank.in_progress.has_value(), c.in_progress);
+    EXPECT_EQ(rank.cut_short, c.cut_short);
+    EXPECT_EQ(rank.row_count(), 5u) << "still a row: its OOM and peak count";
+    absl::StatusOr<JobStepMetrics> metrics =
+        MetricsFromRollups(job(c.last_row_ns, c.running), c.axis);
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    EXPECT_EQ(metrics->ranks[0].in_progress.has_value(), c.in_progress);
+    EXPECT_EQ(metrics->ranks[0].cut_short, c.cut_short);
+    EXPECT_EQ(StepMetricsOf(*timeline).ranks[0].cut_short, c.cut_short);
+  }
 }
 
 TEST(RollupConvertTest, TimeAxisIsRecorded) {

@@ -48,6 +48,7 @@ JobStepMetrics StepMetricsOf(const JobTimeline& job) {
       m.Add(*r.in_progress);
       m.MoveLastToInProgress();
     }
+    m.cut_short = r.cut_short;
   }
   return out;
 }

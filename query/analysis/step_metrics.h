@@ -36,6 +36,7 @@ struct RankStepMetrics {
     uint64_t peak_bytes = 0;
   };
   std::optional<Row> in_progress;
+  bool cut_short = false;  // as RankTimeline::cut_short
 
   size_t size() const { return step.size(); }
   // As RankTimeline's: its rows with the one in progress last, their count, and the i-th's step

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace memtrace::analysis {
 
@@ -119,6 +120,21 @@ StepGrid BuildStepGrid(const std::vector<const RankTimeline*>& ranks) {
   return internal::BuildStepGridOf(
       ranks, [](const RankTimeline& r) { return r.steps.size(); },
       [](const RankTimeline& r, size_t i) { return r.steps[i].step; });
+}
+
+bool EndedWithinItsLastStep(absl::Span<const int64_t> starts, int64_t last_end_ns) {
+  constexpr size_t kMinSteps = 3, kMaxSteps = 64;
+  if (starts.size() < kMinSteps + 1) return false;
+  const size_t last = starts.size() - 1;
+  const size_t first = last > kMaxSteps ? last - kMaxSteps : 0;
+  std::vector<int64_t> lengths;
+  lengths.reserve(last - first);
+  for (size_t i = first; i < last; ++i) lengths.push_back(starts[i + 1] - starts[i]);
+  std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
+  const int64_t median = lengths[lengths.size() / 2];
+  if (median <= 0) return false;
+  const int64_t ran = last_end_ns - starts[last];
+  return ran < median / 2;
 }
 
 }  // namespace memtrace::analysis

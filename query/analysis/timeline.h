@@ -145,6 +145,11 @@ struct RankTimeline {
   // 5 GiB over (query/analysis/README.md). The analyses compare ranks over `steps`; what this
   // row holds that is not partial still counts (a peak reached, an OOM, the step begun).
   std::optional<StepPoint> in_progress;
+  // The row in_progress holds is not one still being filled but the last of a stream that ended
+  // within it (EndedWithinItsLastStep): its end is where the process stopped, killed with the
+  // job or by its own OOM, not a step's end, and its floor and peak are partial. The analyses
+  // read it as a row in progress; reports say "cut short".
+  bool cut_short = false;
 
   // Its rows with the one in progress last, for what counts that row too (a step begun, a peak
   // reached, an OOM): how many, and the i-th.
@@ -165,6 +170,14 @@ struct JobTimeline {
   NameTable names;
   std::vector<RankTimeline> ranks;
 };
+
+// Whether an ended stream stopped well inside its last step: less than half the median length of
+// its steps before (at least 3 of them; the latest 64) after that step began. `starts`: its
+// rows' start times, the last row's last; `last_end_ns`: that row's end (its last event). A
+// job that an OOM ended stops every rank mid-step: read as a step's end, each healthy rank's
+// "end" jumped by its activations (14.5 -> 34.7 GiB 27 ms into step 60), and every line of a
+// plot rose at once. A step that ran most of its usual length is taken as whole.
+bool EndedWithinItsLastStep(absl::Span<const int64_t> starts, int64_t last_end_ns);
 
 // Which per-step number stands for "the rank's memory" in cross-rank comparisons.
 enum class Metric {

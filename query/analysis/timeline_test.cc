@@ -131,5 +131,22 @@ TEST(TimelineTest, HasStepMarkersTellsOneMarkedStepFromNone) {
   EXPECT_TRUE(HasStepMarkers(job));
 }
 
+TEST(EndedWithinItsLastStepTest, IsLessThanHalfTheMedianStepIn) {
+  // Steps of 1 s (one of 3 s: the median is robust to it).
+  const std::vector<int64_t> starts = {0, 1000, 4000, 5000, 6000};
+  EXPECT_TRUE(EndedWithinItsLastStep(starts, 6000 + 27));  // 27 ms in: an OOM ended the job
+  EXPECT_TRUE(EndedWithinItsLastStep(starts, 6000 + 499));
+  EXPECT_FALSE(EndedWithinItsLastStep(starts, 6000 + 500));  // half a step: taken as whole
+  EXPECT_FALSE(EndedWithinItsLastStep(starts, 6000 + 990));  // a job that finished
+  // Too few steps before it to know their length; steps of no length.
+  EXPECT_FALSE(EndedWithinItsLastStep({0, 1000, 2000}, 2001));
+  EXPECT_FALSE(EndedWithinItsLastStep({5, 5, 5, 5}, 5));
+  // Only the latest 64 steps count: a job whose steps grew 10x long reads its recent ones.
+  std::vector<int64_t> grew;
+  for (int64_t i = 0; i < 200; ++i) grew.push_back(i < 100 ? i * 100 : 10'000 + (i - 100) * 1000);
+  EXPECT_TRUE(EndedWithinItsLastStep(grew, grew.back() + 400));
+  EXPECT_FALSE(EndedWithinItsLastStep(grew, grew.back() + 600));
+}
+
 }  // namespace
 }  // namespace memtrace::analysis

@@ -34,7 +34,9 @@ constexpr char kUsage[] =
     "analyses compare it; a note on stderr says so). On time buckets the ticks are UTC clock\n"
     "times, rates are per second or minute, and the SVG's keys are buckets\n"
     "(data-onset-bucket: ns since the epoch / data-bucket-ns), not steps. A running rank's\n"
-    "last step or bucket, still in progress, is not drawn (nor compared), as in the analyses.";
+    "last step or bucket, still in progress, is not drawn (nor compared), as in the analyses;\n"
+    "nor is an ended rank's last step that its stream stopped well inside (memtrace timeline's\n"
+    "cut_short: a job an OOM ended stops every rank mid-step), though its OOM is marked.";
 
 absl::StatusOr<analysis::JobTimeline> FetchTimeline(const cli::QueryClient& client,
                                                     const std::string& job, v1::TimelineAxis axis) {
@@ -153,8 +155,8 @@ std::string RestartNote(const analysis::JobTimeline& timeline, const std::set<ui
   std::vector<std::string> unread_ooms;
   for (const analysis::RankTimeline& r : timeline.ranks) {
     if (r.attempt == latest[r.rank] || shown.count(r.rank) == 0) continue;
-    const bool oom = std::any_of(r.steps.begin(), r.steps.end(),
-                                 [](const analysis::StepPoint& p) { return p.ooms > 0; });
+    bool oom = false;
+    for (size_t i = 0; i < r.row_count(); ++i) oom |= r.row(i).ooms > 0;  // cut short counted
     if (oom) unread_ooms.push_back(absl::StrCat("rank ", r.rank, " attempt ", r.attempt));
   }
   return absl::StrCat("; each rank's latest attempt drawn (the job has ", attempts.size(), ")",

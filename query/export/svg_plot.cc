@@ -92,7 +92,8 @@ std::vector<Series> CollectSeries(const analysis::JobTimeline& job, const PlotOp
 // from steps and bytes to pixels.
 class PlotFrame {
  public:
-  PlotFrame(const PlotOptions& options, const std::vector<Series>& series, const XAxis& axis)
+  PlotFrame(const PlotOptions& options, const std::vector<Series>& series, const XAxis& axis,
+            const PlotMarks& marks)
       : width_(std::max(options.width, kLeft + kRight + 100)),
         height_(std::max(options.height, kTop + kBottom + 100)),
         plot_w_(width_ - kLeft - kRight),
@@ -104,6 +105,11 @@ class PlotFrame {
         max_step_ = std::max(max_step_, step);
       }
       max_bytes = std::max(max_bytes, s.max_bytes);
+    }
+    // An OOM ends its rank's stream within its step, a row cut short that no line draws
+    // (RankTimeline::cut_short): the axis reaches it, so its mark is drawn where it happened.
+    if (min_step_ != INT64_MAX) {
+      for (const PlotMarks::Oom& oom : marks.ooms) max_step_ = std::max(max_step_, oom.step);
     }
     if (min_step_ == INT64_MAX) min_step_ = 0, max_step_ = 1;
     if (max_step_ == min_step_) max_step_ = min_step_ + 1;
@@ -673,7 +679,8 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_wind
   // the lines are each rank's latest attempt; an earlier attempt's OOM drawn over them read as
   // the current run's (the summary names it as not drawn: plot_command.cc).
   for (const analysis::RankTimeline* rank : analysis::SelectRanks(plotted)) {
-    for (const analysis::StepPoint& p : rank->steps) {
+    for (size_t i = 0; i < rank->row_count(); ++i) {  // the row an OOM cut short counted
+      const analysis::StepPoint& p = rank->row(i);
       if (p.ooms == 0) continue;
       marks.ooms.push_back({rank->rank, p.step, p.oom_requested_bytes});
       break;
@@ -696,7 +703,7 @@ std::string RenderMemoryPlot(const analysis::JobTimeline& job, const PlotMarks& 
                              const PlotOptions& options) {
   const std::vector<Series> series = CollectSeries(job, options);
   const XAxis axis{job.time_axis ? job.bucket_ns : 0};
-  const PlotFrame frame(options, series, axis);
+  const PlotFrame frame(options, series, axis, marks);
   const RankStyles styles(marks, series);
   std::string svg;
   AppendHeader(job, marks, options, frame, series.size(), styles.highlight_drawn(), axis, &svg);

@@ -32,6 +32,9 @@ constexpr char kUsage[] =
     "given (a note on stderr says so). A running rank's last row (its agent is still\n"
     "connected) is in progress, its floor and peak so far: an in_progress column marks it, and\n"
     "the analyses compare ranks without it until it ends (a peak or OOM in it still counts).\n"
+    "So is an ended rank's last step that its stream stopped well inside (less than half its\n"
+    "steps' usual length in: a job an OOM ended stops every rank mid-step): a cut_short column\n"
+    "marks it; its end is where the process stopped, not a step's end.\n"
     "\n"
     "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
     "RFC 3339 (2026-12-02T16:54:03Z), or a time as memtrace prints it (2026-12-02\n"
@@ -74,9 +77,11 @@ std::string KeyColumn(const TimelineView& view) {
 Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) {
   bool any_attempt = false;
   bool any_in_progress = false;
+  bool any_cut_short = false;
   for (const v1::RankTimelineProto& rank : response.ranks()) {
     any_attempt |= rank.attempt() != 0;
     any_in_progress |= rank.last_point_in_progress();
+    any_cut_short |= rank.last_point_cut_short();
   }
   std::vector<Column> columns = {{"rank", ColumnType::kInt}};
   if (any_attempt) columns.push_back({"attempt", ColumnType::kInt});
@@ -88,6 +93,8 @@ Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) 
                                  {"end_change", ColumnType::kSignedBytes}});
   // A running rank's last row: its floor and peak are so far (the analyses leave it out).
   if (any_in_progress) columns.push_back({"in_progress", ColumnType::kBool});
+  // An ended rank's last row that its stream stopped inside: its end is no step's end.
+  if (any_cut_short) columns.push_back({"cut_short", ColumnType::kBool});
   Table table(std::move(columns));
   for (const v1::RankTimelineProto& rank : response.ranks()) {
     for (int i : ShownPoints(rank, view)) {
@@ -105,6 +112,9 @@ Table LongTable(const v1::TimelineResponse& response, const TimelineView& view) 
                   uint64_t{point->peak_bytes()}, uint64_t{point->end_bytes()}, change});
       if (any_in_progress) {
         row.push_back(rank.last_point_in_progress() && i + 1 == rank.points_size());
+      }
+      if (any_cut_short) {
+        row.push_back(rank.last_point_cut_short() && i + 1 == rank.points_size());
       }
       table.AddRow(std::move(row));
     }
@@ -275,8 +285,14 @@ absl::StatusOr<v1::TimelineRequest> TimelineRequestFor(const TimelineArgs& a, ab
     (request.*setter)(*ns);
   }
   if (request.from_ns() != 0 && request.to_ns() != 0 && request.from_ns() > request.to_ns()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--from (", request.from_ns(), ") is after --to (", request.to_ns(), ")"));
+    // As times, where ns since the epoch read as noise; with the ns when a millisecond holds both.
+    std::string from = analysis::FormatUtcMs(request.from_ns());
+    std::string to = analysis::FormatUtcMs(request.to_ns());
+    if (from == to) {
+      absl::StrAppend(&from, ", ", request.from_ns(), " ns");
+      absl::StrAppend(&to, ", ", request.to_ns(), " ns");
+    }
+    return absl::InvalidArgumentError(absl::StrCat("--from (", from, ") is after --to (", to, ")"));
   }
   return request;
 }
@@ -358,6 +374,15 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
     if (!running.empty()) {
       io.err << "memtrace timeline: the last row of rank(s) " << absl::StrJoin(running, ",")
              << " is still in progress (the agent is connected): its floor and peak are so far\n";
+    }
+    std::vector<uint32_t> cut;
+    for (const v1::RankTimelineProto& rank : response->ranks()) {
+      if (rank.last_point_cut_short()) cut.push_back(rank.rank());
+    }
+    if (!cut.empty()) {
+      io.err << "memtrace timeline: the last row of rank(s) " << analysis::FormatRankList(cut, 16)
+             << " was cut short (its stream ended well inside it): its end is where the "
+                "process stopped, not a step's end\n";
     }
   }
   WriteTable(table, common.format, io.out);

@@ -80,6 +80,20 @@ TEST(TimelineTableTest, ARunningRanksLastRowIsMarkedInProgress) {
   for (const auto& row : first.rows()) EXPECT_FALSE(std::get<bool>(row[7]));
 }
 
+// An ended rank's last row that its stream stopped inside (a job an OOM ended) is marked cut
+// short: its "end" is where the process stopped, the jump every rank showed in its last step.
+TEST(TimelineTableTest, AnEndedRanksLastRowCutShortIsMarked) {
+  v1::TimelineResponse response = TwoRanks();
+  response.mutable_ranks(0)->set_last_point_cut_short(true);
+  Table table = TimelineTable(response, TimelineView());
+  ASSERT_EQ(table.columns().size(), 8u);
+  EXPECT_EQ(table.columns()[7].name, "cut_short");
+  std::vector<bool> marked;
+  for (const auto& row : table.rows()) marked.push_back(std::get<bool>(row[7]));
+  EXPECT_EQ(marked, (std::vector<bool>{false, false, false, false, true,  // rank 0
+                                       false, false, false, false, false}));
+}
+
 TEST(TimelineTableTest, StepRangeAndEveryKeepTheLastPointOfEachRank) {
   TimelineView view;
   ASSERT_TRUE(ParseKeyRange("1:4", &view).ok());
@@ -192,8 +206,11 @@ TEST_F(TimelineCommandTest, RejectsBadValuesOnOneLineWithUsageExitCode) {
             "now-15m, -90s, RFC 3339 or "
             "2026-12-02 16:54:03 (UTC, as memtrace prints times)\n"},
            {{"--job", "j", "--from", "1800000000000000200", "--to", "1800000000000000100"},
-            "memtrace timeline: --from (1800000000000000200) is after --to "
-            "(1800000000000000100)\n"},
+            "memtrace timeline: --from (2027-01-15 08:00:00.000 UTC, 1800000000000000200 ns) is "
+            "after --to (2027-01-15 08:00:00.000 UTC, 1800000000000000100 ns)\n"},
+           {{"--job", "j", "--from", "2027-01-15 08:00:02", "--to", "2027-01-15 08:00:01"},
+            "memtrace timeline: --from (2027-01-15 08:00:02.000 UTC) is after --to (2027-01-15 "
+            "08:00:01.000 UTC)\n"},
            {{"--job", "j", "--every", "0"},
             "memtrace timeline: --every: '0' is not a positive integer\n"},
            {{"--job", "j", "--value", "max"},
