@@ -624,7 +624,10 @@ std::string RenderLive(const v1::LiveReport& r) {
     if (steps) row.push_back(absl::StrCat(g.oldest_step()));
     if (r.other_ranks() > 0) {
       row.push_back(Bytes(g.others_median_bytes()));
-      row.push_back(absl::StrCat(Bytes(g.others_max_bytes()), " (rank ", g.others_max_rank(), ")"));
+      // No other rank holds the group: none is its maximum ("0 B (rank 0)" named one).
+      row.push_back(g.others_max_bytes() > 0 ? absl::StrCat(Bytes(g.others_max_bytes()), " (rank ",
+                                                            g.others_max_rank(), ")")
+                                             : Bytes(0));
       row.push_back(Signed(g.excess_bytes()));
     }
     t.Add(row);

@@ -805,6 +805,9 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
   size_t header = text.find("tag");
   size_t first_row = text.find('\n', header) + 1;
   EXPECT_EQ(text.compare(first_row, std::string(sim::kLeakTag).size(), sim::kLeakTag), 0) << text;
+  // No other rank holds the leak's tag: no rank is named as its others' maximum of 0 B.
+  const std::string leak_row = text.substr(first_row, text.find('\n', first_row) - first_row);
+  EXPECT_FALSE(Has(leak_row, "(rank ")) << leak_row;
   EXPECT_TRUE(Has(text, " at step ")) << text;
   EXPECT_TRUE(Has(text, "since step")) << text;
   // The moment to the millisecond, as the tables print times: reads within one second (three
