@@ -272,13 +272,16 @@ absl::Status AddSubprocesses(const EventStore& store, const std::string& job_id,
     absl::StatusOr<LoadedLiveSet> live =
         LoadLiveSet(store, job_id, s.rank(), id.attempt(), point, /*with_phases=*/false);
     if (live.ok() && live->seq == 0) continue;
+    // A damaged stream is said in its place below; a store that could not answer (UNAVAILABLE:
+    // an I/O error, busy) fails the report, to be asked again.
+    if (!live.ok() && !absl::IsDataLoss(live.status())) return live.status();
     v1::SubprocessLive* out = report->add_subprocesses();
     out->set_rank(s.rank());
     out->set_pid(id.pid());
     out->set_started_the_rank(id.started_the_rank());
     if (!live.ok()) {
-      // Said in its place: one damaged subprocess stream failed the whole report, and with it
-      // the rank's own live set, what an OOM's question is about.
+      // Said in its place: one damaged subprocess stream (DATA_LOSS) failed the whole report,
+      // and with it the rank's own live set, what an OOM's question is about.
       out->set_unread(live.status().ToString());
       continue;
     }
@@ -811,8 +814,8 @@ absl::Status RunLive(TimelineCache& cache, const EventStore& store, int threads,
 
   // The other ranks of the same attempt when one was asked for (a restarted job's earlier run),
   // each rank's latest otherwise; of a rank restarted after the moment (a time, or a step its
-  // latest attempt never reached), the attempt that held it. The latest, begun later, read
-  // as holding nothing there.
+  // latest attempt never reached), the attempt that held it. One with no attempt begun by a
+  // time is left out and counted (others_not_begun).
   // The job's streams, listed once for the reads below that need them.
   absl::StatusOr<std::vector<v1::RankSummary>> summaries = store.ListRanks(request.job_id());
   if (!summaries.ok()) return summaries.status();

@@ -104,7 +104,9 @@ JobAnalyses AnalyzeJob(const JobTimeline& job, const CompareParams& params) {
     first = false;
     floors.push_back(static_cast<double>(r->steps.back().floor_bytes));
     out.steps = std::max<int64_t>(out.steps, static_cast<int64_t>(r->steps.size()));
-    for (const StepPoint& p : r->steps) {
+    // The row in progress or cut short too (an OOM's step is often the highest), as FindPeaks.
+    for (size_t i = 0; i < r->row_count(); ++i) {
+      const StepPoint& p = r->row(i);
       if (p.peak_bytes > out.max_peak_bytes) {
         out.max_peak_bytes = p.peak_bytes;
         out.max_peak_rank = r->rank;

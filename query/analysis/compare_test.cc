@@ -134,6 +134,19 @@ TEST(CompareTest, AHigherPeakInAJobWithoutPhasesIsReported) {
   EXPECT_EQ(report.items.front().subject, "highest step peak");  // changed items first
 }
 
+// The step an OOM cut short (RankTimeline::cut_short, read as a row in progress) is often the
+// highest: counted, as FindPeaks counts it.
+TEST(CompareTest, TheHighestPeakCountsAStepCutShort) {
+  JobTimeline job = sim::Simulate(sim::HealthyJob()).timeline;
+  RankTimeline& rank = job.ranks[2];
+  rank.steps.back().peak_bytes = 90 * kGiB;
+  rank.MoveLastToInProgress();
+  rank.cut_short = true;
+  const JobAnalyses analyses = AnalyzeJob(job);
+  EXPECT_EQ(analyses.max_peak_bytes, 90 * kGiB);
+  EXPECT_EQ(analyses.max_peak_rank, 2u);
+}
+
 // A job without step markers (keyed by time bucket) against one with them: the same growth per
 // key is no sameness, and the report says first that the two are keyed differently.
 TEST(CompareTest, JobsKeyedDifferentlySayFirstHow) {

@@ -38,7 +38,8 @@ uint64_t Total(const RankLiveSet& set) {
 }  // namespace
 
 std::optional<OomMoment> FindOom(const RankTimeline& rank) {
-  for (const StepPoint& p : rank.steps) {
+  for (size_t i = 0; i < rank.row_count(); ++i) {  // an OOM's step is often cut short by it
+    const StepPoint& p = rank.row(i);
     if (p.ooms > 0) return OomMoment{p.step, p.end_ns, p.oom_requested_bytes};
   }
   return std::nullopt;

@@ -581,7 +581,7 @@ std::string RenderLive(const v1::LiveReport& r) {
     absl::StrAppend(&out,
                     r.other_ranks() > 0 ? "; " : "; no other rank compared: ", r.others_not_begun(),
                     " other rank", r.others_not_begun() == 1 ? " had" : "s had",
-                    " not begun by then (no event before it)");
+                    " not begun by then (no event at or before it)");
   }
   absl::StrAppend(&out, "\n");
   // Its subprocesses' memory, on the same device and in none of the figures above.
@@ -713,7 +713,7 @@ std::string RenderPeakWithoutAttempts(const v1::PeakReport& r) {
   if (std::any_of(r.entries().begin(), r.entries().end(),
                   [](const v1::PeakEntry& p) { return p.steps() == 0; })) {
     absl::StrAppend(&out, "(0 ", when, "s: seen only in the ", when,
-                    " in progress, its peak so far; no typical one yet)\n");
+                    " in progress or cut short, its peak so far; no typical one yet)\n");
   }
   return out;
 }

@@ -774,8 +774,8 @@ TEST(RenderTest, PeakOfARankInItsFirstStepSaysItIsSoFar) {
   ToProto(FindPeaks(job, by_rank), &peak);
   const std::string text = RenderPeak(peak);
   EXPECT_TRUE(Has(text,
-                  "(0 steps: seen only in the step in progress, its peak so far; no "
-                  "typical one yet)\n"))
+                  "(0 steps: seen only in the step in progress or cut short, its peak so far; "
+                  "no typical one yet)\n"))
       << text;
   std::string rank3;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -866,7 +866,7 @@ TEST(RenderTest, LiveAtOomPutsThePlantedTagOnTop) {
 
   // Read at a time before some ranks began: they are said, not compared as holding nothing.
   w.set_others_not_begun(1);
-  EXPECT_TRUE(Has(RenderLive(w), "; 1 other rank had not begun by then (no event before it)"))
+  EXPECT_TRUE(Has(RenderLive(w), "; 1 other rank had not begun by then (no event at or before it)"))
       << RenderLive(w);
   w.set_other_ranks(0);
   w.set_others_not_begun(3);

@@ -128,7 +128,7 @@ absl::Status TimelineBuilder::FinishRank() {
 }
 
 void StepMetricsBuilder::BeginRank(const v1::RankRollups& header) {
-  last_end_ns_ = INT64_MIN;
+  last_step_ = last_end_ns_ = INT64_MIN;
   const size_t expect = job_.ranks.empty() ? 0 : job_.ranks.back().size();
   RankStepMetrics& r = job_.ranks.emplace_back();
   r.rank = header.rank();
@@ -147,7 +147,12 @@ void StepMetricsBuilder::AddRow(const v1::StepRollup& s) {
   r.floor_bytes.push_back(s.floor_bytes());
   r.end_bytes.push_back(s.end_bytes());
   r.peak_bytes.push_back(s.peak_bytes());
-  last_end_ns_ = std::max(last_end_ns_, s.end_ns());
+  // The end of the row with the greatest step, which the sort below puts last (the largest end
+  // of all was another row's when the rank's clock went back across a step marker).
+  if (r.step.size() == 1 || s.step() > last_step_) {
+    last_step_ = s.step();
+    last_end_ns_ = s.end_ns();
+  }
 }
 
 absl::Status StepMetricsBuilder::FinishRank() {

@@ -117,7 +117,9 @@ class StepMetricsBuilder : public RankByRankBuilder<StepMetricsBuilder, JobStepM
   void BeginRank(const v1::RankRollups& header);
   absl::Status FinishRank();
 
-  int64_t last_end_ns_ = INT64_MIN;  // the current rank's last row's end (EndedWithinItsLastStep)
+  // The current rank's greatest step and its row's end (EndedWithinItsLastStep).
+  int64_t last_step_ = INT64_MIN;
+  int64_t last_end_ns_ = INT64_MIN;
 };
 
 // The timeline of `job_id` from a whole GetRollupsResponse (TimelineBuilder over its ranks).

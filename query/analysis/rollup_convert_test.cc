@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "query/analysis/growth.h"
+#include "query/analysis/live.h"
 
 namespace memtrace::analysis {
 namespace {
@@ -156,15 +157,18 @@ TEST(RollupConvertTest, StepMetricsRejectWhatTheTimelineRejects) {
 // step's end. Both builders agree; a running rank's row is in progress, not cut short; time
 // buckets are never read so.
 TEST(RollupConvertTest, ALastRowItsStreamStoppedInsideIsCutShort) {
-  const auto job = [](int64_t last_row_ns, bool running) {
+  // `clock_back`: the rank's clock went back across step 4's marker (the collector counts
+  // time_backwards): step 3 ends after step 4's end, which is still the last row's.
+  const auto job = [](int64_t last_row_ns, bool running, bool clock_back = false) {
     v1::GetRollupsResponse resp;
     v1::RankRollups* r = resp.add_ranks();
     r->set_last_row_in_progress(running);
-    for (int64_t s = 0; s < 5; ++s) {
+    for (int64_t s = 4; s >= 0; --s) {  // stored out of order: the builders sort
       v1::StepRollup* p = r->add_steps();
       p->set_step(s);
       p->set_start_ns(s * 1000);
       p->set_end_ns(s < 4 ? (s + 1) * 1000 : 4000 + last_row_ns);
+      if (clock_back && s == 3) p->set_end_ns(4900);
       p->set_end_bytes(s < 4 ? 100 : 900);
       p->set_ooms(s == 4);
     }
@@ -175,22 +179,26 @@ TEST(RollupConvertTest, ALastRowItsStreamStoppedInsideIsCutShort) {
     bool running;
     v1::TimelineAxis axis;
     bool in_progress, cut_short;
+    bool clock_back = false;
   };
   for (const Case& c : std::vector<Case>{{27, false, v1::TIMELINE_AXIS_STEP, true, true},
                                          {900, false, v1::TIMELINE_AXIS_STEP, false, false},
                                          {27, true, v1::TIMELINE_AXIS_STEP, true, false},
-                                         {27, false, v1::TIMELINE_AXIS_TIME, false, false}}) {
-    SCOPED_TRACE(::testing::Message()
-                 << c.last_row_ns << " ns, running " << c.running << ", axis " << c.axis);
+                                         {27, false, v1::TIMELINE_AXIS_TIME, false, false},
+                                         {27, false, v1::TIMELINE_AXIS_STEP, true, true, true}}) {
+    SCOPED_TRACE(::testing::Message() << c.last_row_ns << " ns, running " << c.running << ", axis "
+                                      << c.axis << ", clock back " << c.clock_back);
     absl::StatusOr<JobTimeline> timeline =
-        TimelineFromRollups("j", job(c.last_row_ns, c.running), c.axis);
+        TimelineFromRollups("j", job(c.last_row_ns, c.running, c.clock_back), c.axis);
     ASSERT_TRUE(timeline.ok()) << timeline.status();
     const RankTimeline& rank = timeline->ranks[0];
     EXPECT_EQ(rank.in_progress.has_value(), c.in_progress);
     EXPECT_EQ(rank.cut_short, c.cut_short);
     EXPECT_EQ(rank.row_count(), 5u) << "still a row: its OOM and peak count";
+    ASSERT_TRUE(FindOom(rank).has_value());
+    EXPECT_EQ(FindOom(rank)->step, 4);
     absl::StatusOr<JobStepMetrics> metrics =
-        MetricsFromRollups(job(c.last_row_ns, c.running), c.axis);
+        MetricsFromRollups(job(c.last_row_ns, c.running, c.clock_back), c.axis);
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     EXPECT_EQ(metrics->ranks[0].in_progress.has_value(), c.in_progress);
     EXPECT_EQ(metrics->ranks[0].cut_short, c.cut_short);

@@ -126,15 +126,20 @@ bool EndedWithinItsLastStep(absl::Span<const int64_t> starts, int64_t last_end_n
   constexpr size_t kMinSteps = 3, kMaxSteps = 64;
   if (starts.size() < kMinSteps + 1) return false;
   const size_t last = starts.size() - 1;
+  // An end before its row's start is no end known (a row of hand-built input without one).
+  if (last_end_ns < starts[last]) return false;
   const size_t first = last > kMaxSteps ? last - kMaxSteps : 0;
-  std::vector<int64_t> lengths;
+  // Differences in 128 bits: times near the int64 bounds (saturated sums) do not overflow.
+  std::vector<__int128> lengths;
   lengths.reserve(last - first);
-  for (size_t i = first; i < last; ++i) lengths.push_back(starts[i + 1] - starts[i]);
+  for (size_t i = first; i < last; ++i) {
+    lengths.push_back(static_cast<__int128>(starts[i + 1]) - starts[i]);
+  }
   std::nth_element(lengths.begin(), lengths.begin() + lengths.size() / 2, lengths.end());
-  const int64_t median = lengths[lengths.size() / 2];
+  const __int128 median = lengths[lengths.size() / 2];
   if (median <= 0) return false;
-  const int64_t ran = last_end_ns - starts[last];
-  return ran < median / 2;
+  const __int128 ran = static_cast<__int128>(last_end_ns) - starts[last];
+  return 2 * ran < median;
 }
 
 }  // namespace memtrace::analysis

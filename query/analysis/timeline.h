@@ -146,9 +146,10 @@ struct RankTimeline {
   // row holds that is not partial still counts (a peak reached, an OOM, the step begun).
   std::optional<StepPoint> in_progress;
   // The row in_progress holds is not one still being filled but the last of a stream that ended
-  // within it (EndedWithinItsLastStep): its end is where the process stopped, killed with the
-  // job or by its own OOM, not a step's end, and its floor and peak are partial. The analyses
-  // read it as a row in progress; reports say "cut short".
+  // within it (EndedWithinItsLastStep): its end is where the stream stopped (the process killed
+  // with the job, its own OOM, or a run that ended on a step marker), not a step's end, and its
+  // floor and peak are partial. The analyses read it as a row in progress; reports say "cut
+  // short".
   bool cut_short = false;
 
   // Its rows with the one in progress last, for what counts that row too (a step begun, a peak

@@ -109,7 +109,10 @@ class PlotFrame {
     // An OOM ends its rank's stream within its step, a row cut short that no line draws
     // (RankTimeline::cut_short): the axis reaches it, so its mark is drawn where it happened.
     if (min_step_ != INT64_MAX) {
-      for (const PlotMarks::Oom& oom : marks.ooms) max_step_ = std::max(max_step_, oom.step);
+      for (const PlotMarks::Oom& oom : marks.ooms) {
+        if (!options.ranks.empty() && options.ranks.count(oom.rank) == 0) continue;  // not drawn
+        max_step_ = std::max(max_step_, oom.step);
+      }
     }
     if (min_step_ == INT64_MAX) min_step_ = 0, max_step_ = 1;
     if (max_step_ == min_step_) max_step_ = min_step_ + 1;

@@ -348,11 +348,13 @@ absl::StatusOr<KinetoEventStats> RecordKinetoTrace(KinetoTrace* trace,
     ++stats.memory_events;
     if (r.device_type == kKinetoDeviceCuda) {
       ++stats.cuda_memory_events;
-      auto [it, first] = last_reserved.try_emplace(r.device_id, r.total_reserved);
-      if (first || it->second != r.total_reserved) {
-        it->second = r.total_reserved;
-        if (absl::Status s = reserved_sample(r.device_id, r.total_reserved, e.ts_ns); !s.ok()) {
-          return s;
+      if (r.total_reserved >= 0) {  // -1: unreadable, no sample
+        auto [it, first] = last_reserved.try_emplace(r.device_id, r.total_reserved);
+        if (first || it->second != r.total_reserved) {
+          it->second = r.total_reserved;
+          if (absl::Status s = reserved_sample(r.device_id, r.total_reserved, e.ts_ns); !s.ok()) {
+            return s;
+          }
         }
       }
     } else if (r.device_type == kKinetoDeviceCpu) {

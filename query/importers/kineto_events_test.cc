@@ -306,6 +306,22 @@ TEST(KinetoEventsTest, SamplesReservedMemoryWhenItChanges) {
   EXPECT_EQ(stats->cuda_devices, std::vector<int32_t>{1});
 }
 
+// An unreadable Total Reserved (-1, kinetoparser) is no sample: "x" was one of 0 B.
+TEST(KinetoEventsTest, AnUnreadableTotalReservedIsNoSample) {
+  KinetoTrace trace;
+  trace.memory = {Mem(10, 8, 0x1, 8, kThreadA, kKinetoDeviceCuda, 0, 2 << 20),
+                  Mem(20, 8, 0x2, 16, kThreadA, kKinetoDeviceCuda, 0, -1),
+                  Mem(30, 8, 0x3, 24, kThreadA, kKinetoDeviceCuda, 0, 2 << 20)};
+  RecordingSink sink;
+  auto stats = RecordKinetoTrace(&trace, {}, sink);
+  ASSERT_TRUE(stats.ok());
+  std::vector<Event> samples = OfKind(sink.events(), EventKind::kDeviceSample);
+  ASSERT_EQ(samples.size(), 1u);
+  EXPECT_EQ(samples[0].bytes, 2u << 20);
+  EXPECT_EQ(stats->cuda_memory_events, 3u);
+  EXPECT_EQ(OfKind(sink.events(), EventKind::kAlloc).size(), 3u);
+}
+
 TEST(KinetoEventsTest, EveryStepStartsWithTheReservedMemoryAsItStands) {
   KinetoTrace trace;
   trace.memory = {Mem(10, 8, 0x1, 8, kThreadA, kKinetoDeviceCuda, 0, 6 << 20)};

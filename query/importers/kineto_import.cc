@@ -91,6 +91,10 @@ std::string FormatSummary(const KinetoFileSummary& s) {
     absl::StrAppend(&line, ", ", s.parse.memory_skipped,
                     " without Addr/Bytes/ts or with a malformed value skipped");
   }
+  if (s.parse.memory_args_unread > 0) {
+    absl::StrAppend(&line, ", ", s.parse.memory_args_unread,
+                    " with Total Reserved or Ev Idx malformed kept without it");
+  }
   absl::StrAppend(&line, ", ", e.steps, " steps (", s.parse.step_ranges, " ProfilerStep ranges), ",
                   e.tags, " tags (", e.tagged_allocs, " allocations tagged), rank ", s.rank.rank,
                   " of ", s.rank.world_size, " (", s.rank.rank_source, "), baseline ",
@@ -151,7 +155,7 @@ absl::StatusOr<KinetoFileSummary> ImportKinetoFile(const std::string& path, size
         trace->counts.memory_skipped > 0
             ? absl::StrCat(path, ": none of its ", trace->counts.memory_skipped,
                            " [memory] events could be imported (without Addr, Bytes or ts, or "
-                           "out of range)")
+                           "with a malformed value)")
             : absl::StrCat(path,
                            ": the trace has no [memory] events: record it with "
                            "torch.profiler.profile(profile_memory=True)"));

@@ -165,7 +165,7 @@ TEST(KinetoImportTest, ATraceWithoutMemoryEventsIsRefusedSayingHowToRecordThem) 
   EXPECT_EQ(summaries.status().message(),
             huge +
                 ": none of its 1 [memory] events could be imported (without Addr, Bytes or ts, "
-                "or out of range) (nothing was imported)");
+                "or with a malformed value) (nothing was imported)");
   EXPECT_TRUE(recorder.by_rank.empty());
 }
 
@@ -337,8 +337,12 @@ TEST(KinetoImportTest, TheSummaryCountsJumpsOfTotalAllocatedAndMalformedEvents) 
   s.rank.path = "rank0.json";
   s.events.total_allocated_mismatches = 2;
   s.parse.memory_skipped = 3;
+  s.parse.memory_args_unread = 4;
   const std::string line = FormatSummary(s);
   EXPECT_NE(line.find(", 3 without Addr/Bytes/ts or with a malformed value skipped,"),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find(", 4 with Total Reserved or Ev Idx malformed kept without it,"),
             std::string::npos)
       << line;
   EXPECT_NE(line.find(", 2 jumps of Total Allocated that no event explains (events missing from "

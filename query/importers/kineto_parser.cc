@@ -150,9 +150,13 @@ struct PendingEvent {
   std::string name, ph, cat;
   bool has_ts = false, has_dur = false, has_addr = false, has_bytes = false;
   // An argument of a memory event present with no number of its range (a string, null, 12.5):
-  // the record is not kept. Kept, "Total Reserved": "x" became a device sample of 0 B, and
-  // "Device Type": "1" moved a CUDA block to host memory, each without a word.
+  // one the record stands on (Addr, Bytes, Total Allocated, Device Type, Device Id) and it is
+  // not kept ("Device Type": "1" moved a CUDA block to host memory without a word); Total
+  // Reserved (a device sample, "x" became one of 0 B) or Ev Idx (an order's tie-break) and it
+  // is kept without that one (total_reserved -1, ev_idx -1): a block skipped for either stayed
+  // live for ever, or its free made up a block from before the trace.
   bool malformed_arg = false;
+  bool unread_arg = false;
   int64_t ts_ns = 0, dur_ns = 0;
   uint64_t pid = 0, tid = 0;
   KinetoMemoryRecord memory;
@@ -161,7 +165,7 @@ struct PendingEvent {
     name.clear();
     ph.clear();
     cat.clear();
-    has_ts = has_dur = has_addr = has_bytes = malformed_arg = false;
+    has_ts = has_dur = has_addr = has_bytes = malformed_arg = unread_arg = false;
     ts_ns = dur_ns = 0;
     pid = tid = 0;
     memory = KinetoMemoryRecord{};
@@ -215,7 +219,7 @@ class KinetoHandler {
       return Push(Context::kDistributed);
     }
     if (here == Context::kEvent && field == Field::kArgs) return Push(Context::kArgs);
-    if (here == Context::kArgs) event_.malformed_arg |= IsMemoryArgument(field);
+    if (here == Context::kArgs) MarkMalformed(field);
     if (here == Context::kDeviceList) {
       device_id_ = -1;
       device_total_ = 0;
@@ -247,7 +251,7 @@ class KinetoHandler {
     if (here == Context::kRootObject && field == Field::kDeviceProperties) {
       return Push(Context::kDeviceList);
     }
-    if (here == Context::kArgs) event_.malformed_arg |= IsMemoryArgument(field);
+    if (here == Context::kArgs) MarkMalformed(field);
     return ++skip_depth_, true;
   }
 
@@ -264,19 +268,25 @@ class KinetoHandler {
     return true;
   }
 
-  // An argument a memory record is read from (an object or array there is malformed).
-  static bool IsMemoryArgument(Field field) {
+  // `field`, an argument of the event's args, held no number of its range (PendingEvent::
+  // malformed_arg). Addr and Bytes need none: has_addr / has_bytes stay false.
+  void MarkMalformed(Field field) {
     switch (field) {
-      case Field::kAddr:
-      case Field::kBytes:
       case Field::kTotalAllocated:
-      case Field::kTotalReserved:
       case Field::kDeviceType:
       case Field::kDeviceId:
+        event_.malformed_arg = true;
+        break;
+      case Field::kTotalReserved:
+        event_.unread_arg = true;
+        event_.memory.total_reserved = -1;
+        break;
       case Field::kEvIdx:
-        return true;
+        event_.unread_arg = true;
+        event_.memory.ev_idx = -1;
+        break;
       default:
-        return false;
+        break;
     }
   }
 
@@ -359,20 +369,25 @@ class KinetoHandler {
         event_.has_bytes = is_number && ParseByteCount(text, &event_.memory.bytes);
         break;
       case Field::kTotalAllocated:
-        event_.malformed_arg |=
-            !(is_number && ParseByteCount(text, &event_.memory.total_allocated));
+        if (!(is_number && ParseByteCount(text, &event_.memory.total_allocated))) {
+          MarkMalformed(field);
+        }
         break;
       case Field::kTotalReserved:
-        event_.malformed_arg |= !(is_number && ParseByteCount(text, &event_.memory.total_reserved));
+        if (!(is_number && ParseByteCount(text, &event_.memory.total_reserved))) {
+          MarkMalformed(field);
+        }
         break;
       case Field::kDeviceType:
-        event_.malformed_arg |= !(is_number && ParseDeviceField(text, &event_.memory.device_type));
+        if (!(is_number && ParseDeviceField(text, &event_.memory.device_type))) {
+          MarkMalformed(field);
+        }
         break;
       case Field::kDeviceId:
-        event_.malformed_arg |= !(is_number && ParseDeviceField(text, &event_.memory.device_id));
+        if (!(is_number && ParseDeviceField(text, &event_.memory.device_id))) MarkMalformed(field);
         break;
       case Field::kEvIdx:
-        event_.malformed_arg |= !(is_number && ParseInt64(text, &event_.memory.ev_idx));
+        if (!(is_number && ParseInt64(text, &event_.memory.ev_idx))) MarkMalformed(field);
         break;
       case Field::kRank:
         if (is_number && ParseInt64(text, &value)) trace_->distributed.rank = value;
@@ -412,6 +427,7 @@ class KinetoHandler {
       }
       trace_->memory.push_back(record);
       ++counts.memory_events;
+      counts.memory_args_unread += e.unread_arg;
       return;
     }
     if (e.ph != "X" || !e.has_ts || !e.has_dur) return;

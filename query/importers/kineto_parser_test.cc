@@ -160,25 +160,32 @@ TEST(KinetoParserTest, AMemoryEventWithAMalformedArgumentIsNotKept) {
     return event.replace(at + key.size(), end - at - key.size(), value);
   };
   const std::vector<std::string> malformed = {
-      with("Total Reserved", "\"2097152\""),  // a string: read as a device sample of 0 B
-      with("Device Type", "\"1\""),           // CUDA read as host memory
+      with("Device Type", "\"1\""),  // CUDA read as host memory
       with("Device Id", "null"),
       with("Bytes", "64.5"),  // rounded to 65 bytes
       with("Total Allocated", "\"64\""),
-      with("Ev Idx", "[3]"),
       with("Device Id", "4294967296"),  // past an int32
+      with("Addr", "{}"),
   };
   std::string json = "[" + MemoryEvent("1", 64, 4096, 64);
   for (const std::string& event : malformed) json += ",\n" + event;
   // Integral values written as doubles are whole numbers all the same.
-  json += ",\n" + with("Bytes", "-64.0") + "]";
+  json += ",\n" + with("Bytes", "-64.0");
+  // Kept without a Total Reserved (a string: it was a device sample of 0 B) or an Ev Idx (an
+  // order's tie-break): skipped, a free left its block live for ever.
+  json += ",\n" + with("Total Reserved", "\"2097152\"") + ",\n" + with("Ev Idx", "[3]") + "]";
   auto trace = ParseKinetoJson(json, "malformed.json");
   ASSERT_TRUE(trace.ok()) << trace.status();
   EXPECT_EQ(trace->counts.memory_skipped, malformed.size());
-  ASSERT_EQ(trace->memory.size(), 2u);
+  EXPECT_EQ(trace->counts.memory_args_unread, 2u);
+  ASSERT_EQ(trace->memory.size(), 4u);
   EXPECT_EQ(trace->memory[1].bytes, -64);
   EXPECT_EQ(trace->memory[1].device_type, 1);
   EXPECT_EQ(trace->memory[1].total_reserved, 2097152);
+  EXPECT_EQ(trace->memory[2].total_reserved, -1);
+  EXPECT_EQ(trace->memory[2].ev_idx, 3);
+  EXPECT_EQ(trace->memory[3].total_reserved, 2097152);
+  EXPECT_EQ(trace->memory[3].ev_idx, -1);
 }
 
 TEST(KinetoParserTest, MalformedJsonNamesFileAndOffset) {
@@ -193,6 +200,7 @@ TEST(KinetoParserTest, MalformedJsonNamesFileAndOffset) {
             std::string::npos)
       << message;
   EXPECT_NE(message.find("colon"), std::string::npos) << message;
+  EXPECT_EQ(message.find("truncated file?"), std::string::npos) << message;  // mid-file
 }
 
 TEST(KinetoParserTest, TruncatedJsonIsAnErrorAtTheEnd) {

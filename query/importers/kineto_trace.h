@@ -25,7 +25,7 @@ struct KinetoMemoryRecord {
   int64_t bytes = 0;  // > 0 allocation, < 0 free
   uint64_t address = 0;
   int64_t total_allocated = 0;
-  int64_t total_reserved = 0;
+  int64_t total_reserved = 0;  // -1 when unreadable: no device sample from it
   int64_t ev_idx = -1;  // the profiler's own event index ("Ev Idx"), -1 when absent
   uint64_t thread = 0;  // ThreadKey(pid, tid)
   int32_t device_type = 0;
@@ -57,11 +57,13 @@ struct KinetoDistributedInfo {
 struct KinetoParseCounts {
   uint64_t trace_events = 0;       // objects in traceEvents
   uint64_t memory_events = 0;      // `[memory]` events kept (== memory.size())
-  // `[memory]` events without Addr, Bytes or ts, or with one of those or another argument
-  // (Total Allocated, Total Reserved, Device Type, Device Id, Ev Idx) malformed: not a number,
-  // not a whole one, or out of range (a byte count past +-2^53, a time at or past +-2^62 ns).
-  // Not kept.
+  // `[memory]` events without Addr, Bytes or ts, or with one of those or another argument the
+  // record stands on (Total Allocated, Device Type, Device Id) malformed: not a number, not a
+  // whole one, or out of range (a byte count past +-2^53, a time at or past +-2^62 ns). Not
+  // kept.
   uint64_t memory_skipped = 0;
+  // Kept `[memory]` events whose Total Reserved or Ev Idx was malformed, kept without it.
+  uint64_t memory_args_unread = 0;
   uint64_t step_ranges = 0;        // ProfilerStep#N ranges, CPU and GPU timeline both
   uint64_t annotation_ranges = 0;  // user_annotation ranges other than ProfilerStep#N
   uint64_t module_ranges = 0;      // "nn.Module: ..." python_function ranges (with_modules)

@@ -21,9 +21,10 @@ constexpr char kUsage[] =
     "`memtrace live --rank R --at-peak`). Highest peak first. A job that recorded no phases\n"
     "(most jobs that are not RL trainers) is answered by rank unless --by is given (a note on\n"
     "stderr says so); --by phase gives its empty answer. A running rank's step in progress\n"
-    "raises a peak it passed, but is no step of the typical ones; a rank (or group) seen\n"
-    "only in it, such as a rank still in its first step, is listed with its peak so far and\n"
-    "0 steps. Ranks whose rows are alike share one, listing them (\"0-2,4-7\"; a long list\n"
+    "(or an ended rank's last step cut short: see memtrace timeline) raises a peak it passed,\n"
+    "but is no step of the typical ones; a rank (or group) seen only in it, such as a rank\n"
+    "still in its first step, is listed with its peak so far and 0 steps. Ranks whose rows are "
+    "alike share one, listing them (\"0-2,4-7\"; a long list\n"
     "cut short with its count: --format json lists every rank), with the range of the steps\n"
     "at which each reached that peak (by step; by rank, each row's own moment keeps it "
     "apart).\n" MEMTRACE_SUBPROCESSES_HELP;

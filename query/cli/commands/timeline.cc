@@ -32,9 +32,10 @@ constexpr char kUsage[] =
     "given (a note on stderr says so). A running rank's last row (its agent is still\n"
     "connected) is in progress, its floor and peak so far: an in_progress column marks it, and\n"
     "the analyses compare ranks without it until it ends (a peak or OOM in it still counts).\n"
-    "So is an ended rank's last step that its stream stopped well inside (less than half its\n"
-    "steps' usual length in: a job an OOM ended stops every rank mid-step): a cut_short column\n"
-    "marks it; its end is where the process stopped, not a step's end.\n"
+    "On steps, an ended rank's last step that its stream stopped well inside (less than half\n"
+    "its steps' usual length in: a job an OOM ended stops every rank mid-step) is cut short:\n"
+    "a cut_short column marks it, its end is where the stream stopped, not a step's end, and\n"
+    "the analyses read it as a row in progress.\n"
     "\n"
     "Times (--from, --to): ns since the epoch, now, now-15m, -90s (= now-90s), now+1h, or\n"
     "RFC 3339 (2026-12-02T16:54:03Z), or a time as memtrace prints it (2026-12-02\n"
@@ -382,7 +383,7 @@ int RunTimeline(const Command& self, const std::vector<std::string>& args, Comma
     if (!cut.empty()) {
       io.err << "memtrace timeline: the last row of rank(s) " << analysis::FormatRankList(cut, 16)
              << " was cut short (its stream ended well inside it): its end is where the "
-                "process stopped, not a step's end\n";
+                "stream stopped, not a step's end\n";
     }
   }
   WriteTable(table, common.format, io.out);
