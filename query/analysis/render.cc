@@ -756,7 +756,19 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
                     ooms > 0 ? absl::StrCat(", ", ooms, " already out of memory") : "",
                     full > 0 ? absl::StrCat(", ", full, " already at the capacity") : "", "\n");
   }
+  // A line for each of the first few ranks (soonest first); of 1024 ranks at or past a capacity
+  // asked for, the headline was 1024 lines above the table that lists them merged.
+  constexpr int kHeadlineRanks = 8;
+  int headlines = 0, more = 0;
   for (const v1::RankHeadroom& h : r.entries()) {
+    const bool headline = h.status() == v1::HEADROOM_STATUS_FORECAST ||
+                          h.status() == v1::HEADROOM_STATUS_OUT_OF_MEMORY ||
+                          h.status() == v1::HEADROOM_STATUS_AT_CAPACITY;
+    if (headline && headlines == kHeadlineRanks) {
+      ++more;
+      continue;
+    }
+    headlines += headline;
     if (h.status() == v1::HEADROOM_STATUS_FORECAST) {
       // The peak reaches what traced allocations can have: the capacity less what the device
       // holds outside them (the CUDA context, ...), which "reaches 80.0 GiB" left out.
@@ -781,6 +793,10 @@ std::string RenderHeadroomWithoutAttempts(const v1::HeadroomReport& r) {
                       ", at or past the capacity (", Bytes(h.capacity_bytes()), ", ",
                       Bytes(h.overhead_bytes()), " of it used outside traced allocations)\n");
     }
+  }
+  if (more > 0) {
+    absl::StrAppend(&out, "  and ", more, " more rank", more == 1 ? "" : "s",
+                    " (the table below lists each)\n");
   }
   out += "\n";
   static const char* const kStatus[] = {"flat",        "forecast",  "out of memory",

@@ -927,6 +927,29 @@ TEST(RenderTest, PeakAndHeadroomAndCompare) {
           "after --warmup 200)\n"))
       << RenderHeadroom(unread);
   EXPECT_FALSE(Has(RenderHeadroom(unread), "on course")) << RenderHeadroom(unread);
+  // Of many ranks at or past the capacity, the headline names the first 8 (soonest first) and
+  // counts the rest, which the table lists: 24 ranks printed 24 lines above it.
+  v1::HeadroomReport crowded;
+  crowded.set_ranks(24);
+  for (uint32_t rank = 0; rank < 24; ++rank) {
+    v1::RankHeadroom* e = crowded.add_entries();
+    e->set_rank(rank);
+    e->set_status(v1::HEADROOM_STATUS_AT_CAPACITY);
+    e->set_capacity_bytes(10 * kGiB);
+    e->set_last_peak_bytes(34 * kGiB);
+  }
+  const std::string crowded_text = RenderHeadroom(crowded);
+  size_t headline_lines = 0;
+  for (size_t at = crowded_text.find(" already peaks at "); at != std::string::npos;
+       at = crowded_text.find(" already peaks at ", at + 1)) {
+    ++headline_lines;
+  }
+  EXPECT_EQ(headline_lines, 8u) << crowded_text;
+  EXPECT_TRUE(Has(crowded_text, "  rank 7 already peaks at 34.0 GiB")) << crowded_text;
+  EXPECT_FALSE(Has(crowded_text, "  rank 8 already peaks")) << crowded_text;
+  EXPECT_TRUE(Has(crowded_text, "  and 16 more ranks (the table below lists each)\n"))
+      << crowded_text;
+
   // Of no capacity (an imported trace without deviceProperties), no headroom: "-", not 0 B.
   v1::HeadroomReport unknown;
   v1::RankHeadroom* entry_of_unknown = unknown.add_entries();

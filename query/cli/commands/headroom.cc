@@ -31,7 +31,8 @@ constexpr char kUsage[] =
     "live bytes at the agent's samples) is subtracted. A floor without a significant rise (at\n"
     "least --min-growth; or, over the last 3 or more steps, each step's rise standing out of\n"
     "the step-to-step noise) gets no forecast; a rank that already hit an OOM, or whose peak\n"
-    "already reaches the capacity, says so. Ranks whose rows are alike share one, listing\n"
+    "already reaches the capacity, says so (a line each for the first 8, soonest first; the\n"
+    "table lists every rank). Ranks whose rows are alike share one, listing\n"
     "them (\"0-2,4-7\"; a long list cut short with its count: --format json lists every "
     "rank).\n" MEMTRACE_SUBPROCESSES_HELP
     "\nheadroom compares none of them with another: each is forecast on its own, against the\n"
