@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/connect/collector_address.h"
 #include "query/cli/command.h"
 #include "query/cli/commands/compare.h"
 #include "query/cli/commands/diverged.h"
@@ -45,6 +46,12 @@ int main(int argc, char** argv) {
   CommandIo io{std::cout, std::cerr};
   if (const char* env = std::getenv("MEMTRACE_COLLECTOR"); env != nullptr && *env != '\0') {
     io.default_collector = env;
+    // Said as the environment's: a bad value is --collector's default, and the error of a
+    // command that used it named --collector, which the user never gave.
+    if (absl::Status s = memtrace::connect::CheckCollectorAddress("$MEMTRACE_COLLECTOR", env);
+        !s.ok()) {
+      std::cerr << "memtrace: " << s.message() << " (--collector's default)\n";
+    }
   }
   int code = RunCli(commands, std::vector<std::string>(argv + 1, argv + argc), io);
   std::cout.flush();

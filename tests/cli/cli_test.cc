@@ -306,6 +306,14 @@ TEST_F(CliTest, ErrorsAreOneLineWithNonZeroExitCodes) {
       r.err, absl::StrCat("memtrace jobs: cannot reach collector at ", down, ": ")))
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // A bad $MEMTRACE_COLLECTOR is said to be the environment's: the error that follows names
+  // --collector, its default, which the user never gave.
+  r = RunProcess({"/usr/bin/env", "MEMTRACE_COLLECTOR=garbage", kMemtrace, "jobs"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_TRUE(absl::StartsWith(r.err,
+                               "memtrace: $MEMTRACE_COLLECTOR='garbage': expected host:port "
+                               "(--collector's default)\n"))
+      << r.err;
   // A simulated run stamped a year ahead would be no time at the collector (time_future): the
   // simulator refuses it before it connects.
   const int64_t next_year = absl::ToUnixNanos(absl::Now() + absl::Hours(24 * 365));
