@@ -18,9 +18,12 @@ absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view addres
     case grpc::StatusCode::UNAVAILABLE:
       return absl::Status(code, absl::StrCat("cannot reach collector at ", address, ": ", message));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
+      // A collector that could not be reached fails fast (UNAVAILABLE, above); past the
+      // deadline it may be one still working on a large job, which "cannot reach" denied.
       return absl::Status(
-          code, absl::StrCat("cannot reach collector at ", address, ": no answer to ", rpc,
-                             " within ", absl::FormatDuration(timeout), " (raise --timeout?)"));
+          code, absl::StrCat("no answer to ", rpc, " from the collector at ", address, " within ",
+                             absl::FormatDuration(timeout),
+                             " (busy with a large job, or unreachable: raise --timeout?)"));
     case grpc::StatusCode::UNIMPLEMENTED:
       return absl::Status(
           code, absl::StrCat("the server at ", address, " does not implement ",

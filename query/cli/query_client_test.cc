@@ -152,12 +152,13 @@ TEST(QueryClientDownTest, RejectsAnAddressWithoutAValidPortNamingIt) {
   }
 }
 
-TEST(FromGrpcStatusTest, MapsDeadlineToCannotReachWithTheTimeout) {
+TEST(FromGrpcStatusTest, MapsDeadlineToNoAnswerWithTheTimeout) {
   absl::Status s = FromGrpcStatus(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "x"), "h:1",
                                   "ListJobs", absl::Seconds(3));
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(s.message(),
-            "cannot reach collector at h:1: no answer to ListJobs within 3s (raise --timeout?)");
+            "no answer to ListJobs from the collector at h:1 within 3s (busy with a large job, or "
+            "unreachable: raise --timeout?)");
 }
 
 TEST(FromGrpcStatusTest, KeepsOtherCodesAndFillsAnEmptyMessage) {
