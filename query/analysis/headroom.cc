@@ -56,13 +56,10 @@ void ReadLatest(const RankTimeline& rank, const HeadroomParams& params, RankHead
   ReadCapacity(rank, params, h);
 }
 
-// The first step with an OOM event, the step in progress counted (an OOM is an event, not a
-// partial number); nullopt when none.
+// The first step with an OOM event (RankTimeline::FirstOomRow); nullopt when none.
 std::optional<int64_t> FirstOomStep(const RankTimeline& rank) {
-  for (size_t i = 0; i < rank.row_count(); ++i) {
-    if (rank.row(i).ooms > 0) return rank.row(i).step;
-  }
-  return std::nullopt;
+  const StepPoint* oom = rank.FirstOomRow();
+  return oom != nullptr ? std::optional<int64_t>(oom->step) : std::nullopt;
 }
 
 // The rows the forecast reads (after warm-up, at most recent_steps): the floors to fit, and the

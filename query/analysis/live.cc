@@ -38,11 +38,9 @@ uint64_t Total(const RankLiveSet& set) {
 }  // namespace
 
 std::optional<OomMoment> FindOom(const RankTimeline& rank) {
-  for (size_t i = 0; i < rank.row_count(); ++i) {  // an OOM's step is often cut short by it
-    const StepPoint& p = rank.row(i);
-    if (p.ooms > 0) return OomMoment{p.step, p.end_ns, p.oom_requested_bytes};
-  }
-  return std::nullopt;
+  const StepPoint* p = rank.FirstOomRow();
+  if (p == nullptr) return std::nullopt;
+  return OomMoment{p->step, p->end_ns, p->oom_requested_bytes};
 }
 
 LiveReport DescribeLive(absl::string_view job_id, const RankLiveSet& rank,

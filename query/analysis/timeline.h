@@ -156,6 +156,14 @@ struct RankTimeline {
   // reached, an OOM): how many, and the i-th.
   size_t row_count() const { return steps.size() + (in_progress.has_value() ? 1 : 0); }
   const StepPoint& row(size_t i) const { return i < steps.size() ? steps[i] : *in_progress; }
+  // Its first row with an OOM event, the row in progress or cut short counted (an OOM is an
+  // event, not a partial number, and often the event that cut its step short); nullptr if none.
+  const StepPoint* FirstOomRow() const {
+    for (size_t i = 0; i < row_count(); ++i) {
+      if (row(i).ooms > 0) return &row(i);
+    }
+    return nullptr;
+  }
   // Takes the last step out of `steps` into in_progress (the rank has one).
   void MoveLastToInProgress() {
     in_progress = std::move(steps.back());

@@ -155,9 +155,8 @@ std::string RestartNote(const analysis::JobTimeline& timeline, const std::set<ui
   std::vector<std::string> unread_ooms;
   for (const analysis::RankTimeline& r : timeline.ranks) {
     if (r.attempt == latest[r.rank] || shown.count(r.rank) == 0) continue;
-    bool oom = false;
-    for (size_t i = 0; i < r.row_count(); ++i) oom |= r.row(i).ooms > 0;  // cut short counted
-    if (oom) unread_ooms.push_back(absl::StrCat("rank ", r.rank, " attempt ", r.attempt));
+    if (r.FirstOomRow() != nullptr)
+      unread_ooms.push_back(absl::StrCat("rank ", r.rank, " attempt ", r.attempt));
   }
   return absl::StrCat("; each rank's latest attempt drawn (the job has ", attempts.size(), ")",
                       unread_ooms.empty() ? ""

@@ -682,11 +682,8 @@ PlotMarks MarksFromAnalyses(const analysis::JobTimeline& plotted, bool step_wind
   // the lines are each rank's latest attempt; an earlier attempt's OOM drawn over them read as
   // the current run's (the summary names it as not drawn: plot_command.cc).
   for (const analysis::RankTimeline* rank : analysis::SelectRanks(plotted)) {
-    for (size_t i = 0; i < rank->row_count(); ++i) {  // the row an OOM cut short counted
-      const analysis::StepPoint& p = rank->row(i);
-      if (p.ooms == 0) continue;
-      marks.ooms.push_back({rank->rank, p.step, p.oom_requested_bytes});
-      break;
+    if (const analysis::StepPoint* p = rank->FirstOomRow()) {
+      marks.ooms.push_back({rank->rank, p->step, p->oom_requested_bytes});
     }
   }
   analysis::LeakReport leaks = analysis::FindLeaks(job);
